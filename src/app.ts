@@ -1,0 +1,61 @@
+/**
+ * Builds the Fastify app from a config. The server, the CLI and the tests all construct it
+ * here, with the same options (house style 1); only src/server.ts listens.
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Config } from './config.js';
+import authPlugin from './plugins/auth.js';
+import errorsPlugin from './plugins/errors.js';
+import registryPlugin from './plugins/registry.js';
+import discoveryRoutes from './routes/discovery.js';
+import healthRoutes from './routes/health.js';
+import importExportRoutes from './routes/import-export.js';
+import openapiRoutes from './routes/openapi.js';
+import statsRoutes from './routes/stats.js';
+import toolServiceRoutes from './routes/tool-services.js';
+import toolRoutes from './routes/tools.js';
+
+export interface BuildOptions {
+  /** pino options or false; the server passes its terminal-aware logger options. */
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** Strips credentials that may ride in a URL from what gets logged. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]access_token=)[^&]*/gi, '$1[redacted]');
+}
+
+export function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServerOptions {
+  // Fastify hands `http` to http.createServer, but its types do not declare it.
+  const serverOptions: FastifyServerOptions & { http: { maxHeaderSize: number } } = {
+    logger: options.logger ?? false,
+    bodyLimit: config.bodyLimit,
+    http: { maxHeaderSize: config.maxHeaderSize },
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    requestTimeout: 60_000,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  };
+  return serverOptions;
+}
+
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify(fastifyOptions(config, options));
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  await app.register(errorsPlugin);
+  await app.register(registryPlugin, { config });
+  await app.register(authPlugin, { config });
+  await app.register(healthRoutes);
+  await app.register(openapiRoutes);
+  await app.register(discoveryRoutes, { config });
+  await app.register(statsRoutes, { config });
+  await app.register(toolRoutes, { config });
+  await app.register(toolServiceRoutes);
+  await app.register(importExportRoutes);
+  return app;
+}

@@ -1,0 +1,99 @@
+/**
+ * Which key verifies bearer tokens, and with which algorithms. With no key configured the
+ * registry runs in dev mode: a random secret in a mode-0600 file next to the database, which
+ * `tool-registry token` also reads, standing in for an authorization server on one machine.
+ */
+import { createPublicKey, randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { ConfigError, type Config } from '../config.js';
+
+export interface TokenKeys {
+  mode: 'secret' | 'public-key' | 'dev';
+  /** HMAC secret or PEM public key. */
+  key: string;
+  /** The allowlist; never `none`, never HMAC with a public key. */
+  algorithms: string[];
+  /** Where the dev secret lives, in dev mode. */
+  devSecretPath: string | undefined;
+}
+
+export const DEV_SECRET_FILE = 'registry.secret';
+
+/** The dev secret's file: beside the database, or nowhere for an in-memory database. */
+export function devSecretPathFor(databasePath: string): string | undefined {
+  if (databasePath === ':memory:' || databasePath.startsWith('file:')) return undefined;
+  return join(dirname(resolve(databasePath)), DEV_SECRET_FILE);
+}
+
+/** Reads the dev secret, creating it (mode 0600, never overwriting) on first use. */
+export function readOrCreateDevSecret(path: string): { secret: string; created: boolean } {
+  try {
+    return { secret: readDevSecret(path), created: false };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  mkdirSync(dirname(path), { recursive: true });
+  const secret = randomBytes(48).toString('base64url');
+  try {
+    writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    // Another process created it between our read and write: use theirs.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { secret: readDevSecret(path), created: false };
+    throw err;
+  }
+  chmodSync(path, 0o600); // the umask may have narrowed it further, never widened; make it exact
+  return { secret, created: true };
+}
+
+export function readDevSecret(path: string): string {
+  const mode = statSync(path).mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw new Error(`${path} is readable by other users (mode ${mode.toString(8)}); run chmod 600 on it`);
+  }
+  const secret = readFileSync(path, 'utf8').trim();
+  if (secret.length < 32) throw new Error(`${path} does not hold a usable secret`);
+  return secret;
+}
+
+function algorithmsForPublicKey(pem: string): string[] {
+  let key;
+  try {
+    key = createPublicKey(pem);
+  } catch {
+    throw new ConfigError('JWT_PUBLIC_KEY: is not a valid PEM public key');
+  }
+  switch (key.asymmetricKeyType) {
+    case 'rsa':
+      return ['RS256'];
+    case 'ec': {
+      const curve = key.asymmetricKeyDetails?.namedCurve;
+      if (curve === 'secp384r1') return ['ES384'];
+      if (curve === 'secp521r1') return ['ES512'];
+      return ['ES256'];
+    }
+    case 'ed25519':
+      return ['EdDSA'];
+    default:
+      throw new ConfigError(`JWT_PUBLIC_KEY: ${key.asymmetricKeyType ?? 'this'} keys are not supported; use RSA or EC`);
+  }
+}
+
+export function resolveTokenKeys(config: Config): TokenKeys {
+  const { secret, publicKey, algorithms } = config.jwt;
+  if (publicKey !== undefined) {
+    const allowed = algorithms ?? algorithmsForPublicKey(publicKey);
+    if (allowed.some((a) => a.startsWith('HS'))) {
+      throw new ConfigError('JWT_ALGORITHMS: HMAC algorithms cannot be used with JWT_PUBLIC_KEY (algorithm confusion)');
+    }
+    return { mode: 'public-key', key: publicKey, algorithms: allowed, devSecretPath: undefined };
+  }
+  const allowedHmac = algorithms ?? ['HS256'];
+  if (allowedHmac.some((a) => !a.startsWith('HS'))) {
+    throw new ConfigError('JWT_ALGORITHMS: only HS256, HS384 or HS512 fit a shared secret; set JWT_PUBLIC_KEY for others');
+  }
+  if (secret !== undefined) return { mode: 'secret', key: secret, algorithms: allowedHmac, devSecretPath: undefined };
+  const path = devSecretPathFor(config.databasePath);
+  const devSecret = path ? readOrCreateDevSecret(path).secret : randomBytes(48).toString('base64url');
+  return { mode: 'dev', key: devSecret, algorithms: allowedHmac, devSecretPath: path };
+}

@@ -1,0 +1,212 @@
+/**
+ * The in-memory catalogue: every live tool and tool service, and the discovery views serialised
+ * once per catalogue version and view key. Reads never touch SQLite; a write swaps entries in
+ * and bumps the version, which invalidates every cached view at once (O(1)).
+ */
+import { createHash } from 'node:crypto';
+import { normaliseTool, type Tool } from '../descriptors/normalise.js';
+import type { ToolService } from '../descriptors/schemas.js';
+import type { ServiceRecord, ToolRecord } from '../store/registry-store.js';
+import { LruByteCache } from './lru-byte-cache.js';
+import { publicToolView, type PublicTool } from './public-view.js';
+
+export interface CatalogTool {
+  tool: Tool;
+  record: ToolRecord;
+  /** The discovery entry, built once per write of this tool. */
+  view: PublicTool;
+}
+
+/** Who is looking: everything, only tools that need no scope, or a set of granted scopes. */
+export type ViewKey = { kind: 'all' } | { kind: 'public' } | { kind: 'scopes'; scopes: ReadonlySet<string> };
+
+export interface CatalogView {
+  /** The exact response bytes of `GET /` for this view. */
+  body: Buffer;
+  /** Strong ETag over the body. */
+  etag: string;
+  /** Registry index the view was built at. */
+  index: number;
+  tools: readonly CatalogTool[];
+  /** Live tools the caller cannot see. */
+  hidden: number;
+}
+
+export interface CatalogOptions {
+  /** Base URL agents use to reach this registry; message-bus tools point at its invoke route. */
+  publicUrl: URL;
+  /** The article's `service` field in discovery responses. */
+  serviceName: string;
+  /** Upper bound on the bytes of cached views. */
+  viewCacheBytes: number;
+}
+
+export interface CatalogStats {
+  total_tools: number;
+  tools_by_name: string[];
+  scope_usage: Record<string, number>;
+  unique_scopes: number;
+  tools_by_kind: Record<string, number>;
+  total_tool_services: number;
+}
+
+export class Catalog {
+  readonly #options: CatalogOptions;
+  readonly #tools = new Map<string, CatalogTool>();
+  readonly #services = new Map<string, ServiceRecord>();
+  #index = 0;
+  /** Tools in name order; rebuilt lazily after a write. */
+  #sorted: CatalogTool[] | null = null;
+  /** How many live tools require each scope; rebuilt lazily after a write. */
+  #scopeUsage: Map<string, number> | null = null;
+  readonly #views: LruByteCache<CatalogView>;
+
+  constructor(options: CatalogOptions) {
+    this.#options = options;
+    this.#views = new LruByteCache(options.viewCacheBytes);
+  }
+
+  /** The registry index this catalogue reflects. */
+  get index(): number {
+    return this.#index;
+  }
+
+  load(snapshot: { index: number; services: ServiceRecord[]; tools: ToolRecord[] }): void {
+    this.#tools.clear();
+    this.#services.clear();
+    for (const s of snapshot.services) this.#services.set(s.id, s);
+    for (const t of snapshot.tools) this.#tools.set(t.name, this.#entry(t));
+    this.#changed(snapshot.index);
+  }
+
+  /** Applies stored records (upserts or tombstones) from one committed write. */
+  apply(index: number, change: { services?: ServiceRecord[]; tools?: ToolRecord[] }): void {
+    for (const s of change.services ?? []) {
+      if (s.status === 'deleted') this.#services.delete(s.id);
+      else this.#services.set(s.id, s);
+    }
+    for (const t of change.tools ?? []) {
+      if (t.status === 'deleted') this.#tools.delete(t.name);
+      else this.#tools.set(t.name, this.#entry(t));
+    }
+    this.#changed(index);
+  }
+
+  getTool(name: string): CatalogTool | undefined {
+    return this.#tools.get(name);
+  }
+
+  getService(id: string): ServiceRecord | undefined {
+    return this.#services.get(id);
+  }
+
+  /** Descriptor lookup for validation of message-bus tools. */
+  readonly lookupService = (id: string): ToolService | undefined => this.#services.get(id)?.descriptor;
+
+  services(): ServiceRecord[] {
+    return [...this.#services.values()].sort((a, b) => compare(a.id, b.id));
+  }
+
+  tools(): readonly CatalogTool[] {
+    this.#sorted ??= [...this.#tools.values()].sort((a, b) => compare(a.tool.name, b.tool.name));
+    return this.#sorted;
+  }
+
+  toolsUsingService(id: string): string[] {
+    return this.tools()
+      .filter((t) => t.tool.serviceId === id)
+      .map((t) => t.tool.name);
+  }
+
+  /** Every scope any live tool requires. */
+  knownScopes(): ReadonlyMap<string, number> {
+    if (!this.#scopeUsage) {
+      const usage = new Map<string, number>();
+      for (const { tool } of this.tools()) {
+        for (const scope of new Set(tool.scopes)) usage.set(scope, (usage.get(scope) ?? 0) + 1);
+      }
+      this.#scopeUsage = new Map([...usage].sort(([a], [b]) => compare(a, b)));
+    }
+    return this.#scopeUsage;
+  }
+
+  /** Whether a tool is in the view. */
+  static visible(tool: Tool, key: ViewKey): boolean {
+    if (key.kind === 'all' || tool.scopes.length === 0) return true;
+    if (key.kind === 'public') return false;
+    return tool.scopes.some((s) => key.scopes.has(s));
+  }
+
+  view(key: ViewKey): CatalogView {
+    const normalised = this.#normaliseKey(key);
+    const cacheKey = `${this.#index}\n${viewKeyString(normalised)}`;
+    const cached = this.#views.get(cacheKey);
+    if (cached) return cached;
+    const all = this.tools();
+    const tools = normalised.kind === 'all' ? all : all.filter((t) => Catalog.visible(t.tool, normalised));
+    const body = Buffer.from(
+      JSON.stringify({ service: this.#options.serviceName, protocol: 'tool-discovery', tools: tools.map((t) => t.view) }),
+    );
+    const view: CatalogView = {
+      body,
+      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"`,
+      index: this.#index,
+      tools,
+      hidden: all.length - tools.length,
+    };
+    this.#views.set(cacheKey, view, body.length + 256);
+    return view;
+  }
+
+  /** The article's /stats figures over one view. */
+  stats(key: ViewKey): CatalogStats {
+    const { tools } = this.view(key);
+    const scopeUsage: Record<string, number> = {};
+    const byKind: Record<string, number> = { http: 0, 'tool-service': 0 };
+    for (const { tool } of tools) {
+      byKind[tool.kind] = (byKind[tool.kind] ?? 0) + 1;
+      for (const scope of new Set(tool.scopes)) scopeUsage[scope] = (scopeUsage[scope] ?? 0) + 1;
+    }
+    return {
+      total_tools: tools.length,
+      tools_by_name: tools.map((t) => t.tool.name),
+      scope_usage: scopeUsage,
+      unique_scopes: Object.keys(scopeUsage).length,
+      tools_by_kind: byKind,
+      total_tool_services: this.#services.size,
+    };
+  }
+
+  /**
+   * Only scopes some tool requires can change a view, so tokens that differ in other scopes
+   * share one cached view.
+   */
+  #normaliseKey(key: ViewKey): ViewKey {
+    if (key.kind !== 'scopes') return key;
+    const known = this.knownScopes();
+    return { kind: 'scopes', scopes: new Set([...key.scopes].filter((s) => known.has(s))) };
+  }
+
+  #entry(record: ToolRecord): CatalogTool {
+    const tool = normaliseTool(record.kind, record.descriptor);
+    return { tool, record, view: publicToolView(tool, record, this.#options.publicUrl) };
+  }
+
+  #changed(index: number): void {
+    this.#index = index;
+    this.#sorted = null;
+    this.#scopeUsage = null;
+    // Cache keys carry the index, so stale views can no longer be hit; dropping them frees memory now.
+    this.#views.clear();
+  }
+}
+
+function viewKeyString(key: ViewKey): string {
+  if (key.kind !== 'scopes') return key.kind;
+  return `scopes:${[...key.scopes].sort().join(' ')}`;
+}
+
+/** Code-point order, so that names sort the same everywhere (not locale-dependent). */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

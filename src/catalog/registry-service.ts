@@ -1,0 +1,170 @@
+/**
+ * The write path: validate against the live catalogue, write one transaction, then swap the
+ * result into the catalogue. Validation, the write and the swap run in one synchronous turn of
+ * the event loop, so no other request can slip between them in this process; the store
+ * re-checks what SQLite can (services in use) inside its transaction.
+ */
+import { RegistryError, type FieldError } from '../errors.js';
+import { parseTool, parseToolService, type ParsedTool } from '../descriptors/resolve.js';
+import { ImportBundleSchema, type ToolService } from '../descriptors/schemas.js';
+import { fieldErrorsFrom } from '../descriptors/resolve.js';
+import type { ImportResult, PutResult, RegistryStore, ServiceRecord, ToolRecord } from '../store/registry-store.js';
+import type { Catalog } from './catalog.js';
+
+export interface ImportSummary {
+  index: number;
+  toolServices: { created: number; replaced: number };
+  tools: { created: number; replaced: number };
+}
+
+export class RegistryService {
+  readonly #store: RegistryStore;
+  readonly #catalog: Catalog;
+  readonly #now: () => string;
+
+  constructor(store: RegistryStore, catalog: Catalog, now: () => string = () => new Date().toISOString()) {
+    this.#store = store;
+    this.#catalog = catalog;
+    this.#now = now;
+  }
+
+  /** `POST /tools/register` and `PUT /tools/{name}`; `pathName` must match the body's name. */
+  putTool(input: unknown, pathName?: string): PutResult<ToolRecord> {
+    const parsed = parseTool(withPathKey(input, 'name', pathName), this.#catalog.lookupService);
+    const result = this.#store.putTool(parsed, this.#now());
+    this.#catalog.apply(result.record.index, { tools: [result.record] });
+    return result;
+  }
+
+  deleteTool(name: string): ToolRecord {
+    const record = this.#store.deleteTool(name, this.#now());
+    this.#catalog.apply(record.index, { tools: [record] });
+    return record;
+  }
+
+  /**
+   * Creates or replaces a service. A replacement must keep every live tool on it valid (a new
+   * required config param, say, would break them), or nothing changes.
+   */
+  putService(input: unknown, pathId?: string): PutResult<ServiceRecord> {
+    const service = parseToolService(withPathKey(input, 'id', pathId));
+    const broken = this.#toolsBrokenBy(service);
+    if (broken.length > 0) {
+      throw new RegistryError(
+        'TR_ERR_CONFLICT',
+        `replacing tool service "${service.id}" would invalidate tools: ${broken.map((b) => b.name).join(', ')}`,
+        { fieldErrors: broken.flatMap((b) => b.errors), extra: { tools: broken.map((b) => b.name) } },
+      );
+    }
+    const result = this.#store.putService(service, this.#now());
+    this.#catalog.apply(result.record.index, { services: [result.record] });
+    return result;
+  }
+
+  deleteService(id: string): ServiceRecord {
+    const users = this.#catalog.toolsUsingService(id);
+    if (users.length > 0) {
+      throw new RegistryError('TR_ERR_IN_USE', `tool service "${id}" is still used by: ${users.join(', ')}`, { extra: { tools: users } });
+    }
+    const record = this.#store.deleteService(id, this.#now());
+    this.#catalog.apply(record.index, { services: [record] });
+    return record;
+  }
+
+  /**
+   * Imports services and tools in one transaction. Tools may use services from the bundle or
+   * already registered ones. Every problem is reported with its path in the bundle.
+   */
+  importBundle(input: unknown): ImportSummary {
+    const bundle = ImportBundleSchema.safeParse(input);
+    if (!bundle.success) {
+      throw new RegistryError('TR_ERR_VALIDATION', 'invalid import bundle', { fieldErrors: fieldErrorsFrom(bundle.error) });
+    }
+    const errors: FieldError[] = [];
+    const services = new Map<string, ToolService>();
+    bundle.data['tool-services'].forEach((raw, i) => {
+      collect(errors, () => {
+        const service = parseToolService(raw, ['tool-services', i]);
+        if (services.has(service.id)) throw duplicate(['tool-services', i, 'id'], `tool service "${service.id}"`);
+        services.set(service.id, service);
+      });
+    });
+    const lookup = (id: string) => services.get(id) ?? this.#catalog.lookupService(id);
+    const tools = new Map<string, ParsedTool>();
+    bundle.data.tools.forEach((raw, i) => {
+      collect(errors, () => {
+        const tool = parseTool(raw, lookup, ['tools', i]);
+        if (tools.has(tool.name)) throw duplicate(['tools', i, 'name'], `tool "${tool.name}"`);
+        tools.set(tool.name, tool);
+      });
+    });
+    // A replaced service must still fit the live tools on it that the bundle does not replace.
+    for (const service of services.values()) {
+      for (const broken of this.#toolsBrokenBy(service, tools)) errors.push(...broken.errors);
+    }
+    if (errors.length > 0) {
+      throw new RegistryError('TR_ERR_VALIDATION', `invalid import bundle: ${errors.length} problem(s), first ${errors[0]?.path}: ${errors[0]?.message}`, {
+        fieldErrors: errors.slice(0, 100),
+      });
+    }
+    const result: ImportResult = this.#store.importBundle([...services.values()], [...tools.values()], this.#now());
+    this.#catalog.apply(result.index, { services: result.services.map((s) => s.record), tools: result.tools.map((t) => t.record) });
+    const count = (items: PutResult<unknown>[]) => ({
+      created: items.filter((i) => i.created).length,
+      replaced: items.filter((i) => !i.created).length,
+    });
+    return { index: result.index, toolServices: count(result.services), tools: count(result.tools) };
+  }
+
+  /** Everything live, in the import bundle's form. */
+  exportBundle(): { 'tool-services': ToolService[]; tools: unknown[] } {
+    return {
+      'tool-services': this.#catalog.services().map((s) => s.descriptor),
+      tools: this.#catalog.tools().map((t) => t.record.descriptor),
+    };
+  }
+
+  #toolsBrokenBy(service: ToolService, replacedBy: ReadonlyMap<string, unknown> = new Map()): { name: string; errors: FieldError[] }[] {
+    const broken: { name: string; errors: FieldError[] }[] = [];
+    for (const name of this.#catalog.toolsUsingService(service.id)) {
+      if (replacedBy.has(name)) continue;
+      const entry = this.#catalog.getTool(name);
+      if (!entry) continue;
+      try {
+        parseTool(entry.record.descriptor, (id) => (id === service.id ? service : this.#catalog.lookupService(id)), ['tools', name]);
+      } catch (err) {
+        if (!(err instanceof RegistryError)) throw err;
+        broken.push({ name, errors: err.fieldErrors ?? [{ path: `tools.${name}`, message: err.message }] });
+      }
+    }
+    return broken;
+  }
+}
+
+/** Fills the body's key from the URL path, or refuses a body that names something else. */
+function withPathKey(input: unknown, key: string, fromPath: string | undefined): unknown {
+  if (fromPath === undefined || typeof input !== 'object' || input === null || Array.isArray(input)) return input;
+  const body = input as Record<string, unknown>;
+  if (body[key] === undefined) return { ...body, [key]: fromPath };
+  if (body[key] !== fromPath) {
+    throw new RegistryError('TR_ERR_VALIDATION', `the body's ${key} "${String(body[key])}" differs from the URL's "${fromPath}"`, {
+      fieldErrors: [{ path: key, message: `must equal "${fromPath}" from the URL` }],
+    });
+  }
+  return input;
+}
+
+function collect(errors: FieldError[], fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    if (!(err instanceof RegistryError)) throw err;
+    errors.push(...(err.fieldErrors ?? [{ path: '', message: err.message }]));
+  }
+}
+
+function duplicate(path: PropertyKey[], what: string): RegistryError {
+  return new RegistryError('TR_ERR_VALIDATION', `duplicate ${what}`, {
+    fieldErrors: [{ path: path.map(String).join('.'), message: `duplicate ${what} in the bundle` }],
+  });
+}

@@ -1,0 +1,157 @@
+/**
+ * Data commands talk to a running registry over HTTP, like the reference platform's config
+ * tool: `put tool/<name>`, `put tool-service/<id>`, `get`, `list`, `delete`, `import`, `export`.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { devSecretPathFor } from '../auth/keys.js';
+import { loadConfig, settingsFromArgv, type SettingName } from '../config.js';
+import { mintToken } from './token.js';
+import { takeOption, UsageError } from './usage-error.js';
+
+export const DATA_COMMANDS: ReadonlySet<string> = new Set(['put', 'get', 'list', 'delete', 'import', 'export']);
+
+const DEFAULT_URL = 'http://127.0.0.1:8006';
+
+interface Target {
+  collection: 'tools' | 'tool-services';
+  key: string;
+}
+
+/** `tool/<name>` or `tool-service/<id>`. */
+function parseTarget(text: string | undefined): Target {
+  const match = /^(tool|tool-service)\/(.+)$/.exec(text ?? '');
+  if (!match?.[2]) throw new UsageError('name what to act on as tool/<name> or tool-service/<id>');
+  return { collection: match[1] === 'tool' ? 'tools' : 'tool-services', key: match[2] };
+}
+
+function readJson(source: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${source} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY) throw new UsageError('give the descriptor on stdin or with --file');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The bearer token: --token, REGISTRY_TOKEN, or an admin token minted from the local secret. */
+function clientToken(explicit: string | undefined, env: NodeJS.ProcessEnv, settings: Partial<Record<SettingName, string>>): string | undefined {
+  const given = explicit ?? env['REGISTRY_TOKEN'];
+  if (given !== undefined && given !== '') return given;
+  const config = loadConfig(env, settings);
+  if (config.jwt.publicKey !== undefined) return undefined;
+  if (config.jwt.secret === undefined) {
+    // Only read an existing dev secret: a client must not create one the server does not share.
+    const path = devSecretPathFor(config.databasePath);
+    if (path === undefined || !existsSync(path)) return undefined;
+  }
+  return mintToken(config, { scopes: [config.adminScope], sub: 'tool-registry-cli', ttlS: 300 });
+}
+
+interface Client {
+  request(method: string, path: string, body?: unknown): Promise<unknown>;
+}
+
+function httpClient(baseUrl: string, token: string | undefined): Client {
+  return {
+    async request(method, path, body) {
+      const headers: Record<string, string> = { accept: 'application/json' };
+      if (token) headers['authorization'] = `Bearer ${token}`;
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      let response: Response;
+      try {
+        response = await fetch(new URL(path, baseUrl), { method, headers, ...(body !== undefined && { body: JSON.stringify(body) }) });
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string } }).cause?.code;
+        throw new Error(`cannot reach the registry at ${baseUrl}${cause ? ` (${cause})` : ''}; is it running? (--url or REGISTRY_URL)`);
+      }
+      const text = await response.text();
+      const parsed: unknown = text === '' ? null : safeJson(text);
+      if (!response.ok) {
+        const problem = parsed as { detail?: string; errors?: { path: string; message: string }[] } | null;
+        const fields = problem?.errors?.length ? ` [${problem.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}]` : '';
+        throw new Error(`${response.status} ${problem?.detail ?? response.statusText}${fields}`);
+      }
+      return parsed;
+    },
+  };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+export async function runDataCommand(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const args = [...argv];
+  const url = takeOption(args, '--url').at(-1) ?? env['REGISTRY_URL'] ?? DEFAULT_URL;
+  const token = takeOption(args, '--token').at(-1);
+  const files = takeOption(args, '--file');
+  // Settings such as --database-path locate the dev secret; the rest are positional.
+  const { values, rest } = settingsFromArgv(args);
+  const client = httpClient(url, clientToken(token, env, values));
+  const unexpected = (n: number) => {
+    if (rest.length > n) throw new UsageError(`unexpected argument ${rest[n] ?? ''} for ${command}`);
+  };
+
+  switch (command) {
+    case 'put': {
+      unexpected(1);
+      const target = parseTarget(rest[0]);
+      const file = files.at(-1);
+      const body = file !== undefined ? readJson(file, readFileSync(file, 'utf8')) : readJson('stdin', await readStdin());
+      print(await client.request('PUT', `/${target.collection}/${encodeURIComponent(target.key)}`, body));
+      return 0;
+    }
+    case 'get': {
+      unexpected(1);
+      const target = parseTarget(rest[0]);
+      const record = (await client.request('GET', `/${target.collection}/${encodeURIComponent(target.key)}`)) as { descriptor?: unknown };
+      print(record.descriptor ?? record);
+      return 0;
+    }
+    case 'delete': {
+      unexpected(1);
+      const target = parseTarget(rest[0]);
+      await client.request('DELETE', `/${target.collection}/${encodeURIComponent(target.key)}`);
+      process.stdout.write(`deleted ${rest[0] ?? ''}\n`);
+      return 0;
+    }
+    case 'list': {
+      unexpected(1);
+      const what = rest[0] ?? 'tools';
+      if (what !== 'tools' && what !== 'tool-services') throw new UsageError('list takes "tools" or "tool-services"');
+      const bundle = (await client.request('GET', '/export')) as { tools: { name: string; type?: string; scopes?: string[] }[]; 'tool-services': { id: string; 'request-queue': string }[] };
+      if (what === 'tools') {
+        for (const t of bundle.tools) process.stdout.write(`${t.name}\t${t.type === 'tool-service' ? 'tool-service' : 'http'}\t${(t.scopes ?? []).join(' ')}\n`);
+      } else {
+        for (const s of bundle['tool-services']) process.stdout.write(`${s.id}\t${s['request-queue']}\n`);
+      }
+      return 0;
+    }
+    case 'import': {
+      unexpected(1);
+      const file = rest[0] ?? files.at(-1);
+      if (file === undefined) throw new UsageError('import needs a file: tool-registry import <file>');
+      print(await client.request('POST', '/import', readJson(file, readFileSync(file, 'utf8'))));
+      return 0;
+    }
+    case 'export': {
+      unexpected(0);
+      print(await client.request('GET', '/export'));
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}

@@ -1,0 +1,34 @@
+import { flagOf, SETTINGS, type SettingName } from '../config.js';
+
+const settingLines = (Object.keys(SETTINGS) as SettingName[])
+  .map((name) => {
+    const setting = SETTINGS[name];
+    const def = setting.default === undefined ? '' : ` (default ${setting.default})`;
+    return `  ${flagOf(name).padEnd(26)} ${name}: ${setting.help}${def}`;
+  })
+  .join('\n');
+
+export const HELP = `tool-registry: a registry where AI agents discover the tools they may use
+
+Usage:
+  tool-registry [serve] [settings]           serve the registry (the default command)
+  tool-registry migrate [settings]           apply database migrations and exit
+  tool-registry token --scope S [--scope S] [--sub NAME] [--ttl 1h]
+                                             print a token signed with the local secret
+                                             (JWT_SECRET, or the dev-mode secret file)
+  tool-registry put tool/<name> [--file F]   create or replace a tool (JSON on stdin or --file)
+  tool-registry put tool-service/<id> [--file F]
+  tool-registry get tool/<name> | tool-service/<id>
+  tool-registry delete tool/<name> | tool-service/<id>
+  tool-registry list [tools | tool-services]
+  tool-registry import <file>                import {"tool-services": [...], "tools": [...]} in one transaction
+  tool-registry export                       print every live service and tool in that form
+
+Data commands (put, get, delete, list, import, export) talk to a running registry:
+  --url URL          registry base URL (REGISTRY_URL; default http://127.0.0.1:8006)
+  --token TOKEN      bearer token (REGISTRY_TOKEN; default: an admin token minted from
+                     JWT_SECRET or the dev secret beside --database-path)
+
+Settings (environment variable, or the flag, which wins):
+${settingLines}
+`;

@@ -1,0 +1,47 @@
+import { createSigner } from 'fast-jwt';
+import { resolveTokenKeys } from '../auth/keys.js';
+import type { Config } from '../config.js';
+import { takeOption, UsageError } from './usage-error.js';
+
+const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** `90`, `30s`, `15m`, `1h`, `7d` -> seconds. */
+export function parseTtl(text: string): number {
+  const match = /^(\d+)([smhd]?)$/.exec(text);
+  if (!match) throw new UsageError(`--ttl must look like 30s, 15m, 1h or 7d (got "${text}")`);
+  const seconds = Number(match[1]) * (UNITS[match[2] || 's'] ?? 1);
+  if (seconds <= 0 || seconds > 366 * 86_400) throw new UsageError('--ttl must be between 1s and 366d');
+  return seconds;
+}
+
+/**
+ * Mints a token signed with the registry's own secret (JWT_SECRET, or the dev-mode secret
+ * beside the database), standing in for an authorization server on one machine.
+ */
+export function mintToken(config: Config, claims: { scopes: string[]; sub: string; ttlS: number }): string {
+  const keys = resolveTokenKeys(config);
+  if (keys.mode === 'public-key') {
+    throw new UsageError('the registry verifies tokens with JWT_PUBLIC_KEY; get tokens from your authorization server');
+  }
+  const sign = createSigner({
+    key: keys.key,
+    algorithm: keys.algorithms[0] as 'HS256',
+    expiresIn: claims.ttlS * 1000,
+    header: { alg: keys.algorithms[0] ?? 'HS256', typ: 'at+jwt' },
+    ...(config.jwt.issuer !== undefined && { iss: config.jwt.issuer }),
+    ...(config.jwt.audience?.[0] !== undefined && { aud: config.jwt.audience[0] }),
+    sub: claims.sub,
+  });
+  return sign({ scope: claims.scopes.join(' ') });
+}
+
+/** `tool-registry token --scope S [--scope S ...] [--sub NAME] [--ttl 1h]` */
+export async function runToken(config: Config, args: string[], _env: NodeJS.ProcessEnv): Promise<number> {
+  const rest = [...args];
+  const scopes = takeOption(rest, '--scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
+  const sub = takeOption(rest, '--sub').at(-1) ?? 'cli';
+  const ttlS = parseTtl(takeOption(rest, '--ttl').at(-1) ?? '1h');
+  if (rest.length > 0) throw new UsageError(`unknown argument ${rest[0] ?? ''} for token (see tool-registry --help)`);
+  process.stdout.write(`${mintToken(config, { scopes, sub, ttlS })}\n`);
+  return 0;
+}

@@ -1,0 +1,191 @@
+/**
+ * Settings come from environment variables, each with a matching CLI flag (`PUBLIC_URL` is
+ * `--public-url`); a flag wins over the variable. A wrong value stops startup with one line
+ * naming the variable.
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ScopeSchema } from './descriptors/schemas.js';
+
+export const ANONYMOUS_POLICIES = ['full', 'public', 'none'] as const;
+export type AnonymousPolicy = (typeof ANONYMOUS_POLICIES)[number];
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const integer = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `must be a whole number from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+const list = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== ''));
+
+/** Every setting: its variable name, its meaning (for --help and the README), and its check. */
+export const SETTINGS = {
+  PORT: { help: 'TCP port to listen on', default: '8006', schema: integer(0, 65535) },
+  HOST: { help: 'address to listen on (0.0.0.0 for every interface)', default: '127.0.0.1', schema: z.string().min(1) },
+  DATABASE_PATH: { help: 'SQLite database file (":memory:" for a throwaway one)', default: './data/registry.db', schema: z.string().min(1) },
+  PUBLIC_URL: {
+    help: 'base URL agents reach this registry at (default http://HOST:PORT); message-bus tools point at its invoke route',
+    default: undefined,
+    schema: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).transform((v) => new URL(v)),
+  },
+  ANONYMOUS_DISCOVERY: {
+    help: 'what callers without a token see: full (every tool), public (tools needing no scope) or none (401)',
+    default: 'full',
+    schema: z.enum(ANONYMOUS_POLICIES, { error: `must be one of ${ANONYMOUS_POLICIES.join(', ')}` }),
+  },
+  ADMIN_SCOPE: { help: 'scope a token needs for every write', default: 'registry:write', schema: ScopeSchema },
+  LOG_LEVEL: {
+    help: 'pino log level',
+    default: 'info',
+    schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }),
+  },
+  JWT_SECRET: {
+    help: 'HS256 secret for bearer tokens (at least 32 characters)',
+    default: undefined,
+    schema: z.string().min(32, 'must be at least 32 characters (256 bits) for HS256'),
+  },
+  JWT_PUBLIC_KEY: {
+    help: 'PEM public key (RS256 or ES256), or the path of a PEM file',
+    default: undefined,
+    schema: z.string().min(1).transform((v, ctx) => {
+      if (v.includes('-----BEGIN')) return v;
+      try {
+        return readFileSync(v, 'utf8');
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'is neither a PEM key nor a readable PEM file' });
+        return z.NEVER;
+      }
+    }),
+  },
+  JWT_ISSUER: { help: 'required token issuer (iss), checked when set', default: undefined, schema: z.string().min(1) },
+  JWT_AUDIENCE: { help: 'accepted token audiences (aud), comma-separated, checked when set', default: undefined, schema: list },
+  JWT_ALGORITHMS: {
+    help: 'allowed token algorithms, comma-separated (default from the key: HS256, RS256 or ES256)',
+    default: undefined,
+    schema: list.pipe(
+      z.array(z.enum(['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'], { error: 'is not a supported algorithm' })).min(1),
+    ),
+  },
+  JWT_CLOCK_TOLERANCE_S: { help: 'seconds of clock skew allowed on exp and nbf', default: '30', schema: integer(0, 600) },
+  BODY_LIMIT: { help: 'largest request body in bytes', default: String(1024 * 1024), schema: integer(1024, 512 * 1024 * 1024) },
+  MAX_HEADER_SIZE: { help: 'largest request header block in bytes', default: String(16 * 1024), schema: integer(1024, 1024 * 1024) },
+  MAX_CONNECTIONS: { help: 'most concurrent connections; further ones are refused', default: '10000', schema: integer(1, 1_000_000) },
+  VIEW_CACHE_BYTES: { help: 'bytes of serialised discovery views kept in memory', default: String(64 * 1024 * 1024), schema: integer(0, 16 * 1024 ** 3) },
+} as const;
+
+export type SettingName = keyof typeof SETTINGS;
+
+export interface Config {
+  port: number;
+  host: string;
+  databasePath: string;
+  publicUrl: URL;
+  anonymousDiscovery: AnonymousPolicy;
+  adminScope: string;
+  logLevel: (typeof LOG_LEVELS)[number];
+  jwt: {
+    secret: string | undefined;
+    publicKey: string | undefined;
+    issuer: string | undefined;
+    audience: string[] | undefined;
+    algorithms: string[] | undefined;
+    clockToleranceS: number;
+  };
+  bodyLimit: number;
+  maxHeaderSize: number;
+  maxConnections: number;
+  viewCacheBytes: number;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** `PUBLIC_URL` -> `--public-url`. */
+export function flagOf(name: SettingName): string {
+  return `--${name.toLowerCase().replaceAll('_', '-')}`;
+}
+
+const FLAG_TO_SETTING = new Map<string, SettingName>(
+  (Object.keys(SETTINGS) as SettingName[]).map((name) => [flagOf(name), name]),
+);
+
+/**
+ * Reads `--flag value` and `--flag=value` pairs for settings out of argv; returns the settings
+ * and the arguments left over.
+ */
+export function settingsFromArgv(argv: readonly string[]): { values: Partial<Record<SettingName, string>>; rest: string[] } {
+  const values: Partial<Record<SettingName, string>> = {};
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    const eq = arg.indexOf('=');
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    const name = FLAG_TO_SETTING.get(flag);
+    if (!name) {
+      rest.push(arg);
+      continue;
+    }
+    const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+    if (value === undefined) throw new ConfigError(`${flag} needs a value`);
+    values[name] = value;
+  }
+  return { values, rest };
+}
+
+/** Builds the config from the environment and flags; throws a ConfigError naming the setting. */
+export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<SettingName, string>> = {}): Config {
+  const raw = (name: SettingName): string | undefined => {
+    const value = flags[name] ?? env[name];
+    return value === undefined || value === '' ? SETTINGS[name].default : value;
+  };
+  const parsed: Partial<Record<SettingName, unknown>> = {};
+  for (const name of Object.keys(SETTINGS) as SettingName[]) {
+    const value = raw(name);
+    if (value === undefined) continue;
+    const result = (SETTINGS[name].schema as z.ZodType).safeParse(value);
+    if (!result.success) {
+      const shown = name.startsWith('JWT_SECRET') ? '' : ` (got ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value)})`;
+      throw new ConfigError(`${name}: ${result.error.issues[0]?.message ?? 'invalid value'}${shown}`);
+    }
+    parsed[name] = result.data;
+  }
+  const get = <T>(name: SettingName) => parsed[name] as T;
+  if (get<string | undefined>('JWT_SECRET') !== undefined && get<string | undefined>('JWT_PUBLIC_KEY') !== undefined) {
+    throw new ConfigError('JWT_SECRET: set either JWT_SECRET or JWT_PUBLIC_KEY, not both');
+  }
+  const port = get<number>('PORT');
+  const host = get<string>('HOST');
+  const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return {
+    port,
+    host,
+    databasePath: get<string>('DATABASE_PATH'),
+    publicUrl: get<URL | undefined>('PUBLIC_URL') ?? new URL(`http://${publicHost}:${port}`),
+    anonymousDiscovery: get<AnonymousPolicy>('ANONYMOUS_DISCOVERY'),
+    adminScope: get<string>('ADMIN_SCOPE'),
+    logLevel: get<Config['logLevel']>('LOG_LEVEL'),
+    jwt: {
+      secret: get<string | undefined>('JWT_SECRET'),
+      publicKey: get<string | undefined>('JWT_PUBLIC_KEY'),
+      issuer: get<string | undefined>('JWT_ISSUER'),
+      audience: get<string[] | undefined>('JWT_AUDIENCE'),
+      algorithms: get<string[] | undefined>('JWT_ALGORITHMS'),
+      clockToleranceS: get<number>('JWT_CLOCK_TOLERANCE_S'),
+    },
+    bodyLimit: get<number>('BODY_LIMIT'),
+    maxHeaderSize: get<number>('MAX_HEADER_SIZE'),
+    maxConnections: get<number>('MAX_CONNECTIONS'),
+    viewCacheBytes: get<number>('VIEW_CACHE_BYTES'),
+  };
+}
+
+/** A config for tests and embedding: defaults, with overrides. */
+export function defaultConfig(overrides: Partial<Record<SettingName, string>> = {}): Config {
+  return loadConfig({}, overrides);
+}

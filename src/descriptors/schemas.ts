@@ -1,0 +1,238 @@
+/**
+ * One zod schema per wire shape (house style 4). Types are inferred beside each schema so that
+ * validation and types never drift. Cross-kind rules (a tool's service exists, its config values
+ * fit the service) live in resolve.ts because they need the catalogue.
+ */
+import { z } from 'zod';
+
+/** Valid as a function name for every model vendor's function calling. */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export const ToolNameSchema = z
+  .string()
+  .regex(TOOL_NAME_PATTERN, 'must be 1 to 64 characters of letters, digits, "_" or "-"');
+
+/** Tool-service ids appear in URL paths and config keys; kept to a safe alphabet. */
+export const ServiceIdSchema = z
+  .string()
+  .regex(/^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$/, 'must be 1 to 128 characters of letters, digits, "_", "." or "-"');
+
+/** RFC 6749 section 3.3 scope-token: printable ASCII except space, `"` and `\`. */
+export const ScopeSchema = z
+  .string()
+  .regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,200}$/, 'must be an OAuth scope token (printable ASCII, no spaces or quotes)');
+
+/** Pulsar tenant, namespace and local topic names, as the broker's NamedEntity allows. */
+const PULSAR_NAME = '[a-zA-Z0-9_.=:%-]+';
+export const PULSAR_TOPIC_PATTERN = new RegExp(`^(persistent|non-persistent)://${PULSAR_NAME}/${PULSAR_NAME}/${PULSAR_NAME}$`);
+
+export const PulsarTopicSchema = z
+  .string()
+  .max(1024)
+  .regex(PULSAR_TOPIC_PATTERN, 'must be a Pulsar topic name such as non-persistent://tg/request/joke');
+
+/** The short `topic` form's local name. */
+export const TopicLocalNameSchema = z
+  .string()
+  .regex(/^[a-zA-Z0-9_.=:%-]{1,200}$/, 'must be a Pulsar local topic name (no "/")');
+
+export const JsonTypeSchema = z.enum(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
+export type JsonType = z.infer<typeof JsonTypeSchema>;
+
+const DescriptionSchema = z.string().min(1, 'must not be empty').max(8192);
+
+// ---------------------------------------------------------------------------------------------
+// Tool service (tier 1)
+
+export const ConfigParamSchema = z.strictObject({
+  /** The config key a tool must or may supply. */
+  name: z.string().regex(/^[a-zA-Z0-9_][a-zA-Z0-9_-]{0,63}$/, 'must be a config key of letters, digits, "_" or "-"'),
+  /** Whether every tool on the service must give a value. */
+  required: z.boolean().default(false),
+});
+export type ConfigParam = z.infer<typeof ConfigParamSchema>;
+
+/** The stored, normalised tool-service descriptor: always the full queue form. */
+export const ToolServiceSchema = z.strictObject({
+  /** The service's id, referenced by tools' `service` field. */
+  id: ServiceIdSchema,
+  /** Topic the registry publishes requests to. */
+  'request-queue': PulsarTopicSchema,
+  /** Topic the service publishes responses on, correlated by the `id` message property. */
+  'response-queue': PulsarTopicSchema,
+  /** Config values that tools on this service supply. */
+  'config-params': z.array(ConfigParamSchema),
+});
+export type ToolService = z.infer<typeof ToolServiceSchema>;
+
+/**
+ * What operators send: either the full queue form or the short `topic` form, and config params
+ * as `{name, required}` objects or bare strings (meaning not required).
+ */
+export const ToolServiceInputSchema = z
+  .strictObject({
+    id: ServiceIdSchema,
+    /** Short form: expands to non-persistent://tg/request/{topic} and .../response/{topic}. */
+    topic: TopicLocalNameSchema.optional(),
+    'request-queue': PulsarTopicSchema.optional(),
+    'response-queue': PulsarTopicSchema.optional(),
+    'config-params': z
+      .array(z.union([ConfigParamSchema.shape.name, ConfigParamSchema]))
+      .max(64)
+      .default([]),
+  })
+  .superRefine((value, ctx) => {
+    const hasQueues = value['request-queue'] !== undefined || value['response-queue'] !== undefined;
+    if (value.topic !== undefined && hasQueues) {
+      ctx.addIssue({ code: 'custom', path: ['topic'], message: 'give either "topic" or the two queues, not both' });
+    } else if (value.topic === undefined) {
+      for (const key of ['request-queue', 'response-queue'] as const) {
+        if (value[key] === undefined) {
+          ctx.addIssue({ code: 'custom', path: [key], message: 'is required (or give the short "topic" form)' });
+        }
+      }
+    }
+    const seen = new Set<string>();
+    value['config-params'].forEach((param, i) => {
+      const name = typeof param === 'string' ? param : param.name;
+      if (seen.has(name)) ctx.addIssue({ code: 'custom', path: ['config-params', i], message: `duplicate config param "${name}"` });
+      if (RESERVED_TOOL_KEYS.has(name)) {
+        ctx.addIssue({ code: 'custom', path: ['config-params', i], message: `"${name}" is a tool field and cannot be a config param` });
+      }
+      seen.add(name);
+    });
+  })
+  .transform(
+    (value): ToolService => ({
+      id: value.id,
+      'request-queue': value['request-queue'] ?? `non-persistent://tg/request/${value.topic ?? ''}`,
+      'response-queue': value['response-queue'] ?? `non-persistent://tg/response/${value.topic ?? ''}`,
+      'config-params': value['config-params'].map((p) => (typeof p === 'string' ? { name: p, required: false } : p)),
+    }),
+  );
+export type ToolServiceInput = z.input<typeof ToolServiceInputSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Message-bus tool (tier 2)
+
+export const ArgumentSchema = z.strictObject({
+  /** The argument's name as the model sees it. */
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1 to 64 characters of letters, digits, "_" or "-"'),
+  /** JSON Schema type of the value. */
+  type: JsonTypeSchema,
+  /** What the model should put here. */
+  description: DescriptionSchema,
+  /** Whether the model must give it; defaults to true. */
+  required: z.boolean().optional(),
+});
+export type Argument = z.infer<typeof ArgumentSchema>;
+
+/** A config value a tool gives for one of its service's config params. */
+export const ConfigValueSchema = z.union([z.string().max(8192), z.number(), z.boolean()]);
+export type ConfigValue = z.infer<typeof ConfigValueSchema>;
+
+/** Fields of a message-bus tool other than its config values. */
+export const BusToolFieldsSchema = z.object({
+  type: z.literal('tool-service'),
+  /** Unique across every kind of tool. */
+  name: ToolNameSchema,
+  description: DescriptionSchema,
+  /** The id of the tool service that carries the call. */
+  service: ServiceIdSchema,
+  /** What the model passes; forwarded untyped, the service validates. */
+  arguments: z.array(ArgumentSchema).max(256).default([]),
+  /** OAuth scopes any one of which grants the tool; none means every caller. */
+  scopes: z.array(ScopeSchema).max(64).default([]),
+  /** How long a call may wait for its answer. */
+  timeoutMs: z.number().int().min(1).max(600_000).optional(),
+  /** Agent-side grouping and state machine hints, kept as given. */
+  group: z.json().optional(),
+  state: z.json().optional(),
+  'applicable-states': z.json().optional(),
+});
+
+export const BUS_TOOL_FIELDS: ReadonlySet<string> = new Set(Object.keys(BusToolFieldsSchema.shape));
+
+/** Keys a config param may not take, so that config values cannot shadow tool fields. */
+const RESERVED_TOOL_KEYS: ReadonlySet<string> = new Set([...BUS_TOOL_FIELDS, 'config', 'kind', 'status', 'index']);
+
+/**
+ * The message-bus tool as sent: known fields plus one top-level key per config value. Which
+ * extra keys are allowed depends on the service, so resolve.ts finishes the check.
+ */
+export const BusToolInputSchema = BusToolFieldsSchema.catchall(z.unknown()).superRefine((value, ctx) => {
+  const seen = new Set<string>();
+  value.arguments.forEach((arg, i) => {
+    if (seen.has(arg.name)) ctx.addIssue({ code: 'custom', path: ['arguments', i, 'name'], message: `duplicate argument "${arg.name}"` });
+    seen.add(arg.name);
+  });
+});
+export type BusToolInput = z.infer<typeof BusToolInputSchema>;
+
+/** The stored message-bus tool: fields plus validated config values, in the wire form. */
+export type BusTool = z.infer<typeof BusToolFieldsSchema> & { [configKey: string]: unknown };
+
+// ---------------------------------------------------------------------------------------------
+// HTTP tool (the discovery article's form)
+
+export const ParameterSchema = z.strictObject({
+  /** JSON Schema type of the value. */
+  type: JsonTypeSchema,
+  description: DescriptionSchema.optional(),
+  /** Whether the model must give it; defaults to true. */
+  required: z.boolean().optional(),
+  /** Allowed values. */
+  enum: z.array(z.json()).optional(),
+  /** Item schema of an array parameter. */
+  items: z.record(z.string(), z.json()).optional(),
+  default: z.json().optional(),
+});
+export type Parameter = z.infer<typeof ParameterSchema>;
+
+export const HttpToolSchema = z
+  .strictObject({
+    /** Optional marker; a tool without `type: "tool-service"` is an HTTP tool. */
+    type: z.literal('http').optional(),
+    name: ToolNameSchema,
+    /** Path on the tool's host that takes a POST of the arguments. */
+    endpoint: z
+      .string()
+      .max(2048)
+      .regex(/^\/[\x21-\x7E]*$/, 'must be an absolute path starting with "/"'),
+    /** OAuth scopes any one of which grants the tool; none means every caller. */
+    scopes: z.array(ScopeSchema).max(64).default([]),
+    description: DescriptionSchema,
+    /** Parameter name to its JSON Schema type and description. */
+    parameters: z
+      .record(z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'parameter names must be 1 to 64 letters, digits, "_" or "-"'), ParameterSchema)
+      .default({}),
+    /** What the tool gives back, in words. */
+    returns: z.string().max(8192).default(''),
+    host: z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9]([a-zA-Z0-9.-]{0,251}[a-zA-Z0-9])?)$/, 'must be a host name or IP address')
+      .default('localhost'),
+    port: z.number().int().min(1).max(65535).default(8002),
+    /** How long a call may wait for its answer. */
+    timeoutMs: z.number().int().min(1).max(600_000).optional(),
+    /** Forward the caller's Authorization header to the tool (the article's tools check it). */
+    forwardAuthorization: z.boolean().default(true),
+  })
+  .transform((value) => {
+    // Drop the optional marker so the stored form is the article's shape.
+    const { type: _type, ...rest } = value;
+    return rest;
+  });
+export type HttpTool = z.output<typeof HttpToolSchema>;
+
+export type ToolKind = 'http' | 'tool-service';
+export type ToolDescriptor = HttpTool | BusTool;
+
+// ---------------------------------------------------------------------------------------------
+// Bulk import / export
+
+export const ImportBundleSchema = z.strictObject({
+  'tool-services': z.array(z.unknown()).max(200_000).default([]),
+  tools: z.array(z.unknown()).max(200_000).default([]),
+});
+export type ImportBundle = z.infer<typeof ImportBundleSchema>;

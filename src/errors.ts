@@ -1,0 +1,85 @@
+/**
+ * The error catalogue: every error the registry answers with has a stable code here, mapped to
+ * an HTTP status and a problem `type` in one place (house style 5). Domain and storage code
+ * throw these; the central handler in src/plugins/errors.ts turns them into
+ * `application/problem+json`. Nothing compares message strings.
+ */
+
+export interface FieldError {
+  /** Dotted path into the request body, e.g. `arguments.0.name`. */
+  path: string;
+  message: string;
+}
+
+/** RFC 6750 section 3 challenge parameters. */
+export interface BearerChallenge {
+  error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope';
+  description?: string;
+  /** Every scope that would do. */
+  scope?: readonly string[];
+}
+
+export interface ErrorDefinition {
+  status: number;
+  title: string;
+}
+
+export const ERRORS = {
+  TR_ERR_VALIDATION: { status: 400, title: 'The request body is not a valid descriptor' },
+  TR_ERR_BAD_REQUEST: { status: 400, title: 'Bad request' },
+  TR_ERR_INVALID_JSON: { status: 400, title: 'The request body is not valid JSON' },
+  TR_ERR_INVALID_REQUEST: { status: 400, title: 'Malformed Authorization header' },
+  TR_ERR_UNAUTHENTICATED: { status: 401, title: 'A bearer token is required' },
+  TR_ERR_INVALID_TOKEN: { status: 401, title: 'The bearer token is not valid' },
+  TR_ERR_INSUFFICIENT_SCOPE: { status: 403, title: 'The token lacks a required scope' },
+  TR_ERR_NOT_FOUND: { status: 404, title: 'Not found' },
+  TR_ERR_ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
+  TR_ERR_METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
+  TR_ERR_CONFLICT: { status: 409, title: 'Conflict' },
+  TR_ERR_IN_USE: { status: 409, title: 'The tool service is still used by tools' },
+  TR_ERR_BODY_TOO_LARGE: { status: 413, title: 'The request body is too large' },
+  TR_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported content type' },
+  TR_ERR_TOO_MANY_REQUESTS: { status: 429, title: 'Too many requests' },
+  TR_ERR_INTERNAL: { status: 500, title: 'Internal server error' },
+  TR_ERR_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
+} as const satisfies Record<string, ErrorDefinition>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** The problem `type` URI for a code: stable, so clients may switch on it. */
+export function problemType(code: ErrorCode): string {
+  return `urn:tool-registry:error:${code.slice('TR_ERR_'.length).toLowerCase().replaceAll('_', '-')}`;
+}
+
+export class RegistryError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly fieldErrors: FieldError[] | undefined;
+  /** Extra members for the problem body (e.g. the tools that hold a service). */
+  readonly extra: Record<string, unknown> | undefined;
+  /** For 401/403/400 auth errors: what goes into the `WWW-Authenticate: Bearer` challenge. */
+  readonly challenge: BearerChallenge | undefined;
+
+  constructor(
+    code: ErrorCode,
+    detail: string,
+    options: {
+      fieldErrors?: FieldError[];
+      extra?: Record<string, unknown>;
+      challenge?: BearerChallenge;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(detail, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'RegistryError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.fieldErrors = options.fieldErrors;
+    this.extra = options.extra;
+    this.challenge = options.challenge;
+  }
+}
+
+export function isRegistryError(err: unknown): err is RegistryError {
+  return err instanceof RegistryError;
+}

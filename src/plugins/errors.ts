@@ -1,0 +1,83 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { ERRORS, RegistryError, problemType, type BearerChallenge, type ErrorCode } from '../errors.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** Realm for every Bearer challenge. */
+const REALM = 'tool-registry';
+
+function quote(value: string): string {
+  return `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+}
+
+export function bearerChallenge(challenge: BearerChallenge): string {
+  const params = [`realm=${quote(REALM)}`];
+  if (challenge.error) params.push(`error=${quote(challenge.error)}`);
+  if (challenge.description) params.push(`error_description=${quote(challenge.description)}`);
+  if (challenge.scope && challenge.scope.length > 0) params.push(`scope=${quote(challenge.scope.join(' '))}`);
+  return `Bearer ${params.join(', ')}`;
+}
+
+/** Fastify's own errors, by code, onto the catalogue. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'TR_ERR_BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'TR_ERR_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'TR_ERR_BAD_REQUEST',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'TR_ERR_INVALID_JSON',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'TR_ERR_INVALID_JSON',
+  FST_ERR_BAD_URL: 'TR_ERR_BAD_REQUEST',
+  FST_ERR_VALIDATION: 'TR_ERR_BAD_REQUEST',
+  FST_ERR_ASYNC_CONSTRAINT: 'TR_ERR_BAD_REQUEST',
+};
+
+const DETAILS: Partial<Record<ErrorCode, string>> = {
+  TR_ERR_UNSUPPORTED_MEDIA_TYPE: 'send the body as application/json',
+  TR_ERR_INVALID_JSON: 'the request body is not valid JSON',
+};
+
+/** Turns any thrown value into a catalogue code and a safe detail (5xx details stay hidden). */
+function classify(err: unknown): { code: ErrorCode; detail: string; error?: RegistryError } {
+  if (err instanceof RegistryError) return { code: err.code, detail: err.message, error: err };
+  const fastifyError = err as Partial<FastifyError> | undefined;
+  const mapped = fastifyError?.code ? FASTIFY_CODES[fastifyError.code] : undefined;
+  if (mapped) return { code: mapped, detail: DETAILS[mapped] ?? fastifyError?.message ?? ERRORS[mapped].title };
+  if (err instanceof SyntaxError && fastifyError?.statusCode === 400) {
+    return { code: 'TR_ERR_INVALID_JSON', detail: 'the request body is not valid JSON' };
+  }
+  const status = fastifyError?.statusCode;
+  if (status === 429) return { code: 'TR_ERR_TOO_MANY_REQUESTS', detail: fastifyError?.message ?? 'too many requests' };
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return { code: 'TR_ERR_BAD_REQUEST', detail: fastifyError?.message ?? 'bad request' };
+  }
+  return { code: 'TR_ERR_INTERNAL', detail: 'an internal error occurred; it has been logged' };
+}
+
+export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, error?: RegistryError) {
+  const { status, title } = ERRORS[code];
+  if (error?.challenge) reply.header('www-authenticate', bearerChallenge(error.challenge));
+  const body: Record<string, unknown> = { type: problemType(code), title, status, detail, code };
+  if (error?.fieldErrors) body['errors'] = error.fieldErrors;
+  if (error?.extra) Object.assign(body, error.extra);
+  return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(body);
+}
+
+/**
+ * One error shape for every 4xx/5xx (RFC 9457 problem details), from one handler that logs
+ * with request context. No stack trace or internal message reaches a client.
+ */
+export default fp(
+  async (app) => {
+    app.setErrorHandler((err, request: FastifyRequest, reply) => {
+      const { code, detail, error } = classify(err);
+      const status = ERRORS[code].status;
+      if (status >= 500) request.log.error({ err }, 'request failed');
+      else request.log.info({ code, detail }, 'request refused');
+      return sendProblem(reply, code, detail, error);
+    });
+    app.setNotFoundHandler((request, reply) =>
+      sendProblem(reply, 'TR_ERR_ROUTE_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`),
+    );
+  },
+  { name: 'errors' },
+);

@@ -1,0 +1,46 @@
+import fp from 'fastify-plugin';
+import { Catalog } from '../catalog/catalog.js';
+import { RegistryService } from '../catalog/registry-service.js';
+import type { Config } from '../config.js';
+import { openDatabase } from '../store/database.js';
+import { migrate } from '../store/migrations.js';
+import { RegistryStore } from '../store/registry-store.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The SQLite repository (writes and health probes only; reads use the catalogue). */
+    store: RegistryStore;
+    /** The in-memory catalogue every read is served from. */
+    catalog: Catalog;
+    /** The write path: validate, store, swap into the catalogue. */
+    registry: RegistryService;
+  }
+}
+
+export interface RegistryPluginOptions {
+  config: Config;
+}
+
+/** Opens and migrates the database, loads the catalogue once, and closes the database on close. */
+export default fp<RegistryPluginOptions>(
+  async (app, { config }) => {
+    const db = openDatabase(config.databasePath);
+    let store: RegistryStore;
+    try {
+      const { applied, version } = migrate(db);
+      if (applied.length > 0) app.log.info({ applied, version }, 'database migrated');
+      store = new RegistryStore(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    const catalog = new Catalog({ publicUrl: config.publicUrl, serviceName: 'tool-registry', viewCacheBytes: config.viewCacheBytes });
+    catalog.load(store.loadLive());
+    app.log.info({ tools: catalog.tools().length, toolServices: catalog.services().length, index: catalog.index }, 'catalogue loaded');
+    app.decorate('store', store);
+    app.decorate('catalog', catalog);
+    app.decorate('registry', new RegistryService(store, catalog));
+    app.addHook('onClose', async () => store.close());
+  },
+  { name: 'registry' },
+);

@@ -1,0 +1,18 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { sendProblem } from '../plugins/errors.js';
+
+/** Liveness and readiness. Readiness proves the database still takes a write. */
+const healthRoutes: FastifyPluginAsync = async (app) => {
+  app.get('/healthz', { config: { auth: false } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config: { auth: false } }, async (request, reply) => {
+    try {
+      app.store.probeWrite(new Date().toISOString());
+    } catch (err) {
+      request.log.error({ err }, 'readiness probe failed');
+      return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'the database does not take writes');
+    }
+    return { status: 'ready', checks: { database: 'ok' }, index: app.catalog.index };
+  });
+};
+
+export default healthRoutes;

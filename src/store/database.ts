@@ -1,0 +1,30 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+
+export type SqliteDatabase = Database.Database;
+
+export interface OpenOptions {
+  /** How long a writer waits for another connection's lock before failing. */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Opens the registry database with the pragmas the store relies on. WAL lets reads go on during
+ * a write; synchronous=FULL makes each acknowledged commit survive power loss as well as a
+ * killed process, at the cost of one fsync per write transaction.
+ */
+export function openDatabase(path: string, options: OpenOptions = {}): SqliteDatabase {
+  if (path !== ':memory:' && !path.startsWith('file:')) mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = ON');
+    db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}

@@ -1,0 +1,262 @@
+/**
+ * The registry's repository over SQLite. Statements are prepared once; every write runs in one
+ * IMMEDIATE transaction that bumps the registry index once and stamps what it touched.
+ * Driver errors become domain errors here, so nothing above compares SQLite messages.
+ */
+import Database from 'better-sqlite3';
+import { RegistryError } from '../errors.js';
+import type { ToolDescriptor, ToolKind, ToolService } from '../descriptors/schemas.js';
+import type { SqliteDatabase } from './database.js';
+
+export type ToolStatus = 'active' | 'deprecated' | 'deleted';
+
+export interface ServiceRecord {
+  id: string;
+  descriptor: ToolService;
+  status: 'active' | 'deleted';
+  /** Registry index of the write that (re)created it. */
+  createIndex: number;
+  /** Registry index of the last write that touched it. */
+  index: number;
+  updatedAt: string;
+}
+
+export interface ToolRecord {
+  name: string;
+  kind: ToolKind;
+  serviceId: string | null;
+  descriptor: ToolDescriptor;
+  status: ToolStatus;
+  createIndex: number;
+  index: number;
+  updatedAt: string;
+}
+
+/** A tool ready to be stored. */
+export interface ToolWrite {
+  name: string;
+  kind: ToolKind;
+  serviceId: string | null;
+  descriptor: ToolDescriptor;
+}
+
+export interface PutResult<T> {
+  record: T;
+  created: boolean;
+}
+
+export interface ImportResult {
+  index: number;
+  services: PutResult<ServiceRecord>[];
+  tools: PutResult<ToolRecord>[];
+}
+
+interface ServiceRow {
+  id: string;
+  descriptor: string;
+  status: 'active' | 'deleted';
+  create_index: number;
+  modify_index: number;
+  updated_at: string;
+}
+
+interface ToolRow {
+  name: string;
+  kind: ToolKind;
+  service_id: string | null;
+  descriptor: string;
+  status: ToolStatus;
+  create_index: number;
+  modify_index: number;
+  updated_at: string;
+}
+
+const serviceFromRow = (row: ServiceRow): ServiceRecord => ({
+  id: row.id,
+  descriptor: JSON.parse(row.descriptor) as ToolService,
+  status: row.status,
+  createIndex: row.create_index,
+  index: row.modify_index,
+  updatedAt: row.updated_at,
+});
+
+const toolFromRow = (row: ToolRow): ToolRecord => ({
+  name: row.name,
+  kind: row.kind,
+  serviceId: row.service_id,
+  descriptor: JSON.parse(row.descriptor) as ToolDescriptor,
+  status: row.status,
+  createIndex: row.create_index,
+  index: row.modify_index,
+  updatedAt: row.updated_at,
+});
+
+export class RegistryStore {
+  readonly #db: SqliteDatabase;
+  readonly #stmts;
+
+  constructor(db: SqliteDatabase) {
+    this.#db = db;
+    this.#stmts = {
+      index: db.prepare('SELECT registry_index AS value FROM registry_state WHERE id = 1').pluck(),
+      bump: db.prepare('UPDATE registry_state SET registry_index = registry_index + 1 WHERE id = 1 RETURNING registry_index').pluck(),
+      liveServices: db.prepare("SELECT * FROM tool_services WHERE status != 'deleted' ORDER BY id"),
+      liveTools: db.prepare("SELECT * FROM tools WHERE status != 'deleted' ORDER BY name"),
+      getService: db.prepare('SELECT * FROM tool_services WHERE id = ?'),
+      getTool: db.prepare('SELECT * FROM tools WHERE name = ?'),
+      upsertService: db.prepare(`
+        INSERT INTO tool_services (id, descriptor, status, create_index, modify_index, updated_at)
+        VALUES (@id, @descriptor, 'active', @index, @index, @now)
+        ON CONFLICT (id) DO UPDATE SET
+          descriptor = excluded.descriptor,
+          status = 'active',
+          create_index = CASE WHEN tool_services.status = 'deleted' THEN excluded.create_index ELSE tool_services.create_index END,
+          modify_index = excluded.modify_index,
+          updated_at = excluded.updated_at
+        RETURNING *`),
+      upsertTool: db.prepare(`
+        INSERT INTO tools (name, kind, service_id, descriptor, status, create_index, modify_index, updated_at)
+        VALUES (@name, @kind, @serviceId, @descriptor, 'active', @index, @index, @now)
+        ON CONFLICT (name) DO UPDATE SET
+          kind = excluded.kind,
+          service_id = excluded.service_id,
+          descriptor = excluded.descriptor,
+          status = 'active',
+          create_index = CASE WHEN tools.status = 'deleted' THEN excluded.create_index ELSE tools.create_index END,
+          modify_index = excluded.modify_index,
+          updated_at = excluded.updated_at
+        RETURNING *`),
+      tombstoneService: db.prepare(
+        "UPDATE tool_services SET status = 'deleted', modify_index = ?, updated_at = ? WHERE id = ? AND status != 'deleted' RETURNING *",
+      ),
+      tombstoneTool: db.prepare(
+        "UPDATE tools SET status = 'deleted', modify_index = ?, updated_at = ? WHERE name = ? AND status != 'deleted' RETURNING *",
+      ),
+      toolsOfService: db.prepare("SELECT name FROM tools WHERE service_id = ? AND status != 'deleted' ORDER BY name").pluck(),
+      probe: db.prepare('INSERT INTO health_probe (id, probed_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at'),
+    };
+  }
+
+  /** The registry index: the number of writes ever committed. */
+  registryIndex(): number {
+    return this.#stmts.index.get() as number;
+  }
+
+  /** Everything not deleted, for building the in-memory catalogue at startup. */
+  loadLive(): { index: number; services: ServiceRecord[]; tools: ToolRecord[] } {
+    return this.#db.transaction(() => ({
+      index: this.registryIndex(),
+      services: (this.#stmts.liveServices.all() as ServiceRow[]).map(serviceFromRow),
+      tools: (this.#stmts.liveTools.all() as ToolRow[]).map(toolFromRow),
+    }))();
+  }
+
+  getService(id: string): ServiceRecord | undefined {
+    const row = this.#stmts.getService.get(id) as ServiceRow | undefined;
+    return row && serviceFromRow(row);
+  }
+
+  getTool(name: string): ToolRecord | undefined {
+    const row = this.#stmts.getTool.get(name) as ToolRow | undefined;
+    return row && toolFromRow(row);
+  }
+
+  putService(service: ToolService, now: string): PutResult<ServiceRecord> {
+    return this.#write((index) => this.#putService(service, index, now));
+  }
+
+  putTool(tool: ToolWrite, now: string): PutResult<ToolRecord> {
+    return this.#write((index) => this.#putTool(tool, index, now));
+  }
+
+  /** Tombstones a service; refuses while any live tool still uses it. */
+  deleteService(id: string, now: string): ServiceRecord {
+    return this.#write((index) => {
+      const users = this.#stmts.toolsOfService.all(id) as string[];
+      if (users.length > 0) {
+        throw new RegistryError('TR_ERR_IN_USE', `tool service "${id}" is still used by: ${users.join(', ')}`, {
+          extra: { tools: users },
+        });
+      }
+      const row = this.#stmts.tombstoneService.get(index, now, id) as ServiceRow | undefined;
+      if (!row) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool service "${id}"`);
+      return serviceFromRow(row);
+    });
+  }
+
+  deleteTool(name: string, now: string): ToolRecord {
+    return this.#write((index) => {
+      const row = this.#stmts.tombstoneTool.get(index, now, name) as ToolRow | undefined;
+      if (!row) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${name}"`);
+      return toolFromRow(row);
+    });
+  }
+
+  /** Services then tools, all under one registry index, all or nothing. */
+  importBundle(services: ToolService[], tools: ToolWrite[], now: string): ImportResult {
+    return this.#write((index) => ({
+      index,
+      services: services.map((s) => this.#putService(s, index, now)),
+      tools: tools.map((t) => this.#putTool(t, index, now)),
+    }));
+  }
+
+  /** Proves the database takes a write (for /readyz). */
+  probeWrite(now: string): void {
+    this.#translate(() => this.#stmts.probe.run(now));
+  }
+
+  close(): void {
+    if (this.#db.open) this.#db.close();
+  }
+
+  #putService(service: ToolService, index: number, now: string): PutResult<ServiceRecord> {
+    const before = this.#stmts.getService.get(service.id) as ServiceRow | undefined;
+    const row = this.#stmts.upsertService.get({ id: service.id, descriptor: JSON.stringify(service), index, now }) as ServiceRow;
+    return { record: serviceFromRow(row), created: !before || before.status === 'deleted' };
+  }
+
+  #putTool(tool: ToolWrite, index: number, now: string): PutResult<ToolRecord> {
+    const before = this.#stmts.getTool.get(tool.name) as ToolRow | undefined;
+    const row = this.#stmts.upsertTool.get({
+      name: tool.name,
+      kind: tool.kind,
+      serviceId: tool.serviceId,
+      descriptor: JSON.stringify(tool.descriptor),
+      index,
+      now,
+    }) as ToolRow;
+    return { record: toolFromRow(row), created: !before || before.status === 'deleted' };
+  }
+
+  /** Runs `fn` in one IMMEDIATE transaction after bumping the registry index. */
+  #write<T>(fn: (index: number) => T): T {
+    return this.#translate(() =>
+      this.#db
+        .transaction(() => {
+          const index = this.#stmts.bump.get() as number;
+          return fn(index);
+        })
+        .immediate(),
+    );
+  }
+
+  #translate<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof Database.SqliteError) {
+        if (err.code === 'SQLITE_BUSY' || err.code === 'SQLITE_LOCKED') {
+          throw new RegistryError('TR_ERR_UNAVAILABLE', 'the database is busy; retry shortly', { cause: err });
+        }
+        if (err.code === 'SQLITE_FULL' || err.code.startsWith('SQLITE_IOERR') || err.code === 'SQLITE_READONLY') {
+          throw new RegistryError('TR_ERR_UNAVAILABLE', 'the database cannot take writes right now', { cause: err });
+        }
+        if (err.code.startsWith('SQLITE_CONSTRAINT')) {
+          throw new RegistryError('TR_ERR_CONFLICT', 'the write conflicts with the stored registry', { cause: err });
+        }
+      }
+      throw err;
+    }
+  }
+}
