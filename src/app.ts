@@ -44,6 +44,8 @@ export function fastifyOptions(config: Config, options: BuildOptions = {}): Fast
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(fastifyOptions(config, options));
+  // Descriptors are JSON only; anything else is 415 rather than a confusing validation error.
+  app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

@@ -1,0 +1,54 @@
+/**
+ * Builds the same app the server runs (src/app.ts), on a real SQLite file in a temp folder,
+ * with an HS256 secret so tests can mint tokens. Tests use app.inject and never listen.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSigner } from 'fast-jwt';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { loadConfig, type Config, type SettingName } from '../../src/config.js';
+
+export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
+
+export interface TestApp {
+  app: FastifyInstance;
+  config: Config;
+  dir: string;
+  /** Mints an HS256 at+jwt with the given scopes (space-joined into `scope`). */
+  token(scopes: string[], claims?: Record<string, unknown>): string;
+  /** Closes the app, reopens it on the same database file, and returns the new app. */
+  restart(): Promise<FastifyInstance>;
+  close(): Promise<void>;
+}
+
+export function tempDir(prefix = 'tool-registry-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export async function createTestApp(settings: Partial<Record<SettingName, string>> = {}): Promise<TestApp> {
+  const dir = tempDir();
+  const config = loadConfig({}, { DATABASE_PATH: join(dir, 'registry.db'), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', ...settings });
+  const handle: TestApp = {
+    app: await buildApp(config),
+    config,
+    dir,
+    token(scopes, claims = {}) {
+      const sign = createSigner({ key: TEST_SECRET, expiresIn: 3_600_000, header: { alg: 'HS256', typ: 'at+jwt' } });
+      return sign({ sub: 'test-agent', scope: scopes.join(' '), ...claims });
+    },
+    async restart() {
+      await handle.app.close();
+      handle.app = await buildApp(config);
+      return handle.app;
+    },
+    async close() {
+      await handle.app.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return handle;
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
