@@ -1,0 +1,81 @@
+/**
+ * The in-memory catalogue: views per scope set, equal views as equal bytes, the byte-bounded
+ * view cache, and invalidation on write.
+ */
+import { describe, expect, it } from 'vitest';
+import { Catalog } from '../src/catalog/catalog.js';
+import { LruByteCache } from '../src/catalog/lru-byte-cache.js';
+import { parseTool } from '../src/descriptors/resolve.js';
+import type { ToolRecord } from '../src/store/registry-store.js';
+import { seed } from './helpers/fixtures.js';
+
+function record(name: string, index: number, overrides: Record<string, unknown> = {}): ToolRecord {
+  const parsed = parseTool({ ...seed('calculator'), name, ...overrides }, () => undefined);
+  return { ...parsed, status: 'active', createIndex: index, index, updatedAt: '2026-11-29T00:00:00.000Z' };
+}
+
+function catalogWith(...records: ToolRecord[]) {
+  const catalog = new Catalog({ publicUrl: new URL('http://127.0.0.1:8006'), serviceName: 'tool-registry', viewCacheBytes: 1 << 20 });
+  catalog.load({ index: records.length, services: [], tools: records });
+  return catalog;
+}
+
+describe('catalogue views', () => {
+  const scopes = (...s: string[]) => ({ kind: 'scopes' as const, scopes: new Set(s) });
+
+  it('serves tokens that differ only in unrelated scopes the same bytes', () => {
+    const catalog = catalogWith(record('a', 1, { scopes: ['x'] }), record('b', 2, { scopes: ['y'] }), record('open', 3, { scopes: [] }));
+    const one = catalog.view(scopes('x', 'email', 'profile'));
+    const two = catalog.view(scopes('x'));
+    expect(one).toBe(two);
+    expect(JSON.parse(one.body.toString()).tools.map((t: { name: string }) => t.name)).toEqual(['a', 'open']);
+    expect(one.hidden).toBe(1);
+  });
+
+  it('gives equal views equal ETags, and different views different ones', () => {
+    const catalog = catalogWith(record('a', 1, { scopes: ['x'] }), record('b', 2, { scopes: ['y'] }));
+    expect(catalog.view(scopes('x')).etag).not.toBe(catalog.view(scopes('y')).etag);
+    expect(catalog.view({ kind: 'all' }).etag).toBe(catalog.view(scopes('x', 'y')).etag);
+    expect(catalog.view({ kind: 'public' }).body.toString()).toContain('"tools":[]');
+  });
+
+  it('rebuilds views after a write, and keeps the ETag of views the write did not touch', () => {
+    const catalog = catalogWith(record('a', 1, { scopes: ['x'] }), record('b', 2, { scopes: ['y'] }));
+    const xBefore = catalog.view(scopes('x'));
+    const yBefore = catalog.view(scopes('y'));
+    catalog.apply(3, { tools: [record('b', 3, { scopes: ['y'], description: 'changed' })] });
+    const xAfter = catalog.view(scopes('x'));
+    expect(xAfter).not.toBe(xBefore);
+    expect(xAfter.etag).toBe(xBefore.etag);
+    expect(catalog.view(scopes('y')).etag).not.toBe(yBefore.etag);
+    expect(xAfter.index).toBe(3);
+  });
+
+  it('drops deleted tools from every view', () => {
+    const catalog = catalogWith(record('a', 1), record('b', 2));
+    catalog.apply(3, { tools: [{ ...record('a', 3), status: 'deleted' }] });
+    expect(catalog.tools().map((t) => t.tool.name)).toEqual(['b']);
+    expect(catalog.stats({ kind: 'all' }).total_tools).toBe(1);
+  });
+});
+
+describe('LRU byte cache', () => {
+  it('evicts the least recently used entries past its byte bound', () => {
+    const cache = new LruByteCache<string>(100);
+    cache.set('a', 'A', 40);
+    cache.set('b', 'B', 40);
+    expect(cache.get('a')).toBe('A');
+    cache.set('c', 'C', 40);
+    expect(cache.get('b')).toBeUndefined();
+    expect(cache.get('a')).toBe('A');
+    expect(cache.get('c')).toBe('C');
+    expect(cache.bytes).toBe(80);
+  });
+
+  it('does not keep an entry larger than the whole bound', () => {
+    const cache = new LruByteCache<string>(10);
+    cache.set('big', 'x', 11);
+    expect(cache.size).toBe(0);
+    expect(cache.bytes).toBe(0);
+  });
+});
