@@ -2,6 +2,7 @@
  * `tool-registry`: serve (the default), migrate, token, and the data commands that talk to a
  * running registry over HTTP. Errors print one line and exit non-zero.
  */
+import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig, settingsFromArgv } from '../config.js';
 import { runDataCommand, DATA_COMMANDS } from './data-commands.js';
 import { HELP } from './help.js';
@@ -39,7 +40,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 }
 
 // Run directly under tsx (`npm run dev`); the package bin imports main() instead.
-if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main(process.argv.slice(2)).then((code) => {
     if (code !== 0) process.exitCode = code;
   });
