@@ -53,6 +53,18 @@ describe('POST /import', () => {
     }
   });
 
+  it('imports examples/seed.json, the seed descriptors ready to import', async () => {
+    const t = await createTestApp();
+    try {
+      const bundle = JSON.parse(readFileSync(new URL('../examples/seed.json', import.meta.url), 'utf8'));
+      const res = await t.app.inject({ method: 'POST', url: '/import', headers: bearer(t.token(['registry:write'])), payload: bundle });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ toolServices: { created: 2 }, tools: { created: 8 } });
+    } finally {
+      await t.close();
+    }
+  });
+
   it('needs the admin scope', async () => {
     const t = await createTestApp();
     try {
