@@ -15,6 +15,7 @@ import openapiRoutes from './routes/openapi.js';
 import statsRoutes from './routes/stats.js';
 import toolServiceRoutes from './routes/tool-services.js';
 import toolRoutes from './routes/tools.js';
+import wellKnownRoutes, { resourceMetadataUrl } from './routes/well-known.js';
 
 export interface BuildOptions {
   /** pino options or false; the server passes its terminal-aware logger options. */
@@ -49,11 +50,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  await app.register(errorsPlugin);
+  await app.register(errorsPlugin, { resourceMetadataUrl: resourceMetadataUrl(config.resource) });
   await app.register(registryPlugin, { config });
   await app.register(authPlugin, { config });
   await app.register(healthRoutes);
   await app.register(openapiRoutes);
+  await app.register(wellKnownRoutes, { config });
   await app.register(discoveryRoutes, { config });
   await app.register(statsRoutes, { config });
   await app.register(toolRoutes, { config });

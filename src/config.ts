@@ -62,8 +62,38 @@ export const SETTINGS = {
       }
     }),
   },
-  JWT_ISSUER: { help: 'required token issuer (iss), checked when set', default: undefined, schema: z.string().min(1) },
-  JWT_AUDIENCE: { help: 'accepted token audiences (aud), comma-separated, checked when set', default: undefined, schema: list },
+  JWT_ISSUER: {
+    help: 'required token issuer (iss); without a secret or key, its metadata names the JWKS',
+    default: undefined,
+    schema: z.url({ error: 'must be the issuer URL' }),
+  },
+  JWT_AUDIENCE: {
+    help: 'accepted token audiences (aud), comma-separated (default with a JWKS: RESOURCE_URL)',
+    default: undefined,
+    schema: list,
+  },
+  JWKS_URL: { help: 'URL of the authorization server\'s JWKS (instead of discovery from JWT_ISSUER)', default: undefined, schema: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }) },
+  JWKS_COOLDOWN_S: { help: 'least seconds between JWKS fetches caused by unknown key ids', default: '30', schema: integer(0, 86_400) },
+  JWKS_TIMEOUT_MS: { help: 'longest a JWKS or metadata fetch may take', default: '3000', schema: integer(100, 60_000) },
+  JWT_TYP: {
+    help: 'accepted token typ headers, comma-separated: at+jwt (RFC 9068), add JWT for older servers',
+    default: 'at+jwt',
+    schema: list.pipe(z.array(z.string().min(1)).min(1)),
+  },
+  ROLE_SCOPES: {
+    help: 'JSON map of roles or groups claim values to scopes, e.g. {"registry-admin":"registry:write"}',
+    default: undefined,
+    schema: z.string().transform((v, ctx) => {
+      try {
+        return z.record(z.string(), z.string()).parse(JSON.parse(v));
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object of role to space-separated scopes' });
+        return z.NEVER;
+      }
+    }),
+  },
+  RESOURCE_URL: { help: 'this API\'s resource identifier (RFC 8707/9728; default PUBLIC_URL)', default: undefined, schema: z.url({ error: 'must be a URL' }) },
+  AUTHORIZATION_SERVERS: { help: 'issuer URLs advertised in protected-resource metadata, comma-separated (default JWT_ISSUER)', default: undefined, schema: list },
   JWT_ALGORITHMS: {
     help: 'allowed token algorithms, comma-separated (default from the key: HS256, RS256 or ES256)',
     default: undefined,
@@ -95,7 +125,15 @@ export interface Config {
     audience: string[] | undefined;
     algorithms: string[] | undefined;
     clockToleranceS: number;
+    jwksUrl: URL | undefined;
+    jwksCooldownS: number;
+    jwksTimeoutMs: number;
+    acceptedTyp: string[];
+    roleScopes: Record<string, string> | undefined;
   };
+  /** This API's resource identifier (RFC 8707, RFC 9728). */
+  resource: string;
+  authorizationServers: string[];
   bodyLimit: number;
   maxHeaderSize: number;
   maxConnections: number;
@@ -156,28 +194,38 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     parsed[name] = result.data;
   }
   const get = <T>(name: SettingName) => parsed[name] as T;
-  if (get<string | undefined>('JWT_SECRET') !== undefined && get<string | undefined>('JWT_PUBLIC_KEY') !== undefined) {
-    throw new ConfigError('JWT_SECRET: set either JWT_SECRET or JWT_PUBLIC_KEY, not both');
+  const keySettings = (['JWT_SECRET', 'JWT_PUBLIC_KEY', 'JWKS_URL'] as const).filter((n) => parsed[n] !== undefined);
+  if (keySettings.length > 1) {
+    throw new ConfigError(`${keySettings[1] ?? ''}: set only one of JWT_SECRET, JWT_PUBLIC_KEY and JWKS_URL (got ${keySettings.join(' and ')})`);
   }
+  const issuer = get<string | undefined>('JWT_ISSUER');
   const port = get<number>('PORT');
   const host = get<string>('HOST');
   const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const publicUrl = get<URL | undefined>('PUBLIC_URL') ?? new URL(`http://${publicHost}:${port}`);
   return {
     port,
     host,
     databasePath: get<string>('DATABASE_PATH'),
-    publicUrl: get<URL | undefined>('PUBLIC_URL') ?? new URL(`http://${publicHost}:${port}`),
+    publicUrl,
     anonymousDiscovery: get<AnonymousPolicy>('ANONYMOUS_DISCOVERY'),
     adminScope: get<string>('ADMIN_SCOPE'),
     logLevel: get<Config['logLevel']>('LOG_LEVEL'),
     jwt: {
       secret: get<string | undefined>('JWT_SECRET'),
       publicKey: get<string | undefined>('JWT_PUBLIC_KEY'),
-      issuer: get<string | undefined>('JWT_ISSUER'),
+      issuer,
       audience: get<string[] | undefined>('JWT_AUDIENCE'),
       algorithms: get<string[] | undefined>('JWT_ALGORITHMS'),
       clockToleranceS: get<number>('JWT_CLOCK_TOLERANCE_S'),
+      jwksUrl: get<string | undefined>('JWKS_URL') === undefined ? undefined : new URL(get<string>('JWKS_URL')),
+      jwksCooldownS: get<number>('JWKS_COOLDOWN_S'),
+      jwksTimeoutMs: get<number>('JWKS_TIMEOUT_MS'),
+      acceptedTyp: get<string[]>('JWT_TYP').map((t) => t.toLowerCase().replace(/^application\//, '')),
+      roleScopes: get<Record<string, string> | undefined>('ROLE_SCOPES'),
     },
+    resource: get<string | undefined>('RESOURCE_URL') ?? publicUrl.href.replace(/\/$/, ''),
+    authorizationServers: get<string[] | undefined>('AUTHORIZATION_SERVERS') ?? (issuer === undefined ? [] : [issuer]),
     bodyLimit: get<number>('BODY_LIMIT'),
     maxHeaderSize: get<number>('MAX_HEADER_SIZE'),
     maxConnections: get<number>('MAX_CONNECTIONS'),

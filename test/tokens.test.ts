@@ -75,7 +75,9 @@ describe('tokens with an HS256 secret, issuer and audience', () => {
   it.each(invalid)('answers 401 invalid_token on discovery for %s', async (_name, make) => {
     const res = await t.app.inject({ method: 'GET', url: '/', headers: bearer(make()) });
     expect(res.statusCode).toBe(401);
-    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="tool-registry", error="invalid_token", error_description="[^"]+"$/);
+    expect(res.headers['www-authenticate']).toMatch(
+      /^Bearer realm="tool-registry", resource_metadata="http:\/\/127\.0\.0\.1:8006\/\.well-known\/oauth-protected-resource", error="invalid_token", error_description="[^"]+"$/,
+    );
     expect(res.headers['content-type']).toContain('application/problem+json');
     expect(res.json()).toMatchObject({ status: 401, code: 'TR_ERR_INVALID_TOKEN' });
     await expectStillAnswering(t);
@@ -91,7 +93,9 @@ describe('tokens with an HS256 secret, issuer and audience', () => {
   it('challenges a write without a token with 401 and the admin scope, no error code', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/tools/register', payload: seed('database_query') });
     expect(res.statusCode).toBe(401);
-    expect(res.headers['www-authenticate']).toBe('Bearer realm="tool-registry", scope="registry:write"');
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="tool-registry", resource_metadata="http://127.0.0.1:8006/.well-known/oauth-protected-resource", scope="registry:write"',
+    );
   });
 
   it('answers a write by a token without the admin scope with 403 insufficient_scope', async () => {
@@ -167,7 +171,7 @@ describe('anonymous discovery policies', () => {
       const res = await t.app.inject({ method: 'GET', url: '/' });
       expect(res.statusCode).toBe(status);
       if (expected) expect(res.json().tools.map((x: { name: string }) => x.name)).toEqual(expected);
-      else expect(res.headers['www-authenticate']).toBe('Bearer realm="tool-registry"');
+      else expect(res.headers['www-authenticate']).toBe('Bearer realm="tool-registry", resource_metadata="http://127.0.0.1:8006/.well-known/oauth-protected-resource"');
       const stats = await t.app.inject({ method: 'GET', url: '/stats' });
       expect(stats.statusCode).toBe(status);
       if (expected) expect(stats.json().total_tools).toBe(expected.length);

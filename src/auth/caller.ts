@@ -20,8 +20,12 @@ export const ANONYMOUS: Caller = Object.freeze({ kind: 'anonymous' });
 /** Verifies a compact JWT and returns its claims, or throws (any error means invalid). */
 export type TokenVerifier = (token: string) => Promise<Record<string, unknown>>;
 
-/** Merges the scope claims different providers use: `scope` (RFC 9068), `scp` (Okta, Entra), `scopes` (the article). */
-export function scopesFromClaims(claims: Record<string, unknown>): Set<string> {
+/**
+ * Merges the scope claims different providers use: `scope` (RFC 9068), `scp` (Okta, Entra),
+ * `scopes` (the article). With a role map, `roles`, `groups` and Keycloak's
+ * `realm_access.roles` values that the map names add their scopes.
+ */
+export function scopesFromClaims(claims: Record<string, unknown>, roleScopes?: Readonly<Record<string, string>>): Set<string> {
   const scopes = new Set<string>();
   const add = (value: unknown) => {
     if (typeof value === 'string') {
@@ -33,6 +37,15 @@ export function scopesFromClaims(claims: Record<string, unknown>): Set<string> {
   add(claims['scope']);
   add(claims['scp']);
   add(claims['scopes']);
+  if (roleScopes) {
+    const realmAccess = claims['realm_access'] as { roles?: unknown } | undefined;
+    for (const roles of [claims['roles'], claims['groups'], realmAccess?.roles]) {
+      if (!Array.isArray(roles) && typeof roles !== 'string') continue;
+      for (const role of Array.isArray(roles) ? roles : [roles]) {
+        if (typeof role === 'string' && Object.hasOwn(roleScopes, role)) add(roleScopes[role]);
+      }
+    }
+  }
   return scopes;
 }
 
@@ -58,7 +71,11 @@ function invalidToken(description: string, cause?: unknown): RegistryError {
  * Resolves the caller. No credentials is anonymous; anything presented must be a valid token,
  * or the caller gets 401 (never the anonymous view, or clients never learn their token expired).
  */
-export async function resolveCaller(sources: CredentialSources, verify: TokenVerifier): Promise<Caller> {
+export async function resolveCaller(
+  sources: CredentialSources,
+  verify: TokenVerifier,
+  roleScopes?: Readonly<Record<string, string>>,
+): Promise<Caller> {
   if (sources.queryToken) {
     throw invalidToken('access tokens in the query string are not accepted; send an Authorization: Bearer header');
   }
@@ -83,7 +100,7 @@ export async function resolveCaller(sources: CredentialSources, verify: TokenVer
     kind: 'token',
     sub: typeof claims['sub'] === 'string' ? claims['sub'] : undefined,
     iss: typeof claims['iss'] === 'string' ? claims['iss'] : undefined,
-    scopes: scopesFromClaims(claims),
+    scopes: scopesFromClaims(claims, roleScopes),
   };
 }
 
@@ -102,6 +119,10 @@ function describeVerifyError(err: unknown): string {
     case 'FAST_JWT_INVALID_CLAIM_VALUE':
     case 'FAST_JWT_MISSING_REQUIRED_CLAIM':
       return 'the token issuer, audience or type is not accepted here';
+    case 'TR_JWT_INVALID_TYP':
+      return err instanceof Error ? err.message : 'the token type is not accepted';
+    case 'FAST_JWT_KEY_FETCHING_ERROR':
+      return 'the token was signed with a key this registry does not know';
     case 'FAST_JWT_MALFORMED':
     case 'FAST_JWT_INVALID_TYPE':
     case 'FAST_JWT_INVALID_PAYLOAD':

@@ -7,10 +7,13 @@ import { createPublicKey, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ConfigError, type Config } from '../config.js';
+import type { TokenVerifier } from './caller.js';
+import { JwksKeySource } from './jwks.js';
+import { createTokenVerifier } from './verifier.js';
 
 export interface TokenKeys {
-  mode: 'secret' | 'public-key' | 'dev';
-  /** HMAC secret or PEM public key. */
+  mode: 'secret' | 'public-key' | 'jwks' | 'dev';
+  /** HMAC secret or PEM public key; empty in JWKS mode. */
   key: string;
   /** The allowlist; never `none`, never HMAC with a public key. */
   algorithms: string[];
@@ -80,7 +83,14 @@ function algorithmsForPublicKey(pem: string): string[] {
 }
 
 export function resolveTokenKeys(config: Config): TokenKeys {
-  const { secret, publicKey, algorithms } = config.jwt;
+  const { secret, publicKey, algorithms, jwksUrl, issuer } = config.jwt;
+  if (jwksUrl !== undefined || (secret === undefined && publicKey === undefined && issuer !== undefined)) {
+    const allowed = algorithms ?? ['RS256', 'ES256'];
+    if (allowed.some((a) => a.startsWith('HS'))) {
+      throw new ConfigError('JWT_ALGORITHMS: HMAC algorithms cannot be used with keys from a JWKS (algorithm confusion)');
+    }
+    return { mode: 'jwks', key: '', algorithms: allowed, devSecretPath: undefined };
+  }
   if (publicKey !== undefined) {
     const allowed = algorithms ?? algorithmsForPublicKey(publicKey);
     if (allowed.some((a) => a.startsWith('HS'))) {
@@ -96,4 +106,35 @@ export function resolveTokenKeys(config: Config): TokenKeys {
   const path = devSecretPathFor(config.databasePath);
   const devSecret = path ? readOrCreateDevSecret(path).secret : randomBytes(48).toString('base64url');
   return { mode: 'dev', key: devSecret, algorithms: allowedHmac, devSecretPath: path };
+}
+
+/**
+ * The verifier for a config. With a JWKS the audience defaults to this API's resource
+ * identifier (RFC 8707): a token minted for another API is not accepted here.
+ */
+export function verifierFor(
+  config: Config,
+  keys: TokenKeys,
+  onKeyFetchError?: (err: unknown, url: string) => void,
+): { verify: TokenVerifier; jwks: JwksKeySource | undefined } {
+  const jwks =
+    keys.mode === 'jwks'
+      ? new JwksKeySource({
+          jwksUrl: config.jwt.jwksUrl,
+          issuer: config.jwt.issuer,
+          cooldownMs: config.jwt.jwksCooldownS * 1000,
+          timeoutMs: config.jwt.jwksTimeoutMs,
+          ...(onKeyFetchError && { onError: onKeyFetchError }),
+        })
+      : undefined;
+  const verify = createTokenVerifier({
+    key: jwks ?? keys.key,
+    algorithms: keys.algorithms,
+    issuer: config.jwt.issuer,
+    audience: config.jwt.audience ?? (keys.mode === 'jwks' ? [config.resource] : undefined),
+    clockToleranceMs: config.jwt.clockToleranceS * 1000,
+    acceptedTyp: config.jwt.acceptedTyp,
+    cacheSize: 10_000,
+  });
+  return { verify, jwks };
 }

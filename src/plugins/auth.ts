@@ -1,8 +1,7 @@
-import fastifyJwt from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ANONYMOUS, requireScope, resolveCaller, type Caller } from '../auth/caller.js';
-import { resolveTokenKeys } from '../auth/keys.js';
+import { resolveTokenKeys, verifierFor } from '../auth/keys.js';
 import type { Config } from '../config.js';
 
 declare module 'fastify' {
@@ -25,8 +24,8 @@ export interface AuthPluginOptions {
 }
 
 /**
- * Verifies bearer tokens with @fastify/jwt (fast-jwt underneath) and sets `request.caller`
- * before every route that looks at credentials.
+ * Verifies bearer tokens (src/auth/verifier.ts) and sets `request.caller` before every route
+ * that looks at credentials.
  */
 export default fp<AuthPluginOptions>(
   async (app, { config }) => {
@@ -37,20 +36,11 @@ export default fp<AuthPluginOptions>(
         'dev mode: no JWT_SECRET or JWT_PUBLIC_KEY set, tokens are signed with a local secret; use `tool-registry token` to mint them',
       );
     }
-    await app.register(fastifyJwt, {
-      secret: keys.mode === 'public-key' ? { public: keys.key } : keys.key,
-      verify: {
-        algorithms: keys.algorithms as never,
-        ...(config.jwt.issuer !== undefined && { allowedIss: config.jwt.issuer }),
-        ...(config.jwt.audience !== undefined && { allowedAud: config.jwt.audience }),
-        clockTolerance: config.jwt.clockToleranceS * 1000,
-        // Verified tokens are cached by their bytes until expiry, so rediscovery does not pay
-        // for a signature check each time.
-        cache: 10_000,
-        errorCacheTTL: 60_000,
-      },
-    });
-    const verify = async (token: string) => app.jwt.verify<Record<string, unknown>>(token);
+    const { verify, jwks } = verifierFor(config, keys, (err, url) =>
+      app.log.warn({ url, reason: err instanceof Error ? err.message : String(err) }, 'fetching signing keys failed'),
+    );
+    jwks?.warm();
+
 
     // Fastify forbids object defaults on request decorators; every request gets one in the hook.
     app.decorateRequest('caller', null as never);
@@ -62,6 +52,7 @@ export default fp<AuthPluginOptions>(
       request.caller = await resolveCaller(
         { authorization: request.headers.authorization, queryToken: hasQueryToken(request) },
         verify,
+        config.jwt.roleScopes,
       );
     });
     app.decorate('requireAdmin', (request: FastifyRequest, what: string) => requireScope(request.caller, [config.adminScope], what));

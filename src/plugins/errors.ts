@@ -11,8 +11,10 @@ function quote(value: string): string {
   return `"${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
 }
 
-export function bearerChallenge(challenge: BearerChallenge): string {
+/** RFC 6750 section 3 challenge, with RFC 9728's resource_metadata so clients find the AS. */
+export function bearerChallenge(challenge: BearerChallenge, resourceMetadata?: string): string {
   const params = [`realm=${quote(REALM)}`];
+  if (resourceMetadata !== undefined) params.push(`resource_metadata=${quote(resourceMetadata)}`);
   if (challenge.error) params.push(`error=${quote(challenge.error)}`);
   if (challenge.description) params.push(`error_description=${quote(challenge.description)}`);
   if (challenge.scope && challenge.scope.length > 0) params.push(`scope=${quote(challenge.scope.join(' '))}`);
@@ -55,7 +57,7 @@ function classify(err: unknown): { code: ErrorCode; detail: string; error?: Regi
 
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, error?: RegistryError) {
   const { status, title } = ERRORS[code];
-  if (error?.challenge) reply.header('www-authenticate', bearerChallenge(error.challenge));
+  if (error?.challenge) reply.header('www-authenticate', bearerChallenge(error.challenge, reply.server.resourceMetadataUrl));
   const body: Record<string, unknown> = { type: problemType(code), title, status, detail, code };
   if (error?.fieldErrors) body['errors'] = error.fieldErrors;
   if (error?.extra) Object.assign(body, error.extra);
@@ -66,8 +68,16 @@ export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string
  * One error shape for every 4xx/5xx (RFC 9457 problem details), from one handler that logs
  * with request context. No stack trace or internal message reaches a client.
  */
-export default fp(
-  async (app) => {
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Where this resource's RFC 9728 metadata is served; named in every Bearer challenge. */
+    resourceMetadataUrl: string | undefined;
+  }
+}
+
+export default fp<{ resourceMetadataUrl?: string }>(
+  async (app, options) => {
+    app.decorate('resourceMetadataUrl', options.resourceMetadataUrl);
     app.setErrorHandler((err, request: FastifyRequest, reply) => {
       const { code, detail, error } = classify(err);
       const status = ERRORS[code].status;

@@ -8,6 +8,8 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
     const view = app.catalog.view(viewKeyFor(request.caller, config.anonymousDiscovery));
     reply.header('etag', view.etag).header('x-registry-index', String(view.index));
     if (request.caller.kind === 'token') {
+      // Tells an agent its token hides tools, so it knows to ask for more scopes.
+      reply.header('x-hidden-tools', String(view.hidden));
       reply.header('cache-control', 'private, no-cache').header('vary', 'Authorization');
     } else {
       reply.header('cache-control', 'no-cache').header('vary', 'Authorization');

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { explainAccess } from '../auth/access.js';
 import { hasAnyScope } from '../auth/caller.js';
 import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config.js';
@@ -30,6 +31,23 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config 
     if (hasAnyScope(request.caller, [config.adminScope])) return toolRecordBody(entry.record);
     if (!Catalog.visible(entry.tool, viewKeyFor(request.caller, config.anonymousDiscovery))) throw notFound;
     return entry.view;
+  });
+
+  /**
+   * The access explainer: which scopes the tool needs, which the caller has, which are
+   * missing, and whether a call would be allowed. Tools the caller could not discover even
+   * anonymously stay hidden (404).
+   */
+  app.get<{ Params: NameParams }>('/tools/:name/access', async (request) => {
+    const entry = app.catalog.getTool(request.params.name);
+    const caller = request.caller;
+    const discoverable = (key: Parameters<typeof Catalog.visible>[1] | null) => key !== null && entry !== undefined && Catalog.visible(entry.tool, key);
+    const anonymousKey = config.anonymousDiscovery === 'none' ? null : viewKeyFor({ kind: 'anonymous' }, config.anonymousDiscovery);
+    const callerKey = caller.kind === 'token' ? viewKeyFor(caller, config.anonymousDiscovery) : anonymousKey;
+    if (!entry || !(discoverable(callerKey) || discoverable(anonymousKey) || hasAnyScope(caller, [config.adminScope]))) {
+      throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
+    }
+    return explainAccess(entry.tool, caller, discoverable(callerKey));
   });
 
   app.put<{ Params: NameParams }>('/tools/:name', async (request, reply) => {
