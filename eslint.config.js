@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.cache/', 'data/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', '.cache/', '.venv/', 'data/'] },
   js.configs.recommended,
   { files: ['bin/**/*.js'], languageOptions: { globals: { process: 'readonly' } } },
   ...tseslint.configs.recommended,

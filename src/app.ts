@@ -5,9 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.js';
+import auditPlugin from './plugins/audit.js';
 import authPlugin from './plugins/auth.js';
 import errorsPlugin from './plugins/errors.js';
+import rateLimitPlugin from './plugins/rate-limit.js';
 import registryPlugin from './plugins/registry.js';
+import auditRoutes from './routes/audit.js';
 import discoveryRoutes from './routes/discovery.js';
 import healthRoutes from './routes/health.js';
 import importExportRoutes from './routes/import-export.js';
@@ -53,6 +56,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(errorsPlugin, { resourceMetadataUrl: resourceMetadataUrl(config.resource) });
   await app.register(registryPlugin, { config });
   await app.register(authPlugin, { config });
+  await app.register(rateLimitPlugin, { config });
+  await app.register(auditPlugin, { config });
   await app.register(healthRoutes);
   await app.register(openapiRoutes);
   await app.register(wellKnownRoutes, { config });
@@ -61,5 +66,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(toolRoutes, { config });
   await app.register(toolServiceRoutes);
   await app.register(importExportRoutes);
+  await app.register(auditRoutes);
   return app;
 }

@@ -105,6 +105,10 @@ export const SETTINGS = {
   BODY_LIMIT: { help: 'largest request body in bytes', default: String(1024 * 1024), schema: integer(1024, 512 * 1024 * 1024) },
   MAX_HEADER_SIZE: { help: 'largest request header block in bytes', default: String(16 * 1024), schema: integer(1024, 1024 * 1024) },
   MAX_CONNECTIONS: { help: 'most concurrent connections; further ones are refused', default: '10000', schema: integer(1, 1_000_000) },
+  RATE_LIMIT_MAX: { help: 'requests per window per caller (token sub, or client address); 0 turns limits off', default: '1200', schema: integer(0, 10_000_000) },
+  RATE_LIMIT_WRITE_MAX: { help: 'writes per window per caller', default: '300', schema: integer(0, 10_000_000) },
+  RATE_LIMIT_WINDOW_S: { help: 'rate-limit window in seconds', default: '60', schema: integer(1, 86_400) },
+  AUDIT_RETENTION_DAYS: { help: 'days audit entries are kept', default: '90', schema: integer(1, 36_500) },
   VIEW_CACHE_BYTES: { help: 'bytes of serialised discovery views kept in memory', default: String(64 * 1024 * 1024), schema: integer(0, 16 * 1024 ** 3) },
 } as const;
 
@@ -134,6 +138,8 @@ export interface Config {
   /** This API's resource identifier (RFC 8707, RFC 9728). */
   resource: string;
   authorizationServers: string[];
+  rateLimit: { max: number; writeMax: number; windowS: number };
+  auditRetentionDays: number;
   bodyLimit: number;
   maxHeaderSize: number;
   maxConnections: number;
@@ -226,6 +232,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     },
     resource: get<string | undefined>('RESOURCE_URL') ?? publicUrl.href.replace(/\/$/, ''),
     authorizationServers: get<string[] | undefined>('AUTHORIZATION_SERVERS') ?? (issuer === undefined ? [] : [issuer]),
+    rateLimit: { max: get<number>('RATE_LIMIT_MAX'), writeMax: get<number>('RATE_LIMIT_WRITE_MAX'), windowS: get<number>('RATE_LIMIT_WINDOW_S') },
+    auditRetentionDays: get<number>('AUDIT_RETENTION_DAYS'),
     bodyLimit: get<number>('BODY_LIMIT'),
     maxHeaderSize: get<number>('MAX_HEADER_SIZE'),
     maxConnections: get<number>('MAX_CONNECTIONS'),

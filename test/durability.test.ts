@@ -80,7 +80,8 @@ describe('acknowledged writes survive a SIGKILL', { timeout: 60_000 }, () => {
   beforeAll(async () => {
     databasePath = join(processTempDir(), 'registry.db');
     // Dev mode: no JWT_SECRET, so the server writes a secret file beside the database.
-    server = await startServer({ databasePath });
+    // 210 writes in a second from one caller: the write rate limit is not what this test is about.
+    server = await startServer({ databasePath, env: { RATE_LIMIT_WRITE_MAX: '10000' } });
     token = await mintTokenWithCli(databasePath, ['registry:write'], 'op');
   });
 

@@ -8,13 +8,22 @@ import { RegistryError, type FieldError } from '../errors.js';
 import { parseTool, parseToolService, type ParsedTool } from '../descriptors/resolve.js';
 import { ImportBundleSchema, type ToolService } from '../descriptors/schemas.js';
 import { fieldErrorsFrom } from '../descriptors/resolve.js';
-import type { ImportResult, PutResult, RegistryStore, ServiceRecord, ToolRecord } from '../store/registry-store.js';
+import type { AuditEntryInput } from '../store/audit-store.js';
+import type { AuditFor, ImportResult, PutResult, RegistryStore, ServiceRecord, ToolRecord } from '../store/registry-store.js';
 import type { Catalog } from './catalog.js';
 
 export interface ImportSummary {
   index: number;
   toolServices: { created: number; replaced: number };
   tools: { created: number; replaced: number };
+}
+
+/** Who is writing, for the audit log. */
+export interface Actor {
+  sub: string | null;
+  iss: string | null;
+  client: string | null;
+  requestId: string | null;
 }
 
 export class RegistryService {
@@ -29,15 +38,15 @@ export class RegistryService {
   }
 
   /** `POST /tools/register` and `PUT /tools/{name}`; `pathName` must match the body's name. */
-  putTool(input: unknown, pathName?: string): PutResult<ToolRecord> {
+  putTool(input: unknown, pathName?: string, actor?: Actor): PutResult<ToolRecord> {
     const parsed = parseTool(withPathKey(input, 'name', pathName), this.#catalog.lookupService);
-    const result = this.#store.putTool(parsed, this.#now());
+    const result = this.#store.putTool(parsed, this.#now(), this.#audit(actor, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200]));
     this.#catalog.apply(result.record.index, { tools: [result.record] });
     return result;
   }
 
-  deleteTool(name: string): ToolRecord {
-    const record = this.#store.deleteTool(name, this.#now());
+  deleteTool(name: string, actor?: Actor): ToolRecord {
+    const record = this.#store.deleteTool(name, this.#now(), this.#audit(actor, 'tool.delete', (r) => [r.name, 200]));
     this.#catalog.apply(record.index, { tools: [record] });
     return record;
   }
@@ -46,7 +55,7 @@ export class RegistryService {
    * Creates or replaces a service. A replacement must keep every live tool on it valid (a new
    * required config param, say, would break them), or nothing changes.
    */
-  putService(input: unknown, pathId?: string): PutResult<ServiceRecord> {
+  putService(input: unknown, pathId?: string, actor?: Actor): PutResult<ServiceRecord> {
     const service = parseToolService(withPathKey(input, 'id', pathId));
     const broken = this.#toolsBrokenBy(service);
     if (broken.length > 0) {
@@ -56,17 +65,17 @@ export class RegistryService {
         { fieldErrors: broken.flatMap((b) => b.errors), extra: { tools: broken.map((b) => b.name) } },
       );
     }
-    const result = this.#store.putService(service, this.#now());
+    const result = this.#store.putService(service, this.#now(), this.#audit(actor, 'tool-service.put', (r) => [r.record.id, r.created ? 201 : 200]));
     this.#catalog.apply(result.record.index, { services: [result.record] });
     return result;
   }
 
-  deleteService(id: string): ServiceRecord {
+  deleteService(id: string, actor?: Actor): ServiceRecord {
     const users = this.#catalog.toolsUsingService(id);
     if (users.length > 0) {
       throw new RegistryError('TR_ERR_IN_USE', `tool service "${id}" is still used by: ${users.join(', ')}`, { extra: { tools: users } });
     }
-    const record = this.#store.deleteService(id, this.#now());
+    const record = this.#store.deleteService(id, this.#now(), this.#audit(actor, 'tool-service.delete', (r) => [r.id, 200]));
     this.#catalog.apply(record.index, { services: [record] });
     return record;
   }
@@ -75,7 +84,7 @@ export class RegistryService {
    * Imports services and tools in one transaction. Tools may use services from the bundle or
    * already registered ones. Every problem is reported with its path in the bundle.
    */
-  importBundle(input: unknown): ImportSummary {
+  importBundle(input: unknown, actor?: Actor): ImportSummary {
     const bundle = ImportBundleSchema.safeParse(input);
     if (!bundle.success) {
       throw new RegistryError('TR_ERR_VALIDATION', 'invalid import bundle', { fieldErrors: fieldErrorsFrom(bundle.error) });
@@ -107,7 +116,12 @@ export class RegistryService {
         fieldErrors: errors.slice(0, 100),
       });
     }
-    const result: ImportResult = this.#store.importBundle([...services.values()], [...tools.values()], this.#now());
+    const result: ImportResult = this.#store.importBundle(
+      [...services.values()],
+      [...tools.values()],
+      this.#now(),
+      this.#audit(actor, 'import', (r) => [null, 200, `${r.services.length} tool service(s), ${r.tools.length} tool(s)`]),
+    );
     this.#catalog.apply(result.index, { services: result.services.map((s) => s.record), tools: result.tools.map((t) => t.record) });
     const count = (items: PutResult<unknown>[]) => ({
       created: items.filter((i) => i.created).length,
@@ -121,6 +135,15 @@ export class RegistryService {
     return {
       'tool-services': this.#catalog.services().map((s) => s.descriptor),
       tools: this.#catalog.tools().map((t) => t.record.descriptor),
+    };
+  }
+
+  /** The audit entry of a successful write, built from its result inside the transaction. */
+  #audit<T>(actor: Actor | undefined, action: string, describe: (result: T) => [target: string | null, status: number, detail?: string]): AuditFor<T> | undefined {
+    if (!actor) return undefined;
+    return (result: T): AuditEntryInput => {
+      const [target, status, detail] = describe(result);
+      return { ...actor, at: this.#now(), action, target, outcome: 'ok', status, detail: detail ?? null };
     };
   }
 

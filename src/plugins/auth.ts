@@ -9,13 +9,15 @@ declare module 'fastify' {
     /** Who is asking: anonymous, or a verified token's subject and scopes. */
     caller: Caller;
   }
-  interface FastifyInstance {
-    /** Throws 401/403 unless the request's token carries the admin scope. */
-    requireAdmin(request: FastifyRequest, what: string): void;
+  interface FastifyRequest {
+    /** Why the presented credentials were refused; thrown once rate limiting has counted the request. */
+    authError: unknown;
   }
   interface FastifyContextConfig {
     /** Set false on routes that ignore credentials (health checks). */
     auth?: boolean;
+    /** Routes that need the admin scope say what they do here (for the challenge's message). */
+    admin?: string;
   }
 }
 
@@ -25,7 +27,9 @@ export interface AuthPluginOptions {
 
 /**
  * Verifies bearer tokens (src/auth/verifier.ts) and sets `request.caller` before every route
- * that looks at credentials.
+ * that looks at credentials. Identification (onRequest) never throws, so that rate limiting can
+ * count a caller with a bad token too; enforcement runs at preParsing, after rate limiting and
+ * before any body is read, so unauthenticated callers cannot make the server read large bodies.
  */
 export default fp<AuthPluginOptions>(
   async (app, { config }) => {
@@ -44,18 +48,25 @@ export default fp<AuthPluginOptions>(
 
     // Fastify forbids object defaults on request decorators; every request gets one in the hook.
     app.decorateRequest('caller', null as never);
+    app.decorateRequest('authError', null);
     app.addHook('onRequest', async (request) => {
-      if (request.routeOptions.config.auth === false) {
-        request.caller = ANONYMOUS;
-        return;
+      request.caller = ANONYMOUS;
+      if (request.routeOptions.config.auth === false) return;
+      try {
+        request.caller = await resolveCaller(
+          { authorization: request.headers.authorization, queryToken: hasQueryToken(request) },
+          verify,
+          config.jwt.roleScopes,
+        );
+      } catch (err) {
+        request.authError = err;
       }
-      request.caller = await resolveCaller(
-        { authorization: request.headers.authorization, queryToken: hasQueryToken(request) },
-        verify,
-        config.jwt.roleScopes,
-      );
     });
-    app.decorate('requireAdmin', (request: FastifyRequest, what: string) => requireScope(request.caller, [config.adminScope], what));
+    app.addHook('preParsing', async (request) => {
+      if (request.authError !== null) throw request.authError;
+      const admin = request.routeOptions.config.admin;
+      if (admin !== undefined) requireScope(request.caller, [config.adminScope], admin);
+    });
   },
   { name: 'auth' },
 );

@@ -4,6 +4,7 @@ import { RegistryService } from '../catalog/registry-service.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrations.js';
+import { AuditStore } from '../store/audit-store.js';
 import { RegistryStore } from '../store/registry-store.js';
 
 declare module 'fastify' {
@@ -14,6 +15,8 @@ declare module 'fastify' {
     catalog: Catalog;
     /** The write path: validate, store, swap into the catalogue. */
     registry: RegistryService;
+    /** The audit log. */
+    auditStore: AuditStore;
   }
 }
 
@@ -26,10 +29,12 @@ export default fp<RegistryPluginOptions>(
   async (app, { config }) => {
     const db = openDatabase(config.databasePath);
     let store: RegistryStore;
+    let auditStore: AuditStore;
     try {
       const { applied, version } = migrate(db);
       if (applied.length > 0) app.log.info({ applied, version }, 'database migrated');
-      store = new RegistryStore(db);
+      auditStore = new AuditStore(db);
+      store = new RegistryStore(db, auditStore);
     } catch (err) {
       db.close();
       throw err;
@@ -38,6 +43,7 @@ export default fp<RegistryPluginOptions>(
     catalog.load(store.loadLive());
     app.log.info({ tools: catalog.tools().length, toolServices: catalog.services().length, index: catalog.index }, 'catalogue loaded');
     app.decorate('store', store);
+    app.decorate('auditStore', auditStore);
     app.decorate('catalog', catalog);
     app.decorate('registry', new RegistryService(store, catalog));
     app.addHook('onClose', async () => store.close());

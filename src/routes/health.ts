@@ -3,8 +3,8 @@ import { sendProblem } from '../plugins/errors.js';
 
 /** Liveness and readiness. Readiness proves the database still takes a write. */
 const healthRoutes: FastifyPluginAsync = async (app) => {
-  app.get('/healthz', { config: { auth: false } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { config: { auth: false } }, async (request, reply) => {
+  app.get('/healthz', { config: { auth: false, rateLimit: false } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config: { auth: false, rateLimit: false } }, async (request, reply) => {
     try {
       app.store.probeWrite(new Date().toISOString());
     } catch (err) {

@@ -1,19 +1,16 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { actorOf } from '../plugins/audit.js';
 
 /** Bulk import (one transaction, all or nothing) and export in the same bundle form. */
 const importExportRoutes: FastifyPluginAsync = async (app) => {
-  app.post('/import', async (request, reply) => {
-    app.requireAdmin(request, 'importing');
-    const summary = app.registry.importBundle(request.body);
+  app.post('/import', { config: { admin: 'importing', audit: 'import' } }, async (request, reply) => {
+    const summary = app.registry.importBundle(request.body, actorOf(request));
     reply.header('x-registry-index', String(summary.index));
     return summary;
   });
 
   /** Includes queues and config values, so it needs the admin scope too. */
-  app.get('/export', async (request) => {
-    app.requireAdmin(request, 'exporting');
-    return app.registry.exportBundle();
-  });
+  app.get('/export', { config: { admin: 'exporting' } }, async () => app.registry.exportBundle());
 };
 
 export default importExportRoutes;

@@ -4,6 +4,7 @@ import { hasAnyScope } from '../auth/caller.js';
 import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config.js';
 import { RegistryError } from '../errors.js';
+import { actorOf } from '../plugins/audit.js';
 import { toolRecordBody } from './records.js';
 import { viewKeyFor } from './view-policy.js';
 
@@ -13,9 +14,8 @@ interface NameParams {
 
 const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   /** The article's runtime registration; either tool form. 201 when new, 200 when replaced. */
-  app.post('/tools/register', async (request, reply) => {
-    app.requireAdmin(request, 'registering a tool');
-    const { record, created } = app.registry.putTool(request.body);
+  app.post('/tools/register', { config: { admin: 'registering a tool', audit: 'tool.put' } }, async (request, reply) => {
+    const { record, created } = app.registry.putTool(request.body, undefined, actorOf(request));
     reply.header('x-registry-index', String(record.index)).header('location', `/tools/${encodeURIComponent(record.name)}`);
     return reply.code(created ? 201 : 200).send(toolRecordBody(record));
   });
@@ -25,11 +25,14 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config 
    * entry, if the tool is in their view.
    */
   app.get<{ Params: NameParams }>('/tools/:name', async (request) => {
+    const isAdmin = hasAnyScope(request.caller, [config.adminScope]);
+    // The view policy first, so that under ANONYMOUS_DISCOVERY=none names cannot be probed.
+    const viewKey = isAdmin ? null : viewKeyFor(request.caller, config.anonymousDiscovery);
     const entry = app.catalog.getTool(request.params.name);
-    const notFound = new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
-    if (!entry) throw notFound;
-    if (hasAnyScope(request.caller, [config.adminScope])) return toolRecordBody(entry.record);
-    if (!Catalog.visible(entry.tool, viewKeyFor(request.caller, config.anonymousDiscovery))) throw notFound;
+    if (entry && isAdmin) return toolRecordBody(entry.record);
+    if (!entry || (viewKey && !Catalog.visible(entry.tool, viewKey))) {
+      throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
+    }
     return entry.view;
   });
 
@@ -50,17 +53,15 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config 
     return explainAccess(entry.tool, caller, discoverable(callerKey));
   });
 
-  app.put<{ Params: NameParams }>('/tools/:name', async (request, reply) => {
-    app.requireAdmin(request, 'replacing a tool');
-    const { record, created } = app.registry.putTool(request.body, request.params.name);
+  app.put<{ Params: NameParams }>('/tools/:name', { config: { admin: 'replacing a tool', audit: 'tool.put' } }, async (request, reply) => {
+    const { record, created } = app.registry.putTool(request.body, request.params.name, actorOf(request));
     reply.header('x-registry-index', String(record.index));
     return reply.code(created ? 201 : 200).send(toolRecordBody(record));
   });
 
   /** Leaves a tombstone (status `deleted`) so change feeds can tell mirrors. */
-  app.delete<{ Params: NameParams }>('/tools/:name', async (request, reply) => {
-    app.requireAdmin(request, 'deleting a tool');
-    const record = app.registry.deleteTool(request.params.name);
+  app.delete<{ Params: NameParams }>('/tools/:name', { config: { admin: 'deleting a tool', audit: 'tool.delete' } }, async (request, reply) => {
+    const record = app.registry.deleteTool(request.params.name, actorOf(request));
     reply.header('x-registry-index', String(record.index));
     return toolRecordBody(record);
   });

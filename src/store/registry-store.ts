@@ -6,7 +6,11 @@
 import Database from 'better-sqlite3';
 import { RegistryError } from '../errors.js';
 import type { ToolDescriptor, ToolKind, ToolService } from '../descriptors/schemas.js';
+import type { AuditEntryInput, AuditStore } from './audit-store.js';
 import type { SqliteDatabase } from './database.js';
+
+/** Builds a write's audit entry from its result, inside the write's transaction. */
+export type AuditFor<T> = (result: T) => AuditEntryInput;
 
 export type ToolStatus = 'active' | 'deprecated' | 'deleted';
 
@@ -94,9 +98,11 @@ const toolFromRow = (row: ToolRow): ToolRecord => ({
 export class RegistryStore {
   readonly #db: SqliteDatabase;
   readonly #stmts;
+  readonly #audit: AuditStore | undefined;
 
-  constructor(db: SqliteDatabase) {
+  constructor(db: SqliteDatabase, audit?: AuditStore) {
     this.#db = db;
+    this.#audit = audit;
     this.#stmts = {
       index: db.prepare('SELECT registry_index AS value FROM registry_state WHERE id = 1').pluck(),
       bump: db.prepare('UPDATE registry_state SET registry_index = registry_index + 1 WHERE id = 1 RETURNING registry_index').pluck(),
@@ -161,16 +167,16 @@ export class RegistryStore {
     return row && toolFromRow(row);
   }
 
-  putService(service: ToolService, now: string): PutResult<ServiceRecord> {
-    return this.#write((index) => this.#putService(service, index, now));
+  putService(service: ToolService, now: string, audit?: AuditFor<PutResult<ServiceRecord>>): PutResult<ServiceRecord> {
+    return this.#write((index) => this.#putService(service, index, now), audit);
   }
 
-  putTool(tool: ToolWrite, now: string): PutResult<ToolRecord> {
-    return this.#write((index) => this.#putTool(tool, index, now));
+  putTool(tool: ToolWrite, now: string, audit?: AuditFor<PutResult<ToolRecord>>): PutResult<ToolRecord> {
+    return this.#write((index) => this.#putTool(tool, index, now), audit);
   }
 
   /** Tombstones a service; refuses while any live tool still uses it. */
-  deleteService(id: string, now: string): ServiceRecord {
+  deleteService(id: string, now: string, audit?: AuditFor<ServiceRecord>): ServiceRecord {
     return this.#write((index) => {
       const users = this.#stmts.toolsOfService.all(id) as string[];
       if (users.length > 0) {
@@ -181,24 +187,27 @@ export class RegistryStore {
       const row = this.#stmts.tombstoneService.get(index, now, id) as ServiceRow | undefined;
       if (!row) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool service "${id}"`);
       return serviceFromRow(row);
-    });
+    }, audit);
   }
 
-  deleteTool(name: string, now: string): ToolRecord {
+  deleteTool(name: string, now: string, audit?: AuditFor<ToolRecord>): ToolRecord {
     return this.#write((index) => {
       const row = this.#stmts.tombstoneTool.get(index, now, name) as ToolRow | undefined;
       if (!row) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${name}"`);
       return toolFromRow(row);
-    });
+    }, audit);
   }
 
   /** Services then tools, all under one registry index, all or nothing. */
-  importBundle(services: ToolService[], tools: ToolWrite[], now: string): ImportResult {
-    return this.#write((index) => ({
-      index,
-      services: services.map((s) => this.#putService(s, index, now)),
-      tools: tools.map((t) => this.#putTool(t, index, now)),
-    }));
+  importBundle(services: ToolService[], tools: ToolWrite[], now: string, audit?: AuditFor<ImportResult>): ImportResult {
+    return this.#write(
+      (index) => ({
+        index,
+        services: services.map((s) => this.#putService(s, index, now)),
+        tools: tools.map((t) => this.#putTool(t, index, now)),
+      }),
+      audit,
+    );
   }
 
   /** Proves the database takes a write (for /readyz). */
@@ -229,13 +238,18 @@ export class RegistryStore {
     return { record: toolFromRow(row), created: !before || before.status === 'deleted' };
   }
 
-  /** Runs `fn` in one IMMEDIATE transaction after bumping the registry index. */
-  #write<T>(fn: (index: number) => T): T {
+  /**
+   * Runs `fn` in one IMMEDIATE transaction after bumping the registry index; the audit entry
+   * commits with the write, so an acknowledged write is never missing from the log.
+   */
+  #write<T>(fn: (index: number) => T, audit?: AuditFor<T>): T {
     return this.#translate(() =>
       this.#db
         .transaction(() => {
           const index = this.#stmts.bump.get() as number;
-          return fn(index);
+          const result = fn(index);
+          if (audit && this.#audit) this.#audit.insert(audit(result), index);
+          return result;
         })
         .immediate(),
     );

@@ -1,0 +1,85 @@
+import type { FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { AuditRecorder } from '../audit/recorder.js';
+import type { Actor } from '../catalog/registry-service.js';
+import type { Config } from '../config.js';
+import type { AuditOutcome } from '../store/audit-store.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The audit action of a route whose writes and refusals are logged, e.g. `tool.put`. */
+    audit?: string;
+  }
+  interface FastifyRequest {
+    /** The error code the request was refused with, for the audit log. */
+    problemCode: string | null;
+  }
+  interface FastifyInstance {
+    auditRecorder: AuditRecorder;
+  }
+}
+
+/** Who is making the request, for the audit log. */
+export function actorOf(request: FastifyRequest): Actor {
+  const caller = request.caller;
+  return {
+    sub: caller.kind === 'token' ? (caller.sub ?? null) : null,
+    iss: caller.kind === 'token' ? (caller.iss ?? null) : null,
+    client: request.ip,
+    requestId: request.id,
+  };
+}
+
+function outcomeOf(status: number): AuditOutcome {
+  if (status === 401 || status === 403 || status === 429) return 'denied';
+  return status >= 500 ? 'error' : 'invalid';
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Records refused writes and calls (successful writes are logged by the store, inside their
+ * transaction) and bounds the log by age.
+ */
+export default fp<{ config: Config }>(
+  async (app, { config }) => {
+    const recorder = new AuditRecorder(app.auditStore, {
+      flushIntervalMs: 250,
+      maxPending: 10_000,
+      onError: (err) => app.log.error({ err }, 'writing audit entries failed'),
+    });
+    app.decorate('auditRecorder', recorder);
+    app.decorateRequest('problemCode', null);
+
+    app.addHook('onResponse', async (request, reply) => {
+      const action = request.routeOptions.config.audit;
+      if (action === undefined || reply.statusCode < 400) return;
+      const params = request.params as Record<string, string> | undefined;
+      recorder.record({
+        ...actorOf(request),
+        at: new Date().toISOString(),
+        action,
+        target: params?.['name'] ?? params?.['id'] ?? null,
+        outcome: outcomeOf(reply.statusCode),
+        status: reply.statusCode,
+        detail: request.problemCode,
+      });
+    });
+
+    const prune = () => {
+      try {
+        const removed = app.auditStore.prune(new Date(Date.now() - config.auditRetentionDays * DAY_MS).toISOString());
+        if (removed > 0) app.log.info({ removed }, 'pruned audit entries past retention');
+      } catch (err) {
+        app.log.error({ err }, 'pruning the audit log failed');
+      }
+    };
+    prune();
+    const timer = setInterval(prune, 3_600_000).unref();
+    app.addHook('onClose', async () => {
+      clearInterval(timer);
+      recorder.flush();
+    });
+  },
+  { name: 'audit', dependencies: ['registry', 'auth'] },
+);

@@ -1,0 +1,126 @@
+/**
+ * The audit log in SQLite. Successful writes add their entry inside the write's own
+ * transaction (see RegistryStore); refusals arrive in floods, so they are buffered and written
+ * in batches by AuditRecorder. Reads use keyset pagination on the id, newest first.
+ */
+import type { SqliteDatabase } from './database.js';
+
+export type AuditOutcome = 'ok' | 'denied' | 'invalid' | 'error';
+
+export interface AuditEntryInput {
+  at: string;
+  sub: string | null;
+  iss: string | null;
+  /** Client address. */
+  client: string | null;
+  /** e.g. `tool.put`, `tool.delete`, `tool-service.put`, `import`, `tool.invoke`. */
+  action: string;
+  /** Tool name or service id, where there is one. */
+  target: string | null;
+  outcome: AuditOutcome;
+  status: number;
+  detail: string | null;
+  requestId: string | null;
+}
+
+export interface AuditEntry extends AuditEntryInput {
+  id: number;
+  registryIndex: number | null;
+}
+
+export interface AuditQuery {
+  /** Entries with an id below this (the cursor). */
+  beforeId?: number | undefined;
+  limit: number;
+  sub?: string | undefined;
+  action?: string | undefined;
+  outcome?: AuditOutcome | undefined;
+  target?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+}
+
+interface AuditRow {
+  id: number;
+  at: string;
+  sub: string | null;
+  iss: string | null;
+  client: string | null;
+  action: string;
+  target: string | null;
+  outcome: AuditOutcome;
+  status: number;
+  detail: string | null;
+  registry_index: number | null;
+  request_id: string | null;
+}
+
+const fromRow = (row: AuditRow): AuditEntry => ({
+  id: row.id,
+  at: row.at,
+  sub: row.sub,
+  iss: row.iss,
+  client: row.client,
+  action: row.action,
+  target: row.target,
+  outcome: row.outcome,
+  status: row.status,
+  detail: row.detail,
+  registryIndex: row.registry_index,
+  requestId: row.request_id,
+});
+
+export class AuditStore {
+  readonly #db: SqliteDatabase;
+  readonly #insert;
+  readonly #list;
+  readonly #prune;
+
+  constructor(db: SqliteDatabase) {
+    this.#db = db;
+    this.#insert = db.prepare(`INSERT INTO audit_log (at, sub, iss, client, action, target, outcome, status, detail, registry_index, request_id)
+      VALUES (@at, @sub, @iss, @client, @action, @target, @outcome, @status, @detail, @registryIndex, @requestId)`);
+    // One statement for every filter combination: a NULL parameter disables its filter.
+    this.#list = db.prepare(`SELECT * FROM audit_log
+      WHERE id < @beforeId
+        AND (@sub IS NULL OR sub = @sub)
+        AND (@action IS NULL OR action = @action)
+        AND (@outcome IS NULL OR outcome = @outcome)
+        AND (@target IS NULL OR target = @target)
+        AND (@since IS NULL OR at >= @since)
+        AND (@until IS NULL OR at < @until)
+      ORDER BY id DESC LIMIT @limit`);
+    this.#prune = db.prepare('DELETE FROM audit_log WHERE at < ?');
+  }
+
+  /** Inserts one entry; call inside a write's transaction to make it atomic with the write. */
+  insert(entry: AuditEntryInput, registryIndex: number | null = null): void {
+    this.#insert.run({ ...entry, registryIndex });
+  }
+
+  /** Inserts many entries in one transaction. */
+  insertMany(entries: readonly AuditEntryInput[]): void {
+    this.#db.transaction(() => {
+      for (const entry of entries) this.insert(entry);
+    })();
+  }
+
+  list(query: AuditQuery): AuditEntry[] {
+    const rows = this.#list.all({
+      beforeId: query.beforeId ?? Number.MAX_SAFE_INTEGER,
+      limit: query.limit,
+      sub: query.sub ?? null,
+      action: query.action ?? null,
+      outcome: query.outcome ?? null,
+      target: query.target ?? null,
+      since: query.since ?? null,
+      until: query.until ?? null,
+    }) as AuditRow[];
+    return rows.map(fromRow);
+  }
+
+  /** Deletes entries older than `before` (ISO time); returns how many went. */
+  prune(before: string): number {
+    return this.#prune.run(before).changes;
+  }
+}

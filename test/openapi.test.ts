@@ -1,0 +1,485 @@
+/**
+ * Keeps openapi.yaml in step with the app: the document is valid OpenAPI 3.1, it documents
+ * exactly the routes the app registers, the app serves it byte for byte, and real responses
+ * (status, content type, required headers, body) match what it declares.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { bearer, createTestApp, type TestApp } from './helpers/app.js';
+import { seed } from './helpers/fixtures.js';
+
+const ROOT = join(import.meta.dirname, '..');
+const DOC_PATH = join(ROOT, 'openapi.yaml');
+const DOC_TEXT = readFileSync(DOC_PATH, 'utf8');
+const doc = asObject(parse(DOC_TEXT), 'openapi.yaml');
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+// -------------------------------------------------------------------------------------------
+// Reading the document
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function asObject(value: unknown, what: string): Record<string, unknown> {
+  if (!isObject(value)) throw new Error(`${what} is not an object`);
+  return value;
+}
+
+/** Follows a local `$ref` (JSON pointer into the document). */
+function pointer(ref: string): unknown {
+  if (!ref.startsWith('#/')) throw new Error(`only local $refs are supported: ${ref}`);
+  let node: unknown = doc;
+  for (const raw of ref.slice(2).split('/')) {
+    const key = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    node = asObject(node, ref)[key];
+    if (node === undefined) throw new Error(`dangling $ref ${ref}`);
+  }
+  return node;
+}
+
+/** A Reference Object or the object itself, resolved. */
+function deref(value: unknown, what: string): Record<string, unknown> {
+  const object = asObject(value, what);
+  return typeof object['$ref'] === 'string' ? deref(pointer(object['$ref']), object['$ref']) : object;
+}
+
+function schemaNamed(name: string): Record<string, unknown> {
+  return asObject(pointer(`#/components/schemas/${name}`), name);
+}
+
+function operation(path: string, method: string): Record<string, unknown> {
+  const item = asObject(asObject(doc['paths'], 'paths')[path], `paths[${path}]`);
+  return asObject(item[method], `${method.toUpperCase()} ${path}`);
+}
+
+function documentedOperations(): Set<string> {
+  const ops = new Set<string>();
+  for (const [path, item] of Object.entries(asObject(doc['paths'], 'paths'))) {
+    for (const key of Object.keys(asObject(item, path))) {
+      if (HTTP_METHODS.includes(key)) ops.add(`${key.toUpperCase()} ${path}`);
+    }
+  }
+  return ops;
+}
+
+// -------------------------------------------------------------------------------------------
+// A small JSON Schema checker for the keywords the document uses (2020-12 semantics).
+
+function typeMatches(type: unknown, value: unknown): boolean {
+  switch (type) {
+    case 'object':
+      return isObject(value);
+    case 'array':
+      return Array.isArray(value);
+    case 'string':
+      return typeof value === 'string';
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'number':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'integer':
+      return Number.isInteger(value);
+    case 'null':
+      return value === null;
+    default:
+      throw new Error(`unknown JSON Schema type ${String(type)}`);
+  }
+}
+
+function jsonEqual(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+const SUPPORTED_KEYWORDS = new Set([
+  '$ref', 'type', 'const', 'enum', 'allOf', 'oneOf', 'anyOf', 'not', 'pattern', 'minLength', 'maxLength',
+  'minimum', 'maximum', 'items', 'minItems', 'maxItems', 'required', 'properties', 'additionalProperties',
+  'propertyNames', 'format', 'description', 'title', 'default', 'example', 'examples',
+]);
+
+/** Returns the problems of `value` against `schema`, each with a path. */
+function check(schema: unknown, value: unknown, at = '$'): string[] {
+  if (schema === true || schema === undefined) return [];
+  if (schema === false) return [`${at}: not allowed`];
+  const s = asObject(schema, `schema at ${at}`);
+  for (const keyword of Object.keys(s)) {
+    if (!SUPPORTED_KEYWORDS.has(keyword)) throw new Error(`the test's schema checker does not know "${keyword}" (at ${at})`);
+  }
+  const errors: string[] = [];
+  if (typeof s['$ref'] === 'string') errors.push(...check(pointer(s['$ref']), value, at));
+  if ('const' in s && !jsonEqual(s['const'], value)) errors.push(`${at}: must be ${JSON.stringify(s['const'])}`);
+  if (Array.isArray(s['enum']) && !s['enum'].some((v) => jsonEqual(v, value))) {
+    errors.push(`${at}: ${JSON.stringify(value)} is not one of ${JSON.stringify(s['enum'])}`);
+  }
+  if (s['type'] !== undefined) {
+    const types = Array.isArray(s['type']) ? s['type'] : [s['type']];
+    if (!types.some((t) => typeMatches(t, value))) return [...errors, `${at}: must be of type ${types.join(' or ')}`];
+  }
+  for (const sub of (s['allOf'] as unknown[] | undefined) ?? []) errors.push(...check(sub, value, at));
+  if (Array.isArray(s['oneOf'])) {
+    const results = s['oneOf'].map((sub) => check(sub, value, at));
+    const matches = results.filter((r) => r.length === 0).length;
+    if (matches !== 1) errors.push(`${at}: matches ${matches} of oneOf (${results.map((r) => r[0] ?? 'ok').join(' | ')})`);
+  }
+  if (Array.isArray(s['anyOf']) && !s['anyOf'].some((sub) => check(sub, value, at).length === 0)) {
+    errors.push(`${at}: matches none of anyOf`);
+  }
+  if (s['not'] !== undefined && check(s['not'], value, at).length === 0) errors.push(`${at}: matches "not"`);
+
+  if (typeof value === 'string') {
+    const length = [...value].length;
+    if (typeof s['pattern'] === 'string' && !new RegExp(s['pattern'], 'u').test(value)) {
+      errors.push(`${at}: ${JSON.stringify(value)} does not match ${s['pattern']}`);
+    }
+    if (typeof s['minLength'] === 'number' && length < s['minLength']) errors.push(`${at}: shorter than ${s['minLength']}`);
+    if (typeof s['maxLength'] === 'number' && length > s['maxLength']) errors.push(`${at}: longer than ${s['maxLength']}`);
+  }
+  if (typeof value === 'number') {
+    if (typeof s['minimum'] === 'number' && value < s['minimum']) errors.push(`${at}: below ${s['minimum']}`);
+    if (typeof s['maximum'] === 'number' && value > s['maximum']) errors.push(`${at}: above ${s['maximum']}`);
+  }
+  if (Array.isArray(value)) {
+    if (typeof s['minItems'] === 'number' && value.length < s['minItems']) errors.push(`${at}: fewer than ${s['minItems']} items`);
+    if (typeof s['maxItems'] === 'number' && value.length > s['maxItems']) errors.push(`${at}: more than ${s['maxItems']} items`);
+    if (s['items'] !== undefined) value.forEach((item, i) => errors.push(...check(s['items'], item, `${at}[${i}]`)));
+  }
+  if (isObject(value)) {
+    for (const key of (s['required'] as string[] | undefined) ?? []) {
+      if (!(key in value)) errors.push(`${at}: missing required property "${key}"`);
+    }
+    const properties = (s['properties'] as Record<string, unknown> | undefined) ?? {};
+    for (const [key, item] of Object.entries(value)) {
+      if (s['propertyNames'] !== undefined) errors.push(...check(s['propertyNames'], key, `${at} key ${JSON.stringify(key)}`));
+      if (key in properties) errors.push(...check(properties[key], item, `${at}.${key}`));
+      else if (s['additionalProperties'] !== undefined) errors.push(...check(s['additionalProperties'], item, `${at}.${key}`));
+    }
+  }
+  return errors;
+}
+
+function expectValid(schema: unknown, value: unknown, what: string): void {
+  expect(check(schema, value), what).toEqual([]);
+}
+
+function expectInvalid(schema: unknown, value: unknown, what: string): void {
+  expect(check(schema, value).length, what).toBeGreaterThan(0);
+}
+
+// -------------------------------------------------------------------------------------------
+// The app's routes
+
+/**
+ * Every METHOD path pair the app serves, read from `printRoutes({ commonPrefix: false })`.
+ * Each tree line is `<indent>├── <segment> (METHOD, ...)`, 4 characters of indent per level,
+ * and a route's path is its ancestors' segments concatenated. HEAD routes that Fastify adds
+ * for GET routes are left out.
+ */
+function appOperations(app: FastifyInstance): Set<string> {
+  const stack: string[] = [];
+  const found: { method: string; path: string }[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = /^((?:│ {3}| {4})*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/u.exec(line);
+    if (!match) {
+      if (line.trim() !== '') throw new Error(`cannot read printRoutes line: ${JSON.stringify(line)}`);
+      continue;
+    }
+    const depth = (match[1] ?? '').length / 4;
+    stack.length = depth;
+    stack.push(match[2] ?? '');
+    const path = stack.join('');
+    for (const method of match[3]?.split(', ') ?? []) found.push({ method, path });
+  }
+  const ops = new Set<string>();
+  for (const { method, path } of found) {
+    // Check the reading against the router itself.
+    expect(app.hasRoute({ method: method as never, url: path }), `${method} ${path} read from printRoutes`).toBe(true);
+    if (method === 'HEAD' && found.some((r) => r.method === 'GET' && r.path === path)) continue;
+    ops.add(`${method} ${path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
+  }
+  return ops;
+}
+
+// -------------------------------------------------------------------------------------------
+// Checking responses against the document
+
+/** Operations a contract check has exercised with a 2xx or 304. */
+const exercised = new Set<string>();
+
+/**
+ * Asserts the response's status is documented for the operation, its content type is one the
+ * document lists, its required headers are present and match, and its body matches the schema.
+ */
+function expectDocumented(path: string, method: string, res: LightMyRequestResponse): unknown {
+  const label = `${method.toUpperCase()} ${path} -> ${res.statusCode}`;
+  const responses = asObject(operation(path, method)['responses'], `${label} responses`);
+  const documented = responses[String(res.statusCode)];
+  expect(documented, `${label} is documented (body: ${res.body.slice(0, 300)})`).toBeDefined();
+  const response = deref(documented, label);
+
+  for (const [name, header] of Object.entries((response['headers'] as Record<string, unknown> | undefined) ?? {})) {
+    const spec = deref(header, `${label} header ${name}`);
+    const value = res.headers[name.toLowerCase()];
+    if (spec['required'] === true) expect(value, `${label} header ${name}`).toBeDefined();
+    if (typeof value === 'string') expectValid(spec['schema'], value, `${label} header ${name}`);
+  }
+
+  const content = response['content'] as Record<string, unknown> | undefined;
+  let body: unknown;
+  if (content === undefined) {
+    expect(res.body, `${label} has no body`).toBe('');
+  } else {
+    const mediaType = String(res.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
+    const media = content[mediaType];
+    expect(media, `${label} content type ${mediaType} is documented`).toBeDefined();
+    const schema = asObject(media, `${label} ${mediaType}`)['schema'];
+    body = mediaType.endsWith('json') ? res.json() : res.body;
+    expectValid(schema, body, `${label} body`);
+  }
+  if (res.statusCode < 300 || res.statusCode === 304) exercised.add(`${method.toUpperCase()} ${path}`);
+  return body;
+}
+
+// -------------------------------------------------------------------------------------------
+
+describe('openapi.yaml', () => {
+  let handle: TestApp;
+  let app: FastifyInstance;
+
+  beforeAll(async () => {
+    handle = await createTestApp();
+    app = handle.app;
+    await app.ready();
+  });
+
+  afterAll(async () => {
+    await handle?.close();
+  });
+
+  /** Injects `options` (its url a concrete path) and checks the answer against `docPath`. */
+  async function call(docPath: string, options: InjectOptions & { method: string; url: string }): Promise<{
+    res: LightMyRequestResponse;
+    body: unknown;
+  }> {
+    const res = await app.inject(options);
+    return { res, body: expectDocumented(docPath, options.method.toLowerCase(), res) };
+  }
+
+  it('is a valid OpenAPI 3.1 document', async () => {
+    expect(String(doc['openapi'])).toMatch(/^3\.1\./);
+    const validated = await SwaggerParser.validate(DOC_PATH);
+    expect('openapi' in validated && validated.openapi).toMatch(/^3\.1\./);
+  });
+
+  it('uses only patterns that compile as ECMA-262 unicode regular expressions', () => {
+    const patterns: string[] = [];
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (isObject(node)) {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'pattern' && typeof value === 'string') patterns.push(value);
+          else walk(value);
+        }
+      }
+    };
+    walk(doc['components']);
+    expect(patterns.length).toBeGreaterThan(5);
+    for (const p of patterns) expect(() => new RegExp(p, 'u'), p).not.toThrow();
+  });
+
+  it('documents exactly the routes the app registers', () => {
+    const inApp = appOperations(app);
+    const inDoc = documentedOperations();
+    expect([...inApp].filter((op) => !inDoc.has(op)), 'routes missing from openapi.yaml').toEqual([]);
+    expect([...inDoc].filter((op) => !inApp.has(op)), 'documented operations the app does not serve').toEqual([]);
+    for (const op of inDoc) {
+      const [method = '', path = ''] = op.split(' ');
+      expect(app.hasRoute({ method: method as never, url: path.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1') }), op).toBe(true);
+    }
+    expect(inDoc.size).toBeGreaterThanOrEqual(15);
+  });
+
+  it('is served by GET /openapi.yaml byte for byte', async () => {
+    const { res, body } = await call('/openapi.yaml', { method: 'GET', url: '/openapi.yaml' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/yaml/);
+    expect(body).toBe(DOC_TEXT);
+    expect(parse(res.body)).toEqual(doc);
+  });
+
+  it("has examples that match their own schemas", () => {
+    let count = 0;
+    for (const [name, schema] of Object.entries(asObject(asObject(doc['components'], 'components')['schemas'], 'schemas'))) {
+      const example = asObject(schema, name)['example'];
+      if (example === undefined) continue;
+      expectValid(schema, example, `example of ${name}`);
+      count++;
+    }
+    const walkResponses = (responses: unknown, where: string) => {
+      for (const [status, response] of Object.entries(asObject(responses, where))) {
+        const content = deref(response, `${where} ${status}`)['content'];
+        if (!isObject(content)) continue;
+        for (const [type, media] of Object.entries(content)) {
+          const { schema, example } = asObject(media, `${where} ${status} ${type}`);
+          if (example === undefined) continue;
+          expectValid(schema, example, `${where} ${status} ${type} example`);
+          count++;
+        }
+      }
+    };
+    walkResponses(asObject(doc['components'], 'components')['responses'], 'components.responses');
+    for (const op of documentedOperations()) {
+      const [method = '', path = ''] = op.split(' ');
+      walkResponses(operation(path, method.toLowerCase())['responses'], op);
+    }
+    expect(count).toBeGreaterThan(5);
+  });
+
+  it('describes the request bodies the registry accepts, and not others', () => {
+    const tool = schemaNamed('ToolDescriptor');
+    const service = schemaNamed('ToolServiceDescriptor');
+    for (const name of ['calculator', 'database_query', 'file_reader', 'simulation_data', 'weather_forecast', 'tell-joke', 'query-customers', 'query-products']) {
+      expectValid(tool, seed(name), `seed ${name} as ToolDescriptor`);
+    }
+    for (const name of ['joke-service', 'joke-service.topic-form', 'custom-rag']) {
+      expectValid(service, seed(name), `seed ${name} as ToolServiceDescriptor`);
+    }
+    expectValid(service, { id: 'svc', topic: 'svc', 'config-params': ['a', { name: 'b', required: true }] }, 'bare config params');
+    const bundle: unknown = JSON.parse(readFileSync(join(ROOT, 'examples', 'seed.json'), 'utf8'));
+    expectValid(schemaNamed('ImportBundle'), bundle, 'examples/seed.json as ImportBundle');
+
+    expectInvalid(tool, { ...seed('calculator'), foo: 1 }, 'HTTP tool with an unknown field');
+    expectInvalid(tool, { ...seed('calculator'), endpoint: 'tools/calculator' }, 'relative endpoint');
+    expectInvalid(tool, { ...seed('tell-joke'), style: { nested: true } }, 'object config value');
+    expectInvalid(tool, { ...seed('tell-joke'), service: undefined }, 'message-bus tool without service');
+    expectInvalid(service, { ...seed('joke-service'), topic: 'joke' }, 'both topic and queues');
+    expectInvalid(service, { id: 'svc', 'request-queue': 'non-persistent://tg/request/x' }, 'one queue only');
+    expectInvalid(service, { id: 'svc', topic: 'x', 'config-params': ['name'] }, 'config param named like a tool field');
+    expectInvalid(schemaNamed('ImportBundle'), { tools: [], extra: [] }, 'bundle with an unknown key');
+  });
+
+  it('matches real responses, route by route', async () => {
+    const admin = bearer(handle.token(['registry:write']));
+    const agent = bearer(handle.token(['calculator:use']));
+
+    // Discovery, empty, then conditional.
+    const first = await call('/', { method: 'GET', url: '/' });
+    expect(first.res.statusCode).toBe(200);
+    const etag = String(first.res.headers['etag']);
+    expect((await call('/', { method: 'GET', url: '/', headers: { 'if-none-match': `W/${etag}` } })).res.statusCode).toBe(304);
+
+    // Tools: create, replace, refusals.
+    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') })).res.statusCode).toBe(201);
+    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') })).res.statusCode).toBe(200);
+    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', payload: seed('calculator') })).res.statusCode).toBe(401);
+    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: agent, payload: seed('calculator') })).res.statusCode).toBe(403);
+    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: { name: 'x', foo: 1 } })).res.statusCode).toBe(400);
+    const unsupported = { ...admin, 'content-type': 'application/xml' };
+    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: unsupported, payload: '<tool/>' })).res.statusCode).toBe(415);
+    const huge = { ...seed('calculator'), description: 'x'.repeat(handle.config.bodyLimit) };
+    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: huge })).res.statusCode).toBe(413);
+    const { name: _name, ...nameless } = seed('weather_forecast');
+    expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/weather_forecast', headers: admin, payload: nameless })).res.statusCode).toBe(201);
+    expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/weather_forecast', headers: admin, payload: nameless })).res.statusCode).toBe(200);
+    expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/other', headers: admin, payload: seed('weather_forecast') })).res.statusCode).toBe(400);
+
+    // Tool services.
+    const putService = (id: string, payload: unknown, headers = admin) =>
+      call('/tool-services/{id}', { method: 'PUT', url: `/tool-services/${id}`, headers, payload: payload as never });
+    expect((await putService('joke-service', seed('joke-service.topic-form'))).res.statusCode).toBe(201);
+    expect((await putService('joke-service', seed('joke-service'))).res.statusCode).toBe(200);
+    expect((await putService('joke-service', seed('joke-service'), agent)).res.statusCode).toBe(403);
+    expect((await call('/tool-services', { method: 'GET', url: '/tool-services' })).res.statusCode).toBe(401);
+    expect((await call('/tool-services', { method: 'GET', url: '/tool-services', headers: agent })).res.statusCode).toBe(403);
+    expect((await call('/tool-services/{id}', { method: 'GET', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(200);
+    expect((await call('/tool-services/{id}', { method: 'GET', url: '/tool-services/nope', headers: admin })).res.statusCode).toBe(404);
+    expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/tell-joke', headers: admin, payload: { ...seed('tell-joke'), group: ['fun'] } })).res.statusCode).toBe(201);
+    const breaking = { topic: 'joke', 'config-params': [{ name: 'mood', required: true }] };
+    expect((await putService('joke-service', breaking)).res.statusCode).toBe(409);
+    expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(409);
+
+    // Bulk.
+    const bundle: unknown = JSON.parse(readFileSync(join(ROOT, 'examples', 'seed.json'), 'utf8'));
+    expect((await call('/import', { method: 'POST', url: '/import', headers: admin, payload: bundle as never })).res.statusCode).toBe(200);
+    expect((await call('/import', { method: 'POST', url: '/import', headers: admin, payload: { tools: [{ name: 'bad' }] } })).res.statusCode).toBe(400);
+    expect((await call('/import', { method: 'POST', url: '/import', headers: agent, payload: {} })).res.statusCode).toBe(403);
+    const exported = await call('/export', { method: 'GET', url: '/export', headers: admin });
+    expect(exported.res.statusCode).toBe(200);
+    expectValid(schemaNamed('ImportBundle'), exported.body, 'an export is an import bundle');
+    expect((await call('/export', { method: 'GET', url: '/export' })).res.statusCode).toBe(401);
+    const audit = await call('/audit', { method: 'GET', url: '/audit?limit=5', headers: admin });
+    expect(audit.res.statusCode).toBe(200);
+    expect((audit.body as { entries: unknown[] }).entries).toHaveLength(5);
+    expect((await call('/audit', { method: 'GET', url: '/audit', headers: agent })).res.statusCode).toBe(403);
+    expect((await call('/tool-services', { method: 'GET', url: '/tool-services', headers: admin })).res.statusCode).toBe(200);
+
+    // Reads in every view.
+    for (const headers of [{}, agent, admin]) {
+      expect((await call('/', { method: 'GET', url: '/', headers })).res.statusCode).toBe(200);
+      expect((await call('/stats', { method: 'GET', url: '/stats', headers })).res.statusCode).toBe(200);
+      expect((await call('/tools/{name}', { method: 'GET', url: '/tools/tell-joke', headers })).res.statusCode).toBe(200);
+      expect((await call('/tools/{name}', { method: 'GET', url: '/tools/calculator', headers })).res.statusCode).toBe(200);
+      expect((await call('/tools/{name}', { method: 'GET', url: '/tools/nope', headers })).res.statusCode).toBe(404);
+      expect((await call('/tools/{name}/access', { method: 'GET', url: '/tools/calculator/access', headers })).res.statusCode).toBe(200);
+      expect((await call('/tools/{name}/access', { method: 'GET', url: '/tools/tell-joke/access', headers })).res.statusCode).toBe(200);
+      expect((await call('/tools/{name}/access', { method: 'GET', url: '/tools/nope/access', headers })).res.statusCode).toBe(404);
+    }
+    expect((await call('/tools/{name}/access', { method: 'GET', url: '/tools/calculator/access', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
+    expect((await call('/', { method: 'GET', url: '/', headers: { authorization: 'Basic abc' } })).res.statusCode).toBe(400);
+    expect((await call('/', { method: 'GET', url: '/', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
+    expect((await call('/stats', { method: 'GET', url: '/stats', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
+
+    // Deletes.
+    expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/calculator', headers: admin })).res.statusCode).toBe(200);
+    expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/calculator', headers: admin })).res.statusCode).toBe(404);
+    expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/tell-joke' })).res.statusCode).toBe(401);
+    expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/tell-joke', headers: admin })).res.statusCode).toBe(200);
+    expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(200);
+    expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(404);
+
+    // Operations.
+    expect((await call('/healthz', { method: 'GET', url: '/healthz', headers: bearer('ignored') })).res.statusCode).toBe(200);
+    expect((await call('/readyz', { method: 'GET', url: '/readyz' })).res.statusCode).toBe(200);
+    const metadata = '/.well-known/oauth-protected-resource';
+    expect((await call(metadata, { method: 'GET', url: metadata, headers: bearer('ignored') })).res.statusCode).toBe(200);
+    expect((await call('/openapi.yaml', { method: 'GET', url: '/openapi.yaml' })).res.statusCode).toBe(200);
+
+    expect([...documentedOperations()].filter((op) => !exercised.has(op)), 'operations no contract check exercised').toEqual([]);
+  });
+
+  it('lists discovery entries with every property PublicTool requires', async () => {
+    const required = schemaNamed('PublicTool')['required'];
+    expect(Array.isArray(required) && required.length > 0).toBe(true);
+    const admin = bearer(handle.token(['registry:write']));
+    const registered = await app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('database_query') });
+    expect(registered.statusCode).toBeLessThan(300);
+    // The admin scope does not widen discovery: the view needs the tool's own scope.
+    const res = await app.inject({ method: 'GET', url: '/', headers: bearer(handle.token(['database:read'])) });
+    expect(res.statusCode).toBe(200);
+    const body = res.json<{ tools: Record<string, unknown>[] }>();
+    expect(body.tools.length).toBeGreaterThan(0);
+    expect(body.tools.map((t) => t['name'])).toContain('database_query');
+    for (const tool of body.tools) expect(Object.keys(tool)).toEqual(expect.arrayContaining(required as string[]));
+    expect(Object.keys(body)).toEqual(expect.arrayContaining(schemaNamed('DiscoveryResponse')['required'] as string[]));
+  });
+
+  it('documents the 401 that anonymous discovery gets when ANONYMOUS_DISCOVERY=none', async () => {
+    const closed = await createTestApp({ ANONYMOUS_DISCOVERY: 'none' });
+    try {
+      for (const path of ['/', '/stats']) {
+        const res = await closed.app.inject({ method: 'GET', url: path });
+        expect(res.statusCode).toBe(401);
+        expectDocumented(path, 'get', res);
+      }
+      const res = await closed.app.inject({ method: 'GET', url: '/', headers: bearer(closed.token([])) });
+      expect(res.statusCode).toBe(200);
+      expectDocumented('/', 'get', res);
+    } finally {
+      await closed.close();
+    }
+  });
+});
