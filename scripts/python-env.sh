@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Project-local Python virtualenv (.venv, git-ignored) holding the reference tool-service base
+# class, trustgraph-base (DynamicToolService), for interop tests against a real Pulsar broker.
+#
+#   scripts/python-env.sh          create/update .venv (skips work when the pins are installed)
+#
+# Environment (optional): PYTHON (interpreter, default python3, needs >= 3.11: the base class
+# uses asyncio.TaskGroup), VENV_DIR (default <repo>/.venv).
+#
+# Run a service with: .venv/bin/python test/interop/joke_service.py --pulsar-host pulsar://127.0.0.1:6650 ...
+set -euo pipefail
+
+# Newest trustgraph-base that installs here and whose
+# trustgraph.base.dynamic_tool_service.DynamicToolService imports (checked 2.11.1).
+TRUSTGRAPH_BASE_VERSION=2.11.1
+# The Pulsar Python client it pulls in (manylinux wheels on PyPI); pinned for repeatability.
+PULSAR_CLIENT_VERSION=3.13.0
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV_DIR="${VENV_DIR:-$REPO_ROOT/.venv}"
+PYTHON="${PYTHON:-python3}"
+
+log() { echo "[python-env.sh] $*" >&2; }
+die() { echo "[python-env.sh] ERROR: $*" >&2; exit 1; }
+
+installed_ok() {
+  [[ -x "$VENV_DIR/bin/python" ]] || return 1
+  "$VENV_DIR/bin/python" - "$TRUSTGRAPH_BASE_VERSION" "$PULSAR_CLIENT_VERSION" <<'EOF' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+if version("trustgraph-base") != sys.argv[1] or version("pulsar-client") != sys.argv[2]:
+    sys.exit(1)
+from trustgraph.base.dynamic_tool_service import DynamicToolService  # noqa: F401
+import pulsar  # noqa: F401
+EOF
+}
+
+if installed_ok; then
+  log "$VENV_DIR already has trustgraph-base==$TRUSTGRAPH_BASE_VERSION and pulsar-client==$PULSAR_CLIENT_VERSION"
+  exit 0
+fi
+
+command -v "$PYTHON" >/dev/null || die "$PYTHON not found (set PYTHON to a Python >= 3.11)"
+"$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+  || die "$PYTHON is $("$PYTHON" -V 2>&1); trustgraph-base's DynamicToolService needs Python >= 3.11"
+
+if [[ -x "$VENV_DIR/bin/python" ]] && ! "$VENV_DIR/bin/python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+  log "$VENV_DIR has an old interpreter; recreating it"
+  rm -rf "$VENV_DIR"
+fi
+if [[ ! -x "$VENV_DIR/bin/python" ]]; then
+  log "creating virtualenv $VENV_DIR with $("$PYTHON" -V 2>&1)"
+  "$PYTHON" -m venv "$VENV_DIR"
+fi
+
+start=$(date +%s)
+log "installing trustgraph-base==$TRUSTGRAPH_BASE_VERSION pulsar-client==$PULSAR_CLIENT_VERSION ..."
+"$VENV_DIR/bin/python" -m pip install --quiet --disable-pip-version-check \
+  "trustgraph-base==$TRUSTGRAPH_BASE_VERSION" "pulsar-client==$PULSAR_CLIENT_VERSION"
+
+installed_ok || die "installed, but DynamicToolService (or pulsar) does not import from $VENV_DIR"
+log "ready in $(( $(date +%s) - start )) s: $VENV_DIR"
