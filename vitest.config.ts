@@ -6,5 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // A real Pulsar broker for the bus suite (skipped with a reason where none can run).
+    globalSetup: ['test/setup/broker.ts'],
   },
 });

@@ -105,6 +105,15 @@ export const SETTINGS = {
   BODY_LIMIT: { help: 'largest request body in bytes', default: String(1024 * 1024), schema: integer(1024, 512 * 1024 * 1024) },
   MAX_HEADER_SIZE: { help: 'largest request header block in bytes', default: String(16 * 1024), schema: integer(1024, 1024 * 1024) },
   MAX_CONNECTIONS: { help: 'most concurrent connections; further ones are refused', default: '10000', schema: integer(1, 1_000_000) },
+  PULSAR_WS_URL: {
+    help: 'Pulsar WebSocket API base URL for message-bus calls, e.g. ws://127.0.0.1:8080 (unset: such calls answer 503)',
+    default: undefined,
+    schema: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }),
+  },
+  PULSAR_TOKEN: { help: 'token for the Pulsar WebSocket API (sent as a Bearer header, never logged)', default: undefined, schema: z.string().min(1) },
+  TOOL_CALL_TIMEOUT_MS: { help: 'how long a call waits for its answer unless the tool sets timeoutMs', default: '30000', schema: integer(1, 600_000) },
+  MAX_INFLIGHT_CALLS: { help: 'calls carried at once; past it calls get 503 with Retry-After', default: '1000', schema: integer(1, 1_000_000) },
+  BUS_CONNECT_TIMEOUT_MS: { help: 'how long opening a bus producer or subscription may take', default: '3000', schema: integer(100, 60_000) },
   RATE_LIMIT_MAX: { help: 'requests per window per caller (token sub, or client address); 0 turns limits off', default: '1200', schema: integer(0, 10_000_000) },
   RATE_LIMIT_WRITE_MAX: { help: 'writes per window per caller', default: '300', schema: integer(0, 10_000_000) },
   RATE_LIMIT_WINDOW_S: { help: 'rate-limit window in seconds', default: '60', schema: integer(1, 86_400) },
@@ -138,6 +147,13 @@ export interface Config {
   /** This API's resource identifier (RFC 8707, RFC 9728). */
   resource: string;
   authorizationServers: string[];
+  bridge: {
+    pulsarWsUrl: string | undefined;
+    pulsarToken: string | undefined;
+    callTimeoutMs: number;
+    maxInflight: number;
+    connectTimeoutMs: number;
+  };
   rateLimit: { max: number; writeMax: number; windowS: number };
   auditRetentionDays: number;
   bodyLimit: number;
@@ -194,7 +210,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     if (value === undefined) continue;
     const result = (SETTINGS[name].schema as z.ZodType).safeParse(value);
     if (!result.success) {
-      const shown = name.startsWith('JWT_SECRET') ? '' : ` (got ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value)})`;
+      const shown = name === 'JWT_SECRET' || name === 'PULSAR_TOKEN' ? '' : ` (got ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value)})`;
       throw new ConfigError(`${name}: ${result.error.issues[0]?.message ?? 'invalid value'}${shown}`);
     }
     parsed[name] = result.data;
@@ -232,6 +248,13 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     },
     resource: get<string | undefined>('RESOURCE_URL') ?? publicUrl.href.replace(/\/$/, ''),
     authorizationServers: get<string[] | undefined>('AUTHORIZATION_SERVERS') ?? (issuer === undefined ? [] : [issuer]),
+    bridge: {
+      pulsarWsUrl: get<string | undefined>('PULSAR_WS_URL'),
+      pulsarToken: get<string | undefined>('PULSAR_TOKEN'),
+      callTimeoutMs: get<number>('TOOL_CALL_TIMEOUT_MS'),
+      maxInflight: get<number>('MAX_INFLIGHT_CALLS'),
+      connectTimeoutMs: get<number>('BUS_CONNECT_TIMEOUT_MS'),
+    },
     rateLimit: { max: get<number>('RATE_LIMIT_MAX'), writeMax: get<number>('RATE_LIMIT_WRITE_MAX'), windowS: get<number>('RATE_LIMIT_WINDOW_S') },
     auditRetentionDays: get<number>('AUDIT_RETENTION_DAYS'),
     bodyLimit: get<number>('BODY_LIMIT'),

@@ -36,12 +36,18 @@ export const ERRORS = {
   TR_ERR_ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
   TR_ERR_METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   TR_ERR_CONFLICT: { status: 409, title: 'Conflict' },
+  TR_ERR_GONE: { status: 410, title: 'The tool was deleted' },
   TR_ERR_IN_USE: { status: 409, title: 'The tool service is still used by tools' },
   TR_ERR_BODY_TOO_LARGE: { status: 413, title: 'The request body is too large' },
+  TR_ERR_REQUEST_TOO_LARGE: { status: 413, title: 'The call is too large for the message bus' },
   TR_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported content type' },
   TR_ERR_TOO_MANY_REQUESTS: { status: 429, title: 'Too many requests' },
   TR_ERR_INTERNAL: { status: 500, title: 'Internal server error' },
   TR_ERR_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
+  TR_ERR_TOOL_SERVICE: { status: 502, title: 'The tool service answered with an error' },
+  TR_ERR_BUS_UNAVAILABLE: { status: 503, title: 'The tool cannot be reached now' },
+  TR_ERR_TOO_MANY_CALLS: { status: 503, title: 'Too many calls in flight' },
+  TR_ERR_TIMEOUT: { status: 504, title: 'The tool did not answer in time' },
 } as const satisfies Record<string, ErrorDefinition>;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -59,6 +65,8 @@ export class RegistryError extends Error {
   readonly extra: Record<string, unknown> | undefined;
   /** For 401/403/400 auth errors: what goes into the `WWW-Authenticate: Bearer` challenge. */
   readonly challenge: BearerChallenge | undefined;
+  /** Extra response headers, such as Retry-After. */
+  readonly headers: Record<string, string> | undefined;
 
   constructor(
     code: ErrorCode,
@@ -67,6 +75,7 @@ export class RegistryError extends Error {
       fieldErrors?: FieldError[];
       extra?: Record<string, unknown>;
       challenge?: BearerChallenge;
+      headers?: Record<string, string>;
       cause?: unknown;
     } = {},
   ) {
@@ -77,6 +86,7 @@ export class RegistryError extends Error {
     this.fieldErrors = options.fieldErrors;
     this.extra = options.extra;
     this.challenge = options.challenge;
+    this.headers = options.headers;
   }
 }
 

@@ -58,6 +58,7 @@ function classify(err: unknown): { code: ErrorCode; detail: string; error?: Regi
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, error?: RegistryError) {
   const { status, title } = ERRORS[code];
   reply.request.problemCode = code;
+  if (error?.headers) reply.headers(error.headers);
   if (error?.challenge) reply.header('www-authenticate', bearerChallenge(error.challenge, reply.server.resourceMetadataUrl));
   const body: Record<string, unknown> = { type: problemType(code), title, status, detail, code };
   if (error?.fieldErrors) body['errors'] = error.fieldErrors;

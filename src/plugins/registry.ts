@@ -6,6 +6,7 @@ import { openDatabase } from '../store/database.js';
 import { migrate } from '../store/migrations.js';
 import { AuditStore } from '../store/audit-store.js';
 import { RegistryStore } from '../store/registry-store.js';
+import { UsageStore } from '../store/usage-store.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,6 +18,8 @@ declare module 'fastify' {
     registry: RegistryService;
     /** The audit log. */
     auditStore: AuditStore;
+    /** Tool-call records. */
+    usageStore: UsageStore;
   }
 }
 
@@ -44,6 +47,7 @@ export default fp<RegistryPluginOptions>(
     app.log.info({ tools: catalog.tools().length, toolServices: catalog.services().length, index: catalog.index }, 'catalogue loaded');
     app.decorate('store', store);
     app.decorate('auditStore', auditStore);
+    app.decorate('usageStore', new UsageStore(db));
     app.decorate('catalog', catalog);
     app.decorate('registry', new RegistryService(store, catalog));
     app.addHook('onClose', async () => store.close());

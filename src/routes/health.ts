@@ -11,7 +11,8 @@ const healthRoutes: FastifyPluginAsync = async (app) => {
       request.log.error({ err }, 'readiness probe failed');
       return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'the database does not take writes');
     }
-    return { status: 'ready', checks: { database: 'ok' }, index: app.catalog.index };
+    // The bridge's state is reported apart: discovery and writes work while the broker is down.
+    return { status: 'ready', checks: { database: 'ok', bridge: app.bridge.state }, index: app.catalog.index, inflightCalls: app.bridge.inflight };
   });
 };
 

@@ -4,19 +4,16 @@ import { viewKeyFor } from './view-policy.js';
 
 /**
  * `GET /stats`: the article's inventory figures over the caller's view (same policy as
- * discovery), plus usage fields the call bridge fills in.
+ * discovery), and usage of the tools in it: calls, per agent, errors by class, latency.
  */
 const statsRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   app.get('/stats', async (request) => {
-    const inventory = app.catalog.stats(viewKeyFor(request.caller, config.anonymousDiscovery));
-    return {
-      ...inventory,
-      registry_index: app.catalog.index,
-      // Usage: filled by the call bridge; zero until tools are called through the registry.
-      total_tool_calls: 0,
-      usage_by_tool: {},
-      most_used_tool: null,
-    };
+    const key = viewKeyFor(request.caller, config.anonymousDiscovery);
+    const inventory = app.catalog.stats(key);
+    // Usage follows the view too; the full view includes tools deleted since they were called.
+    const visible = new Set(inventory.tools_by_name);
+    const usage = app.usage.stats(key.kind === 'all' ? () => true : (tool) => visible.has(tool));
+    return { ...inventory, registry_index: app.catalog.index, ...usage };
   });
 };
 

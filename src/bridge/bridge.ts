@@ -1,0 +1,194 @@
+/**
+ * Invoking a tool through the registry: check the caller's scopes again at call time
+ * (independent of what discovery showed), carry the call to the tool's service, record usage,
+ * and return the observation or an error with a stable type.
+ */
+import { randomUUID } from 'node:crypto';
+import { requireScope, type Caller } from '../auth/caller.js';
+import type { Catalog } from '../catalog/catalog.js';
+import { configValuesOf } from '../descriptors/resolve.js';
+import type { BusTool } from '../descriptors/schemas.js';
+import { RegistryError } from '../errors.js';
+import type { CallOutcome } from '../store/usage-store.js';
+import type { UsageTracker } from '../usage/tracker.js';
+import { BridgeUnavailableError, CallTimeoutError, RequestTooLargeError, ToolServiceError } from './errors.js';
+import { callHttpTool } from './http-transport.js';
+import type { PulsarWsClient } from './pulsar-ws.js';
+
+export interface BridgeOptions {
+  catalog: Catalog;
+  /** Absent when PULSAR_WS_URL is not set: message-bus calls then answer 503 at once. */
+  bus: PulsarWsClient | undefined;
+  usage: UsageTracker;
+  defaultTimeoutMs: number;
+  maxInflight: number;
+  maxResponseBytes: number;
+  /** Whether a name that is not live was deleted (tombstone), for 410 rather than 404. */
+  wasDeleted: (name: string) => boolean;
+}
+
+export interface InvokeRequest {
+  toolName: string;
+  arguments: unknown;
+  caller: Caller;
+  /** The caller's Authorization header, forwarded to HTTP tools that want it. */
+  authorization: string | undefined;
+  onChunk?: (text: string) => void;
+}
+
+export interface InvokeResult {
+  tool: string;
+  /** The correlation id (the `id` message property on the bus). */
+  id: string;
+  /** The observation, as text. */
+  result: string;
+  durationMs: number;
+}
+
+export type BridgeState = 'not-configured' | 'connected' | 'disconnected';
+
+export class ToolBridge {
+  readonly #options: BridgeOptions;
+  #inflight = 0;
+
+  constructor(options: BridgeOptions) {
+    this.#options = options;
+  }
+
+  get inflight(): number {
+    return this.#inflight;
+  }
+
+  get state(): BridgeState {
+    const bus = this.#options.bus;
+    if (!bus) return 'not-configured';
+    return bus.connected ? 'connected' : 'disconnected';
+  }
+
+  async invoke(request: InvokeRequest): Promise<InvokeResult> {
+    const { catalog, usage } = this.#options;
+    const entry = catalog.getTool(request.toolName);
+    if (!entry) {
+      if (this.#options.wasDeleted(request.toolName)) {
+        throw new RegistryError('TR_ERR_GONE', `tool "${request.toolName}" was deleted and can no longer be called`);
+      }
+      throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.toolName}"`);
+    }
+    const { tool, record } = entry;
+    const sub = request.caller.kind === 'token' ? (request.caller.sub ?? null) : null;
+    const started = performance.now();
+    const finish = (outcome: CallOutcome) => {
+      const durationMs = performance.now() - started;
+      usage.record({ at: new Date().toISOString(), tool: tool.name, sub, outcome, durationMs });
+      return durationMs;
+    };
+
+    try {
+      // Anonymous callers never call tools, even ones that need no scope; a token needs one of
+      // the tool's scopes, if it has any.
+      if (request.caller.kind === 'anonymous' && tool.scopes.length === 0) {
+        throw new RegistryError('TR_ERR_UNAUTHENTICATED', `calling ${tool.name} needs a bearer token`, { challenge: {} });
+      }
+      requireScope(request.caller, tool.scopes, `calling ${tool.name}`);
+    } catch (err) {
+      finish('denied');
+      throw err;
+    }
+    if (record.status !== 'active') {
+      throw new RegistryError('TR_ERR_GONE', `tool "${tool.name}" is ${record.status} and can no longer be called`);
+    }
+    const args = request.arguments ?? {};
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+      throw new RegistryError('TR_ERR_VALIDATION', 'the arguments must be a JSON object', {
+        fieldErrors: [{ path: '', message: 'must be a JSON object of argument name to value' }],
+      });
+    }
+    if (this.#inflight >= this.#options.maxInflight) {
+      finish('unavailable');
+      throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `${this.#inflight} calls are in flight, the most this registry carries at once; retry shortly`, {
+        headers: { 'retry-after': '1' },
+      });
+    }
+
+    const id = randomUUID();
+    const timeoutMs = tool.timeoutMs ?? this.#options.defaultTimeoutMs;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new CallTimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    this.#inflight++;
+    try {
+      let result: string;
+      if (tool.http) {
+        result = await callHttpTool(
+          {
+            ...tool.http,
+            arguments: args as Record<string, unknown>,
+            authorization: tool.http.forwardAuthorization ? request.authorization : undefined,
+            maxResponseBytes: this.#options.maxResponseBytes,
+          },
+          controller.signal,
+        );
+        request.onChunk?.(result);
+      } else {
+        result = await this.#callBus(id, tool.serviceId ?? '', record.descriptor as BusTool, args, sub, request.onChunk, controller.signal);
+      }
+      return { tool: tool.name, id, result, durationMs: round(finish('ok')) };
+    } catch (err) {
+      throw this.#classify(err, tool.name, finish);
+    } finally {
+      clearTimeout(timer);
+      this.#inflight--;
+    }
+  }
+
+  async #callBus(
+    id: string,
+    serviceId: string,
+    descriptor: BusTool,
+    args: object,
+    sub: string | null,
+    onChunk: ((text: string) => void) | undefined,
+    signal: AbortSignal,
+  ): Promise<string> {
+    const bus = this.#options.bus;
+    if (!bus) throw new BridgeUnavailableError('no message bus is configured (set PULSAR_WS_URL)');
+    const service = this.#options.catalog.lookupService(serviceId);
+    if (!service) throw new BridgeUnavailableError(`tool service "${serviceId}" is not registered`);
+    return bus.call(
+      {
+        id,
+        requestQueue: service['request-queue'],
+        responseQueue: service['response-queue'],
+        // The reference wire: config and arguments as JSON text; `user` carries the caller to
+        // services that read it and is ignored by those that do not.
+        body: { user: sub ?? '', config: JSON.stringify(configValuesOf(descriptor, service)), arguments: JSON.stringify(args) },
+        ...(onChunk && { onChunk }),
+      },
+      signal,
+    );
+  }
+
+  #classify(err: unknown, toolName: string, finish: (outcome: CallOutcome) => number): Error {
+    if (err instanceof CallTimeoutError) {
+      finish('timeout');
+      return new RegistryError('TR_ERR_TIMEOUT', `${toolName}: ${err.message}`);
+    }
+    if (err instanceof ToolServiceError) {
+      finish('service-error');
+      return new RegistryError('TR_ERR_TOOL_SERVICE', `${toolName} failed: ${err.message}`, {
+        extra: { serviceError: { type: err.type, message: err.message } },
+      });
+    }
+    if (err instanceof RequestTooLargeError) {
+      finish('unavailable');
+      return new RegistryError('TR_ERR_REQUEST_TOO_LARGE', err.message);
+    }
+    if (err instanceof BridgeUnavailableError) {
+      finish('unavailable');
+      return new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${toolName} cannot be reached now: ${err.message}`, { headers: { 'retry-after': '5' } });
+    }
+    finish('unavailable');
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;

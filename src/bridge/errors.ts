@@ -1,0 +1,31 @@
+/**
+ * How a call through the bridge can fail, independent of transport. The HTTP layer maps these
+ * onto the error catalogue (src/errors.ts); usage records them as outcome classes.
+ */
+
+export type OutcomeClass = 'ok' | 'service-error' | 'timeout' | 'unavailable' | 'denied';
+
+/** The bus or the tool cannot be reached now (503), quickly, never after a long wait. */
+export class BridgeUnavailableError extends Error {
+  override readonly name = 'BridgeUnavailableError';
+}
+
+/** The service answered with an error (502), carrying its own type and message. */
+export class ToolServiceError extends Error {
+  override readonly name = 'ToolServiceError';
+  readonly type: string;
+  constructor(type: string, message: string) {
+    super(message);
+    this.type = type;
+  }
+}
+
+/** No complete answer within the tool's timeout (504). */
+export class CallTimeoutError extends Error {
+  override readonly name = 'CallTimeoutError';
+}
+
+/** The request cannot be carried: too large for the bus (413). */
+export class RequestTooLargeError extends Error {
+  override readonly name = 'RequestTooLargeError';
+}

@@ -1,0 +1,49 @@
+import fp from 'fastify-plugin';
+import { ToolBridge } from '../bridge/bridge.js';
+import { PulsarWsClient } from '../bridge/pulsar-ws.js';
+import type { Config } from '../config.js';
+import { UsageTracker } from '../usage/tracker.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    bridge: ToolBridge;
+    usage: UsageTracker;
+  }
+}
+
+/**
+ * The call bridge and usage tracking. The bus client connects lazily, on the first call, so
+ * discovery, registration and /stats never depend on the broker being up.
+ */
+export default fp<{ config: Config }>(
+  async (app, { config }) => {
+    const usage = new UsageTracker(app.usageStore, {
+      flushIntervalMs: 1000,
+      window: 1024,
+      onError: (err) => app.log.error({ err }, 'writing usage records failed'),
+    });
+    usage.load();
+    const { pulsarWsUrl, pulsarToken, callTimeoutMs, maxInflight, connectTimeoutMs } = config.bridge;
+    const bus = pulsarWsUrl
+      ? new PulsarWsClient({ url: pulsarWsUrl, token: pulsarToken, connectTimeoutMs, subscriptionPrefix: 'tool-registry' })
+      : undefined;
+    if (!bus) app.log.info('no PULSAR_WS_URL: message-bus tools are listed but calls to them answer 503');
+    const bridge = new ToolBridge({
+      catalog: app.catalog,
+      bus,
+      usage,
+      defaultTimeoutMs: callTimeoutMs,
+      maxInflight,
+      maxResponseBytes: 16 * 1024 * 1024,
+      // SQL on the error path only: tells a deleted tool (410) from one that never was (404).
+      wasDeleted: (name) => app.store.getTool(name)?.status === 'deleted',
+    });
+    app.decorate('usage', usage);
+    app.decorate('bridge', bridge);
+    app.addHook('onClose', async () => {
+      bus?.close();
+      usage.flush();
+    });
+  },
+  { name: 'bridge', dependencies: ['registry'] },
+);

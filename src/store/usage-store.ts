@@ -1,0 +1,43 @@
+import type { SqliteDatabase } from './database.js';
+
+export type CallOutcome = 'ok' | 'service-error' | 'timeout' | 'unavailable' | 'denied';
+
+export interface CallRecord {
+  at: string;
+  tool: string;
+  sub: string | null;
+  outcome: CallOutcome;
+  durationMs: number;
+}
+
+/** Tool-call records in SQLite: written in batches, aggregated once at startup. */
+export class UsageStore {
+  readonly #db: SqliteDatabase;
+  readonly #insert;
+  readonly #counts;
+  readonly #recent;
+
+  constructor(db: SqliteDatabase) {
+    this.#db = db;
+    this.#insert = db.prepare('INSERT INTO tool_calls (at, tool, sub, outcome, duration_ms) VALUES (@at, @tool, @sub, @outcome, @durationMs)');
+    this.#counts = db.prepare('SELECT tool, sub, outcome, count(*) AS n FROM tool_calls GROUP BY tool, sub, outcome');
+    this.#recent = db.prepare(`SELECT tool, duration_ms AS durationMs FROM (
+        SELECT tool, duration_ms, row_number() OVER (PARTITION BY tool ORDER BY id DESC) AS r FROM tool_calls
+      ) WHERE r <= ? ORDER BY tool`);
+  }
+
+  insertMany(records: readonly CallRecord[]): void {
+    this.#db.transaction(() => {
+      for (const r of records) this.#insert.run(r);
+    })();
+  }
+
+  counts(): { tool: string; sub: string | null; outcome: CallOutcome; n: number }[] {
+    return this.#counts.all() as { tool: string; sub: string | null; outcome: CallOutcome; n: number }[];
+  }
+
+  /** The latest `perTool` durations of each tool, for latency percentiles. */
+  recentDurations(perTool: number): { tool: string; durationMs: number }[] {
+    return this.#recent.all(perTool) as { tool: string; durationMs: number }[];
+  }
+}

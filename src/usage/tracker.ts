@@ -1,0 +1,152 @@
+/**
+ * Usage figures for /stats: counts per tool, per agent and per outcome, and latency
+ * percentiles per tool from a bounded window of recent calls. Records reach SQLite in batches
+ * (one transaction per flush, not per call) and the figures are rebuilt from it at startup.
+ */
+import type { CallOutcome, CallRecord, UsageStore } from '../store/usage-store.js';
+
+export interface UsageOptions {
+  flushIntervalMs: number;
+  /** Durations kept per tool for percentiles. */
+  window: number;
+  onError?: (err: unknown) => void;
+}
+
+export interface LatencySummary {
+  p50: number;
+  p95: number;
+  p99: number;
+  samples: number;
+}
+
+export interface UsageStats {
+  total_tool_calls: number;
+  usage_by_tool: Record<string, number>;
+  most_used_tool: string | null;
+  usage_by_agent: Record<string, Record<string, number>>;
+  errors_by_class: Record<string, number>;
+  latency_ms_by_tool: Record<string, LatencySummary>;
+}
+
+/** A fixed-size ring of the latest durations. */
+class Ring {
+  readonly #values: Float64Array;
+  #next = 0;
+  #size = 0;
+  constructor(capacity: number) {
+    this.#values = new Float64Array(capacity);
+  }
+  push(value: number): void {
+    this.#values[this.#next] = value;
+    this.#next = (this.#next + 1) % this.#values.length;
+    this.#size = Math.min(this.#size + 1, this.#values.length);
+  }
+  summary(): LatencySummary {
+    const sorted = this.#values.slice(0, this.#size).sort();
+    // Nearest-rank percentiles.
+    const at = (p: number) => round(sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0);
+    return { p50: at(50), p95: at(95), p99: at(99), samples: this.#size };
+  }
+}
+
+const round = (ms: number) => Math.round(ms * 100) / 100;
+const ANONYMOUS_AGENT = '(anonymous)';
+
+export class UsageTracker {
+  readonly #store: UsageStore;
+  readonly #options: UsageOptions;
+  readonly #byTool = new Map<string, number>();
+  readonly #byAgent = new Map<string, Map<string, number>>();
+  /** tool -> outcome -> count, so error figures follow the caller's view too. */
+  readonly #outcomes = new Map<string, Map<CallOutcome, number>>();
+  readonly #latency = new Map<string, Ring>();
+  #pending: CallRecord[] = [];
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(store: UsageStore, options: UsageOptions) {
+    this.#store = store;
+    this.#options = options;
+  }
+
+  /** Rebuilds the figures from what earlier runs stored. */
+  load(): void {
+    for (const { tool, sub, outcome, n } of this.#store.counts()) this.#count(tool, sub, outcome, n);
+    for (const { tool, durationMs } of this.#store.recentDurations(this.#options.window)) this.#ring(tool).push(durationMs);
+  }
+
+  record(call: CallRecord): void {
+    this.#count(call.tool, call.sub, call.outcome, 1);
+    this.#ring(call.tool).push(call.durationMs);
+    this.#pending.push(call);
+    if (this.#pending.length >= 1000) this.flush();
+    else this.#timer ??= setTimeout(() => this.flush(), this.#options.flushIntervalMs).unref();
+  }
+
+  flush(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (this.#pending.length === 0) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    try {
+      this.#store.insertMany(batch);
+    } catch (err) {
+      this.#options.onError?.(err);
+    }
+  }
+
+  /** Figures over the tools `include` accepts (the caller's view). */
+  stats(include: (tool: string) => boolean = () => true): UsageStats {
+    const usageByTool: Record<string, number> = {};
+    let total = 0;
+    let mostUsed: string | null = null;
+    for (const [tool, n] of [...this.#byTool].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (!include(tool)) continue;
+      usageByTool[tool] = n;
+      total += n;
+      if (mostUsed === null || n > (usageByTool[mostUsed] ?? 0)) mostUsed = tool;
+    }
+    const usageByAgent: Record<string, Record<string, number>> = {};
+    for (const [agent, tools] of [...this.#byAgent].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const visible = Object.fromEntries([...tools].filter(([tool]) => include(tool)).sort(([a], [b]) => (a < b ? -1 : 1)));
+      if (Object.keys(visible).length > 0) usageByAgent[agent] = visible;
+    }
+    const errors: Record<string, number> = {};
+    for (const [tool, outcomes] of this.#outcomes) {
+      if (!include(tool)) continue;
+      for (const [outcome, n] of outcomes) if (outcome !== 'ok') errors[outcome] = (errors[outcome] ?? 0) + n;
+    }
+    const latency: Record<string, LatencySummary> = {};
+    for (const [tool, ring] of [...this.#latency].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (include(tool)) latency[tool] = ring.summary();
+    }
+    return {
+      total_tool_calls: total,
+      usage_by_tool: usageByTool,
+      most_used_tool: mostUsed,
+      usage_by_agent: usageByAgent,
+      errors_by_class: Object.fromEntries(Object.entries(errors).sort(([a], [b]) => (a < b ? -1 : 1))),
+      latency_ms_by_tool: latency,
+    };
+  }
+
+  #count(tool: string, sub: string | null, outcome: CallOutcome, n: number): void {
+    this.#byTool.set(tool, (this.#byTool.get(tool) ?? 0) + n);
+    const agent = sub ?? ANONYMOUS_AGENT;
+    const tools = this.#byAgent.get(agent) ?? new Map<string, number>();
+    tools.set(tool, (tools.get(tool) ?? 0) + n);
+    this.#byAgent.set(agent, tools);
+    const outcomes = this.#outcomes.get(tool) ?? new Map<CallOutcome, number>();
+    outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + n);
+    this.#outcomes.set(tool, outcomes);
+  }
+
+  #ring(tool: string): Ring {
+    let ring = this.#latency.get(tool);
+    if (!ring) {
+      ring = new Ring(this.#options.window);
+      this.#latency.set(tool, ring);
+    }
+    return ring;
+  }
+}
