@@ -236,6 +236,22 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
       check((await app.inject({ method: 'GET', url: '/stats' })).json());
     });
 
+    it('answers 413 for a call too large for one bus message, before sending it', async () => {
+      const topic = `big-${randomUUID().slice(0, 8)}`;
+      await registerService(topic, { ...seed('tell-joke'), name: topic });
+      const requests = await spy(env.wsUrl, `non-persistent://tg/request/${topic}`);
+      try {
+        // 900 KB of arguments fit the 1 MiB body limit but not a 1 MiB frame once base64-encoded.
+        const res = await invoke(topic, { topic: 'x'.repeat(900 * 1024) }, bearer(t.token([])));
+        expect(res.statusCode, res.body.slice(0, 300)).toBe(413);
+        expect(res.json().code).toBe('TR_ERR_REQUEST_TOO_LARGE');
+        await new Promise((r) => setTimeout(r, 200));
+        expect(requests.messages).toHaveLength(0);
+      } finally {
+        requests.close();
+      }
+    });
+
     it('refuses arguments that are not an object, and unknown or deleted tools', async () => {
       const topic = `args-${randomUUID().slice(0, 8)}`;
       await registerService(topic, { ...seed('tell-joke'), name: topic });
