@@ -28,6 +28,7 @@ export const ERRORS = {
   TR_ERR_VALIDATION: { status: 400, title: 'The request body is not a valid descriptor' },
   TR_ERR_BAD_REQUEST: { status: 400, title: 'Bad request' },
   TR_ERR_INVALID_JSON: { status: 400, title: 'The request body is not valid JSON' },
+  TR_ERR_INVALID_ARGUMENTS: { status: 400, title: 'The arguments must be a JSON object' },
   TR_ERR_INVALID_REQUEST: { status: 400, title: 'Malformed Authorization header' },
   TR_ERR_UNAUTHENTICATED: { status: 401, title: 'A bearer token is required' },
   TR_ERR_INVALID_TOKEN: { status: 401, title: 'The bearer token is not valid' },

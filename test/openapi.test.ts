@@ -4,11 +4,14 @@
  * (status, content type, required headers, body) match what it declares.
  */
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { ERRORS } from '../src/errors.js';
 import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
 
@@ -244,20 +247,67 @@ function expectDocumented(path: string, method: string, res: LightMyRequestRespo
   return body;
 }
 
+/** The events of a `text/event-stream` body: one `event:` line and one `data:` line of JSON each. */
+function sseEvents(text: string): { event: string; data: unknown }[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block !== '')
+    .map((block) => {
+      const match = /^event: ([a-z]+)\ndata: (.*)$/u.exec(block);
+      if (!match) throw new Error(`not a server-sent event: ${JSON.stringify(block)}`);
+      return { event: match[1] ?? '', data: JSON.parse(match[2] ?? '') as unknown };
+    });
+}
+
+// -------------------------------------------------------------------------------------------
+// A tiny HTTP tool for the invoke route: POST /echo answers {echo: <arguments>}, POST /fail
+// answers 500, POST /slow answers after 2 s (longer than the slow tool's timeoutMs).
+
+function startToolServer(): Promise<Server> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      if (req.method !== 'POST') {
+        res.writeHead(405).end();
+      } else if (req.url === '/echo') {
+        const text = Buffer.concat(chunks).toString('utf8');
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echo: text === '' ? null : JSON.parse(text) }));
+      } else if (req.url === '/fail') {
+        res.writeHead(500, { 'content-type': 'text/plain' }).end('the tool broke');
+      } else if (req.url === '/slow') {
+        const timer = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('"late"'), 2000);
+        res.on('close', () => clearTimeout(timer));
+      } else {
+        res.writeHead(404).end();
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
 // -------------------------------------------------------------------------------------------
 
 describe('openapi.yaml', () => {
   let handle: TestApp;
   let app: FastifyInstance;
+  let toolServer: Server;
+  let toolPort: number;
 
   beforeAll(async () => {
     handle = await createTestApp();
     app = handle.app;
     await app.ready();
+    toolServer = await startToolServer();
+    toolPort = (toolServer.address() as AddressInfo).port;
   });
 
   afterAll(async () => {
     await handle?.close();
+    if (toolServer) {
+      toolServer.closeAllConnections();
+      await new Promise<void>((resolve, reject) => toolServer.close((err) => (err ? reject(err) : resolve())));
+    }
   });
 
   /** Injects `options` (its url a concrete path) and checks the answer against `docPath`. */
@@ -417,6 +467,60 @@ describe('openapi.yaml', () => {
     expect((await call('/audit', { method: 'GET', url: '/audit', headers: agent })).res.statusCode).toBe(403);
     expect((await call('/tool-services', { method: 'GET', url: '/tool-services', headers: admin })).res.statusCode).toBe(200);
 
+    // Calls: HTTP tools served by the tiny tool server, a message-bus tool without a bus.
+    const httpTool = (name: string, endpoint: string, extra: Record<string, unknown> = {}) => ({
+      name, description: `${name}, a test tool`, endpoint, host: '127.0.0.1', port: toolPort, scopes: ['echo:use'], ...extra,
+    });
+    for (const tool of [httpTool('echo', '/echo'), httpTool('broken', '/fail'), httpTool('slow', '/slow', { timeoutMs: 50 })]) {
+      expect((await call('/tools/{name}', { method: 'PUT', url: `/tools/${tool.name}`, headers: admin, payload: tool })).res.statusCode).toBe(201);
+    }
+    const user = bearer(handle.token(['echo:use']));
+    const invoke = (name: string, options: Omit<InjectOptions, 'method' | 'url'> = {}) =>
+      call('/tools/{name}/invoke', { method: 'POST', url: `/tools/${name}/invoke`, ...options });
+
+    const answered = await invoke('echo', { headers: user, payload: { text: 'hi' } });
+    expect(answered.res.statusCode).toBe(200);
+    expect(answered.body).toMatchObject({ tool: 'echo', result: JSON.stringify({ echo: { text: 'hi' } }) });
+    const bodiless = await invoke('echo', { headers: user });
+    expect(bodiless.res.statusCode).toBe(200);
+    expect(bodiless.body).toMatchObject({ result: JSON.stringify({ echo: {} }) });
+    const streamed = await invoke('echo', { headers: { ...user, accept: 'text/event-stream' }, payload: { text: 'hi' } });
+    expect(streamed.res.statusCode).toBe(200);
+    const events = sseEvents(streamed.res.body);
+    expect(events.map((e) => e.event)).toEqual(['chunk', 'result']);
+    expectValid(schemaNamed('InvokeChunk'), events[0]?.data, 'chunk event');
+    expectValid(schemaNamed('InvokeResult'), events[1]?.data, 'result event');
+    expect(events[1]?.data).toMatchObject({ tool: 'echo', result: JSON.stringify({ echo: { text: 'hi' } }) });
+
+    const anonymous = await invoke('echo', { payload: {} });
+    expect(anonymous.res.statusCode).toBe(401);
+    expect(anonymous.res.headers['www-authenticate']).toContain('scope="echo:use"');
+    // Calling needs a token even when the tool needs no scope; a refused stream keeps its status.
+    expect((await invoke('tell-joke', { payload: { topic: 'x' } })).res.statusCode).toBe(401);
+    expect((await invoke('echo', { headers: { accept: 'text/event-stream' }, payload: {} })).res.statusCode).toBe(401);
+    expect((await invoke('echo', { headers: bearer('not.a.jwt'), payload: {} })).res.statusCode).toBe(401);
+    const forbidden = await invoke('echo', { headers: agent, payload: {} });
+    expect(forbidden.res.statusCode).toBe(403);
+    expect(forbidden.res.headers['www-authenticate']).toContain('error="insufficient_scope"');
+    expect((await invoke('nope', { headers: user, payload: {} })).res.statusCode).toBe(404);
+    expect((await invoke('echo', { headers: user, payload: [1, 2] })).body).toMatchObject({ status: 400, code: 'TR_ERR_VALIDATION' });
+    expect((await invoke('echo', { headers: { ...user, 'content-type': 'application/json' }, payload: '{' })).body).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_JSON' });
+    expect((await invoke('echo', { headers: user, payload: { text: 'x'.repeat(handle.config.bodyLimit) } })).res.statusCode).toBe(413);
+    expect((await invoke('echo', { headers: { ...user, 'content-type': 'text/plain' }, payload: 'hi' })).res.statusCode).toBe(415);
+    const failed = await invoke('broken', { headers: user, payload: {} });
+    expect(failed.body).toMatchObject({ status: 502, code: 'TR_ERR_TOOL_SERVICE', serviceError: { type: 'http-500', message: 'the tool broke' } });
+    const noBus = await invoke('tell-joke', { headers: user, payload: { topic: 'x' } });
+    expect(noBus.body).toMatchObject({ status: 503, code: 'TR_ERR_BUS_UNAVAILABLE' });
+    expect(noBus.res.headers['retry-after']).toBe('5');
+    expect((await invoke('slow', { headers: user, payload: {} })).body).toMatchObject({ status: 504, code: 'TR_ERR_TIMEOUT' });
+
+    // The calls show in the usage figures.
+    const usage = (await call('/stats', { method: 'GET', url: '/stats' })).body as Record<string, Record<string, unknown>>;
+    expect(usage['usage_by_tool']).toMatchObject({ echo: 6, broken: 1, slow: 1, 'tell-joke': 2 });
+    expect(usage['usage_by_agent']).toMatchObject({ 'test-agent': { echo: 4, broken: 1, slow: 1, 'tell-joke': 1 }, '(anonymous)': { echo: 2, 'tell-joke': 1 } });
+    expect(usage['errors_by_class']).toEqual({ denied: 4, 'service-error': 1, timeout: 1, unavailable: 1 });
+    expect(usage['latency_ms_by_tool']?.['echo']).toMatchObject({ samples: 6 });
+
     // Reads in every view.
     for (const headers of [{}, agent, admin]) {
       expect((await call('/', { method: 'GET', url: '/', headers })).res.statusCode).toBe(200);
@@ -436,6 +540,7 @@ describe('openapi.yaml', () => {
     // Deletes.
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/calculator', headers: admin })).res.statusCode).toBe(200);
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/calculator', headers: admin })).res.statusCode).toBe(404);
+    expect((await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/calculator/invoke', headers: agent, payload: {} })).res.statusCode).toBe(410);
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/tell-joke' })).res.statusCode).toBe(401);
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/tell-joke', headers: admin })).res.statusCode).toBe(200);
     expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(200);
@@ -443,12 +548,36 @@ describe('openapi.yaml', () => {
 
     // Operations.
     expect((await call('/healthz', { method: 'GET', url: '/healthz', headers: bearer('ignored') })).res.statusCode).toBe(200);
-    expect((await call('/readyz', { method: 'GET', url: '/readyz' })).res.statusCode).toBe(200);
+    const ready = await call('/readyz', { method: 'GET', url: '/readyz' });
+    expect(ready.res.statusCode).toBe(200);
+    expect(ready.body).toMatchObject({ checks: { database: 'ok', bridge: 'not-configured' }, inflightCalls: 0 });
     const metadata = '/.well-known/oauth-protected-resource';
     expect((await call(metadata, { method: 'GET', url: metadata, headers: bearer('ignored') })).res.statusCode).toBe(200);
     expect((await call('/openapi.yaml', { method: 'GET', url: '/openapi.yaml' })).res.statusCode).toBe(200);
 
     expect([...documentedOperations()].filter((op) => !exercised.has(op)), 'operations no contract check exercised').toEqual([]);
+  });
+
+  it('lists every error code in the catalogue (src/errors.ts) as a Problem code', () => {
+    const code = asObject(asObject(schemaNamed('Problem')['properties'], 'Problem properties')['code'], 'Problem code');
+    expect([...(code['enum'] as string[])].sort()).toEqual(Object.keys(ERRORS).sort());
+  });
+
+  it('documents 429 on exactly the operations rate limiting counts', async () => {
+    const limited = await createTestApp({ RATE_LIMIT_MAX: '1', RATE_LIMIT_WRITE_MAX: '1' });
+    try {
+      // One count per caller for every route: this request uses up the anonymous allowance.
+      expect((await limited.app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
+      for (const op of documentedOperations()) {
+        const [method = '', path = ''] = op.split(' ');
+        const res = await limited.app.inject({ method: method as InjectOptions['method'], url: path.replace(/\{[A-Za-z0-9_]+\}/g, 'x') });
+        const documents429 = '429' in asObject(operation(path, method.toLowerCase())['responses'], op);
+        expect(res.statusCode === 429, `${op} -> ${res.statusCode}, 429 documented: ${documents429}`).toBe(documents429);
+        if (res.statusCode === 429) expectDocumented(path, method.toLowerCase(), res);
+      }
+    } finally {
+      await limited.close();
+    }
   });
 
   it('lists discovery entries with every property PublicTool requires', async () => {

@@ -68,6 +68,10 @@ export class ToolBridge {
   async invoke(request: InvokeRequest): Promise<InvokeResult> {
     const { catalog, usage } = this.#options;
     const entry = catalog.getTool(request.toolName);
+    // Anonymous callers learn nothing about which names exist, were deleted, or what they need.
+    if (request.caller.kind === 'anonymous' && !entry) {
+      throw new RegistryError('TR_ERR_UNAUTHENTICATED', `calling ${request.toolName} needs a bearer token`, { challenge: {} });
+    }
     if (!entry) {
       if (this.#options.wasDeleted(request.toolName)) {
         throw new RegistryError('TR_ERR_GONE', `tool "${request.toolName}" was deleted and can no longer be called`);
@@ -99,7 +103,7 @@ export class ToolBridge {
     }
     const args = request.arguments ?? {};
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-      throw new RegistryError('TR_ERR_VALIDATION', 'the arguments must be a JSON object', {
+      throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', 'the arguments must be a JSON object', {
         fieldErrors: [{ path: '', message: 'must be a JSON object of argument name to value' }],
       });
     }

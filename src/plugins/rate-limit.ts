@@ -22,9 +22,18 @@ export default fp<{ config: Config }>(
       app.log.warn('rate limiting is off (RATE_LIMIT_MAX=0)');
       return;
     }
+    // Writes get their own, stricter budget (a counter of their own, so reads never use it up).
+    // This hook must run before the rate-limit plugin's own onRoute hook reads the config.
+    app.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      const isWrite = route.config?.admin !== undefined && methods.some((m) => m !== 'GET' && m !== 'HEAD');
+      if (isWrite && route.config?.rateLimit === undefined && writeMax > 0) {
+        route.config = { ...route.config, rateLimit: { max: writeMax, timeWindow: windowS * 1000 } };
+      }
+    });
     await app.register(rateLimit, {
       global: true,
-      max: (request) => (request.routeOptions.config.admin !== undefined && request.method !== 'GET' ? writeMax || max : max),
+      max,
       timeWindow: windowS * 1000,
       keyGenerator: callerKey,
       enableDraftSpec: true,

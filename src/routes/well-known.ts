@@ -20,9 +20,9 @@ const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
     bearer_methods_supported: ['header'],
     resource_name: 'tool-registry',
   });
-  app.get('/.well-known/oauth-protected-resource', { config: { auth: false } }, handler);
+  app.get('/.well-known/oauth-protected-resource', { config: { auth: false, rateLimit: false } }, handler);
   const path = new URL(config.resource).pathname.replace(/\/+$/, '');
-  if (path !== '') app.get(`/.well-known/oauth-protected-resource${path}`, { config: { auth: false } }, handler);
+  if (path !== '') app.get(`/.well-known/oauth-protected-resource${path}`, { config: { auth: false, rateLimit: false } }, handler);
 };
 
 export default wellKnownRoutes;

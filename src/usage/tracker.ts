@@ -50,7 +50,8 @@ class Ring {
 }
 
 const round = (ms: number) => Math.round(ms * 100) / 100;
-const ANONYMOUS_AGENT = '(anonymous)';
+/** Calls by tokens without a `sub` claim (anonymous callers are always denied, so never counted). */
+const NO_SUBJECT = '(no subject)';
 
 export class UsageTracker {
   readonly #store: UsageStore;
@@ -76,7 +77,7 @@ export class UsageTracker {
 
   record(call: CallRecord): void {
     this.#count(call.tool, call.sub, call.outcome, 1);
-    this.#ring(call.tool).push(call.durationMs);
+    if (call.outcome !== 'denied') this.#ring(call.tool).push(call.durationMs);
     this.#pending.push(call);
     if (this.#pending.length >= 1000) this.flush();
     else this.#timer ??= setTimeout(() => this.flush(), this.#options.flushIntervalMs).unref();
@@ -130,15 +131,20 @@ export class UsageTracker {
     };
   }
 
+  /**
+   * Denied calls count only as errors: they are not uses of the tool, and counting them would
+   * let anyone inflate a tool's figures.
+   */
   #count(tool: string, sub: string | null, outcome: CallOutcome, n: number): void {
-    this.#byTool.set(tool, (this.#byTool.get(tool) ?? 0) + n);
-    const agent = sub ?? ANONYMOUS_AGENT;
-    const tools = this.#byAgent.get(agent) ?? new Map<string, number>();
-    tools.set(tool, (tools.get(tool) ?? 0) + n);
-    this.#byAgent.set(agent, tools);
     const outcomes = this.#outcomes.get(tool) ?? new Map<CallOutcome, number>();
     outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + n);
     this.#outcomes.set(tool, outcomes);
+    if (outcome === 'denied') return;
+    this.#byTool.set(tool, (this.#byTool.get(tool) ?? 0) + n);
+    const agent = sub ?? NO_SUBJECT;
+    const tools = this.#byAgent.get(agent) ?? new Map<string, number>();
+    tools.set(tool, (tools.get(tool) ?? 0) + n);
+    this.#byAgent.set(agent, tools);
   }
 
   #ring(tool: string): Ring {
