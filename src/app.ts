@@ -12,6 +12,7 @@ import errorsPlugin from './plugins/errors.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import registryPlugin from './plugins/registry.js';
 import auditRoutes from './routes/audit.js';
+import changesRoutes from './routes/changes.js';
 import discoveryRoutes from './routes/discovery.js';
 import healthRoutes from './routes/health.js';
 import importExportRoutes from './routes/import-export.js';
@@ -65,6 +66,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(openapiRoutes);
   await app.register(wellKnownRoutes, { config });
   await app.register(discoveryRoutes, { config });
+  await app.register(changesRoutes, { config });
   await app.register(statsRoutes, { config });
   await app.register(toolRoutes, { config });
   await app.register(invokeRoutes);

@@ -118,6 +118,8 @@ export const SETTINGS = {
   RATE_LIMIT_WRITE_MAX: { help: 'writes per window per caller', default: '300', schema: integer(0, 10_000_000) },
   RATE_LIMIT_WINDOW_S: { help: 'rate-limit window in seconds', default: '60', schema: integer(1, 86_400) },
   AUDIT_RETENTION_DAYS: { help: 'days audit entries are kept', default: '90', schema: integer(1, 36_500) },
+  MAX_WAITERS: { help: 'blocking queries and change streams held at once; past it 503 with Retry-After', default: '20000', schema: integer(1, 10_000_000) },
+  ANONYMOUS_MAX_AGE_S: { help: 'seconds shared caches may keep the anonymous discovery view (0: always revalidate)', default: '0', schema: integer(0, 86_400) },
   VIEW_CACHE_BYTES: { help: 'bytes of serialised discovery views kept in memory', default: String(64 * 1024 * 1024), schema: integer(0, 16 * 1024 ** 3) },
 } as const;
 
@@ -160,6 +162,8 @@ export interface Config {
   maxHeaderSize: number;
   maxConnections: number;
   viewCacheBytes: number;
+  maxWaiters: number;
+  anonymousMaxAgeS: number;
 }
 
 export class ConfigError extends Error {
@@ -261,6 +265,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     maxHeaderSize: get<number>('MAX_HEADER_SIZE'),
     maxConnections: get<number>('MAX_CONNECTIONS'),
     viewCacheBytes: get<number>('VIEW_CACHE_BYTES'),
+    maxWaiters: get<number>('MAX_WAITERS'),
+    anonymousMaxAgeS: get<number>('ANONYMOUS_MAX_AGE_S'),
   };
 }
 

@@ -41,6 +41,18 @@ export interface CatalogOptions {
   viewCacheBytes: number;
 }
 
+/** One descriptor a write touched, with the scopes that granted it before and after. */
+export interface CatalogChange {
+  kind: 'tool' | 'tool-service';
+  name: string;
+  op: 'upsert' | 'delete';
+  /** null where it did not exist before (or was deleted). */
+  scopesBefore: readonly string[] | null;
+  scopesAfter: readonly string[] | null;
+}
+
+export type ChangeListener = (index: number, changes: readonly CatalogChange[]) => void;
+
 export interface CatalogStats {
   total_tools: number;
   tools_by_name: string[];
@@ -60,6 +72,11 @@ export class Catalog {
   /** How many live tools require each scope; rebuilt lazily after a write. */
   #scopeUsage: Map<string, number> | null = null;
   readonly #views: LruByteCache<CatalogView>;
+  /** Deleted tools (tombstones), for paged walks pinned to an earlier index and filters. */
+  readonly #tombstones = new Map<string, ToolRecord>();
+  /** Per view key: the ETag last seen and the index at which it last changed (bounded). */
+  readonly #viewChanges = new Map<string, { etag: string; changedAt: number }>();
+  readonly #listeners = new Set<ChangeListener>();
 
   constructor(options: CatalogOptions) {
     this.#options = options;
@@ -71,25 +88,65 @@ export class Catalog {
     return this.#index;
   }
 
-  load(snapshot: { index: number; services: ServiceRecord[]; tools: ToolRecord[] }): void {
+  load(snapshot: { index: number; services: ServiceRecord[]; tools: ToolRecord[]; tombstones?: ToolRecord[] }): void {
     this.#tools.clear();
     this.#services.clear();
+    this.#tombstones.clear();
     for (const s of snapshot.services) this.#services.set(s.id, s);
     for (const t of snapshot.tools) this.#tools.set(t.name, this.#entry(t));
+    for (const t of snapshot.tombstones ?? []) this.#tombstones.set(t.name, t);
     this.#changed(snapshot.index);
+  }
+
+  /** Called after every committed write with what it changed (the change feed, the waiters). */
+  onChange(listener: ChangeListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** Applies stored records (upserts or tombstones) from one committed write. */
   apply(index: number, change: { services?: ServiceRecord[]; tools?: ToolRecord[] }): void {
+    const changes: CatalogChange[] = [];
     for (const s of change.services ?? []) {
+      const before = this.#services.has(s.id) ? [] : null;
       if (s.status === 'deleted') this.#services.delete(s.id);
       else this.#services.set(s.id, s);
+      changes.push({ kind: 'tool-service', name: s.id, op: s.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: before, scopesAfter: s.status === 'deleted' ? null : [] });
     }
     for (const t of change.tools ?? []) {
-      if (t.status === 'deleted') this.#tools.delete(t.name);
-      else this.#tools.set(t.name, this.#entry(t));
+      const before = this.#tools.get(t.name)?.tool.scopes ?? null;
+      let after: readonly string[] | null = null;
+      if (t.status === 'deleted') {
+        this.#tools.delete(t.name);
+        this.#tombstones.set(t.name, t);
+      } else {
+        const entry = this.#entry(t);
+        this.#tools.set(t.name, entry);
+        this.#tombstones.delete(t.name);
+        after = entry.tool.scopes;
+      }
+      changes.push({ kind: 'tool', name: t.name, op: t.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: before, scopesAfter: after });
     }
     this.#changed(index);
+    for (const listener of this.#listeners) listener(index, changes);
+  }
+
+  getTombstone(name: string): ToolRecord | undefined {
+    return this.#tombstones.get(name);
+  }
+
+  tombstones(): IterableIterator<ToolRecord> {
+    return this.#tombstones.values();
+  }
+
+  /**
+   * The registry index at which this view last changed. Views are compared by ETag when
+   * computed, so a write that leaves a view's bytes alone does not count for it. A key not seen
+   * before counts as changed now, which at worst answers a blocking query early, never late.
+   */
+  changedAt(key: ViewKey): number {
+    const view = this.view(key);
+    return this.#viewChanges.get(this.#cacheKeyOf(key))?.changedAt ?? view.index;
   }
 
   getTool(name: string): CatalogTool | undefined {
@@ -132,14 +189,20 @@ export class Catalog {
 
   /** Whether a tool is in the view. */
   static visible(tool: Tool, key: ViewKey): boolean {
-    if (key.kind === 'all' || tool.scopes.length === 0) return true;
+    return Catalog.visibleScopes(tool.scopes, key);
+  }
+
+  /** Whether a tool that these scopes grant is in the view. */
+  static visibleScopes(scopes: readonly string[], key: ViewKey): boolean {
+    if (key.kind === 'all' || scopes.length === 0) return true;
     if (key.kind === 'public') return false;
-    return tool.scopes.some((s) => key.scopes.has(s));
+    return scopes.some((s) => key.scopes.has(s));
   }
 
   view(key: ViewKey): CatalogView {
     const normalised = this.#normaliseKey(key);
-    const cacheKey = `${this.#index}\n${viewKeyString(normalised)}`;
+    const keyString = viewKeyString(normalised);
+    const cacheKey = `${this.#index}\n${keyString}`;
     const cached = this.#views.get(cacheKey);
     if (cached) return cached;
     const all = this.tools();
@@ -155,6 +218,7 @@ export class Catalog {
       hidden: all.length - tools.length,
     };
     this.#views.set(cacheKey, view, body.length + 256);
+    this.#recordViewChange(keyString, view);
     return view;
   }
 
@@ -185,6 +249,22 @@ export class Catalog {
     if (key.kind !== 'scopes') return key;
     const known = this.knownScopes();
     return { kind: 'scopes', scopes: new Set([...key.scopes].filter((s) => known.has(s))) };
+  }
+
+  #cacheKeyOf(key: ViewKey): string {
+    return viewKeyString(this.#normaliseKey(key));
+  }
+
+  #recordViewChange(keyString: string, view: CatalogView): void {
+    const seen = this.#viewChanges.get(keyString);
+    if (seen && seen.etag === view.etag) return;
+    this.#viewChanges.delete(keyString);
+    this.#viewChanges.set(keyString, { etag: view.etag, changedAt: view.index });
+    // Bounded: the oldest keys go first (a missing key only means an early answer).
+    if (this.#viewChanges.size > 100_000) {
+      const oldest = this.#viewChanges.keys().next().value;
+      if (oldest !== undefined) this.#viewChanges.delete(oldest);
+    }
   }
 
   #entry(record: ToolRecord): CatalogTool {

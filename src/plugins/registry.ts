@@ -1,5 +1,7 @@
 import fp from 'fastify-plugin';
 import { Catalog } from '../catalog/catalog.js';
+import { CatalogListing } from '../catalog/listing.js';
+import { ViewWaiters } from '../catalog/waiters.js';
 import { RegistryService } from '../catalog/registry-service.js';
 import type { Config } from '../config.js';
 import { openDatabase } from '../store/database.js';
@@ -20,6 +22,10 @@ declare module 'fastify' {
     auditStore: AuditStore;
     /** Tool-call records. */
     usageStore: UsageStore;
+    /** Blocking discovery queries and the change-stream budget. */
+    waiters: ViewWaiters;
+    /** Paged, searched and filtered discovery. */
+    listing: CatalogListing;
   }
 }
 
@@ -43,14 +49,22 @@ export default fp<RegistryPluginOptions>(
       throw err;
     }
     const catalog = new Catalog({ publicUrl: config.publicUrl, serviceName: 'tool-registry', viewCacheBytes: config.viewCacheBytes });
-    catalog.load(store.loadLive());
+    catalog.load({ ...store.loadLive(), tombstones: store.loadTombstones() });
     app.log.info({ tools: catalog.tools().length, toolServices: catalog.services().length, index: catalog.index }, 'catalogue loaded');
     app.decorate('store', store);
     app.decorate('auditStore', auditStore);
     app.decorate('usageStore', new UsageStore(db));
     app.decorate('catalog', catalog);
     app.decorate('registry', new RegistryService(store, catalog));
-    app.addHook('onClose', async () => store.close());
+    const waiters = new ViewWaiters(catalog, { maxWaiters: config.maxWaiters });
+    app.decorate('waiters', waiters);
+    app.decorate('listing', new CatalogListing(catalog, (match, limit) => store.search(match, limit), config.publicUrl));
+    // Before the server stops accepting: answer held requests so that close does not wait on them.
+    app.addHook('preClose', async () => waiters.releaseAll());
+    app.addHook('onClose', async () => {
+      waiters.close();
+      store.close();
+    });
   },
   { name: 'registry' },
 );

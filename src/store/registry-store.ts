@@ -49,6 +49,18 @@ export interface PutResult<T> {
   created: boolean;
 }
 
+/** One row of the change log. */
+export interface ChangeRecord {
+  seq: number;
+  index: number;
+  kind: 'tool' | 'tool-service';
+  name: string;
+  op: 'upsert' | 'delete';
+  /** Scopes that granted the tool before the change; null where it did not exist. */
+  scopesBefore: string[] | null;
+  scopesAfter: string[] | null;
+}
+
 export interface ImportResult {
   index: number;
   services: PutResult<ServiceRecord>[];
@@ -74,6 +86,28 @@ interface ToolRow {
   modify_index: number;
   updated_at: string;
 }
+
+interface ChangeRow {
+  seq: number;
+  registry_index: number;
+  kind: 'tool' | 'tool-service';
+  name: string;
+  op: 'upsert' | 'delete';
+  scopes_before: string | null;
+  scopes_after: string | null;
+}
+
+const changeFromRow = (r: ChangeRow): ChangeRecord => ({
+  seq: r.seq,
+  index: r.registry_index,
+  kind: r.kind,
+  name: r.name,
+  op: r.op,
+  scopesBefore: r.scopes_before === null ? null : (JSON.parse(r.scopes_before) as string[]),
+  scopesAfter: r.scopes_after === null ? null : (JSON.parse(r.scopes_after) as string[]),
+});
+
+const scopesOf = (descriptor: ToolDescriptor): string[] => [...((descriptor as { scopes?: string[] }).scopes ?? [])];
 
 const serviceFromRow = (row: ServiceRow): ServiceRecord => ({
   id: row.id,
@@ -139,6 +173,14 @@ export class RegistryStore {
         "UPDATE tools SET status = 'deleted', modify_index = ?, updated_at = ? WHERE name = ? AND status != 'deleted' RETURNING *",
       ),
       toolsOfService: db.prepare("SELECT name FROM tools WHERE service_id = ? AND status != 'deleted' ORDER BY name").pluck(),
+      change: db.prepare(
+        'INSERT INTO changes (registry_index, kind, name, op, scopes_before, scopes_after) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      changesSince: db.prepare('SELECT * FROM changes WHERE registry_index > ? ORDER BY seq LIMIT ?'),
+      changesAt: db.prepare('SELECT * FROM changes WHERE registry_index = ? ORDER BY seq'),
+      tombstones: db.prepare("SELECT * FROM tools WHERE status = 'deleted' ORDER BY name"),
+      search: db.prepare(`SELECT t.name FROM tools_fts f JOIN tools t ON t.rowid = f.rowid
+        WHERE tools_fts MATCH ? AND t.status != 'deleted' ORDER BY bm25(tools_fts, 4.0, 1.0) LIMIT ?`).pluck(),
       probe: db.prepare('INSERT INTO health_probe (id, probed_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at'),
     };
   }
@@ -155,6 +197,29 @@ export class RegistryStore {
       services: (this.#stmts.liveServices.all() as ServiceRow[]).map(serviceFromRow),
       tools: (this.#stmts.liveTools.all() as ToolRow[]).map(toolFromRow),
     }))();
+  }
+
+  /** Deleted tools, kept so paged walks and filters can show what went away. */
+  loadTombstones(): ToolRecord[] {
+    return (this.#stmts.tombstones.all() as ToolRow[]).map(toolFromRow);
+  }
+
+  /** Change-log rows after `index`, oldest first. */
+  changesSince(index: number, limit: number): ChangeRecord[] {
+    return (this.#stmts.changesSince.all(index, limit) as ChangeRow[]).map(changeFromRow);
+  }
+
+  /** Every change-log row of one write. */
+  changesAt(index: number): ChangeRecord[] {
+    return (this.#stmts.changesAt.all(index) as ChangeRow[]).map(changeFromRow);
+  }
+
+  /**
+   * Live tool names matching a full-text query (FTS5 syntax), best first; names weigh more
+   * than descriptions.
+   */
+  search(match: string, limit: number): string[] {
+    return this.#translate(() => this.#stmts.search.all(match, limit) as string[]);
   }
 
   getService(id: string): ServiceRecord | undefined {
@@ -186,6 +251,7 @@ export class RegistryStore {
       }
       const row = this.#stmts.tombstoneService.get(index, now, id) as ServiceRow | undefined;
       if (!row) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool service "${id}"`);
+      this.#stmts.change.run(index, 'tool-service', id, 'delete', '[]', null);
       return serviceFromRow(row);
     }, audit);
   }
@@ -194,7 +260,9 @@ export class RegistryStore {
     return this.#write((index) => {
       const row = this.#stmts.tombstoneTool.get(index, now, name) as ToolRow | undefined;
       if (!row) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${name}"`);
-      return toolFromRow(row);
+      const record = toolFromRow(row);
+      this.#stmts.change.run(index, 'tool', name, 'delete', JSON.stringify(scopesOf(record.descriptor)), null);
+      return record;
     }, audit);
   }
 
@@ -222,6 +290,8 @@ export class RegistryStore {
   #putService(service: ToolService, index: number, now: string): PutResult<ServiceRecord> {
     const before = this.#stmts.getService.get(service.id) as ServiceRow | undefined;
     const row = this.#stmts.upsertService.get({ id: service.id, descriptor: JSON.stringify(service), index, now }) as ServiceRow;
+    // Tool services are admin-only topology: '[]' marks them as present for the change log.
+    this.#stmts.change.run(index, 'tool-service', service.id, 'upsert', before && before.status !== 'deleted' ? '[]' : null, '[]');
     return { record: serviceFromRow(row), created: !before || before.status === 'deleted' };
   }
 
@@ -235,6 +305,8 @@ export class RegistryStore {
       index,
       now,
     }) as ToolRow;
+    const scopesBefore = before && before.status !== 'deleted' ? JSON.stringify(scopesOf(JSON.parse(before.descriptor) as ToolDescriptor)) : null;
+    this.#stmts.change.run(index, 'tool', tool.name, 'upsert', scopesBefore, JSON.stringify(scopesOf(tool.descriptor)));
     return { record: toolFromRow(row), created: !before || before.status === 'deleted' };
   }
 

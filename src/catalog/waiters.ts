@@ -1,0 +1,163 @@
+/**
+ * Blocking queries with Consul's semantics: a caller that passes the index it last saw waits
+ * until its own view changes or its wait elapses. Waiters are grouped by view, so one write
+ * computes each waiting view once; one broadcaster (the catalogue's change listener) wakes
+ * them and one coarse ticker ends expired waits. A waiter holds no timer or closure of its own
+ * beyond its entry here.
+ */
+import { RegistryError } from '../errors.js';
+import type { Catalog, CatalogView, ViewKey } from './catalog.js';
+
+interface Waiter {
+  key: ViewKey;
+  index: number;
+  deadline: number;
+  resolve: (view: CatalogView) => void;
+}
+
+export interface WaitersOptions {
+  maxWaiters: number;
+  /** Resolution of wait deadlines. */
+  tickMs?: number;
+}
+
+export interface Wait {
+  /** Resolves with the caller's view when it changed since the index, or when the wait ends. */
+  view: Promise<CatalogView>;
+  /** Drops the waiter (the client went away). */
+  cancel(): void;
+}
+
+export class ViewWaiters {
+  readonly #catalog: Catalog;
+  readonly #options: WaitersOptions;
+  /** View key string -> its waiters. */
+  readonly #groups = new Map<string, Set<Waiter>>();
+  #count = 0;
+  #ticker: NodeJS.Timeout | null = null;
+  #unsubscribe: () => void;
+  /** Extra long-lived listeners (change-feed streams) that share the MAX_WAITERS budget. */
+  #reserved = 0;
+
+  constructor(catalog: Catalog, options: WaitersOptions) {
+    this.#catalog = catalog;
+    this.#options = options;
+    this.#unsubscribe = catalog.onChange(() => this.#wake());
+  }
+
+  /** Waiters plus reserved stream slots. */
+  get size(): number {
+    return this.#count + this.#reserved;
+  }
+
+  /** Holds a slot for a long-lived stream; returns its release. */
+  reserve(): () => void {
+    this.#ensureRoom();
+    this.#reserved++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#reserved--;
+    };
+  }
+
+  /**
+   * Answers at once when the view changed after `index`, or when `index` is ahead of the
+   * registry (a client from a reset or restored registry must start over); otherwise waits.
+   */
+  wait(key: ViewKey, index: number, waitMs: number): Wait {
+    const view = this.#catalog.view(key);
+    if (index > this.#catalog.index || this.#catalog.changedAt(key) > index || waitMs <= 0) {
+      return { view: Promise.resolve(view), cancel: () => undefined };
+    }
+    this.#ensureRoom();
+    let waiter!: Waiter;
+    const promise = new Promise<CatalogView>((resolve) => {
+      waiter = { key, index, deadline: Date.now() + waitMs, resolve };
+    });
+    const group = this.#groupKey(key);
+    let set = this.#groups.get(group);
+    if (!set) {
+      set = new Set();
+      this.#groups.set(group, set);
+    }
+    set.add(waiter);
+    this.#count++;
+    this.#startTicker();
+    return { view: promise, cancel: () => this.#remove(group, waiter) };
+  }
+
+  /** Answers every waiter with its current view (shutdown). */
+  releaseAll(): void {
+    for (const [group, set] of this.#groups) {
+      for (const waiter of set) {
+        this.#remove(group, waiter);
+        waiter.resolve(this.#catalog.view(waiter.key));
+      }
+    }
+  }
+
+  close(): void {
+    this.releaseAll();
+    this.#unsubscribe();
+    this.#stopTicker();
+  }
+
+  #ensureRoom(): void {
+    if (this.size >= this.#options.maxWaiters) {
+      throw new RegistryError('TR_ERR_UNAVAILABLE', `${this.size} blocking queries and streams are open, the most this registry holds; retry shortly`, {
+        headers: { 'retry-after': '5' },
+      });
+    }
+  }
+
+  #groupKey(key: ViewKey): string {
+    return key.kind === 'scopes' ? `scopes:${[...key.scopes].sort().join(' ')}` : key.kind;
+  }
+
+  #wake(): void {
+    for (const [group, set] of this.#groups) {
+      const first = set.values().next().value;
+      if (!first) continue;
+      // One view computation per group, however many wait on it.
+      const changedAt = this.#catalog.changedAt(first.key);
+      const view = this.#catalog.view(first.key);
+      for (const waiter of set) {
+        if (changedAt > waiter.index) {
+          this.#remove(group, waiter);
+          waiter.resolve(view);
+        }
+      }
+    }
+  }
+
+  #tick(): void {
+    const now = Date.now();
+    for (const [group, set] of this.#groups) {
+      for (const waiter of set) {
+        if (waiter.deadline <= now) {
+          this.#remove(group, waiter);
+          waiter.resolve(this.#catalog.view(waiter.key));
+        }
+      }
+    }
+  }
+
+  #remove(group: string, waiter: Waiter): void {
+    const set = this.#groups.get(group);
+    if (!set?.delete(waiter)) return;
+    this.#count--;
+    if (set.size === 0) this.#groups.delete(group);
+    if (this.#count === 0) this.#stopTicker();
+  }
+
+  #startTicker(): void {
+    this.#ticker ??= setInterval(() => this.#tick(), this.#options.tickMs ?? 250).unref();
+  }
+
+  #stopTicker(): void {
+    if (this.#ticker) clearInterval(this.#ticker);
+    this.#ticker = null;
+  }
+}
