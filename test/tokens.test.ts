@@ -171,7 +171,11 @@ describe('anonymous discovery policies', () => {
       const res = await t.app.inject({ method: 'GET', url: '/' });
       expect(res.statusCode).toBe(status);
       if (expected) expect(res.json().tools.map((x: { name: string }) => x.name)).toEqual(expected);
-      else expect(res.headers['www-authenticate']).toBe('Bearer realm="tool-registry", resource_metadata="http://127.0.0.1:8006/.well-known/oauth-protected-resource"');
+      else {
+        expect(res.headers['www-authenticate']).toBe(
+          'Bearer realm="tool-registry", resource_metadata="http://127.0.0.1:8006/.well-known/oauth-protected-resource", scope="calculator:use"',
+        );
+      }
       const stats = await t.app.inject({ method: 'GET', url: '/stats' });
       expect(stats.statusCode).toBe(status);
       if (expected) expect(stats.json().total_tools).toBe(expected.length);

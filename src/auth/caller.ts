@@ -76,6 +76,11 @@ export async function resolveCaller(
   verify: TokenVerifier,
   roleScopes?: Readonly<Record<string, string>>,
 ): Promise<Caller> {
+  if (sources.queryToken && sources.authorization !== undefined) {
+    // RFC 6750 section 2: a client must not use more than one method per request.
+    const description = 'send the token in the Authorization header only, not also in the query string';
+    throw new RegistryError('TR_ERR_INVALID_REQUEST', description, { challenge: { error: 'invalid_request', description } });
+  }
   if (sources.queryToken) {
     throw invalidToken('access tokens in the query string are not accepted; send an Authorization: Bearer header');
   }

@@ -21,6 +21,15 @@ export interface JwksOptions {
   onError?: (err: unknown, url: string) => void;
 }
 
+/** How old a key set may get before a background refresh. */
+const MAX_KEY_SET_AGE_MS = 10 * 60_000;
+
+function sameKeys(a: ReadonlyMap<string, CachedKey>, b: ReadonlyMap<string, CachedKey>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [kid, key] of a) if (b.get(kid)?.pem !== key.pem) return false;
+  return true;
+}
+
 export class KeyNotFoundError extends Error {
   override readonly name = 'KeyNotFoundError';
 }
@@ -41,6 +50,9 @@ export class JwksKeySource {
   #inflight: Promise<void> | null = null;
   /** Fetches made so far (for tests and metrics). */
   fetches = 0;
+  /** Bumped whenever the key set changes; verified-token caches key on it. */
+  generation = 0;
+  #lastSuccessAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: JwksOptions) {
     if (!options.jwksUrl && !options.issuer) throw new Error('JWKS needs a jwksUrl or an issuer');
@@ -58,6 +70,9 @@ export class JwksKeySource {
   /** The PEM of the key a token's header names. */
   async keyFor(header: { kid?: unknown; alg?: unknown }): Promise<string> {
     const kid = typeof header.kid === 'string' ? header.kid : undefined;
+    // Refresh in the background now and then, so keys the server retired are dropped even when
+    // no unknown kid comes along.
+    if (this.#now() - this.#lastSuccessAt > MAX_KEY_SET_AGE_MS) this.warm();
     let key = this.#find(kid);
     if (!key) {
       await this.#refreshIfAllowed();
@@ -102,7 +117,11 @@ export class JwksKeySource {
         }
         keys.set(jwk.kid ?? `#${i}`, { pem: key.export({ type: 'spki', format: 'pem' }).toString(), alg: jwk.alg });
       });
-      this.#keys = keys;
+      if (!sameKeys(this.#keys, keys)) {
+        this.#keys = keys;
+        this.generation++;
+      }
+      this.#lastSuccessAt = this.#now();
       this.fetches++;
     } catch (err) {
       this.fetches++;

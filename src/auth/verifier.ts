@@ -5,6 +5,7 @@
  * because keys may come from a JWKS asynchronously and the typ policy and error reasons are
  * ours to decide; this keeps the check in one place and free of Fastify.
  */
+import { createHash } from 'node:crypto';
 import { createVerifier, type Algorithm } from 'fast-jwt';
 import type { TokenVerifier } from './caller.js';
 import type { JwksKeySource } from './jwks.js';
@@ -43,9 +44,13 @@ export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
     ...(options.issuer !== undefined && { allowedIss: options.issuer }),
     ...(options.audience !== undefined && { allowedAud: options.audience }),
     clockTolerance: options.clockToleranceMs,
-    requiredClaims: ['exp'],
+    // fast-jwt checks iss and aud only when present: a configured issuer or audience must be there.
+    requiredClaims: ['exp', ...(options.issuer !== undefined ? ['iss'] : []), ...(options.audience !== undefined ? ['aud'] : [])],
     complete: true,
     cache: options.cacheSize,
+    // Verified tokens are cached by their bytes and the key set's generation, so a token whose
+    // key the authorization server retired stops verifying once the registry refetches keys.
+    cacheKeyBuilder: (token: string) => `${typeof source === 'string' ? 0 : source.generation}:${createHash('sha256').update(token).digest('base64url')}`,
     // Failures are not cached: a token refused for an unknown key may verify after rotation.
     errorCacheTTL: -1,
   });

@@ -58,7 +58,7 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { conf
   });
 
   app.get<{ Querystring: { since?: string } }>('/changes', async (request, reply) => {
-    const key = viewKeyFor(request.caller, config.anonymousDiscovery);
+    const key = viewKeyFor(request.caller, config.anonymousDiscovery, app.catalog);
     const isAdmin = hasAnyScope(request.caller, [config.adminScope]);
     const resumeFrom = request.headers['last-event-id'] ?? request.query.since;
     let from: number | undefined;

@@ -53,7 +53,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
   };
 
   app.get('/', async (request, reply) => {
-    const key = viewKeyFor(request.caller, config.anonymousDiscovery);
+    const key = viewKeyFor(request.caller, config.anonymousDiscovery, app.catalog);
     const parsed = DiscoveryQuerySchema.safeParse(request.query);
     if (!parsed.success) throw new RegistryError('TR_ERR_BAD_REQUEST', 'invalid discovery query', { fieldErrors: fieldErrorsFrom(parsed.error) });
     const query = parsed.data;

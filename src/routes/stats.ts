@@ -8,7 +8,7 @@ import { viewKeyFor } from './view-policy.js';
  */
 const statsRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   app.get('/stats', async (request) => {
-    const key = viewKeyFor(request.caller, config.anonymousDiscovery);
+    const key = viewKeyFor(request.caller, config.anonymousDiscovery, app.catalog);
     const inventory = app.catalog.stats(key);
     // Usage follows the view too; the full view includes tools deleted since they were called.
     const visible = new Set(inventory.tools_by_name);

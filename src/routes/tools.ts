@@ -27,7 +27,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config 
   app.get<{ Params: NameParams }>('/tools/:name', async (request) => {
     const isAdmin = hasAnyScope(request.caller, [config.adminScope]);
     // The view policy first, so that under ANONYMOUS_DISCOVERY=none names cannot be probed.
-    const viewKey = isAdmin ? null : viewKeyFor(request.caller, config.anonymousDiscovery);
+    const viewKey = isAdmin ? null : viewKeyFor(request.caller, config.anonymousDiscovery, app.catalog);
     const entry = app.catalog.getTool(request.params.name);
     if (entry && isAdmin) return toolRecordBody(entry.record);
     if (!entry || (viewKey && !Catalog.visible(entry.tool, viewKey))) {
@@ -46,7 +46,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config 
     const caller = request.caller;
     const discoverable = (key: Parameters<typeof Catalog.visible>[1] | null) => key !== null && entry !== undefined && Catalog.visible(entry.tool, key);
     const anonymousKey = config.anonymousDiscovery === 'none' ? null : viewKeyFor({ kind: 'anonymous' }, config.anonymousDiscovery);
-    const callerKey = caller.kind === 'token' ? viewKeyFor(caller, config.anonymousDiscovery) : anonymousKey;
+    const callerKey = caller.kind === 'token' ? viewKeyFor(caller, config.anonymousDiscovery, app.catalog) : anonymousKey;
     if (!entry || !(discoverable(callerKey) || discoverable(anonymousKey) || hasAnyScope(caller, [config.adminScope]))) {
       throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
     }

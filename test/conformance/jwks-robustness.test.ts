@@ -1,0 +1,160 @@
+/**
+ * Key-fetching robustness: forged kids cannot turn into a flood of JWKS fetches (at most one per
+ * JWKS_COOLDOWN_S, counted at a JWKS server of our own), and a key endpoint that never answers
+ * cannot hang requests (JWKS_TIMEOUT_MS bounds them; they get 401).
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
+import {
+  ADMIN_SCOPE,
+  RESOURCE,
+  appForKeyServer,
+  craftedClaims,
+  expectChallenge,
+  seedTools,
+  sleep,
+  startHangingServer,
+  startKeyServer,
+  toolNames,
+  type HangingServer,
+  type KeyServer,
+} from './support.js';
+
+const FLOOD = 200;
+
+/**
+ * FLOOD requests, each with a token naming a random kid, in waves of 20 concurrent requests one
+ * after another (so that single-flight alone cannot hide missing cooldowns); every one is 401.
+ */
+async function flood(app: FastifyInstance, keys: KeyServer): Promise<void> {
+  const statuses = new Map<number, number>();
+  for (let wave = 0; wave < FLOOD / 20; wave++) {
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        app.inject({ method: 'GET', url: '/', headers: bearer(keys.sign(craftedClaims({ scope: ADMIN_SCOPE }), { kid: randomUUID() })) }),
+      ),
+    );
+    for (const res of responses) statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+    if (wave === 0) expectChallenge(responses[0] as (typeof responses)[number], { status: 401, error: 'invalid_token' });
+  }
+  expect(Object.fromEntries(statuses)).toEqual({ 401: FLOOD });
+}
+
+describe('a flood of tokens with random kids', () => {
+  let keys: KeyServer;
+  let slow: TestApp;
+  let fast: TestApp;
+
+  beforeAll(async () => {
+    keys = await startKeyServer();
+    slow = await appForKeyServer(keys, { JWKS_COOLDOWN_S: '60' });
+    fast = await appForKeyServer(keys, { JWKS_COOLDOWN_S: '1' });
+    const admin = keys.sign(craftedClaims({ sub: 'crafted-operator', scope: ADMIN_SCOPE }));
+    await seedTools(slow.app, admin, [seed('calculator')]);
+    await seedTools(fast.app, admin, [seed('calculator')]);
+  });
+
+  afterAll(async () => {
+    await slow?.close();
+    await fast?.close();
+    await keys?.close();
+  });
+
+  it(`${FLOOD} random kids cause at most one key fetch per cooldown (JWKS_COOLDOWN_S=60)`, async () => {
+    const good = keys.sign(craftedClaims({ scope: 'calculator:use' }));
+    expect((await slow.app.inject({ method: 'GET', url: '/', headers: bearer(good) })).statusCode).toBe(200);
+    const before = keys.requests;
+    const started = Date.now();
+    await flood(slow.app, keys);
+    const allowed = 1 + Math.floor((Date.now() - started) / 60_000);
+    expect(keys.requests - before).toBeLessThanOrEqual(allowed);
+    // The known key still works, and needs no fetch.
+    const after = keys.requests;
+    const res = await slow.app.inject({ method: 'GET', url: '/', headers: bearer(good) });
+    expect(res.statusCode).toBe(200);
+    expect(toolNames(res)).toEqual(['calculator']);
+    expect(keys.requests).toBe(after);
+  });
+
+  it('after the cooldown a new kid is fetched (rotation works) and floods stay at one fetch per cooldown (JWKS_COOLDOWN_S=1)', async () => {
+    const good = keys.sign(craftedClaims({ scope: 'calculator:use' }));
+    expect((await fast.app.inject({ method: 'GET', url: '/', headers: bearer(good) })).statusCode).toBe(200);
+    await sleep(1_100);
+    let before = keys.requests;
+    let started = Date.now();
+    await flood(fast.app, keys);
+    expect(keys.requests - before).toBeLessThanOrEqual(1 + Math.floor((Date.now() - started) / 1_000));
+
+    keys.rotate();
+    await sleep(1_100);
+    before = keys.requests;
+    started = Date.now();
+    await flood(fast.app, keys);
+    const rotated = keys.sign(craftedClaims({ scope: 'calculator:use' }));
+    const res = await fast.app.inject({ method: 'GET', url: '/', headers: bearer(rotated) });
+    expect(res.statusCode, res.body).toBe(200);
+    const fetches = keys.requests - before;
+    expect(fetches).toBeGreaterThanOrEqual(1);
+    expect(fetches).toBeLessThanOrEqual(1 + Math.floor((Date.now() - started) / 1_000));
+  });
+});
+
+describe('a key endpoint that never answers', () => {
+  const TIMEOUT_MS = 200;
+  let keys: KeyServer;
+  let hanging: HangingServer;
+  let viaJwksUrl: TestApp;
+  let viaIssuer: TestApp;
+
+  beforeAll(async () => {
+    keys = await startKeyServer(); // only to sign tokens; the apps never see its JWKS
+    hanging = await startHangingServer();
+    viaJwksUrl = await appForKeyServer({ jwksUrl: `${hanging.url}/jwks` }, { JWKS_TIMEOUT_MS: String(TIMEOUT_MS), JWKS_COOLDOWN_S: '0' });
+    // Discovery through the issuer's metadata, which hangs too.
+    viaIssuer = await createTestApp({
+      JWT_SECRET: '',
+      JWT_ISSUER: hanging.url,
+      RESOURCE_URL: RESOURCE,
+      JWKS_TIMEOUT_MS: String(TIMEOUT_MS),
+      JWKS_COOLDOWN_S: '0',
+    });
+  });
+
+  afterAll(async () => {
+    await viaJwksUrl?.close();
+    await viaIssuer?.close();
+    await hanging?.close();
+    await keys?.close();
+  });
+
+  it('with JWKS_TIMEOUT_MS small, requests with an unknown kid get 401 within a bounded time (JWKS_URL)', async () => {
+    const token = keys.sign(craftedClaims({ scope: 'calculator:use' }), { kid: randomUUID() });
+    const started = Date.now();
+    const res = await viaJwksUrl.app.inject({ method: 'GET', url: '/', headers: bearer(token) });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expectChallenge(res, { status: 401, error: 'invalid_token' });
+    expect(hanging.requests).toBeGreaterThanOrEqual(1);
+
+    // Many at once are bounded too, and the server keeps answering.
+    const many = Date.now();
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => viaJwksUrl.app.inject({ method: 'GET', url: '/', headers: bearer(keys.sign(craftedClaims(), { kid: randomUUID() })) })),
+    );
+    expect(Date.now() - many).toBeLessThan(3_000);
+    expect(responses.map((r) => r.statusCode)).toEqual(Array.from({ length: 20 }, () => 401));
+    expect((await viaJwksUrl.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect((await viaJwksUrl.app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
+  });
+
+  it('a hanging issuer metadata endpoint (JWT_ISSUER discovery) does not hang requests either', async () => {
+    const token = keys.sign(craftedClaims({ iss: hanging.url, scope: 'calculator:use' }), { kid: randomUUID() });
+    const started = Date.now();
+    const res = await viaIssuer.app.inject({ method: 'GET', url: '/', headers: bearer(token) });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expectChallenge(res, { status: 401, error: 'invalid_token' });
+    expect((await viaIssuer.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+  });
+});
