@@ -5,7 +5,6 @@
  * because keys may come from a JWKS asynchronously and the typ policy and error reasons are
  * ours to decide; this keeps the check in one place and free of Fastify.
  */
-import { createHash } from 'node:crypto';
 import { createVerifier, type Algorithm } from 'fast-jwt';
 import type { TokenVerifier } from './caller.js';
 import type { JwksKeySource } from './jwks.js';
@@ -38,24 +37,31 @@ export function normaliseTyp(typ: unknown): string {
 
 export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
   const source = options.key;
-  const verify = createVerifier({
-    key: async ({ header }: { header: { kid?: string; alg?: string } }) => (typeof source === 'string' ? source : source.keyFor(header)),
-    algorithms: options.algorithms as Algorithm[],
-    ...(options.issuer !== undefined && { allowedIss: options.issuer }),
-    ...(options.audience !== undefined && { allowedAud: options.audience }),
-    clockTolerance: options.clockToleranceMs,
-    // fast-jwt checks iss and aud only when present: a configured issuer or audience must be there.
-    requiredClaims: ['exp', ...(options.issuer !== undefined ? ['iss'] : []), ...(options.audience !== undefined ? ['aud'] : [])],
-    complete: true,
-    cache: options.cacheSize,
-    // Verified tokens are cached by their bytes and the key set's generation, so a token whose
-    // key the authorization server retired stops verifying once the registry refetches keys.
-    cacheKeyBuilder: (token: string) => `${typeof source === 'string' ? 0 : source.generation}:${createHash('sha256').update(token).digest('base64url')}`,
-    // Failures are not cached: a token refused for an unknown key may verify after rotation.
-    errorCacheTTL: -1,
-  });
+  const build = () =>
+    createVerifier({
+      key: async ({ header }: { header: { kid?: string; alg?: string } }) => (typeof source === 'string' ? source : source.keyFor(header)),
+      algorithms: options.algorithms as Algorithm[],
+      ...(options.issuer !== undefined && { allowedIss: options.issuer }),
+      ...(options.audience !== undefined && { allowedAud: options.audience }),
+      clockTolerance: options.clockToleranceMs,
+      // fast-jwt checks iss and aud only when present: a configured issuer or audience must be there.
+      requiredClaims: ['exp', ...(options.issuer !== undefined ? ['iss'] : []), ...(options.audience !== undefined ? ['aud'] : [])],
+      complete: true,
+      cache: options.cacheSize,
+      // Failures are not cached: a token refused for an unknown key may verify after rotation.
+      errorCacheTTL: -1,
+    });
+  // Verified tokens are cached until they expire. When the key set changes the verifier (and
+  // its cache) is rebuilt, so a token whose key the authorization server retired stops
+  // verifying once the registry has refetched the keys.
+  let generation = typeof source === 'string' ? 0 : source.generation;
+  let verify = build();
   const accepted = new Set(options.acceptedTyp);
   return async (token: string) => {
+    if (typeof source !== 'string' && source.generation !== generation) {
+      generation = source.generation;
+      verify = build();
+    }
     const { header, payload } = (await verify(token)) as { header: { typ?: unknown }; payload: Record<string, unknown> };
     if (!accepted.has(normaliseTyp(header.typ))) {
       throw new TokenTypeError(`the token type must be ${[...accepted].join(' or ')}`);
