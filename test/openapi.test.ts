@@ -4,7 +4,7 @@
  * (status, content type, required headers, body) match what it declares.
  */
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
@@ -59,6 +59,18 @@ function schemaNamed(name: string): Record<string, unknown> {
 function operation(path: string, method: string): Record<string, unknown> {
   const item = asObject(asObject(doc['paths'], 'paths')[path], `paths[${path}]`);
   return asObject(item[method], `${method.toUpperCase()} ${path}`);
+}
+
+/** The query parameters an operation documents (its path's included), by name. */
+function queryParameters(path: string, method: string): Map<string, Record<string, unknown>> {
+  const item = asObject(asObject(doc['paths'], 'paths')[path], `paths[${path}]`);
+  const all = [...((item['parameters'] as unknown[] | undefined) ?? []), ...((operation(path, method)['parameters'] as unknown[] | undefined) ?? [])];
+  const params = new Map<string, Record<string, unknown>>();
+  for (const p of all) {
+    const param = deref(p, `${method.toUpperCase()} ${path} parameter`);
+    if (param['in'] === 'query') params.set(String(param['name']), param);
+  }
+  return params;
 }
 
 function documentedOperations(): Set<string> {
@@ -213,11 +225,30 @@ function appOperations(app: FastifyInstance): Set<string> {
 /** Operations a contract check has exercised with a 2xx or 304. */
 const exercised = new Set<string>();
 
+/** What the checks read of a response: app.inject's, or one read off a socket. */
+type Answer = Pick<LightMyRequestResponse, 'statusCode' | 'body'> & { headers: IncomingHttpHeaders | LightMyRequestResponse['headers']; json(): unknown };
+
+/**
+ * Asserts every query parameter of `url` is documented for the operation and, when the request
+ * was accepted, that its value matches the parameter's schema (integers read as numbers).
+ */
+function expectDocumentedQuery(path: string, method: string, url: string, status: number): void {
+  const documented = queryParameters(path, method);
+  for (const [name, value] of new URL(url, 'http://registry.test').searchParams) {
+    const param = documented.get(name);
+    expect(param, `${method.toUpperCase()} ${path}: query parameter ${name} is documented`).toBeDefined();
+    if (param === undefined || status >= 300) continue;
+    const schema = param['schema'];
+    const numeric = deref(schema, `${path} ${name} schema`)['type'] === 'integer' && /^-?[0-9]+$/u.test(value);
+    expectValid(schema, numeric ? Number(value) : value, `${method.toUpperCase()} ${path}: query parameter ${name}=${value}`);
+  }
+}
+
 /**
  * Asserts the response's status is documented for the operation, its content type is one the
  * document lists, its required headers are present and match, and its body matches the schema.
  */
-function expectDocumented(path: string, method: string, res: LightMyRequestResponse): unknown {
+function expectDocumented(path: string, method: string, res: Answer): unknown {
   const label = `${method.toUpperCase()} ${path} -> ${res.statusCode}`;
   const responses = asObject(operation(path, method)['responses'], `${label} responses`);
   const documented = responses[String(res.statusCode)];
@@ -257,6 +288,102 @@ function sseEvents(text: string): { event: string; data: unknown }[] {
       if (!match) throw new Error(`not a server-sent event: ${JSON.stringify(block)}`);
       return { event: match[1] ?? '', data: JSON.parse(match[2] ?? '') as unknown };
     });
+}
+
+interface ChangeFeedEvent {
+  id?: number;
+  data: Record<string, unknown>;
+}
+
+/** The `change` events of a `GET /changes` body, each with its `id:` line if it has one; comments are skipped. */
+function changeEvents(text: string): ChangeFeedEvent[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block !== '' && !block.startsWith(':'))
+    .map((block) => {
+      const match = /^(?:id: ([0-9]+)\n)?event: change\ndata: (.*)$/u.exec(block);
+      if (!match) throw new Error(`not a change event: ${JSON.stringify(block)}`);
+      const data = JSON.parse(match[2] ?? '') as Record<string, unknown>;
+      return match[1] === undefined ? { data } : { id: Number(match[1]), data };
+    });
+}
+
+/** Whether a change-feed text holds the whole event that carries `id: <index>`. */
+const hasEventId = (index: number) => (text: string) => new RegExp(`(?:^|\n)id: ${index}\nevent: change\ndata: [^\n]*\n\n`, 'u').test(text);
+
+/** An open `GET /changes` stream, read over a real socket (it never ends, so app.inject cannot read it). */
+interface OpenStream {
+  /** The answer so far, cut after the last whole event. */
+  answer(): Answer;
+  /** Resolves once the text received so far satisfies `done`. */
+  until(done: (text: string) => boolean, timeoutMs?: number): Promise<void>;
+  close(): void;
+}
+
+function openStream(port: number, path: string, headers: Record<string, string>): Promise<OpenStream> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers, agent: false });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      let text = '';
+      const checks = new Set<() => void>();
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+        for (const check of checks) check();
+      });
+      // Destroying the request ends the response with an error; that is how the test closes it.
+      res.on('error', () => undefined);
+      const body = () => text.slice(0, text.lastIndexOf('\n\n') + 2);
+      resolve({
+        answer: () => ({ statusCode: res.statusCode ?? 0, headers: res.headers, body: body(), json: () => JSON.parse(body()) as unknown }),
+        until: (done, timeoutMs = 5000) =>
+          new Promise<void>((settle, fail) => {
+            const timer = setTimeout(() => {
+              checks.delete(check);
+              fail(new Error(`GET ${path}: nothing matching after ${timeoutMs} ms; received ${JSON.stringify(text.slice(-600))}`));
+            }, timeoutMs);
+            const check = () => {
+              if (!done(text)) return;
+              clearTimeout(timer);
+              checks.delete(check);
+              settle();
+            };
+            checks.add(check);
+            check();
+          }),
+        close: () => req.destroy(),
+      });
+    });
+    req.end();
+  });
+}
+
+/**
+ * Checks a change feed's events against the document and its promises: each `data` is a
+ * ChangeEvent, indexes never go down, and exactly the last event of each write carries `id:`,
+ * equal to the write's index. Returns the events grouped by write.
+ */
+function expectChangeFeed(events: ChangeFeedEvent[], what: string): ChangeFeedEvent[][] {
+  const groups: ChangeFeedEvent[][] = [];
+  let group: ChangeFeedEvent[] = [];
+  for (const event of events) {
+    expectValid(schemaNamed('ChangeEvent'), event.data, `${what}: ${JSON.stringify(event.data)}`);
+    const previous = group.at(-1) ?? groups.at(-1)?.at(-1);
+    if (previous) expect(Number(event.data['index']), `${what}: indexes never go down`).toBeGreaterThanOrEqual(Number(previous.data['index']));
+    if (group.length > 0) expect(event.data['index'], `${what}: a write's events come in a row`).toBe(group[0]?.data['index']);
+    group.push(event);
+    if (event.id !== undefined) {
+      expect(event.id, `${what}: the id is the write's index`).toBe(event.data['index']);
+      groups.push(group);
+      group = [];
+    }
+  }
+  expect(group, `${what}: the last event of a write carries an id`).toEqual([]);
+  for (let i = 1; i < groups.length; i++) {
+    expect(Number(groups[i]?.[0]?.data['index']), `${what}: one id per write`).toBeGreaterThan(Number(groups[i - 1]?.[0]?.data['index']));
+  }
+  return groups;
 }
 
 // -------------------------------------------------------------------------------------------
@@ -316,6 +443,7 @@ describe('openapi.yaml', () => {
     body: unknown;
   }> {
     const res = await app.inject(options);
+    expectDocumentedQuery(docPath, options.method.toLowerCase(), options.url, res.statusCode);
     return { res, body: expectDocumented(docPath, options.method.toLowerCase(), res) };
   }
 
@@ -336,7 +464,7 @@ describe('openapi.yaml', () => {
         }
       }
     };
-    walk(doc['components']);
+    walk(doc);
     expect(patterns.length).toBeGreaterThan(5);
     for (const p of patterns) expect(() => new RegExp(p, 'u'), p).not.toThrow();
   });
@@ -503,7 +631,9 @@ describe('openapi.yaml', () => {
     expect(forbidden.res.statusCode).toBe(403);
     expect(forbidden.res.headers['www-authenticate']).toContain('error="insufficient_scope"');
     expect((await invoke('nope', { headers: user, payload: {} })).res.statusCode).toBe(404);
-    expect((await invoke('echo', { headers: user, payload: [1, 2] })).body).toMatchObject({ status: 400, code: 'TR_ERR_VALIDATION' });
+    // Without a token, an unknown name answers like a known one: 401.
+    expect((await invoke('nope', { payload: {} })).res.statusCode).toBe(401);
+    expect((await invoke('echo', { headers: user, payload: [1, 2] })).body).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_ARGUMENTS', errors: [{ path: '' }] });
     expect((await invoke('echo', { headers: { ...user, 'content-type': 'application/json' }, payload: '{' })).body).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_JSON' });
     expect((await invoke('echo', { headers: user, payload: { text: 'x'.repeat(handle.config.bodyLimit) } })).res.statusCode).toBe(413);
     expect((await invoke('echo', { headers: { ...user, 'content-type': 'text/plain' }, payload: 'hi' })).res.statusCode).toBe(415);
@@ -516,10 +646,11 @@ describe('openapi.yaml', () => {
 
     // The calls show in the usage figures.
     const usage = (await call('/stats', { method: 'GET', url: '/stats' })).body as Record<string, Record<string, unknown>>;
-    expect(usage['usage_by_tool']).toMatchObject({ echo: 6, broken: 1, slow: 1, 'tell-joke': 2 });
-    expect(usage['usage_by_agent']).toMatchObject({ 'test-agent': { echo: 4, broken: 1, slow: 1, 'tell-joke': 1 }, '(anonymous)': { echo: 2, 'tell-joke': 1 } });
+    // Calls refused at the scope check count only as `denied` errors, not as uses.
+    expect(usage['usage_by_tool']).toEqual({ broken: 1, echo: 3, slow: 1, 'tell-joke': 1 });
+    expect(usage['usage_by_agent']).toEqual({ 'test-agent': { broken: 1, echo: 3, slow: 1, 'tell-joke': 1 } });
     expect(usage['errors_by_class']).toEqual({ denied: 4, 'service-error': 1, timeout: 1, unavailable: 1 });
-    expect(usage['latency_ms_by_tool']?.['echo']).toMatchObject({ samples: 6 });
+    expect(usage['latency_ms_by_tool']?.['echo']).toMatchObject({ samples: 3 });
 
     // Reads in every view.
     for (const headers of [{}, agent, admin]) {
@@ -537,7 +668,61 @@ describe('openapi.yaml', () => {
     expect((await call('/', { method: 'GET', url: '/', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
     expect((await call('/stats', { method: 'GET', url: '/stats', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
 
-    // Deletes.
+    // Blocking queries: an index the view changed after answers at once; the current index is
+    // held for the wait, then answered with the same view (or 304 with If-None-Match).
+    const seen = await call('/', { method: 'GET', url: '/', headers: agent });
+    const seenIndex = Number(seen.res.headers['x-registry-index']);
+    const seenEtag = String(seen.res.headers['etag']);
+    const stale = await call('/', { method: 'GET', url: '/?index=0&wait=5m', headers: agent });
+    expect(stale.res.statusCode).toBe(200);
+    expect(stale.res.headers['etag']).toBe(seenEtag);
+    const heldSince = Date.now();
+    const held = await call('/', { method: 'GET', url: `/?index=${seenIndex}&wait=100ms`, headers: agent });
+    expect(held.res.statusCode).toBe(200);
+    expect(Date.now() - heldSince).toBeGreaterThanOrEqual(90);
+    expect(held.res.headers['etag']).toBe(seenEtag);
+    expect(held.res.headers['x-registry-index']).toBe(String(seenIndex));
+    const heldUnchanged = await call('/', { method: 'GET', url: `/?index=${seenIndex}&wait=50ms`, headers: { ...agent, 'if-none-match': seenEtag } });
+    expect(heldUnchanged.res.statusCode).toBe(304);
+
+    // Pages: a walk two at a time lists the full view once, in order, without ETag.
+    const fullView = (await call('/', { method: 'GET', url: '/' })).body as { tools: { name: string }[] };
+    const walked: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const url: string = `/?limit=2${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
+      const page = await call('/', { method: 'GET', url, headers: user });
+      expect(page.res.statusCode).toBe(200);
+      expect(page.res.headers['etag']).toBeUndefined();
+      expect(page.res.headers['x-hidden-tools']).toBeUndefined();
+      expect(page.res.headers['cache-control']).toBe('private, no-cache');
+      const body = page.body as { tools: { name: string }[]; nextCursor: string | null };
+      expect(body.tools.length).toBeLessThanOrEqual(2);
+      walked.push(...body.tools.map((t) => t.name));
+      cursor = body.nextCursor;
+    } while (cursor !== null);
+    const userView = (await call('/', { method: 'GET', url: '/', headers: user })).body as { tools: { name: string }[] };
+    expect(walked).toEqual(userView.tools.map((t) => t.name));
+    expect(fullView.tools.length).toBeGreaterThan(walked.length);
+
+    // Search and filters.
+    const found = await call('/', { method: 'GET', url: '/?q=calc', headers: agent });
+    expect(found.body).toMatchObject({ tools: [{ name: 'calculator' }], nextCursor: null });
+    const nothing = await call('/', { method: 'GET', url: '/?q=calc', headers: user });
+    expect(nothing.body).toMatchObject({ tools: [], nextCursor: null });
+    const byScope = await call('/', { method: 'GET', url: '/?scope=echo:use&limit=1000' });
+    expect((byScope.body as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(['broken', 'echo', 'slow']);
+    expect(byScope.res.headers['cache-control']).toBe('public, no-cache');
+    for (const url of ['/?limit=0', '/?limit=1001', '/?limit=2&cursor=bogus', '/?index=-1', '/?index=1&wait=forever', '/?updated_since=yesterday', '/?scope=two%20words']) {
+      const refused = await call('/', { method: 'GET', url });
+      expect(refused.res.statusCode, url).toBe(400);
+      expect(refused.body, url).toMatchObject({ code: 'TR_ERR_BAD_REQUEST' });
+    }
+
+    // Deletes (after a moment, so that `updated_since` below tells them from earlier writes).
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const beforeDeletes = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 5));
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/calculator', headers: admin })).res.statusCode).toBe(200);
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/calculator', headers: admin })).res.statusCode).toBe(404);
     expect((await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/calculator/invoke', headers: agent, payload: {} })).res.statusCode).toBe(410);
@@ -545,6 +730,74 @@ describe('openapi.yaml', () => {
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/tell-joke', headers: admin })).res.statusCode).toBe(200);
     expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(200);
     expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(404);
+
+    // What changed since then, tombstones included.
+    const changed = await call('/', { method: 'GET', url: `/?updated_since=${encodeURIComponent(beforeDeletes)}` });
+    expect((changed.body as { tools: { name: string; status: string }[] }).tools.map((t) => [t.name, t.status])).toEqual([
+      ['calculator', 'deleted'],
+      ['tell-joke', 'deleted'],
+    ]);
+    const changedInScope = await call('/', { method: 'GET', url: `/?updated_since=${encodeURIComponent(beforeDeletes)}&scope=calculator:use`, headers: agent });
+    expect(changedInScope.body).toMatchObject({ tools: [{ name: 'calculator', status: 'deleted' }], nextCursor: null });
+
+    // The change feed, read over a real socket.
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as AddressInfo).port;
+    const lastWrite = Number((await call('/', { method: 'GET', url: '/' })).res.headers['x-registry-index']);
+    const stream = async (path: string, headers: Record<string, string>, act: () => Promise<void>, done: (text: string) => boolean) => {
+      const opened = await openStream(port, path, headers);
+      expectDocumentedQuery('/changes', 'get', path, opened.answer().statusCode);
+      try {
+        await opened.until((text) => text.startsWith(': connected\n\n'));
+        await act();
+        await opened.until(done);
+        const answer = opened.answer();
+        expectDocumented('/changes', 'get', answer);
+        return { answer, events: changeEvents(answer.body) };
+      } finally {
+        opened.close();
+      }
+    };
+    const nothingToDo = async () => undefined;
+    // An admin replaying the whole log gets every write so far, tool services included, an
+    // import's many events under one id.
+    const replay = await stream('/changes?since=0', admin, nothingToDo, hasEventId(lastWrite));
+    expect(replay.answer.statusCode).toBe(200);
+    expect(replay.answer.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(replay.answer.headers['x-registry-index']).toBe(String(lastWrite));
+    const replayed = expectChangeFeed(replay.events, 'admin replay');
+    expect(replayed.at(-1)?.at(-1)?.data).toEqual({ index: lastWrite, op: 'delete', kind: 'tool-service', name: 'joke-service' });
+    expect(replayed.some((write) => write.length > 1)).toBe(true);
+    expect(replay.events.some((e) => e.data['kind'] === 'tool')).toBe(true);
+    // A live agent resuming from Last-Event-ID gets its view's writes only: not the tool
+    // service, not a tool it cannot see.
+    const resumed = await stream(
+      '/changes',
+      { ...agent, 'last-event-id': String(lastWrite) },
+      async () => {
+        expect((await call('/tool-services/{id}', { method: 'PUT', url: '/tool-services/feed-service', headers: admin, payload: { topic: 'feed' } })).res.statusCode).toBe(201);
+        expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/hidden', headers: admin, payload: httpTool('hidden', '/echo') })).res.statusCode).toBe(201);
+        expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/calculator', headers: admin, payload: seed('calculator') })).res.statusCode).toBe(201);
+      },
+      hasEventId(lastWrite + 3),
+    );
+    expect(expectChangeFeed(resumed.events, 'agent feed').map((write) => write.map((e) => e.data))).toEqual([
+      [{ index: lastWrite + 3, op: 'upsert', kind: 'tool', name: 'calculator' }],
+    ]);
+    expect(resumed.answer.headers['x-registry-index']).toBe(String(lastWrite));
+    // Its replay from the start shows no tool-service change either.
+    const agentReplay = await stream('/changes', { ...agent, 'last-event-id': '0' }, nothingToDo, hasEventId(lastWrite + 3));
+    expectChangeFeed(agentReplay.events, 'agent replay');
+    expect(agentReplay.events.filter((e) => e.data['kind'] !== 'tool')).toEqual([]);
+    expect(agentReplay.events.map((e) => e.data['name'])).not.toContain('hidden');
+    for (const headers of [{ ...agent, 'last-event-id': 'latest' }, { ...agent, 'last-event-id': '-1' }]) {
+      const refused = await call('/changes', { method: 'GET', url: '/changes', headers });
+      expect(refused.res.statusCode).toBe(400);
+      expect(refused.body).toMatchObject({ code: 'TR_ERR_BAD_REQUEST' });
+    }
+    expect((await call('/changes', { method: 'GET', url: '/changes?since=1.5', headers: agent })).res.statusCode).toBe(400);
+    expect((await call('/changes', { method: 'GET', url: '/changes', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
+    expect((await call('/changes', { method: 'GET', url: '/changes', headers: { authorization: 'Basic abc' } })).res.statusCode).toBe(400);
 
     // Operations.
     expect((await call('/healthz', { method: 'GET', url: '/healthz', headers: bearer('ignored') })).res.statusCode).toBe(200);
@@ -565,12 +818,26 @@ describe('openapi.yaml', () => {
 
   it('documents 429 on exactly the operations rate limiting counts', async () => {
     const limited = await createTestApp({ RATE_LIMIT_MAX: '1', RATE_LIMIT_WRITE_MAX: '1' });
+    const inject = (op: string) => {
+      const [method = '', path = ''] = op.split(' ');
+      // A bad Last-Event-ID makes a GET /changes that got through answer 400 rather than open a
+      // stream, which app.inject would wait on for ever.
+      const headers = path === '/changes' ? { 'last-event-id': 'none' } : {};
+      return limited.app.inject({ method: method as InjectOptions['method'], url: path.replace(/\{[A-Za-z0-9_]+\}/g, 'x'), headers });
+    };
+    const adminWrites = ['POST /tools/register', 'PUT /tools/{name}', 'DELETE /tools/{name}', 'PUT /tool-services/{id}', 'DELETE /tool-services/{id}', 'POST /import'];
     try {
-      // One count per caller for every route: this request uses up the anonymous allowance.
+      // Reads and calls share one count per caller: this request uses up the anonymous allowance.
       expect((await limited.app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
+      // Each admin write route keeps a count of its own, which reads did not use up: one
+      // request each uses it up.
+      for (const op of documentedOperations()) {
+        const res = await inject(op);
+        if (adminWrites.includes(op)) expect(res.statusCode, `${op}: its own count`).toBe(401);
+      }
       for (const op of documentedOperations()) {
         const [method = '', path = ''] = op.split(' ');
-        const res = await limited.app.inject({ method: method as InjectOptions['method'], url: path.replace(/\{[A-Za-z0-9_]+\}/g, 'x') });
+        const res = await inject(op);
         const documents429 = '429' in asObject(operation(path, method.toLowerCase())['responses'], op);
         expect(res.statusCode === 429, `${op} -> ${res.statusCode}, 429 documented: ${documents429}`).toBe(documents429);
         if (res.statusCode === 429) expectDocumented(path, method.toLowerCase(), res);
@@ -599,7 +866,7 @@ describe('openapi.yaml', () => {
   it('documents the 401 that anonymous discovery gets when ANONYMOUS_DISCOVERY=none', async () => {
     const closed = await createTestApp({ ANONYMOUS_DISCOVERY: 'none' });
     try {
-      for (const path of ['/', '/stats']) {
+      for (const path of ['/', '/stats', '/changes']) {
         const res = await closed.app.inject({ method: 'GET', url: path });
         expect(res.statusCode).toBe(401);
         expectDocumented(path, 'get', res);
@@ -609,6 +876,41 @@ describe('openapi.yaml', () => {
       expectDocumented('/', 'get', res);
     } finally {
       await closed.close();
+    }
+  });
+
+  it('documents the 503 past MAX_WAITERS, and the public max-age of ANONYMOUS_MAX_AGE_S', async () => {
+    const small = await createTestApp({ MAX_WAITERS: '1', ANONYMOUS_MAX_AGE_S: '60' });
+    try {
+      const first = await small.app.inject({ method: 'GET', url: '/' });
+      expect(first.headers['cache-control']).toBe('public, max-age=60');
+      expectDocumented('/', 'get', first);
+      const withToken = await small.app.inject({ method: 'GET', url: '/', headers: bearer(small.token([])) });
+      expect(withToken.headers['cache-control']).toBe('private, no-cache');
+      expectDocumented('/', 'get', withToken);
+
+      // One held blocking query takes the only slot.
+      const index = String(first.headers['x-registry-index']);
+      const held = small.app.inject({ method: 'GET', url: `/?index=${index}&wait=20s` });
+      for (let i = 0; i < 200 && small.app.waiters.size < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(small.app.waiters.size).toBe(1);
+      for (const [path, url] of [['/', `/?index=${index}&wait=20s`], ['/changes', '/changes']] as const) {
+        const res = await small.app.inject({ method: 'GET', url });
+        expect(res.statusCode, url).toBe(503);
+        expect(res.headers['retry-after']).toBe('5');
+        expect(res.json()).toMatchObject({ code: 'TR_ERR_UNAVAILABLE' });
+        expectDocumented(path, 'get', res);
+      }
+      // A write to the view answers the held query.
+      const admin = bearer(small.token(['registry:write']));
+      expect((await small.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') })).statusCode).toBe(201);
+      const answered = await held;
+      expect(answered.statusCode).toBe(200);
+      expect(Number(answered.headers['x-registry-index'])).toBe(Number(index) + 1);
+      expect(answered.json()).toMatchObject({ tools: [{ name: 'calculator' }] });
+      expectDocumented('/', 'get', answered);
+    } finally {
+      await small.close();
     }
   });
 });
