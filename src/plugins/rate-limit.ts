@@ -22,20 +22,14 @@ export default fp<{ config: Config }>(
       app.log.warn('rate limiting is off (RATE_LIMIT_MAX=0)');
       return;
     }
-    // Writes get their own, stricter budget (a counter of their own, so reads never use it up).
-    // This hook must run before the rate-limit plugin's own onRoute hook reads the config.
-    app.addHook('onRoute', (route) => {
-      const methods = Array.isArray(route.method) ? route.method : [route.method];
-      const isWrite = route.config?.admin !== undefined && methods.some((m) => m !== 'GET' && m !== 'HEAD');
-      if (isWrite && route.config?.rateLimit === undefined && writeMax > 0) {
-        route.config = { ...route.config, rateLimit: { max: writeMax, timeWindow: windowS * 1000 } };
-      }
-    });
+    // Writes share one stricter budget per caller, counted apart from reads so that reads never
+    // use it up: a key of their own and a max of their own, in the one store.
+    const isWrite = (request: FastifyRequest) => request.routeOptions.config.admin !== undefined && request.method !== 'GET' && request.method !== 'HEAD';
     await app.register(rateLimit, {
       global: true,
-      max,
+      max: (request) => (isWrite(request) && writeMax > 0 ? writeMax : max),
       timeWindow: windowS * 1000,
-      keyGenerator: callerKey,
+      keyGenerator: (request) => (isWrite(request) ? `${callerKey(request)}:writes` : callerKey(request)),
       enableDraftSpec: true,
       cache: 100_000,
       errorResponseBuilder: (_request, context) =>

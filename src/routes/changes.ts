@@ -57,14 +57,15 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { conf
     streams.clear();
   });
 
-  app.get<{ Querystring: { since?: string } }>('/changes', async (request, reply) => {
+  // No automatic HEAD route: it would hold a stream slot with nothing to send.
+  app.get<{ Querystring: { since?: string } }>('/changes', { exposeHeadRoute: false }, async (request, reply) => {
     const key = viewKeyFor(request.caller, config.anonymousDiscovery, app.catalog);
     const isAdmin = hasAnyScope(request.caller, [config.adminScope]);
     const resumeFrom = request.headers['last-event-id'] ?? request.query.since;
     let from: number | undefined;
     if (resumeFrom !== undefined) {
-      from = Number(resumeFrom);
-      if (!Number.isSafeInteger(from) || from < 0) {
+      from = typeof resumeFrom === 'string' && /^\d{1,15}$/.test(resumeFrom) ? Number(resumeFrom) : Number.NaN;
+      if (!Number.isSafeInteger(from)) {
         throw new RegistryError('TR_ERR_BAD_REQUEST', 'Last-Event-ID (or since) must be a registry index from this feed');
       }
     }
@@ -79,6 +80,11 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { conf
       'x-accel-buffering': 'no',
     });
     raw.write(': connected\n\n');
+    if (from !== undefined && from > app.catalog.index) {
+      // An index from the future (a reset or restored registry): the client must start over.
+      raw.write(`event: reset\ndata: ${JSON.stringify({ index: app.catalog.index })}\n\n`);
+      from = undefined;
+    }
 
     // Replay and subscribe in one synchronous stretch: no write can land between them.
     if (from !== undefined && from < app.catalog.index) {

@@ -22,7 +22,7 @@ const WaitSchema = z
 
 const DiscoveryQuerySchema = z.object({
   /** Blocking query: the X-Registry-Index the caller last saw. */
-  index: z.coerce.number().int().min(0).optional(),
+  index: z.string().regex(/^\d{1,15}$/, 'must be a registry index').transform(Number).optional(),
   wait: WaitSchema.optional(),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE).optional(),
   cursor: z.string().max(2048).optional(),
