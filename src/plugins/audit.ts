@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AuditRecorder } from '../audit/recorder.js';
+import { BatchWriter } from '../store/batch-writer.js';
 import type { Actor } from '../catalog/registry-service.js';
 import type { Config } from '../config.js';
-import type { AuditOutcome } from '../store/audit-store.js';
+import type { AuditEntryInput, AuditOutcome } from '../store/audit-store.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -15,7 +15,8 @@ declare module 'fastify' {
     problemCode: string | null;
   }
   interface FastifyInstance {
-    auditRecorder: AuditRecorder;
+    /** Refused writes and calls, written in batches. */
+    auditRecorder: BatchWriter<AuditEntryInput>;
   }
 }
 
@@ -43,8 +44,10 @@ const DAY_MS = 86_400_000;
  */
 export default fp<{ config: Config }>(
   async (app, { config }) => {
-    const recorder = new AuditRecorder(app.auditStore, {
+    // Refusals come in floods (a client retrying a bad token): written in batches, bounded.
+    const recorder = new BatchWriter<AuditEntryInput>((batch) => app.auditStore.insertMany(batch), {
       flushIntervalMs: 250,
+      maxBatch: 1000,
       maxPending: 10_000,
       onError: (err) => app.log.error({ err }, 'writing audit entries failed'),
     });
@@ -55,7 +58,7 @@ export default fp<{ config: Config }>(
       const action = request.routeOptions.config.audit;
       if (action === undefined || reply.statusCode < 400) return;
       const params = request.params as Record<string, string> | undefined;
-      recorder.record({
+      recorder.push({
         ...actorOf(request),
         at: new Date().toISOString(),
         action,

@@ -1,7 +1,7 @@
 /**
  * The audit log in SQLite. Successful writes add their entry inside the write's own
  * transaction (see RegistryStore); refusals arrive in floods, so they are buffered and written
- * in batches by AuditRecorder. Reads use keyset pagination on the id, newest first.
+ * in batches (src/plugins/audit.ts). Reads use keyset pagination on the id, newest first.
  */
 import type { SqliteDatabase } from './database.js';
 

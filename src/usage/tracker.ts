@@ -3,6 +3,7 @@
  * percentiles per tool from a bounded window of recent calls. Records reach SQLite in batches
  * (one transaction per flush, not per call) and the figures are rebuilt from it at startup.
  */
+import { BatchWriter } from '../store/batch-writer.js';
 import type { CallOutcome, CallRecord, UsageStore } from '../store/usage-store.js';
 
 export interface UsageOptions {
@@ -61,12 +62,17 @@ export class UsageTracker {
   /** tool -> outcome -> count, so error figures follow the caller's view too. */
   readonly #outcomes = new Map<string, Map<CallOutcome, number>>();
   readonly #latency = new Map<string, Ring>();
-  #pending: CallRecord[] = [];
-  #timer: NodeJS.Timeout | null = null;
+  readonly #writer: BatchWriter<CallRecord>;
 
   constructor(store: UsageStore, options: UsageOptions) {
     this.#store = store;
     this.#options = options;
+    this.#writer = new BatchWriter((batch) => store.insertMany(batch), {
+      flushIntervalMs: options.flushIntervalMs,
+      maxBatch: 1000,
+      maxPending: 100_000,
+      ...(options.onError && { onError: options.onError }),
+    });
   }
 
   /** Rebuilds the figures from what earlier runs stored. */
@@ -78,22 +84,11 @@ export class UsageTracker {
   record(call: CallRecord): void {
     this.#count(call.tool, call.sub, call.outcome, 1);
     if (call.outcome !== 'denied') this.#ring(call.tool).push(call.durationMs);
-    this.#pending.push(call);
-    if (this.#pending.length >= 1000) this.flush();
-    else this.#timer ??= setTimeout(() => this.flush(), this.#options.flushIntervalMs).unref();
+    this.#writer.push(call);
   }
 
   flush(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    if (this.#pending.length === 0) return;
-    const batch = this.#pending;
-    this.#pending = [];
-    try {
-      this.#store.insertMany(batch);
-    } catch (err) {
-      this.#options.onError?.(err);
-    }
+    this.#writer.flush();
   }
 
   /** Figures over the tools `include` accepts (the caller's view). */
