@@ -12,7 +12,7 @@ const healthRoutes: FastifyPluginAsync = async (app) => {
       return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'the database does not take writes');
     }
     // The bridge's state is reported apart: discovery and writes work while the broker is down.
-    return { status: 'ready', checks: { database: 'ok', bridge: app.bridge.state }, index: app.catalog.index, inflightCalls: app.bridge.inflight };
+    return { status: 'ready', checks: { database: 'ok', bridge: app.bridge.state }, index: app.catalog.index, inflightCalls: app.bridge.inflight, waiters: app.waiters.size };
   });
 };
 
