@@ -23,7 +23,7 @@ const toolServiceRoutes: FastifyPluginAsync = async (app) => {
     '/tool-services/:id',
     { config: { admin: 'writing a tool service', audit: 'tool-service.put' } },
     async (request, reply) => {
-      const { record, created } = app.registry.putService(request.body, request.params.id, actorOf(request));
+      const { record, created } = await app.registry.putService(request.body, request.params.id, actorOf(request));
       reply.header('x-registry-index', String(record.index));
       return reply.code(created ? 201 : 200).send(serviceRecordBody(record));
     },
@@ -34,7 +34,7 @@ const toolServiceRoutes: FastifyPluginAsync = async (app) => {
     '/tool-services/:id',
     { config: { admin: 'deleting a tool service', audit: 'tool-service.delete' } },
     async (request, reply) => {
-      const record = app.registry.deleteService(request.params.id, actorOf(request));
+      const record = await app.registry.deleteService(request.params.id, actorOf(request));
       reply.header('x-registry-index', String(record.index));
       return serviceRecordBody(record);
     },

@@ -15,7 +15,7 @@ interface NameParams {
 const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   /** The article's runtime registration; either tool form. 201 when new, 200 when replaced. */
   app.post('/tools/register', { config: { admin: 'registering a tool', audit: 'tool.put' } }, async (request, reply) => {
-    const { record, created } = app.registry.putTool(request.body, undefined, actorOf(request));
+    const { record, created } = await app.registry.putTool(request.body, undefined, actorOf(request));
     reply.header('x-registry-index', String(record.index)).header('location', `/tools/${encodeURIComponent(record.name)}`);
     return reply.code(created ? 201 : 200).send(toolRecordBody(record));
   });
@@ -54,14 +54,14 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config 
   });
 
   app.put<{ Params: NameParams }>('/tools/:name', { config: { admin: 'replacing a tool', audit: 'tool.put' } }, async (request, reply) => {
-    const { record, created } = app.registry.putTool(request.body, request.params.name, actorOf(request));
+    const { record, created } = await app.registry.putTool(request.body, request.params.name, actorOf(request));
     reply.header('x-registry-index', String(record.index));
     return reply.code(created ? 201 : 200).send(toolRecordBody(record));
   });
 
   /** Leaves a tombstone (status `deleted`) so change feeds can tell mirrors. */
   app.delete<{ Params: NameParams }>('/tools/:name', { config: { admin: 'deleting a tool', audit: 'tool.delete' } }, async (request, reply) => {
-    const record = app.registry.deleteTool(request.params.name, actorOf(request));
+    const record = await app.registry.deleteTool(request.params.name, actorOf(request));
     reply.header('x-registry-index', String(record.index));
     return toolRecordBody(record);
   });

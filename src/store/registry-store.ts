@@ -278,6 +278,14 @@ export class RegistryStore {
     );
   }
 
+  /**
+   * Runs several writes in one transaction, each in a savepoint of its own (the store's write
+   * transactions nest), so that they share one commit and one fsync: group commit.
+   */
+  group<T>(fn: () => T): T {
+    return this.#translate(() => this.#db.transaction(fn).immediate());
+  }
+
   /** Proves the database takes a write (for /readyz). */
   probeWrite(now: string): void {
     this.#translate(() => this.#stmts.probe.run(now));
