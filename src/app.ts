@@ -53,8 +53,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const app = Fastify(fastifyOptions(config, options));
   // Descriptors are JSON only; anything else is 415 rather than a confusing validation error.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   await app.register(errorsPlugin, { resourceMetadataUrl: resourceMetadataUrl(config.resource) });
   await app.register(registryPlugin, { config });

@@ -54,7 +54,8 @@ export default fp<{ config: Config }>(
     app.decorate('auditRecorder', recorder);
     app.decorateRequest('problemCode', null);
 
-    app.addHook('onResponse', async (request, reply) => {
+    app.addHook('onResponse', (request, reply, done) => {
+      done();
       const action = request.routeOptions.config.audit;
       if (action === undefined || reply.statusCode < 400) return;
       const params = request.params as Record<string, string> | undefined;

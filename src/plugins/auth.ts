@@ -49,23 +49,35 @@ export default fp<AuthPluginOptions>(
     // Fastify forbids object defaults on request decorators; every request gets one in the hook.
     app.decorateRequest('caller', null as never);
     app.decorateRequest('authError', null);
-    app.addHook('onRequest', async (request) => {
+    // Callback-style hooks: on the hot read path (anonymous discovery, 304s) an async hook's
+    // promise per request was measurable (bench: 304 revalidation at 64-70% of the ceiling).
+    app.addHook('onRequest', (request, _reply, done) => {
       request.caller = ANONYMOUS;
-      if (request.routeOptions.config.auth === false) return;
-      try {
-        request.caller = await resolveCaller(
-          { authorization: request.headers.authorization, queryToken: hasQueryToken(request) },
-          verify,
-          config.jwt.roleScopes,
-        );
-      } catch (err) {
-        request.authError = err;
+      const queryToken = hasQueryToken(request);
+      if (request.routeOptions.config.auth === false || (request.headers.authorization === undefined && !queryToken)) {
+        done();
+        return;
       }
+      resolveCaller({ authorization: request.headers.authorization, queryToken }, verify, config.jwt.roleScopes).then(
+        (caller) => {
+          request.caller = caller;
+          done();
+        },
+        (err: unknown) => {
+          request.authError = err;
+          done();
+        },
+      );
     });
-    app.addHook('preParsing', async (request) => {
-      if (request.authError !== null) throw request.authError;
-      const admin = request.routeOptions.config.admin;
-      if (admin !== undefined) requireScope(request.caller, [config.adminScope], admin);
+    app.addHook('preParsing', (request, _reply, payload, done) => {
+      try {
+        if (request.authError !== null) throw request.authError;
+        const admin = request.routeOptions.config.admin;
+        if (admin !== undefined) requireScope(request.caller, [config.adminScope], admin);
+        done(null, payload);
+      } catch (err) {
+        done(err as Error);
+      }
     });
   },
   { name: 'auth' },

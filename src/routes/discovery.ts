@@ -31,6 +31,11 @@ const DiscoveryQuerySchema = z.object({
   updated_since: z.iso.datetime({ offset: true }).transform((v) => new Date(v).toISOString()).optional(),
 });
 
+function isEmpty(query: unknown): boolean {
+  for (const _ in query as object) return false;
+  return true;
+}
+
 /** RFC 9110 section 13.1.2: a list of entity tags, or `*`; weak comparison is fine for GET. */
 function ifNoneMatch(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false;
@@ -54,10 +59,12 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
 
   app.get('/', async (request, reply) => {
     const key = viewKeyFor(request.caller, config.anonymousDiscovery, app.catalog);
+    const tokenView = request.caller.kind === 'token';
+    // The plain rediscovery call (no query) skips parsing: it is the hot path.
+    if (isEmpty(request.query)) return sendView(reply, app.catalog.view(key), tokenView, request.headers['if-none-match']);
     const parsed = DiscoveryQuerySchema.safeParse(request.query);
     if (!parsed.success) throw new RegistryError('TR_ERR_BAD_REQUEST', 'invalid discovery query', { fieldErrors: fieldErrorsFrom(parsed.error) });
     const query = parsed.data;
-    const tokenView = request.caller.kind === 'token';
 
     if (query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined) {
       const listing = app.listing.list(key, { limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since });
@@ -83,13 +90,17 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
     } else {
       view = app.catalog.view(key);
     }
+    return sendView(reply, view, tokenView, request.headers['if-none-match']);
+  });
+
+  function sendView(reply: FastifyReply, view: CatalogView, tokenView: boolean, ifNoneMatchHeader: string | undefined) {
     reply.header('etag', view.etag).header('x-registry-index', String(view.index));
     // Tells an agent its token hides tools, so it knows to ask for more scopes.
     if (tokenView) reply.header('x-hidden-tools', String(view.hidden));
     cacheHeaders(reply, tokenView);
-    if (ifNoneMatch(request.headers['if-none-match'], view.etag)) return reply.code(304).send();
+    if (ifNoneMatch(ifNoneMatchHeader, view.etag)) return reply.code(304).send();
     return reply.type('application/json; charset=utf-8').send(view.body);
-  });
+  }
 };
 
 export default discoveryRoutes;
