@@ -45,12 +45,12 @@ export const SETTINGS = {
     schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }),
   },
   JWT_SECRET: {
-    help: 'HS256 secret for bearer tokens (at least 32 characters)',
+    help: 'shared secret for HS256 bearer tokens (at least 32 characters; HS384/HS512 with JWT_ALGORITHMS)',
     default: undefined,
     schema: z.string().min(32, 'must be at least 32 characters (256 bits) for HS256'),
   },
   JWT_PUBLIC_KEY: {
-    help: 'PEM public key (RS256 or ES256), or the path of a PEM file',
+    help: 'PEM public key (RSA, EC or Ed25519; RS256, ES256/384/512 or EdDSA), or the path of a PEM file',
     default: undefined,
     schema: z.string().min(1).transform((v, ctx) => {
       if (v.includes('-----BEGIN')) return v;

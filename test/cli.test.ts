@@ -219,6 +219,16 @@ describe('bad configuration stops the CLI with one line', { timeout: 60_000 }, (
     expect(existsSync(databasePath)).toBe(false);
   });
 
+  it('token refuses with one clear line when tokens come from an authorization server', async () => {
+    const databasePath = join(processTempDir(), 'registry.db');
+    const result = await runCli(['token', '--scope', 'registry:write'], { databasePath, env: { JWKS_URL: 'http://127.0.0.1:1/jwks' } });
+    expect(result.code).toBe(2);
+    const lines = linesOf(result.stderr);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('authorization server');
+    expect(existsSync(databasePath)).toBe(false);
+  });
+
   it('serve with ANONYMOUS_DISCOVERY=bogus exits 2 naming ANONYMOUS_DISCOVERY', async () => {
     const databasePath = join(processTempDir(), 'registry.db');
     const result = await runCli(['serve'], { databasePath, port: await freePort(), env: { ANONYMOUS_DISCOVERY: 'bogus' } });

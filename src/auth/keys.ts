@@ -78,7 +78,7 @@ function algorithmsForPublicKey(pem: string): string[] {
     case 'ed25519':
       return ['EdDSA'];
     default:
-      throw new ConfigError(`JWT_PUBLIC_KEY: ${key.asymmetricKeyType ?? 'this'} keys are not supported; use RSA or EC`);
+      throw new ConfigError(`JWT_PUBLIC_KEY: ${key.asymmetricKeyType ?? 'this'} keys are not supported; use RSA, EC or Ed25519`);
   }
 }
 

@@ -44,7 +44,10 @@ function clientToken(explicit: string | undefined, env: NodeJS.ProcessEnv, setti
   const given = explicit ?? env['REGISTRY_TOKEN'];
   if (given !== undefined && given !== '') return given;
   const config = loadConfig(env, settings);
-  if (config.jwt.publicKey !== undefined) return undefined;
+  // Tokens come from an authorization server: only --token or REGISTRY_TOKEN can give one.
+  if (config.jwt.publicKey !== undefined || config.jwt.jwksUrl !== undefined || (config.jwt.secret === undefined && config.jwt.issuer !== undefined)) {
+    return undefined;
+  }
   if (config.jwt.secret === undefined) {
     // Only read an existing dev secret: a client must not create one the server does not share.
     const path = devSecretPathFor(config.databasePath);

@@ -20,8 +20,8 @@ export function parseTtl(text: string): number {
  */
 export function mintToken(config: Config, claims: { scopes: string[]; sub: string; ttlS: number }): string {
   const keys = resolveTokenKeys(config);
-  if (keys.mode === 'public-key') {
-    throw new UsageError('the registry verifies tokens with JWT_PUBLIC_KEY; get tokens from your authorization server');
+  if (keys.mode === 'public-key' || keys.mode === 'jwks') {
+    throw new UsageError('the registry verifies tokens from an authorization server (JWT_PUBLIC_KEY, JWKS_URL or JWT_ISSUER); get tokens from it');
   }
   const sign = createSigner({
     key: keys.key,

@@ -37,7 +37,7 @@ export default fp<AuthPluginOptions>(
     if (keys.mode === 'dev') {
       app.log.warn(
         { secretFile: keys.devSecretPath ?? '(in memory)' },
-        'dev mode: no JWT_SECRET or JWT_PUBLIC_KEY set, tokens are signed with a local secret; use `tool-registry token` to mint them',
+        'dev mode: no JWT_SECRET, JWT_PUBLIC_KEY, JWKS_URL or JWT_ISSUER set, tokens are signed with a local secret; use `tool-registry token` to mint them',
       );
     }
     const { verify, jwks } = verifierFor(config, keys, (err, url) =>
