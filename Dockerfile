@@ -1,0 +1,57 @@
+# ---------------------------------------------------------------------------------------------
+# Build stage: install every dependency (compiling better-sqlite3 if no prebuilt binary fits),
+# compile TypeScript to dist/ (npm ci runs the `prepare` script), then drop dev dependencies.
+FROM node:20-bookworm-slim AS build
+
+# Toolchain for node-gyp, used only when better-sqlite3 has no prebuilt binary for this
+# platform and Node ABI (or no network access to its GitHub release downloads).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+
+# What `npm ci` and its `prepare` (tsc -p tsconfig.build.json) need, and nothing else.
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY src ./src
+
+# npm 10 (the one in node:20 images) runs install scripts by default, so better-sqlite3 and
+# esbuild build here; the "allowScripts" field in package.json is for npm 11.
+RUN npm ci \
+ && npm prune --omit=dev \
+ && test -f dist/src/cli/main.js \
+ && rm -rf /root/.npm
+
+# ---------------------------------------------------------------------------------------------
+# Runtime stage: the compiled registry and its production dependencies only. The files stay
+# owned by root (the server cannot rewrite its own code); it runs as the image's `node` user.
+FROM node:20-bookworm-slim
+
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    DATABASE_PATH=/data/registry.db
+
+WORKDIR /app
+
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+COPY migrations ./migrations
+COPY openapi.yaml ./openapi.yaml
+
+# The database (and, in dev mode, its registry.secret) lives on this volume. Create it owned
+# by `node` before declaring the volume, so a fresh named volume starts out writable.
+RUN mkdir -p /data && chown node:node /data
+VOLUME /data
+
+USER node
+
+EXPOSE 8006
+
+# Slim images have no curl; Node's own fetch checks liveness. Follows PORT if it is overridden.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8006) + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+
+# The server handles SIGTERM itself (finishes in-flight requests, closes the database).
+CMD ["node", "bin/tool-registry.js", "serve"]
