@@ -266,11 +266,15 @@ describe('paging, search and filters', () => {
       seen.push(...body.tools.map((x) => x.name));
       cursor = body.nextCursor;
       // Writes between pages: new tools on both sides of the cursor, a deletion ahead of it,
-      // and an update.
+      // an update, and a tool ahead of the cursor deleted and registered again.
       await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`aaa-new-${page}`, []) });
       await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`zzz-new-${page}`, []) });
       await t.app.inject({ method: 'DELETE', url: `/tools/tool-${String(9999 - page).padStart(5, '0')}`, headers: admin });
       await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('tool-05000', ['even'], `updated ${page}`) });
+      const n = 6100 + page;
+      const reborn = `tool-${String(n).padStart(5, '0')}`;
+      await t.app.inject({ method: 'DELETE', url: `/tools/${reborn}`, headers: admin });
+      await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(reborn, n % 2 === 0 ? ['even'] : ['odd'], `Utility number ${n}`) });
       page++;
     } while (cursor);
     expect(seen).toHaveLength(10_000);

@@ -74,6 +74,8 @@ export class Catalog {
   readonly #views: LruByteCache<CatalogView>;
   /** Deleted tools (tombstones), for paged walks pinned to an earlier index and filters. */
   readonly #tombstones = new Map<string, ToolRecord>();
+  /** For names deleted and registered again: the span of the life before (pinned walks). */
+  readonly #priorLives = new Map<string, { createIndex: number; deletedAt: number }>();
   /** Per view key: the ETag last seen and the index at which it last changed (bounded). */
   readonly #viewChanges = new Map<string, { etag: string; changedAt: number }>();
   readonly #listeners = new Set<ChangeListener>();
@@ -122,6 +124,8 @@ export class Catalog {
       } else {
         const entry = this.#entry(t);
         this.#tools.set(t.name, entry);
+        const tombstone = this.#tombstones.get(t.name);
+        if (tombstone) this.#priorLives.set(t.name, { createIndex: tombstone.createIndex, deletedAt: tombstone.index });
         this.#tombstones.delete(t.name);
         after = entry.tool.scopes;
       }
@@ -129,6 +133,13 @@ export class Catalog {
     }
     this.#changed(index);
     for (const listener of this.#listeners) listener(index, changes);
+  }
+
+  /** Whether a live tool also existed at `index` (in this life, or the one before it). */
+  existedAt(entry: CatalogTool, index: number): boolean {
+    if (entry.record.createIndex <= index) return true;
+    const prior = this.#priorLives.get(entry.record.name);
+    return prior !== undefined && prior.createIndex <= index && index < prior.deletedAt;
   }
 
   getTombstone(name: string): ToolRecord | undefined {

@@ -105,7 +105,7 @@ export class CatalogListing {
     // Tools that existed at the pinned index: live ones created by then, and ones deleted since
     // (served as tombstones), so a walk during writes neither skips nor repeats.
     for (const entry of this.#catalog.tools()) {
-      if (entry.record.createIndex > pinned || (after !== undefined && entry.tool.name <= after)) continue;
+      if (!this.#catalog.existedAt(entry, pinned) || (after !== undefined && entry.tool.name <= after)) continue;
       candidates.push({ name: entry.tool.name, scopes: entry.tool.scopes, updatedAt: entry.record.updatedAt, view: () => entry.view });
     }
     for (const record of this.#catalog.tombstones()) {
