@@ -8,5 +8,7 @@ export default defineConfig({
     pool: 'forks',
     // A real Pulsar broker for the bus suite (skipped with a reason where none can run).
     globalSetup: ['test/setup/broker.ts'],
+    // Under CI a JSON report too, so .ci/run can print a plain "N passed, N failed" line.
+    reporters: process.env['CI'] === 'true' ? ['default', ['json', { outputFile: '.cache/vitest-results.json' }]] : ['default'],
   },
 });

@@ -1,13 +1,13 @@
 /**
  * 10,000 blocking waiters on one registry process: the server's resident memory with them
- * held, and the time from one write to the last waiter answered.
+ * held, and the time from one write to the last waiter answered. The waiters are held by a
+ * separate client process (bench/waiter-client.ts), as a load generator would be.
  *
  *   node --import tsx bench/waiters.ts [--waiters=10000]
  *
  * Also run by `npm run bench` (bench/run.ts) unless --no-waiters is given.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminToken, bundle, httpTool, JWT_SECRET, token } from './data.js';
@@ -51,22 +51,15 @@ export async function runWaitersBench(count = 10_000): Promise<WaitersResult> {
     await sleep(500);
     const rssIdleMiB = rssMiB(server.pid);
 
-    const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
-    let answered = 0;
-    let lastAnswerAt = 0;
-    const done = new Promise<void>((resolve, reject) => {
-      for (let i = 0; i < count; i++) {
-        const req = request({ host: '127.0.0.1', port, path: `/?index=${index}&wait=5m`, agent, headers: waiterAuth }, (res) => {
-          res.resume();
-          res.on('end', () => {
-            answered++;
-            lastAnswerAt = performance.now();
-            if (answered === count) resolve();
-          });
-        });
-        req.on('error', reject);
-        req.end();
-      }
+    const client = spawnNode('bench/waiter-client.ts', [String(port), String(index), String(count), token('bench-waiter', ['bench:watched'])], {});
+    const reported = new Promise<{ answered: number; failed: number; lastAnswerAt: number }>((resolve, reject) => {
+      let out = '';
+      client.proc.stdout?.on('data', (d: Buffer) => {
+        out += d.toString();
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (line) resolve(JSON.parse(line) as { answered: number; failed: number; lastAnswerAt: number });
+      });
+      client.proc.once('exit', () => reject(new Error(`the waiter client exited: ${client.output()}`)));
     });
     // Wait until the server holds them all: /readyz reports the waiters it holds.
     const deadline = Date.now() + 120_000;
@@ -81,10 +74,13 @@ export async function runWaitersBench(count = 10_000): Promise<WaitersResult> {
       headers: admin,
       body: JSON.stringify({ ...httpTool(1_000_001, 'woken'), scopes: ['bench:watched'] }),
     });
-    const writtenAt = performance.now();
+    const writtenAt = performance.timeOrigin + performance.now();
     if (!write.ok) throw new Error(`the write failed: ${write.status}`);
-    await Promise.race([done, sleep(60_000)]);
-    agent.destroy();
+    const { answered, lastAnswerAt } = await Promise.race([
+      reported,
+      sleep(60_000).then(() => ({ answered: 0, failed: count, lastAnswerAt: 0 })),
+    ]);
+    await client.stop();
     return {
       waiters: count,
       rssIdleMiB,
