@@ -114,6 +114,13 @@ export function rssMiB(pid: number): number {
   return match ? Number(match[1]) / 1024 : NaN;
 }
 
+/** VmHWM (peak resident memory so far) of a process, in MiB. */
+export function peakRssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmHWM:\s+(\d+)\s+kB/.exec(status);
+  return match ? Number(match[1]) / 1024 : NaN;
+}
+
 export function median(values: number[]): number {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
   if (sorted.length === 0) return NaN;

@@ -34,6 +34,7 @@ import {
   load,
   median,
   REPO_ROOT,
+  peakRssMiB,
   rssMiB,
   spawnNode,
   waitHttpOk,
@@ -339,6 +340,8 @@ async function scenarios(n: number): Promise<Comparison[]> {
 interface GrowthRow {
   n: number;
   importMs: number | null;
+  importPeakRssMiB: number | null;
+  bundleMiB: number | null;
   startupMs: number;
   rssAfterStartMiB: number;
   firstGetMs: number;
@@ -355,11 +358,17 @@ async function growth(n: number): Promise<GrowthRow> {
   let registry: Registry | undefined;
   try {
     let importMs: number | null = null;
+    let importPeakRssMiB: number | null = null;
+    let bundleMiB: number | null = null;
     registry = await startRegistry(dir);
     if (n > 0) {
       const body = bundle(n);
-      log(`growth ${n}: importing (${(body.length / 1024 / 1024).toFixed(1)} MiB bundle)`);
+      bundleMiB = body.length / 1024 / 1024;
+      log(`growth ${n}: importing (${bundleMiB.toFixed(1)} MiB bundle)`);
       importMs = await importBundle(registry, body);
+      // The import's memory bound: the server's peak resident memory, which includes the
+      // parsed body, the validated descriptors and the new catalogue.
+      importPeakRssMiB = peakRssMiB(registry.child.pid);
     }
     await registry.child.stop();
     registry = await startRegistry(dir);
@@ -370,7 +379,7 @@ async function growth(n: number): Promise<GrowthRow> {
     const firstGetMs = performance.now() - t0;
     const rssAfterGetMiB = rssMiB(registry.child.pid);
     const run = await load({ url: `${registry.base}/`, durationS: opts.growthDurationS, connections: opts.growthConnections, expectStatus: 200 });
-    const row: GrowthRow = { n, importMs, startupMs: registry.startupMs, rssAfterStartMiB, firstGetMs, rssAfterGetMiB, viewBytes, rps: run.rps, p50: run.p50, p99: run.p99, errors: run.errors };
+    const row: GrowthRow = { n, importMs, importPeakRssMiB, bundleMiB, startupMs: registry.startupMs, rssAfterStartMiB, firstGetMs, rssAfterGetMiB, viewBytes, rps: run.rps, p50: run.p50, p99: run.p99, errors: run.errors };
     log(
       `growth ${n}: import ${importMs === null ? '-' : `${importMs.toFixed(0)} ms`}, startup ${row.startupMs.toFixed(0)} ms, RSS ${rssAfterStartMiB.toFixed(0)} -> ${rssAfterGetMiB.toFixed(0)} MiB, ` +
         `first GET ${firstGetMs.toFixed(0)} ms, ${run.rps.toFixed(0)}/s p50 ${run.p50.toFixed(2)} p99 ${run.p99.toFixed(2)} ms`,
@@ -623,10 +632,12 @@ async function main(): Promise<void> {
   }
   if (results.growth.length > 0) {
     const t = table(
-      ['tools', 'import ms', 'startup ms', 'RSS start MiB', 'RSS after GET / MiB', 'first GET / ms', 'view MiB', 'req/s', 'p50 ms', 'p99 ms'],
+      ['tools', 'import ms', 'bundle MiB', 'import peak RSS MiB', 'startup ms', 'RSS start MiB', 'RSS after GET / MiB', 'first GET / ms', 'view MiB', 'req/s', 'p50 ms', 'p99 ms'],
       results.growth.map((g) => [
         f0(g.n),
         f0(g.importMs),
+        g.bundleMiB === null ? '-' : g.bundleMiB.toFixed(1),
+        f0(g.importPeakRssMiB),
         f0(g.startupMs),
         f0(g.rssAfterStartMiB),
         f0(g.rssAfterGetMiB),
