@@ -79,6 +79,7 @@ export class Catalog {
   /** Per view key: the ETag last seen and the index at which it last changed (bounded). */
   readonly #viewChanges = new Map<string, { etag: string; changedAt: number }>();
   readonly #listeners = new Set<ChangeListener>();
+  #allView: CatalogView | null = null;
 
   constructor(options: CatalogOptions) {
     this.#options = options;
@@ -211,9 +212,12 @@ export class Catalog {
   }
 
   view(key: ViewKey): CatalogView {
+    // The whole catalogue is the hottest view (anonymous rediscovery): one field, no key.
+    if (key.kind === 'all' && this.#allView) return this.#allView;
     const normalised = this.#normaliseKey(key);
     const keyString = viewKeyString(normalised);
-    const cacheKey = `${this.#index}\n${keyString}`;
+    // The cache is emptied on every write, so the key needs no index.
+    const cacheKey = keyString;
     const cached = this.#views.get(cacheKey);
     if (cached) return cached;
     const all = this.tools();
@@ -229,6 +233,7 @@ export class Catalog {
       hidden: all.length - tools.length,
     };
     this.#views.set(cacheKey, view, body.length + 256);
+    if (normalised.kind === 'all') this.#allView = view;
     this.#recordViewChange(keyString, view);
     return view;
   }
@@ -287,8 +292,9 @@ export class Catalog {
     this.#index = index;
     this.#sorted = null;
     this.#scopeUsage = null;
-    // Cache keys carry the index, so stale views can no longer be hit; dropping them frees memory now.
+    // Views are per catalogue version: a write drops them all at once.
     this.#views.clear();
+    this.#allView = null;
   }
 }
 

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { BatchWriter } from '../store/batch-writer.js';
 import type { Actor } from '../catalog/registry-service.js';
@@ -54,7 +54,8 @@ export default fp<{ config: Config }>(
     app.decorate('auditRecorder', recorder);
     app.decorateRequest('problemCode', null);
 
-    app.addHook('onResponse', (request, reply, done) => {
+    // Only on audited routes (a route-level hook), so reads pay nothing for it.
+    const recordRefusal = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
       done();
       const action = request.routeOptions.config.audit;
       if (action === undefined || reply.statusCode < 400) return;
@@ -68,6 +69,11 @@ export default fp<{ config: Config }>(
         status: reply.statusCode,
         detail: request.problemCode,
       });
+    };
+    app.addHook('onRoute', (route) => {
+      if (route.config?.audit === undefined) return;
+      const existing = route.onResponse;
+      route.onResponse = [...(Array.isArray(existing) ? existing : existing ? [existing] : []), recordRefusal] as typeof route.onResponse;
     });
 
     const prune = () => {

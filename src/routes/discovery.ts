@@ -39,6 +39,7 @@ function isEmpty(query: unknown): boolean {
 /** RFC 9110 section 13.1.2: a list of entity tags, or `*`; weak comparison is fine for GET. */
 function ifNoneMatch(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false;
+  if (header === etag) return true;
   if (header.trim() === '*') return true;
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }
