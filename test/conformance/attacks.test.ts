@@ -9,12 +9,11 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
-import { startAuthorizationServer, type AuthorizationServer } from '../helpers/oidc.js';
+import type { AuthorizationServer } from '../helpers/oidc.js';
 import {
   ADMIN_SCOPE,
   RESOURCE,
   appForKeyServer,
-  appForProvider,
   b64json,
   craftedClaims,
   decodeJwt,
@@ -28,6 +27,7 @@ import {
   startKeyServer,
   toolNames,
   type KeyServer,
+  operatorAndCalculatorAgent,
 } from './support.js';
 
 /**
@@ -55,16 +55,7 @@ describe('attacks on a registry trusting a real authorization server', () => {
   const wanted = () => ({ iss: as.issuer, aud: RESOURCE, sub: 'mallory', client_id: 'mallory', iat: nowS(), exp: nowS() + 600, scope: `${ADMIN_SCOPE} calculator:use` });
 
   beforeAll(async () => {
-    as = await startAuthorizationServer({
-      clients: [
-        { clientId: 'operator', scopes: [ADMIN_SCOPE] },
-        { clientId: 'calc-agent', scopes: ['calculator:use'] },
-      ],
-    });
-    t = await appForProvider(as);
-    admin = await as.token('operator', [ADMIN_SCOPE]);
-    good = await as.token('calc-agent', ['calculator:use']);
-    await seedTools(t.app, admin, [seed('calculator'), seed('weather_forecast')]);
+    ({ as, t, admin, calc: good } = await operatorAndCalculatorAgent());
   });
 
   afterAll(async () => {

@@ -7,8 +7,8 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
-import { startAuthorizationServer, type AuthorizationServer } from '../helpers/oidc.js';
-import { ADMIN_SCOPE, appForProvider, expectChallenge, register, seedTools } from './support.js';
+import type { AuthorizationServer } from '../helpers/oidc.js';
+import { ADMIN_SCOPE, expectChallenge, operatorAndCalculatorAgent, register } from './support.js';
 
 interface AuditEntry {
   sub: string | null;
@@ -36,16 +36,7 @@ describe('the audit log records refusals', () => {
   }
 
   beforeAll(async () => {
-    as = await startAuthorizationServer({
-      clients: [
-        { clientId: 'operator', scopes: [ADMIN_SCOPE] },
-        { clientId: 'calc-agent', scopes: ['calculator:use'] },
-      ],
-    });
-    t = await appForProvider(as);
-    admin = await as.token('operator', [ADMIN_SCOPE]);
-    calc = await as.token('calc-agent', ['calculator:use']);
-    await seedTools(t.app, admin, [seed('calculator'), seed('weather_forecast')]);
+    ({ as, t, admin, calc } = await operatorAndCalculatorAgent());
   });
 
   afterAll(async () => {

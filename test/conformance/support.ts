@@ -12,7 +12,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { SettingName } from '../../src/config.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
-import type { AuthorizationServer } from '../helpers/oidc.js';
+import { seed } from '../helpers/fixtures.js';
+import { startAuthorizationServer, type AuthorizationServer } from '../helpers/oidc.js';
 
 /** This registry's resource identifier in every conformance app (RFC 8707 / RFC 9728). */
 export const RESOURCE = 'https://registry.test';
@@ -295,3 +296,21 @@ export async function protectedResourceMetadata(app: FastifyInstance): Promise<R
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The setup several suites share: a real authorization server with an operator (admin scope)
+ * and a calculator agent, a registry trusting it, seeded with calculator and weather_forecast.
+ */
+export async function operatorAndCalculatorAgent(): Promise<{ as: AuthorizationServer; t: TestApp; admin: string; calc: string }> {
+  const as = await startAuthorizationServer({
+    clients: [
+      { clientId: 'operator', scopes: [ADMIN_SCOPE] },
+      { clientId: 'calc-agent', scopes: ['calculator:use'] },
+    ],
+  });
+  const t = await appForProvider(as);
+  const admin = await as.token('operator', [ADMIN_SCOPE]);
+  const calc = await as.token('calc-agent', ['calculator:use']);
+  await seedTools(t.app, admin, [seed('calculator'), seed('weather_forecast')]);
+  return { as, t, admin, calc };
+}
