@@ -330,29 +330,29 @@ export class PulsarWsClient {
    * arrives. The caller owns the timeout (abort with `signal`).
    */
   async call(request: BusRequest, signal: AbortSignal): Promise<string> {
-    const subscription = this.#subscription(request.responseQueue);
-    // Subscribe before publishing: a non-persistent topic delivers only to subscriptions that
-    // exist when the message arrives.
-    await subscription.ready();
-    const id = request.id;
-    const result = new Promise<string>((resolve, reject) => {
-      subscription.pending.set(id, { chunks: [], bytes: 0, onChunk: request.onChunk, resolve, reject });
+    signal.throwIfAborted();
+    // Every wait below races the caller's abort (its timeout), so a call never outlives it.
+    let onAbort = () => undefined as void;
+    const aborted = new Promise<never>((_resolve, reject) => {
+      onAbort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
     });
-    const onAbort = () => {
-      const call = subscription.pending.get(id);
-      subscription.pending.delete(id);
-      call?.reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-    };
-    if (signal.aborted) onAbort();
+    aborted.catch(() => undefined);
     signal.addEventListener('abort', onAbort, { once: true });
+    const subscription = this.#subscription(request.responseQueue);
+    const id = request.id;
     try {
-      await this.#producer(request.requestQueue).publish(JSON.stringify(request.body), { id });
-      return await result;
-    } catch (err) {
-      subscription.pending.delete(id);
+      // Subscribe before publishing: a non-persistent topic delivers only to subscriptions that
+      // exist when the message arrives.
+      await Promise.race([subscription.ready(), aborted]);
+      const result = new Promise<string>((resolve, reject) => {
+        subscription.pending.set(id, { chunks: [], bytes: 0, onChunk: request.onChunk, resolve, reject });
+      });
+      // Settled by the races below or dropped with the call; never an unhandled rejection.
       result.catch(() => undefined);
-      throw err;
+      await Promise.race([this.#producer(request.requestQueue).publish(JSON.stringify(request.body), { id }), aborted]);
+      return await Promise.race([result, aborted]);
     } finally {
+      subscription.pending.delete(id);
       signal.removeEventListener('abort', onAbort);
     }
   }

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PulsarWsClient } from '../../src/bridge/pulsar-ws.js';
 import { runToolService } from '../../src/toolkit/tool-service.js';
 import { FakePulsar } from '../helpers/fake-pulsar.js';
 import { bearer, createTestApp } from '../helpers/app.js';
@@ -15,6 +16,28 @@ beforeAll(() => fake.start());
 afterAll(() => fake.stop());
 
 defineBridgeContract('the in-process fake', () => ({ wsUrl: fake.url }));
+
+describe('PulsarWsClient', () => {
+  it('ends a call at its abort while the broker has not acknowledged the publish (regression: unhandled rejection)', async () => {
+    const client = new PulsarWsClient({ url: fake.url, connectTimeoutMs: 2000 });
+    fake.ackPublishes = false;
+    try {
+      const topic = `noack-${randomUUID().slice(0, 8)}`;
+      const started = Date.now();
+      const call = client.call(
+        { id: randomUUID(), requestQueue: `non-persistent://tg/request/${topic}`, responseQueue: `non-persistent://tg/response/${topic}`, body: {} },
+        AbortSignal.timeout(300),
+      );
+      await expect(call).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(client.pendingCalls).toBe(0);
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      fake.ackPublishes = true;
+      client.close();
+    }
+  });
+});
 
 describe('connection loss (fake broker)', () => {
   it('fails waiting calls at once with 503 when the connection drops, then recovers without a restart', async () => {

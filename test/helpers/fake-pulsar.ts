@@ -31,6 +31,8 @@ export class FakePulsar {
   readonly #sockets = new Set<WebSocket>();
   /** Every message published, in order. */
   readonly published: PublishedMessage[] = [];
+  /** Set false to stage a broker that takes publishes but never acknowledges them. */
+  ackPublishes = true;
   port = 0;
 
   get url(): string {
@@ -100,6 +102,7 @@ export class FakePulsar {
           return;
         }
         const messageId = Buffer.from(randomUUID()).toString('base64');
+        if (!this.ackPublishes) return;
         ws.send(JSON.stringify({ result: 'ok', messageId, context: frame.context }));
         const payload = String(frame.payload ?? '');
         const properties = frame.properties ?? {};
