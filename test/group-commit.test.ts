@@ -3,6 +3,7 @@
  * savepoint, so a failing write rolls back alone and every write keeps its own index.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RegistryError } from '../src/errors.js';
 import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
 
@@ -57,5 +58,30 @@ describe('group commit', () => {
     const names = (await t.app.inject({ method: 'GET', url: '/' })).json().tools.map((x: { name: string }) => x.name);
     expect(names).toEqual(expect.arrayContaining(['neighbour-1', 'neighbour-2', 'tell-joke', 'burst-0', 'burst-49']));
     expect(names).not.toContain('bad name');
+  });
+
+  it('tells nobody of a batch whose commit fails, refuses it, and puts the catalogue back', async () => {
+    const heard: number[] = [];
+    const off = t.app.catalog.onChange((index) => heard.push(index));
+    const group = t.app.store.group.bind(t.app.store);
+    const before = t.app.catalog.index;
+    // The writes run, then the commit fails (a full disk, say): the transaction rolls back.
+    t.app.store.group = (fn) =>
+      group(() => {
+        fn();
+        throw new RegistryError('TR_ERR_UNAVAILABLE', 'the database cannot take writes right now');
+      });
+    try {
+      const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('calculator'), name: 'phantom' } });
+      expect(res.statusCode, res.body).toBe(503);
+    } finally {
+      Reflect.deleteProperty(t.app.store, 'group');
+      off();
+    }
+    expect(heard).toEqual([]);
+    expect(t.app.catalog.index).toBe(before);
+    expect((await t.app.inject({ method: 'GET', url: '/tools/phantom' })).statusCode).toBe(404);
+    const next = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('calculator'), name: 'after-failure' } });
+    expect(next.json().index).toBe(before + 1);
   });
 });

@@ -80,6 +80,8 @@ export class Catalog {
   readonly #viewChanges = new Map<string, { etag: string; changedAt: number }>();
   readonly #listeners = new Set<ChangeListener>();
   #allView: CatalogView | null = null;
+  /** While a group commit runs: notifications held until it has committed. */
+  #held: [number, CatalogChange[]][] | null = null;
 
   constructor(options: CatalogOptions) {
     this.#options = options;
@@ -133,6 +135,30 @@ export class Catalog {
       changes.push({ kind: 'tool', name: t.name, op: t.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: before, scopesAfter: after });
     }
     this.#changed(index);
+    if (this.#held) this.#held.push([index, changes]);
+    else this.#notify(index, changes);
+  }
+
+  /**
+   * Holds change notifications (change feed, waiters) until `release`: a group commit applies
+   * its writes to the catalogue inside the transaction, but nobody may hear of them before the
+   * commit, and nobody at all if it fails (`discard`, then `load` from the database).
+   */
+  hold(): void {
+    this.#held ??= [];
+  }
+
+  release(): void {
+    const held = this.#held ?? [];
+    this.#held = null;
+    for (const [index, changes] of held) this.#notify(index, changes);
+  }
+
+  discard(): void {
+    this.#held = null;
+  }
+
+  #notify(index: number, changes: readonly CatalogChange[]): void {
     for (const listener of this.#listeners) listener(index, changes);
   }
 

@@ -86,6 +86,7 @@ export class RegistryService {
     const batch = this.#queue;
     this.#queue = [];
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    this.#catalog.hold();
     try {
       this.#store.group(() => {
         for (const item of batch) {
@@ -97,12 +98,18 @@ export class RegistryService {
         }
       });
     } catch (error) {
-      // The shared commit failed, so none of the batch is durable: put the catalogue back to
-      // what the database holds, and refuse every write in the batch.
-      this.#catalog.load({ ...this.#store.loadLive(), tombstones: this.#store.loadTombstones() });
+      // The shared commit failed, so none of the batch is durable: nobody hears of it, every
+      // write in it is refused, and the catalogue goes back to what the database holds.
+      this.#catalog.discard();
       for (const item of batch) item.reject(error);
+      try {
+        this.#catalog.load({ ...this.#store.loadLive(), tombstones: this.#store.loadTombstones() });
+      } catch {
+        // The database cannot be read either; the next write's failure (and /readyz) say so.
+      }
       return;
     }
+    this.#catalog.release();
     batch.forEach((item, i) => {
       const outcome = outcomes[i];
       if (outcome?.ok) item.resolve(outcome.value);
