@@ -105,6 +105,21 @@ describe('blocking queries', () => {
     }
   });
 
+  it('wakes when the last tool needing the caller\'s scope goes away (the view key changes under it)', async () => {
+    await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('only-z', ['z']) });
+    // A scopeless caller reads the view that a {z} token falls back to once no tool needs z.
+    await t.app.inject({ method: 'GET', url: '/', headers: bearer(t.token([])) });
+    const z = bearer(t.token(['z']));
+    const index = await current(z);
+    const started = Date.now();
+    const pending = t.app.inject({ method: 'GET', url: `/?index=${index}&wait=10s`, headers: z });
+    await new Promise((r) => setTimeout(r, 150));
+    await t.app.inject({ method: 'DELETE', url: '/tools/only-z', headers: admin });
+    const res = await pending;
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(res.json().tools.map((x: { name: string }) => x.name)).not.toContain('only-z');
+  });
+
   it('refuses waiters past MAX_WAITERS with 503 and Retry-After', async () => {
     const index = await current({});
     const held = [0, 1, 2].map(() => t.app.inject({ method: 'GET', url: `/?index=${index}&wait=2s` }));

@@ -69,8 +69,16 @@ export class Catalog {
   #index = 0;
   /** Tools in name order; rebuilt lazily after a write. */
   #sorted: CatalogTool[] | null = null;
-  /** How many live tools require each scope; rebuilt lazily after a write. */
+  /** How many live tools require each scope, kept up to date write by write. */
+  readonly #scopeCounts = new Map<string, number>();
+  /** The same, sorted; rebuilt lazily after a write. */
   #scopeUsage: Map<string, number> | null = null;
+  /**
+   * The index at which the set of known scopes last changed. Token views are keyed by the
+   * scopes some tool needs, so when that set changes a token may move to another key: every
+   * scope-keyed view counts as changed then (an early answer at worst, never a late one).
+   */
+  #scopeSetChangedAt = 0;
   readonly #views: LruByteCache<CatalogView>;
   /** Deleted tools (tombstones), for paged walks pinned to an earlier index and filters. */
   readonly #tombstones = new Map<string, ToolRecord>();
@@ -100,6 +108,9 @@ export class Catalog {
     for (const s of snapshot.services) this.#services.set(s.id, s);
     for (const t of snapshot.tools) this.#tools.set(t.name, this.#entry(t));
     for (const t of snapshot.tombstones ?? []) this.#tombstones.set(t.name, t);
+    this.#scopeCounts.clear();
+    for (const { tool } of this.#tools.values()) this.#countScopes(tool.scopes, 1);
+    this.#scopeSetChangedAt = snapshot.index;
     this.#changed(snapshot.index);
   }
 
@@ -112,6 +123,7 @@ export class Catalog {
   /** Applies stored records (upserts or tombstones) from one committed write. */
   apply(index: number, change: { services?: ServiceRecord[]; tools?: ToolRecord[] }): void {
     const changes: CatalogChange[] = [];
+    let scopeSetChanged = false;
     for (const s of change.services ?? []) {
       const before = this.#services.has(s.id) ? [] : null;
       if (s.status === 'deleted') this.#services.delete(s.id);
@@ -133,7 +145,13 @@ export class Catalog {
         after = entry.tool.scopes;
       }
       changes.push({ kind: 'tool', name: t.name, op: t.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: before, scopesAfter: after });
+      // Count the new scopes in before the old ones out, so a tool that keeps a scope never
+      // looks like that scope leaving and coming back.
+      const added = this.#countScopes(after, 1);
+      const removed = this.#countScopes(before, -1);
+      if (added || removed) scopeSetChanged = true;
     }
+    if (scopeSetChanged) this.#scopeSetChangedAt = index;
     this.#changed(index);
     if (this.#held) this.#held.push([index, changes]);
     else this.#notify(index, changes);
@@ -184,7 +202,8 @@ export class Catalog {
    */
   changedAt(key: ViewKey): number {
     const view = this.view(key);
-    return this.#viewChanges.get(this.#cacheKeyOf(key))?.changedAt ?? view.index;
+    const recorded = this.#viewChanges.get(this.#cacheKeyOf(key))?.changedAt ?? view.index;
+    return key.kind === 'scopes' ? Math.max(recorded, this.#scopeSetChangedAt) : recorded;
   }
 
   getTool(name: string): CatalogTool | undefined {
@@ -213,16 +232,26 @@ export class Catalog {
       .map((t) => t.tool.name);
   }
 
-  /** Every scope any live tool requires. */
+  /** Every scope any live tool requires, with how many tools require it, in name order. */
   knownScopes(): ReadonlyMap<string, number> {
-    if (!this.#scopeUsage) {
-      const usage = new Map<string, number>();
-      for (const { tool } of this.tools()) {
-        for (const scope of new Set(tool.scopes)) usage.set(scope, (usage.get(scope) ?? 0) + 1);
-      }
-      this.#scopeUsage = new Map([...usage].sort(([a], [b]) => compare(a, b)));
-    }
+    this.#scopeUsage ??= new Map([...this.#scopeCounts].sort(([a], [b]) => compare(a, b)));
     return this.#scopeUsage;
+  }
+
+  /** Counts a tool's scopes in or out; returns whether the set of known scopes changed. */
+  #countScopes(scopes: readonly string[] | null, delta: 1 | -1): boolean {
+    let changed = false;
+    for (const scope of new Set(scopes ?? [])) {
+      const n = (this.#scopeCounts.get(scope) ?? 0) + delta;
+      if (n <= 0) {
+        this.#scopeCounts.delete(scope);
+        changed = true;
+      } else {
+        if (n === 1 && delta === 1) changed = true;
+        this.#scopeCounts.set(scope, n);
+      }
+    }
+    return changed;
   }
 
   /** Whether a tool is in the view. */

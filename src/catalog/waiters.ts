@@ -11,6 +11,8 @@ import type { Catalog, CatalogView, ViewKey } from './catalog.js';
 interface Waiter {
   key: ViewKey;
   index: number;
+  /** The ETag of the view the caller already has; any other view wakes it. */
+  etag: string;
   deadline: number;
   resolve: (view: CatalogView) => void;
 }
@@ -74,7 +76,7 @@ export class ViewWaiters {
     this.#ensureRoom();
     let waiter!: Waiter;
     const promise = new Promise<CatalogView>((resolve) => {
-      waiter = { key, index, deadline: Date.now() + waitMs, resolve };
+      waiter = { key, index, etag: view.etag, deadline: Date.now() + waitMs, resolve };
     });
     const group = this.#groupKey(key);
     let set = this.#groups.get(group);
@@ -120,11 +122,11 @@ export class ViewWaiters {
     for (const [group, set] of this.#groups) {
       const first = set.values().next().value;
       if (!first) continue;
-      // One view computation per group, however many wait on it.
-      const changedAt = this.#catalog.changedAt(first.key);
+      // One view computation per group, however many wait on it. Bytes, not indexes, decide:
+      // a write that leaves this view's bytes alone wakes nobody here.
       const view = this.#catalog.view(first.key);
       for (const waiter of set) {
-        if (changedAt > waiter.index) {
+        if (view.etag !== waiter.etag) {
           this.#remove(group, waiter);
           waiter.resolve(view);
         }
