@@ -33,6 +33,12 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
         if (req.url === '/tools/plain') return res.writeHead(200, { 'content-type': 'text/plain' }).end('plain text');
         if (req.url === '/tools/broken') return res.writeHead(500, { 'content-type': 'text/plain' }).end('kaputt');
         if (req.url === '/tools/slow') return void setTimeout(() => res.writeHead(200).end('late'), 2000);
+        if (req.url === '/tools/cut') {
+          // Promise a long answer, send part of it, then drop the connection.
+          res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '1000' });
+          res.write('partial');
+          return void setTimeout(() => res.socket?.destroy(), 20);
+        }
         res.writeHead(404).end();
       });
     });
@@ -50,6 +56,7 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
     await register({ name: 'broken', endpoint: '/tools/broken', scopes: [] });
     await register({ name: 'slow', endpoint: '/tools/slow', scopes: [], timeoutMs: 300 });
     await register({ name: 'unreachable', endpoint: '/x', scopes: [], port: 1 });
+    await register({ name: 'cut', endpoint: '/tools/cut', scopes: [] });
   });
   afterAll(async () => {
     await t.close();
@@ -90,6 +97,9 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
     expect(unreachable.json().serviceError.type).toBe('tool-unreachable');
     const slow = await invoke('slow', {}, bearer(t.token([])));
     expect(slow.statusCode).toBe(504);
+    const cut = await invoke('cut', {}, bearer(t.token([])));
+    expect(cut.statusCode, cut.body).toBe(502);
+    expect(cut.json().serviceError.type).toBe('tool-unreachable');
   });
 
   it('refuses calls past MAX_INFLIGHT_CALLS with 503 and Retry-After', async () => {

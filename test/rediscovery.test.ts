@@ -330,3 +330,19 @@ describe('paging, search and filters', () => {
     expect(res.statusCode).toBe(400);
   });
 });
+
+describe('search input', () => {
+  it('answers control characters and FTS syntax in ?q= with a result, never a 500', async () => {
+    const t = await createTestApp({ RATE_LIMIT_MAX: '0' });
+    try {
+      await t.app.inject({ method: 'POST', url: '/tools/register', headers: bearer(t.token(['registry:write'])), payload: tool('weather', [], 'Forecast the weather') });
+      for (const q of ['%00', 'weather%00', '%22', 'NEAR(a%20b)', '*', 'a%20OR', '%01%1f']) {
+        const res = await t.app.inject({ method: 'GET', url: `/?q=${q}` });
+        expect(res.statusCode, `${q}: ${res.body}`).toBe(200);
+      }
+      expect((await t.app.inject({ method: 'GET', url: '/?q=weather%00' })).json().tools.map((x: { name: string }) => x.name)).toEqual(['weather']);
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -68,6 +68,14 @@ describe('two-tier message-bus tools', () => {
     expect(res.json().detail).toContain('collection');
   });
 
+  it('requires a config param even when its name is an Object.prototype member', async () => {
+    expect((await put('/tool-services/proto', { id: 'proto', topic: 'proto', 'config-params': [{ name: 'constructor', required: true }] })).statusCode).toBe(201);
+    const res = await register({ type: 'tool-service', name: 'proto-tool', description: 'x', service: 'proto', arguments: [] });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors[0]).toMatchObject({ path: 'constructor' });
+    expect((await t.app.inject({ method: 'DELETE', url: '/tool-services/proto', headers: admin })).statusCode).toBe(200);
+  });
+
   it('refuses an unknown service', async () => {
     const res = await register({ ...seed('tell-joke'), name: 'orphan', service: 'no-such-service' });
     expect(res.statusCode).toBe(400);

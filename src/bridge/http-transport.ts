@@ -32,7 +32,15 @@ export async function callHttpTool(call: HttpCall, signal: AbortSignal): Promise
     const code = (err as { cause?: { code?: string } }).cause?.code;
     throw new ToolServiceError('tool-unreachable', `the tool's endpoint cannot be reached${code ? ` (${code})` : ''}`);
   }
-  const text = await readLimited(response, call.maxResponseBytes);
+  let text: string;
+  try {
+    text = await readLimited(response, call.maxResponseBytes);
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    if (err instanceof ToolServiceError) throw err;
+    // The tool dropped the connection mid-answer: as unreachable as not answering at all.
+    throw new ToolServiceError('tool-unreachable', 'the tool closed the connection before its answer was complete');
+  }
   // The tool's own refusal or failure is a bad gateway answer for the agent (502), with its status.
   if (response.status >= 400) throw new ToolServiceError(`http-${response.status}`, text.slice(0, 1000) || response.statusText);
   if (response.status >= 300) throw new ToolServiceError(`http-${response.status}`, 'the tool answered with a redirect, which the registry does not follow');

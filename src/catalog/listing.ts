@@ -51,7 +51,13 @@ function decodeCursor(text: string): Cursor {
 
 /** User words -> an FTS5 query: every word must match, as a prefix, quoted so syntax cannot break it. */
 export function ftsQuery(q: string): string | null {
-  const words = q.split(/\s+/).filter((w) => w !== '').slice(0, 16);
+  // Control characters (a NUL ends an FTS5 string early) are separators, never query text.
+  const words = q
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    .replace(/[\u0000-\u001f\u007f]/g, ' ')
+    .split(/\s+/)
+    .filter((w) => w !== '')
+    .slice(0, 16);
   if (words.length === 0) return null;
   return words.map((w) => `"${w.replaceAll('"', '""')}"*`).join(' ');
 }

@@ -99,7 +99,8 @@ export function parseTool(input: unknown, lookupService: ServiceLookup, prefix: 
     }
   }
   for (const param of service['config-params']) {
-    if (param.required && tool[param.name] === undefined) {
+    // Own keys only: a param named like an Object.prototype member must still be given.
+    if (param.required && !Object.hasOwn(tool, param.name)) {
       errors.push({ path: path(param.name), message: `required by service "${service.id}" but missing` });
     }
   }
@@ -111,7 +112,7 @@ export function parseTool(input: unknown, lookupService: ServiceLookup, prefix: 
 export function configValuesOf(tool: BusTool, service: ToolService): Record<string, unknown> {
   const config: Record<string, unknown> = {};
   for (const param of service['config-params']) {
-    if (tool[param.name] !== undefined) config[param.name] = tool[param.name];
+    if (Object.hasOwn(tool, param.name)) config[param.name] = tool[param.name];
   }
   return config;
 }

@@ -35,8 +35,8 @@ export default fp<{ config: Config }>(
       defaultTimeoutMs: callTimeoutMs,
       maxInflight,
       maxResponseBytes: 16 * 1024 * 1024,
-      // SQL on the error path only: tells a deleted tool (410) from one that never was (404).
-      wasDeleted: (name) => app.store.getTool(name)?.status === 'deleted',
+      // Tells a deleted tool (410) from one that never was (404), from the in-memory tombstones.
+      wasDeleted: (name) => app.catalog.getTombstone(name) !== undefined,
     });
     app.decorate('usage', usage);
     app.decorate('bridge', bridge);
