@@ -205,7 +205,7 @@ describe('the change feed', () => {
   let port: number;
   let admin: Record<string, string>;
   beforeAll(async () => {
-    t = await createTestApp({ RATE_LIMIT_MAX: '0' });
+    t = await createTestApp({ RATE_LIMIT_MAX: '0', BODY_LIMIT: String(16 * 1024 * 1024) });
     admin = bearer(t.token(['registry:write']));
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as AddressInfo).port;
@@ -241,6 +241,25 @@ describe('the change feed', () => {
       events.slice(2).map((e) => [e.data['op'], e.data['name'], e.data['index']]),
     );
   });
+
+  it('replays a long log page by page and hands over to live events without gaps or repeats', async () => {
+    const start = t.app.catalog.index;
+    const tools = Array.from({ length: 6000 }, (_, i) => tool(`bulk-${String(i).padStart(4, '0')}`, ['bulk']));
+    expect((await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { tools } })).statusCode).toBe(200);
+    for (let i = 0; i < 20; i++) await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`single-${i}`, ['bulk']) });
+    const feed = readChanges(port, { ...bearer(t.token(['bulk'])), 'last-event-id': String(start) }, 6025);
+    // Writes while the replay runs: they come after it, once each.
+    for (let i = 0; i < 5; i++) await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`during-${i}`, ['bulk']) });
+    const { events, close } = await feed;
+    await new Promise((r) => setTimeout(r, 200));
+    close();
+    expect(events).toHaveLength(6025);
+    const names = events.map((e) => String(e.data['name']));
+    expect(new Set(names).size).toBe(6025);
+    expect(names.slice(-5)).toEqual(['during-0', 'during-1', 'during-2', 'during-3', 'during-4']);
+    const indexes = events.map((e) => Number(e.data['index']));
+    expect([...indexes].sort((x, y) => x - y)).toEqual(indexes);
+  }, 60_000);
 
   it('shows tool-service changes to admins only', async () => {
     const feed = readChanges(port, admin, 1);
