@@ -322,7 +322,11 @@ export class PulsarWsClient {
 
   /** @internal called by channels */
   connectionChanged(): void {
+    const was = this.connected;
     this.#wasConnected = [...this.#subscriptions.values(), ...this.#producers.values()].some((c) => c.open);
+    const now = this.connected;
+    if (was && !now) this.options.log?.warn({ url: this.options.url }, 'lost the connection to the message bus; reconnecting with backoff');
+    if (!was && now) this.options.log?.info({ url: this.options.url }, 'connected to the message bus');
   }
 
   /**
@@ -366,7 +370,9 @@ export class PulsarWsClient {
   #subscription(topic: string): ResponseSubscription {
     let sub = this.#subscriptions.get(topic);
     if (!sub) {
-      const url = `${this.#base()}/ws/v2/consumer/${topicPath(topic)}/${encodeURIComponent(this.#subscriptionName)}?subscriptionType=Exclusive`;
+      // NonDurable: the subscription goes away with the connection, so a restarted registry
+      // leaves no orphaned subscription (and backlog) behind on a persistent response topic.
+      const url = `${this.#base()}/ws/v2/consumer/${topicPath(topic)}/${encodeURIComponent(this.#subscriptionName)}?subscriptionType=Exclusive&subscriptionMode=NonDurable`;
       sub = new ResponseSubscription(this, url);
       this.#subscriptions.set(topic, sub);
     }

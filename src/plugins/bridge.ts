@@ -25,7 +25,7 @@ export default fp<{ config: Config }>(
     usage.load();
     const { pulsarWsUrl, pulsarToken, callTimeoutMs, maxInflight, connectTimeoutMs } = config.bridge;
     const bus = pulsarWsUrl
-      ? new PulsarWsClient({ url: pulsarWsUrl, token: pulsarToken, connectTimeoutMs, subscriptionPrefix: 'tool-registry' })
+      ? new PulsarWsClient({ url: pulsarWsUrl, token: pulsarToken, connectTimeoutMs, subscriptionPrefix: 'tool-registry', log: app.log })
       : undefined;
     if (!bus) app.log.info('no PULSAR_WS_URL: message-bus tools are listed but calls to them answer 503');
     const bridge = new ToolBridge({
