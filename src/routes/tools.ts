@@ -46,7 +46,8 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config 
     const caller = request.caller;
     const discoverable = (key: Parameters<typeof Catalog.visible>[1] | null) => key !== null && entry !== undefined && Catalog.visible(entry.tool, key);
     const anonymousKey = config.anonymousDiscovery === 'none' ? null : viewKeyFor({ kind: 'anonymous' }, config.anonymousDiscovery);
-    const callerKey = caller.kind === 'token' ? viewKeyFor(caller, config.anonymousDiscovery, app.catalog) : anonymousKey;
+    // For anonymous callers this follows the view rules: 401 under ANONYMOUS_DISCOVERY=none.
+    const callerKey = viewKeyFor(caller, config.anonymousDiscovery, app.catalog);
     if (!entry || !(discoverable(callerKey) || discoverable(anonymousKey) || hasAnyScope(caller, [config.adminScope]))) {
       throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
     }
