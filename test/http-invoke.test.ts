@@ -76,6 +76,12 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
     expect(request?.headers['authorization']).toBe(`Bearer ${token}`);
   });
 
+  it('never forwards a token that carries the admin scope', async () => {
+    const res = await invoke('calculator', { expression: '1' }, bearer(t.token(['calculator:use', 'registry:write'])));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(seen.at(-1)?.headers['authorization']).toBeUndefined();
+  });
+
   it('does not forward the token when the descriptor says so, and passes plain text through', async () => {
     const res = await invoke('plain', {}, bearer(t.token([])));
     expect(res.statusCode).toBe(200);

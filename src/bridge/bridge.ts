@@ -23,6 +23,8 @@ export interface BridgeOptions {
   defaultTimeoutMs: number;
   maxInflight: number;
   maxResponseBytes: number;
+  /** The registry's admin scope: tokens carrying it are not forwarded to tools. */
+  adminScope: string;
   /** Whether a name that is not live was deleted (tombstone), for 410 rather than 404. */
   wasDeleted: (name: string) => boolean;
 }
@@ -126,7 +128,7 @@ export class ToolBridge {
           {
             ...tool.http,
             arguments: args as Record<string, unknown>,
-            authorization: tool.http.forwardAuthorization ? request.authorization : undefined,
+            authorization: tool.http.forwardAuthorization && !this.#carriesAdminScope(request.caller) ? request.authorization : undefined,
             maxResponseBytes: this.#options.maxResponseBytes,
           },
           controller.signal,
@@ -169,6 +171,14 @@ export class ToolBridge {
       },
       signal,
     );
+  }
+
+  /**
+   * A token that can write to the registry is never handed to a tool's host: whoever runs the
+   * tool (or sits on the path to it) could replay it against the registry.
+   */
+  #carriesAdminScope(caller: Caller): boolean {
+    return caller.kind === 'token' && caller.scopes.has(this.#options.adminScope);
   }
 
   #classify(err: unknown, toolName: string, finish: (outcome: CallOutcome) => number): Error {

@@ -353,7 +353,8 @@ export class Catalog {
   }
 }
 
-function viewKeyString(key: ViewKey): string {
+/** A view key as a string: `all`, `public`, or `scopes:` and the sorted scopes. */
+export function viewKeyString(key: ViewKey): string {
   if (key.kind !== 'scopes') return key.kind;
   return `scopes:${[...key.scopes].sort().join(' ')}`;
 }

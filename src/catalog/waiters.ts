@@ -6,7 +6,7 @@
  * beyond its entry here.
  */
 import { RegistryError } from '../errors.js';
-import type { Catalog, CatalogView, ViewKey } from './catalog.js';
+import { viewKeyString, type Catalog, type CatalogView, type ViewKey } from './catalog.js';
 
 interface Waiter {
   key: ViewKey;
@@ -78,7 +78,8 @@ export class ViewWaiters {
     const promise = new Promise<CatalogView>((resolve) => {
       waiter = { key, index, etag: view.etag, deadline: Date.now() + waitMs, resolve };
     });
-    const group = this.#groupKey(key);
+    // Grouped by the caller's own scopes (not the normalised key, which can change under them).
+    const group = viewKeyString(key);
     let set = this.#groups.get(group);
     if (!set) {
       set = new Set();
@@ -112,10 +113,6 @@ export class ViewWaiters {
         headers: { 'retry-after': '5' },
       });
     }
-  }
-
-  #groupKey(key: ViewKey): string {
-    return key.kind === 'scopes' ? `scopes:${[...key.scopes].sort().join(' ')}` : key.kind;
   }
 
   #wake(): void {

@@ -35,6 +35,7 @@ export default fp<{ config: Config }>(
       defaultTimeoutMs: callTimeoutMs,
       maxInflight,
       maxResponseBytes: 16 * 1024 * 1024,
+      adminScope: config.adminScope,
       // Tells a deleted tool (410) from one that never was (404), from the in-memory tombstones.
       wasDeleted: (name) => app.catalog.getTombstone(name) !== undefined,
     });

@@ -39,7 +39,7 @@ const DETAILS: Partial<Record<ErrorCode, string>> = {
 };
 
 /** Turns any thrown value into a catalogue code and a safe detail (5xx details stay hidden). */
-function classify(err: unknown): { code: ErrorCode; detail: string; error?: RegistryError } {
+export function problemOf(err: unknown): { code: ErrorCode; detail: string; error?: RegistryError } {
   if (err instanceof RegistryError) return { code: err.code, detail: err.message, error: err };
   const fastifyError = err as Partial<FastifyError> | undefined;
   const mapped = fastifyError?.code ? FASTIFY_CODES[fastifyError.code] : undefined;
@@ -55,15 +55,20 @@ function classify(err: unknown): { code: ErrorCode; detail: string; error?: Regi
   return { code: 'TR_ERR_INTERNAL', detail: 'an internal error occurred; it has been logged' };
 }
 
-export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, error?: RegistryError) {
+/** The problem-details body for an error (also sent as an SSE `error` event). */
+export function problemBody(code: ErrorCode, detail: string, error?: RegistryError): Record<string, unknown> {
   const { status, title } = ERRORS[code];
-  reply.request.problemCode = code;
-  if (error?.headers) reply.headers(error.headers);
-  if (error?.challenge) reply.header('www-authenticate', bearerChallenge(error.challenge, reply.server.resourceMetadataUrl));
   const body: Record<string, unknown> = { type: problemType(code), title, status, detail, code };
   if (error?.fieldErrors) body['errors'] = error.fieldErrors;
   if (error?.extra) Object.assign(body, error.extra);
-  return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(body);
+  return body;
+}
+
+export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, error?: RegistryError) {
+  reply.request.problemCode = code;
+  if (error?.headers) reply.headers(error.headers);
+  if (error?.challenge) reply.header('www-authenticate', bearerChallenge(error.challenge, reply.server.resourceMetadataUrl));
+  return reply.code(ERRORS[code].status).type(PROBLEM_CONTENT_TYPE).send(problemBody(code, detail, error));
 }
 
 /**
@@ -81,7 +86,7 @@ export default fp<{ resourceMetadataUrl?: string }>(
   async (app, options) => {
     app.decorate('resourceMetadataUrl', options.resourceMetadataUrl);
     app.setErrorHandler((err, request: FastifyRequest, reply) => {
-      const { code, detail, error } = classify(err);
+      const { code, detail, error } = problemOf(err);
       const status = ERRORS[code].status;
       if (status >= 500) request.log.error({ err }, 'request failed');
       else request.log.info({ code, detail }, 'request refused');

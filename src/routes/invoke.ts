@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { ERRORS, isRegistryError, problemType } from '../errors.js';
+import { problemBody, problemOf } from '../plugins/errors.js';
 
 interface NameParams {
   name: string;
@@ -54,11 +54,10 @@ const invokeRoutes: FastifyPluginAsync = async (app) => {
       reply.raw.end(sse('result', result));
     } catch (err) {
       if (!started) throw err;
-      const code = isRegistryError(err) ? err.code : 'TR_ERR_INTERNAL';
-      const { status, title } = ERRORS[code];
-      const detail = isRegistryError(err) ? err.message : 'an internal error occurred';
-      if (!isRegistryError(err)) request.log.error({ err }, 'streamed call failed');
-      reply.raw.end(sse('error', { type: problemType(code), title, status, detail, code, ...(isRegistryError(err) ? err.extra : {}) }));
+      // Once streaming, the failure is an event in the one problem shape.
+      const { code, detail, error } = problemOf(err);
+      if (!error) request.log.error({ err }, 'streamed call failed');
+      reply.raw.end(sse('error', problemBody(code, detail, error)));
     }
     return reply;
   });
