@@ -118,6 +118,7 @@ export const SETTINGS = {
   RATE_LIMIT_WRITE_MAX: { help: 'writes per window per caller', default: '300', schema: integer(0, 10_000_000) },
   RATE_LIMIT_WINDOW_S: { help: 'rate-limit window in seconds', default: '60', schema: integer(1, 86_400) },
   AUDIT_RETENTION_DAYS: { help: 'days audit entries are kept', default: '90', schema: integer(1, 36_500) },
+  USAGE_RETENTION_DAYS: { help: 'days tool-call records (behind /stats usage) are kept', default: '90', schema: integer(1, 36_500) },
   MAX_WAITERS: { help: 'blocking queries and change streams held at once; past it 503 with Retry-After', default: '20000', schema: integer(1, 10_000_000) },
   ANONYMOUS_MAX_AGE_S: { help: 'seconds shared caches may keep the anonymous discovery view (0: always revalidate)', default: '0', schema: integer(0, 86_400) },
   VIEW_CACHE_BYTES: { help: 'bytes of serialised discovery views kept in memory', default: String(64 * 1024 * 1024), schema: integer(0, 16 * 1024 ** 3) },
@@ -158,6 +159,7 @@ export interface Config {
   };
   rateLimit: { max: number; writeMax: number; windowS: number };
   auditRetentionDays: number;
+  usageRetentionDays: number;
   bodyLimit: number;
   maxHeaderSize: number;
   maxConnections: number;
@@ -261,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<Setting
     },
     rateLimit: { max: get<number>('RATE_LIMIT_MAX'), writeMax: get<number>('RATE_LIMIT_WRITE_MAX'), windowS: get<number>('RATE_LIMIT_WINDOW_S') },
     auditRetentionDays: get<number>('AUDIT_RETENTION_DAYS'),
+    usageRetentionDays: get<number>('USAGE_RETENTION_DAYS'),
     bodyLimit: get<number>('BODY_LIMIT'),
     maxHeaderSize: get<number>('MAX_HEADER_SIZE'),
     maxConnections: get<number>('MAX_CONNECTIONS'),

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/store/database.js';
 import { loadMigrations, migrate, MigrationError } from '../src/store/migrations.js';
 import { RegistryStore } from '../src/store/registry-store.js';
+import { UsageStore } from '../src/store/usage-store.js';
 import { parseTool, parseToolService } from '../src/descriptors/resolve.js';
 import { bearer, createTestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
@@ -115,3 +116,17 @@ describe('restart', () => {
     }
   });
 });
+
+describe('usage records', () => {
+  it('are pruned by age, and the recent ones kept', () => {
+    const { db } = memoryStore();
+    const usage = new UsageStore(db);
+    usage.insertMany([
+      { at: '2026-01-01T00:00:00.000Z', tool: 'old', sub: 'a', outcome: 'ok', durationMs: 1 },
+      { at: '2026-11-29T00:00:00.000Z', tool: 'new', sub: 'a', outcome: 'ok', durationMs: 2 },
+    ]);
+    expect(usage.prune('2026-06-01T00:00:00.000Z')).toBe(1);
+    expect(usage.counts().map((c) => c.tool)).toEqual(['new']);
+  });
+});
+

@@ -22,6 +22,17 @@ export default fp<{ config: Config }>(
       window: 1024,
       onError: (err) => app.log.error({ err }, 'writing usage records failed'),
     });
+    // Bounded by age, so the table (and the aggregation at startup) does not grow for ever.
+    const prune = () => {
+      try {
+        const removed = app.usageStore.prune(new Date(Date.now() - config.usageRetentionDays * 86_400_000).toISOString());
+        if (removed > 0) app.log.info({ removed }, 'pruned tool-call records past retention');
+      } catch (err) {
+        app.log.error({ err }, 'pruning tool-call records failed');
+      }
+    };
+    prune();
+    const pruneTimer = setInterval(prune, 3_600_000).unref();
     usage.load();
     const { pulsarWsUrl, pulsarToken, callTimeoutMs, maxInflight, connectTimeoutMs } = config.bridge;
     const bus = pulsarWsUrl
@@ -42,6 +53,7 @@ export default fp<{ config: Config }>(
     app.decorate('usage', usage);
     app.decorate('bridge', bridge);
     app.addHook('onClose', async () => {
+      clearInterval(pruneTimer);
       bus?.close();
       usage.flush();
     });

@@ -16,6 +16,7 @@ export class UsageStore {
   readonly #insert;
   readonly #counts;
   readonly #recent;
+  readonly #prune;
 
   constructor(db: SqliteDatabase) {
     this.#db = db;
@@ -24,6 +25,12 @@ export class UsageStore {
     this.#recent = db.prepare(`SELECT tool, duration_ms AS durationMs FROM (
         SELECT tool, duration_ms, row_number() OVER (PARTITION BY tool ORDER BY id DESC) AS r FROM tool_calls WHERE outcome != 'denied'
       ) WHERE r <= ? ORDER BY tool`);
+    this.#prune = db.prepare('DELETE FROM tool_calls WHERE at < ?');
+  }
+
+  /** Deletes records older than `before` (ISO time); returns how many went. */
+  prune(before: string): number {
+    return this.#prune.run(before).changes;
   }
 
   insertMany(records: readonly CallRecord[]): void {
