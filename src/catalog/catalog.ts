@@ -96,6 +96,11 @@ export class Catalog {
     this.#views = new LruByteCache(options.viewCacheBytes);
   }
 
+  /** The article's `service` field of discovery responses. */
+  get serviceName(): string {
+    return this.#options.serviceName;
+  }
+
   /** The registry index this catalogue reflects. */
   get index(): number {
     return this.#index;

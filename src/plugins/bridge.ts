@@ -4,6 +4,9 @@ import { PulsarWsClient } from '../bridge/pulsar-ws.js';
 import type { Config } from '../config.js';
 import { UsageTracker } from '../usage/tracker.js';
 
+/** The most of one call's observation the registry keeps, whichever transport carries it. */
+const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
 declare module 'fastify' {
   interface FastifyInstance {
     bridge: ToolBridge;
@@ -36,7 +39,7 @@ export default fp<{ config: Config }>(
     usage.load();
     const { pulsarWsUrl, pulsarToken, callTimeoutMs, maxInflight, connectTimeoutMs } = config.bridge;
     const bus = pulsarWsUrl
-      ? new PulsarWsClient({ url: pulsarWsUrl, token: pulsarToken, connectTimeoutMs, subscriptionPrefix: 'tool-registry', log: app.log })
+      ? new PulsarWsClient({ url: pulsarWsUrl, token: pulsarToken, connectTimeoutMs, subscriptionPrefix: 'tool-registry', maxResponseBytes: MAX_RESPONSE_BYTES, log: app.log })
       : undefined;
     if (!bus) app.log.info('no PULSAR_WS_URL: message-bus tools are listed but calls to them answer 503');
     const bridge = new ToolBridge({
@@ -45,7 +48,7 @@ export default fp<{ config: Config }>(
       usage,
       defaultTimeoutMs: callTimeoutMs,
       maxInflight,
-      maxResponseBytes: 16 * 1024 * 1024,
+      maxResponseBytes: MAX_RESPONSE_BYTES,
       adminScope: config.adminScope,
       // Tells a deleted tool (410) from one that never was (404), from the in-memory tombstones.
       wasDeleted: (name) => app.catalog.getTombstone(name) !== undefined,

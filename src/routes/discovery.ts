@@ -71,7 +71,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
       const listing = app.listing.list(key, { limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since });
       cacheHeaders(reply, tokenView);
       reply.header('x-registry-index', String(listing.index));
-      return { service: 'tool-registry', protocol: 'tool-discovery', tools: listing.tools, nextCursor: listing.nextCursor };
+      return { service: app.catalog.serviceName, protocol: 'tool-discovery', tools: listing.tools, nextCursor: listing.nextCursor };
     }
 
     let view: CatalogView;
@@ -82,12 +82,11 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
       const onClose = () => wait.cancel();
       reply.raw.once('close', onClose);
       try {
+        // Resolved with the view as it is when the waiter is answered: the current index.
         view = await wait.view;
       } finally {
         reply.raw.off('close', onClose);
       }
-      // The registry's current index, so the caller's next query waits from here.
-      view = app.catalog.view(key);
     } else {
       view = app.catalog.view(key);
     }
