@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELP } from '../src/cli/help.js';
 import { flagOf, SETTINGS, type SettingName } from '../src/config.js';
-import { ERRORS, type ErrorCode } from '../src/errors.js';
+import { ERRORS, type ErrorCode } from '../src/model/errors.js';
 
 export const README_PATH = join(import.meta.dirname, '..', 'README.md');
 

@@ -5,10 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ScopeSchema } from './descriptors/schemas.js';
+import { ScopeSchema } from './model/schemas.js';
+import { ANONYMOUS_POLICIES, type AnonymousPolicy } from './model/visibility.js';
 
-export const ANONYMOUS_POLICIES = ['full', 'public', 'none'] as const;
-export type AnonymousPolicy = (typeof ANONYMOUS_POLICIES)[number];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

@@ -3,7 +3,7 @@
  * requests finish, the database closes, exit 0).
  */
 import type { FastifyInstance } from 'fastify';
-import { buildApp, redactUrl } from './app.js';
+import { buildApp, redactUrl } from './http/app.js';
 import type { Config } from './config.js';
 
 export function loggerOptions(config: Config, pretty: boolean) {

@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { Catalog } from '../src/catalog/catalog.js';
 import { LruByteCache } from '../src/catalog/lru-byte-cache.js';
-import { parseTool } from '../src/descriptors/resolve.js';
-import type { ToolRecord } from '../src/store/registry-store.js';
+import { parseTool } from '../src/model/resolve.js';
+import type { ToolRecord } from '../src/model/records.js';
 import { seed } from './helpers/fixtures.js';
 
 function record(name: string, index: number, overrides: Record<string, unknown> = {}): ToolRecord {

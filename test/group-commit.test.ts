@@ -3,7 +3,7 @@
  * savepoint, so a failing write rolls back alone and every write keeps its own index.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RegistryError } from '../src/errors.js';
+import { RegistryError } from '../src/model/errors.js';
 import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
 
@@ -62,7 +62,7 @@ describe('group commit', () => {
 
   it('tells nobody of a batch whose commit fails, refuses it, and puts the catalogue back', async () => {
     const heard: number[] = [];
-    const off = t.app.catalog.onChange((index) => heard.push(index));
+    const off = t.app.changes.subscribe((index) => heard.push(index));
     const group = t.app.store.group.bind(t.app.store);
     const before = t.app.catalog.index;
     // The writes run, then the commit fails (a full disk, say): the transaction rolls back.

@@ -11,7 +11,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ERRORS } from '../src/errors.js';
+import { ERRORS } from '../src/model/errors.js';
 import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
 

@@ -7,7 +7,7 @@ import { openDatabase } from '../src/store/database.js';
 import { loadMigrations, migrate, MigrationError } from '../src/store/migrations.js';
 import { RegistryStore } from '../src/store/registry-store.js';
 import { UsageStore } from '../src/store/usage-store.js';
-import { parseTool, parseToolService } from '../src/descriptors/resolve.js';
+import { parseTool, parseToolService } from '../src/model/resolve.js';
 import { bearer, createTestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
 

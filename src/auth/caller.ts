@@ -2,20 +2,8 @@
  * Turning a request's credentials into a Caller. The token check itself is passed in (the HTTP
  * layer builds it from @fastify/jwt), so this stays plain TypeScript.
  */
-import { RegistryError } from '../errors.js';
-
-export type Caller =
-  | { kind: 'anonymous' }
-  | {
-      kind: 'token';
-      /** The token's subject (agent or client id). */
-      sub: string | undefined;
-      iss: string | undefined;
-      /** Every granted scope, merged from `scope`, `scp` and `scopes`. */
-      scopes: ReadonlySet<string>;
-    };
-
-export const ANONYMOUS: Caller = Object.freeze({ kind: 'anonymous' });
+import { ANONYMOUS, type Caller } from '../model/caller.js';
+import { RegistryError } from '../model/errors.js';
 
 /** Verifies a compact JWT and returns its claims, or throws (any error means invalid). */
 export type TokenVerifier = (token: string) => Promise<Record<string, unknown>>;
@@ -134,26 +122,5 @@ function describeVerifyError(err: unknown): string {
       return 'the token is malformed';
     default:
       return 'the token is not valid';
-  }
-}
-
-/** Whether the caller holds at least one of `scopes` (an empty list needs none). */
-export function hasAnyScope(caller: Caller, scopes: readonly string[]): boolean {
-  if (scopes.length === 0) return true;
-  return caller.kind === 'token' && scopes.some((s) => caller.scopes.has(s));
-}
-
-/** Throws 401 for anonymous callers and 403 for tokens without any of `scopes`. */
-export function requireScope(caller: Caller, scopes: readonly string[], what: string): void {
-  if (caller.kind === 'anonymous') {
-    throw new RegistryError('TR_ERR_UNAUTHENTICATED', `${what} needs a bearer token with scope ${scopes.join(' or ')}`, {
-      challenge: { scope: scopes },
-    });
-  }
-  if (!hasAnyScope(caller, scopes)) {
-    const description = `${what} needs scope ${scopes.join(' or ')}`;
-    throw new RegistryError('TR_ERR_INSUFFICIENT_SCOPE', description, {
-      challenge: { error: 'insufficient_scope', description, scope: scopes },
-    });
   }
 }

@@ -4,12 +4,12 @@
  * and return the observation or an error with a stable type.
  */
 import { randomUUID } from 'node:crypto';
-import { requireScope, type Caller } from '../auth/caller.js';
+import { requireScope, type Caller } from '../model/caller.js';
 import type { Catalog } from '../catalog/catalog.js';
-import { configValuesOf } from '../descriptors/resolve.js';
-import type { BusTool } from '../descriptors/schemas.js';
-import { RegistryError } from '../errors.js';
-import type { CallOutcome } from '../store/usage-store.js';
+import { configValuesOf } from '../model/resolve.js';
+import type { BusTool } from '../model/schemas.js';
+import { RegistryError } from '../model/errors.js';
+import type { CallOutcome } from '../model/records.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import { BridgeUnavailableError, CallTimeoutError, RequestTooLargeError, ToolServiceError } from './errors.js';
 import { callHttpTool } from './http-transport.js';
@@ -112,7 +112,7 @@ export class ToolBridge {
     if (this.#inflight >= this.#options.maxInflight) {
       finish('unavailable');
       throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `${this.#inflight} calls are in flight, the most this registry carries at once; retry shortly`, {
-        headers: { 'retry-after': '1' },
+        retryAfterS: 1,
       });
     }
 
@@ -198,7 +198,7 @@ export class ToolBridge {
     }
     if (err instanceof BridgeUnavailableError) {
       finish('unavailable');
-      return new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${toolName} cannot be reached now: ${err.message}`, { headers: { 'retry-after': '5' } });
+      return new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${toolName} cannot be reached now: ${err.message}`, { retryAfterS: 5 });
     }
     finish('unavailable');
     return err instanceof Error ? err : new Error(String(err));

@@ -3,11 +3,12 @@
  * full-text search, and filters by scope and by time of change (tombstones included). The full
  * list stays the precomputed fast path in Catalog.view; these are built per request.
  */
-import { normaliseTool } from '../descriptors/normalise.js';
-import { RegistryError } from '../errors.js';
-import type { ToolRecord } from '../store/registry-store.js';
-import { Catalog, type ViewKey } from './catalog.js';
-import { publicToolView, type PublicTool } from './public-view.js';
+import { normaliseTool } from '../model/normalise.js';
+import { RegistryError } from '../model/errors.js';
+import type { ToolRecord } from '../model/records.js';
+import { visibleScopes, type ViewKey } from '../model/visibility.js';
+import type { Catalog } from './catalog.js';
+import { publicToolView, type PublicTool } from '../model/public-view.js';
 
 export interface ListingQuery {
   limit?: number | undefined;
@@ -84,7 +85,7 @@ export class CatalogListing {
     const limit = Math.min(query.limit ?? DEFAULT_PAGE, MAX_PAGE);
     const index = this.#catalog.index;
     const keep = (c: Candidate) =>
-      Catalog.visibleScopes(c.scopes, key) &&
+      visibleScopes(c.scopes, key) &&
       (query.scope === undefined || c.scopes.includes(query.scope)) &&
       (query.updatedSince === undefined || c.updatedAt >= query.updatedSince);
 

@@ -1,12 +1,14 @@
 /**
  * Blocking queries with Consul's semantics: a caller that passes the index it last saw waits
  * until its own view changes or its wait elapses. Waiters are grouped by view, so one write
- * computes each waiting view once; one broadcaster (the catalogue's change listener) wakes
+ * computes each waiting view once; one broadcaster (a change-bus listener) wakes
  * them and one coarse ticker ends expired waits. A waiter holds no timer or closure of its own
  * beyond its entry here.
  */
-import { RegistryError } from '../errors.js';
-import { viewKeyString, type Catalog, type CatalogView, type ViewKey } from './catalog.js';
+import { RegistryError } from '../model/errors.js';
+import type { ChangeListener } from '../model/records.js';
+import { viewKeyString, type ViewKey } from '../model/visibility.js';
+import type { Catalog, CatalogView } from './catalog.js';
 
 interface Waiter {
   key: ViewKey;
@@ -41,10 +43,11 @@ export class ViewWaiters {
   /** Extra long-lived listeners (change-feed streams) that share the MAX_WAITERS budget. */
   #reserved = 0;
 
-  constructor(catalog: Catalog, options: WaitersOptions) {
+  /** `subscribe` is the change bus's: waiters wake only after a write has committed. */
+  constructor(catalog: Catalog, subscribe: (listener: ChangeListener) => () => void, options: WaitersOptions) {
     this.#catalog = catalog;
     this.#options = options;
-    this.#unsubscribe = catalog.onChange(() => this.#wake());
+    this.#unsubscribe = subscribe(() => this.#wake());
   }
 
   /** Waiters plus reserved stream slots. */
@@ -110,7 +113,7 @@ export class ViewWaiters {
   #ensureRoom(): void {
     if (this.size >= this.#options.maxWaiters) {
       throw new RegistryError('TR_ERR_UNAVAILABLE', `${this.size} blocking queries and streams are open, the most this registry holds; retry shortly`, {
-        headers: { 'retry-after': '5' },
+        retryAfterS: 5,
       });
     }
   }

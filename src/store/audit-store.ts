@@ -3,30 +3,8 @@
  * transaction (see RegistryStore); refusals arrive in floods, so they are buffered and written
  * in batches (src/plugins/audit.ts). Reads use keyset pagination on the id, newest first.
  */
+import type { AuditEntry, AuditEntryInput, AuditOutcome } from '../model/records.js';
 import type { SqliteDatabase } from './database.js';
-
-export type AuditOutcome = 'ok' | 'denied' | 'invalid' | 'error';
-
-export interface AuditEntryInput {
-  at: string;
-  sub: string | null;
-  iss: string | null;
-  /** Client address. */
-  client: string | null;
-  /** e.g. `tool.put`, `tool.delete`, `tool-service.put`, `import`, `tool.invoke`. */
-  action: string;
-  /** Tool name or service id, where there is one. */
-  target: string | null;
-  outcome: AuditOutcome;
-  status: number;
-  detail: string | null;
-  requestId: string | null;
-}
-
-export interface AuditEntry extends AuditEntryInput {
-  id: number;
-  registryIndex: number | null;
-}
 
 export interface AuditQuery {
   /** Entries with an id below this (the cursor). */

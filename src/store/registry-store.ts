@@ -4,37 +4,14 @@
  * Driver errors become domain errors here, so nothing above compares SQLite messages.
  */
 import Database from 'better-sqlite3';
-import { RegistryError } from '../errors.js';
-import type { ToolDescriptor, ToolKind, ToolService } from '../descriptors/schemas.js';
-import type { AuditEntryInput, AuditStore } from './audit-store.js';
+import { RegistryError } from '../model/errors.js';
+import type { ToolDescriptor, ToolKind, ToolService } from '../model/schemas.js';
+import type { AuditEntryInput, ChangeRecord, PutResult, ServiceRecord, ToolRecord, ToolStatus } from '../model/records.js';
+import type { AuditStore } from './audit-store.js';
 import type { SqliteDatabase } from './database.js';
 
 /** Builds a write's audit entry from its result, inside the write's transaction. */
 export type AuditFor<T> = (result: T) => AuditEntryInput;
-
-export type ToolStatus = 'active' | 'deprecated' | 'deleted';
-
-export interface ServiceRecord {
-  id: string;
-  descriptor: ToolService;
-  status: 'active' | 'deleted';
-  /** Registry index of the write that (re)created it. */
-  createIndex: number;
-  /** Registry index of the last write that touched it. */
-  index: number;
-  updatedAt: string;
-}
-
-export interface ToolRecord {
-  name: string;
-  kind: ToolKind;
-  serviceId: string | null;
-  descriptor: ToolDescriptor;
-  status: ToolStatus;
-  createIndex: number;
-  index: number;
-  updatedAt: string;
-}
 
 /** A tool ready to be stored. */
 export interface ToolWrite {
@@ -42,23 +19,6 @@ export interface ToolWrite {
   kind: ToolKind;
   serviceId: string | null;
   descriptor: ToolDescriptor;
-}
-
-export interface PutResult<T> {
-  record: T;
-  created: boolean;
-}
-
-/** One row of the change log. */
-export interface ChangeRecord {
-  seq: number;
-  index: number;
-  kind: 'tool' | 'tool-service';
-  name: string;
-  op: 'upsert' | 'delete';
-  /** Scopes that granted the tool before the change; null where it did not exist. */
-  scopesBefore: string[] | null;
-  scopesAfter: string[] | null;
 }
 
 export interface ImportResult {

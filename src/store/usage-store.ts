@@ -1,14 +1,5 @@
+import type { CallOutcome, CallRecord } from '../model/records.js';
 import type { SqliteDatabase } from './database.js';
-
-export type CallOutcome = 'ok' | 'service-error' | 'timeout' | 'unavailable' | 'denied';
-
-export interface CallRecord {
-  at: string;
-  tool: string;
-  sub: string | null;
-  outcome: CallOutcome;
-  durationMs: number;
-}
 
 /** Tool-call records in SQLite: written in batches, aggregated once at startup. */
 export class UsageStore {

@@ -4,7 +4,8 @@
  * (one transaction per flush, not per call) and the figures are rebuilt from it at startup.
  */
 import { BatchWriter } from '../store/batch-writer.js';
-import type { CallOutcome, CallRecord, UsageStore } from '../store/usage-store.js';
+import type { CallOutcome, CallRecord } from '../model/records.js';
+import type { UsageStore } from '../store/usage-store.js';
 
 export interface UsageOptions {
   flushIntervalMs: number;

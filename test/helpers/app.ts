@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSigner } from 'fast-jwt';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.js';
+import { buildApp } from '../../src/http/app.js';
 import { loadConfig, type Config, type SettingName } from '../../src/config.js';
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';

@@ -1,14 +1,16 @@
 import fp from 'fastify-plugin';
-import { Catalog } from '../catalog/catalog.js';
-import { CatalogListing } from '../catalog/listing.js';
-import { ViewWaiters } from '../catalog/waiters.js';
-import { RegistryService } from '../catalog/registry-service.js';
-import type { Config } from '../config.js';
-import { openDatabase } from '../store/database.js';
-import { migrate } from '../store/migrations.js';
-import { AuditStore } from '../store/audit-store.js';
-import { RegistryStore } from '../store/registry-store.js';
-import { UsageStore } from '../store/usage-store.js';
+import { Catalog } from '../../catalog/catalog.js';
+import { CatalogListing } from '../../catalog/listing.js';
+import { ViewWaiters } from '../../catalog/waiters.js';
+import { ChangeBus } from '../../registry/change-bus.js';
+import { ChangeFeed } from '../../registry/change-feed.js';
+import { RegistryService } from '../../registry/registry-service.js';
+import type { Config } from '../../config.js';
+import { openDatabase } from '../../store/database.js';
+import { migrate } from '../../store/migrations.js';
+import { AuditStore } from '../../store/audit-store.js';
+import { RegistryStore } from '../../store/registry-store.js';
+import { UsageStore } from '../../store/usage-store.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,8 +18,12 @@ declare module 'fastify' {
     store: RegistryStore;
     /** The in-memory catalogue every read is served from. */
     catalog: Catalog;
-    /** The write path: validate, store, swap into the catalogue. */
+    /** The write path: validate, store, swap into the catalogue, publish after the commit. */
     registry: RegistryService;
+    /** Every committed write, for whoever follows the registry (waiters, feeds, sessions). */
+    changes: ChangeBus;
+    /** The change feed in one caller's view, replayed and then live. */
+    changeFeed: ChangeFeed;
     /** The audit log. */
     auditStore: AuditStore;
     /** Tool-call records. */
@@ -55,8 +61,11 @@ export default fp<RegistryPluginOptions>(
     app.decorate('auditStore', auditStore);
     app.decorate('usageStore', new UsageStore(db));
     app.decorate('catalog', catalog);
-    app.decorate('registry', new RegistryService(store, catalog));
-    const waiters = new ViewWaiters(catalog, { maxWaiters: config.maxWaiters });
+    const changes = new ChangeBus((err) => app.log.error({ err }, 'a change listener failed'));
+    app.decorate('changes', changes);
+    app.decorate('registry', new RegistryService(store, catalog, changes));
+    app.decorate('changeFeed', new ChangeFeed(store, changes, () => catalog.index));
+    const waiters = new ViewWaiters(catalog, (listener) => changes.subscribe(listener), { maxWaiters: config.maxWaiters });
     app.decorate('waiters', waiters);
     app.decorate('listing', new CatalogListing(catalog, (match, limit) => store.search(match, limit), config.publicUrl));
     // Before the server stops accepting: answer held requests so that close does not wait on them.

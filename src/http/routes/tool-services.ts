@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { RegistryError } from '../errors.js';
+import { RegistryError } from '../../model/errors.js';
 import { actorOf } from '../plugins/audit.js';
-import { serviceRecordBody } from './records.js';
+import { serviceRecordBody } from '../../model/record-bodies.js';
 
 interface IdParams {
   id: string;

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import type { CatalogView } from '../catalog/catalog.js';
-import { MAX_PAGE } from '../catalog/listing.js';
-import type { Config } from '../config.js';
-import { fieldErrorsFrom } from '../descriptors/resolve.js';
-import { ScopeSchema } from '../descriptors/schemas.js';
-import { RegistryError } from '../errors.js';
-import { viewKeyFor } from './view-policy.js';
+import type { CatalogView } from '../../catalog/catalog.js';
+import { MAX_PAGE } from '../../catalog/listing.js';
+import type { Config } from '../../config.js';
+import { fieldErrorsFrom } from '../../model/resolve.js';
+import { ScopeSchema } from '../../model/schemas.js';
+import { RegistryError } from '../../model/errors.js';
+import { viewKeyFor } from '../../model/visibility.js';
 
 const MAX_WAIT_MS = 10 * 60_000;
 const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -59,7 +59,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
   };
 
   app.get('/', async (request, reply) => {
-    const key = viewKeyFor(request.caller, config.anonymousDiscovery, app.catalog);
+    const key = viewKeyFor(request.caller, config.anonymousDiscovery, () => app.catalog.knownScopes().keys());
     const tokenView = request.caller.kind === 'token';
     // The plain rediscovery call (no query) skips parsing: it is the hot path.
     if (isEmpty(request.query)) return sendView(reply, app.catalog.view(key), tokenView, request.headers['if-none-match']);

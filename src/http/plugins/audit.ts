@@ -1,9 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { BatchWriter } from '../store/batch-writer.js';
-import type { Actor } from '../catalog/registry-service.js';
-import type { Config } from '../config.js';
-import type { AuditEntryInput, AuditOutcome } from '../store/audit-store.js';
+import { BatchWriter } from '../../store/batch-writer.js';
+import type { Config } from '../../config.js';
+import type { Actor, AuditEntryInput, AuditOutcome } from '../../model/records.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

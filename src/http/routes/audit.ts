@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { RegistryError } from '../errors.js';
-import { fieldErrorsFrom } from '../descriptors/resolve.js';
+import { RegistryError } from '../../model/errors.js';
+import { fieldErrorsFrom } from '../../model/resolve.js';
 
 const AuditQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100),

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Config } from '../config.js';
-import { viewKeyFor } from './view-policy.js';
+import type { Config } from '../../config.js';
+import { viewKeyFor } from '../../model/visibility.js';
 
 /**
  * `GET /stats`: the article's inventory figures over the caller's view (same policy as
@@ -8,7 +8,7 @@ import { viewKeyFor } from './view-policy.js';
  */
 const statsRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
   app.get('/stats', async (request) => {
-    const key = viewKeyFor(request.caller, config.anonymousDiscovery, app.catalog);
+    const key = viewKeyFor(request.caller, config.anonymousDiscovery, () => app.catalog.knownScopes().keys());
     const inventory = app.catalog.stats(key);
     // Usage follows the view too; the full view includes tools deleted since they were called.
     const visible = new Set(inventory.tools_by_name);

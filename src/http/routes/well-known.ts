@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../../config.js';
 
 /** RFC 9728 section 3.1: the well-known suffix goes between the host and the resource's path. */
 export function resourceMetadataUrl(resource: string): string {

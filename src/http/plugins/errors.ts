@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { ERRORS, RegistryError, problemType, type BearerChallenge, type ErrorCode } from '../errors.js';
+import { ERRORS, RegistryError, problemType, type BearerChallenge, type ErrorCode } from '../../model/errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -66,7 +66,7 @@ export function problemBody(code: ErrorCode, detail: string, error?: RegistryErr
 
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, error?: RegistryError) {
   reply.request.problemCode = code;
-  if (error?.headers) reply.headers(error.headers);
+  if (error?.retryAfterS !== undefined) reply.header('retry-after', String(error.retryAfterS));
   if (error?.challenge) reply.header('www-authenticate', bearerChallenge(error.challenge, reply.server.resourceMetadataUrl));
   return reply.code(ERRORS[code].status).type(PROBLEM_CONTENT_TYPE).send(problemBody(code, detail, error));
 }

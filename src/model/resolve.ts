@@ -4,7 +4,7 @@
  * Plain functions: the service lookup is passed in.
  */
 import { type z } from 'zod';
-import { RegistryError, type FieldError } from '../errors.js';
+import { RegistryError, type FieldError } from './errors.js';
 import {
   BUS_TOOL_FIELDS,
   BusToolInputSchema,

@@ -8,26 +8,19 @@
  * burst of registrations pays one fsync instead of one each. Every write still gets its own
  * registry index, and none is acknowledged before the shared commit returns.
  */
-import { RegistryError, type FieldError } from '../errors.js';
-import { parseTool, parseToolService, type ParsedTool } from '../descriptors/resolve.js';
-import { ImportBundleSchema, type ToolService } from '../descriptors/schemas.js';
-import { fieldErrorsFrom } from '../descriptors/resolve.js';
-import type { AuditEntryInput } from '../store/audit-store.js';
-import type { AuditFor, ImportResult, PutResult, RegistryStore, ServiceRecord, ToolRecord } from '../store/registry-store.js';
-import type { Catalog } from './catalog.js';
+import { RegistryError, type FieldError } from '../model/errors.js';
+import { parseTool, parseToolService, type ParsedTool } from '../model/resolve.js';
+import { ImportBundleSchema, type ToolService } from '../model/schemas.js';
+import { fieldErrorsFrom } from '../model/resolve.js';
+import type { Actor, AuditEntryInput, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { AuditFor, ImportResult, RegistryStore } from '../store/registry-store.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { ChangeBus } from './change-bus.js';
 
 export interface ImportSummary {
   index: number;
   toolServices: { created: number; replaced: number };
   tools: { created: number; replaced: number };
-}
-
-/** Who is writing, for the audit log. */
-export interface Actor {
-  sub: string | null;
-  iss: string | null;
-  client: string | null;
-  requestId: string | null;
 }
 
 interface QueuedWrite {
@@ -39,13 +32,15 @@ interface QueuedWrite {
 export class RegistryService {
   readonly #store: RegistryStore;
   readonly #catalog: Catalog;
+  readonly #bus: ChangeBus;
   readonly #now: () => string;
   #queue: QueuedWrite[] = [];
   #scheduled = false;
 
-  constructor(store: RegistryStore, catalog: Catalog, now: () => string = () => new Date().toISOString()) {
+  constructor(store: RegistryStore, catalog: Catalog, bus: ChangeBus, now: () => string = () => new Date().toISOString()) {
     this.#store = store;
     this.#catalog = catalog;
+    this.#bus = bus;
     this.#now = now;
   }
 
@@ -86,21 +81,23 @@ export class RegistryService {
     const batch = this.#queue;
     this.#queue = [];
     const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
-    this.#catalog.hold();
     try {
-      this.#store.group(() => {
-        for (const item of batch) {
-          try {
-            outcomes.push({ ok: true, value: item.run() });
-          } catch (error) {
-            outcomes.push({ ok: false, error });
+      // Changes are applied to the catalogue inside the transaction (so later writes in the
+      // batch validate against earlier ones), but published only once the commit returns.
+      this.#bus.afterCommit(() =>
+        this.#store.group(() => {
+          for (const item of batch) {
+            try {
+              outcomes.push({ ok: true, value: item.run() });
+            } catch (error) {
+              outcomes.push({ ok: false, error });
+            }
           }
-        }
-      });
+        }),
+      );
     } catch (error) {
       // The shared commit failed, so none of the batch is durable: nobody hears of it, every
       // write in it is refused, and the catalogue goes back to what the database holds.
-      this.#catalog.discard();
       for (const item of batch) item.reject(error);
       try {
         this.#catalog.load({ ...this.#store.loadLive(), tombstones: this.#store.loadTombstones() });
@@ -109,7 +106,6 @@ export class RegistryService {
       }
       return;
     }
-    this.#catalog.release();
     batch.forEach((item, i) => {
       const outcome = outcomes[i];
       if (outcome?.ok) item.resolve(outcome.value);
@@ -117,16 +113,21 @@ export class RegistryService {
     });
   }
 
+  /** Swaps committed records into the catalogue and tells the bus what changed. */
+  #apply(index: number, change: { services?: ServiceRecord[]; tools?: ToolRecord[] }): void {
+    this.#bus.publish(index, this.#catalog.apply(index, change));
+  }
+
   #putTool(input: unknown, pathName?: string, actor?: Actor): PutResult<ToolRecord> {
     const parsed = parseTool(withPathKey(input, 'name', pathName), this.#catalog.lookupService);
     const result = this.#store.putTool(parsed, this.#now(), this.#audit(actor, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200]));
-    this.#catalog.apply(result.record.index, { tools: [result.record] });
+    this.#apply(result.record.index, { tools: [result.record] });
     return result;
   }
 
   #deleteTool(name: string, actor?: Actor): ToolRecord {
     const record = this.#store.deleteTool(name, this.#now(), this.#audit(actor, 'tool.delete', (r) => [r.name, 200]));
-    this.#catalog.apply(record.index, { tools: [record] });
+    this.#apply(record.index, { tools: [record] });
     return record;
   }
 
@@ -145,7 +146,7 @@ export class RegistryService {
       );
     }
     const result = this.#store.putService(service, this.#now(), this.#audit(actor, 'tool-service.put', (r) => [r.record.id, r.created ? 201 : 200]));
-    this.#catalog.apply(result.record.index, { services: [result.record] });
+    this.#apply(result.record.index, { services: [result.record] });
     return result;
   }
 
@@ -155,7 +156,7 @@ export class RegistryService {
       throw new RegistryError('TR_ERR_IN_USE', `tool service "${id}" is still used by: ${users.join(', ')}`, { extra: { tools: users } });
     }
     const record = this.#store.deleteService(id, this.#now(), this.#audit(actor, 'tool-service.delete', (r) => [r.id, 200]));
-    this.#catalog.apply(record.index, { services: [record] });
+    this.#apply(record.index, { services: [record] });
     return record;
   }
 
@@ -201,7 +202,7 @@ export class RegistryService {
       this.#now(),
       this.#audit(actor, 'import', (r) => [null, 200, `${r.services.length} tool service(s), ${r.tools.length} tool(s)`]),
     );
-    this.#catalog.apply(result.index, { services: result.services.map((s) => s.record), tools: result.tools.map((t) => t.record) });
+    this.#apply(result.index, { services: result.services.map((s) => s.record), tools: result.tools.map((t) => t.record) });
     const count = (items: PutResult<unknown>[]) => ({
       created: items.filter((i) => i.created).length,
       replaced: items.filter((i) => !i.created).length,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
-import { packageRoot } from '../package-root.js';
+import { packageRoot } from '../../package-root.js';
 
 /** Serves the OpenAPI document that test/openapi.test.ts keeps in step with the routes. */
 const openapiRoutes: FastifyPluginAsync = async (app) => {

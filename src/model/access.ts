@@ -1,4 +1,4 @@
-import type { Tool } from '../descriptors/normalise.js';
+import type { Tool } from './normalise.js';
 import type { Caller } from './caller.js';
 
 export interface AccessExplanation {

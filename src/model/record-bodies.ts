@@ -1,4 +1,4 @@
-import type { ServiceRecord, ToolRecord } from '../store/registry-store.js';
+import type { ServiceRecord, ToolRecord } from './records.js';
 
 /** The admin view of a stored tool: its descriptor as stored, with registry metadata. */
 export function toolRecordBody(record: ToolRecord) {

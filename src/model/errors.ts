@@ -1,8 +1,9 @@
 /**
  * The error catalogue: every error the registry answers with has a stable code here, mapped to
  * an HTTP status and a problem `type` in one place (house style 5). Domain and storage code
- * throw these; the central handler in src/plugins/errors.ts turns them into
- * `application/problem+json`. Nothing compares message strings.
+ * throw these; the central handler in src/http/plugins/errors.ts turns them into
+ * `application/problem+json` and turns their facts (a retry delay, a challenge) into headers.
+ * Nothing compares message strings.
  */
 
 export interface FieldError {
@@ -66,8 +67,8 @@ export class RegistryError extends Error {
   readonly extra: Record<string, unknown> | undefined;
   /** For 401/403/400 auth errors: what goes into the `WWW-Authenticate: Bearer` challenge. */
   readonly challenge: BearerChallenge | undefined;
-  /** Extra response headers, such as Retry-After. */
-  readonly headers: Record<string, string> | undefined;
+  /** Seconds after which a retry may succeed (overload, a busy database, an unreachable bus). */
+  readonly retryAfterS: number | undefined;
 
   constructor(
     code: ErrorCode,
@@ -76,7 +77,7 @@ export class RegistryError extends Error {
       fieldErrors?: FieldError[];
       extra?: Record<string, unknown>;
       challenge?: BearerChallenge;
-      headers?: Record<string, string>;
+      retryAfterS?: number;
       cause?: unknown;
     } = {},
   ) {
@@ -87,7 +88,7 @@ export class RegistryError extends Error {
     this.fieldErrors = options.fieldErrors;
     this.extra = options.extra;
     this.challenge = options.challenge;
-    this.headers = options.headers;
+    this.retryAfterS = options.retryAfterS;
   }
 }
 

@@ -1,8 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { ANONYMOUS, requireScope, resolveCaller, type Caller } from '../auth/caller.js';
-import { resolveTokenKeys, verifierFor } from '../auth/keys.js';
-import type { Config } from '../config.js';
+import { resolveCaller } from '../../auth/caller.js';
+import { ANONYMOUS, requireScope, type Caller } from '../../model/caller.js';
+import { resolveTokenKeys, verifierFor } from '../../auth/keys.js';
+import type { Config } from '../../config.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

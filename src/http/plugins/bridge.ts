@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin';
-import { ToolBridge } from '../bridge/bridge.js';
-import { PulsarWsClient } from '../bridge/pulsar-ws.js';
-import type { Config } from '../config.js';
-import { UsageTracker } from '../usage/tracker.js';
+import { ToolBridge } from '../../bridge/bridge.js';
+import { PulsarWsClient } from '../../bridge/pulsar-ws.js';
+import type { Config } from '../../config.js';
+import { UsageTracker } from '../../usage/tracker.js';
 
 /** The most of one call's observation the registry keeps, whichever transport carries it. */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;

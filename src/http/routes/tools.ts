@@ -1,18 +1,17 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { explainAccess } from '../auth/access.js';
-import { hasAnyScope } from '../auth/caller.js';
-import { Catalog } from '../catalog/catalog.js';
-import type { Config } from '../config.js';
-import { RegistryError } from '../errors.js';
+import { explainAccess } from '../../model/access.js';
+import type { Config } from '../../config.js';
+import { RegistryError } from '../../model/errors.js';
 import { actorOf } from '../plugins/audit.js';
-import { toolRecordBody } from './records.js';
-import { viewKeyFor } from './view-policy.js';
+import { toolRecordBody } from '../../model/record-bodies.js';
+import { isAdmin, mayKnowOf, viewKeyFor, visibleScopes } from '../../model/visibility.js';
 
 interface NameParams {
   name: string;
 }
 
 const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+  const knownScopes = () => app.catalog.knownScopes().keys();
   /** The article's runtime registration; either tool form. 201 when new, 200 when replaced. */
   app.post('/tools/register', { config: { admin: 'registering a tool', audit: 'tool.put' } }, async (request, reply) => {
     const { record, created } = await app.registry.putTool(request.body, undefined, actorOf(request));
@@ -25,12 +24,12 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config 
    * entry, if the tool is in their view.
    */
   app.get<{ Params: NameParams }>('/tools/:name', async (request) => {
-    const isAdmin = hasAnyScope(request.caller, [config.adminScope]);
+    const admin = isAdmin(request.caller, config);
     // The view policy first, so that under ANONYMOUS_DISCOVERY=none names cannot be probed.
-    const viewKey = isAdmin ? null : viewKeyFor(request.caller, config.anonymousDiscovery, app.catalog);
+    const viewKey = admin ? null : viewKeyFor(request.caller, config.anonymousDiscovery, knownScopes);
     const entry = app.catalog.getTool(request.params.name);
-    if (entry && isAdmin) return toolRecordBody(entry.record);
-    if (!entry || (viewKey && !Catalog.visible(entry.tool, viewKey))) {
+    if (entry && admin) return toolRecordBody(entry.record);
+    if (!entry || (viewKey && !visibleScopes(entry.tool.scopes, viewKey))) {
       throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
     }
     return entry.view;
@@ -39,19 +38,14 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config 
   /**
    * The access explainer: which scopes the tool needs, which the caller has, which are
    * missing, and whether a call would be allowed. Tools the caller could not discover even
-   * anonymously stay hidden (404).
+   * anonymously stay hidden (404); under ANONYMOUS_DISCOVERY=none anonymous callers get 401.
    */
   app.get<{ Params: NameParams }>('/tools/:name/access', async (request) => {
     const entry = app.catalog.getTool(request.params.name);
-    const caller = request.caller;
-    const discoverable = (key: Parameters<typeof Catalog.visible>[1] | null) => key !== null && entry !== undefined && Catalog.visible(entry.tool, key);
-    const anonymousKey = config.anonymousDiscovery === 'none' ? null : viewKeyFor({ kind: 'anonymous' }, config.anonymousDiscovery);
-    // For anonymous callers this follows the view rules: 401 under ANONYMOUS_DISCOVERY=none.
-    const callerKey = viewKeyFor(caller, config.anonymousDiscovery, app.catalog);
-    if (!entry || !(discoverable(callerKey) || discoverable(anonymousKey) || hasAnyScope(caller, [config.adminScope]))) {
-      throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
-    }
-    return explainAccess(entry.tool, caller, discoverable(callerKey));
+    const policy = { anonymous: config.anonymousDiscovery, adminScope: config.adminScope };
+    const seen = mayKnowOf(entry?.tool.scopes ?? [], request.caller, policy, knownScopes);
+    if (!entry || !seen.known) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
+    return explainAccess(entry.tool, request.caller, seen.inOwnView);
   });
 
   app.put<{ Params: NameParams }>('/tools/:name', { config: { admin: 'replacing a tool', audit: 'tool.put' } }, async (request, reply) => {

@@ -1,8 +1,8 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../config.js';
-import { RegistryError } from '../errors.js';
+import type { Config } from '../../config.js';
+import { RegistryError } from '../../model/errors.js';
 
 /** Per caller: the token's issuer and subject, or the client address when anonymous. */
 function callerKey(request: FastifyRequest): string {

@@ -3,9 +3,9 @@
  * then the registry's own. Queue names and config values are never here: they are backend
  * topology, not something a model needs.
  */
-import type { JsonSchemaObject, Tool, ToolParameter } from '../descriptors/normalise.js';
-import type { ToolKind } from '../descriptors/schemas.js';
-import type { ToolRecord, ToolStatus } from '../store/registry-store.js';
+import type { JsonSchemaObject, Tool, ToolParameter } from './normalise.js';
+import type { ToolKind } from './schemas.js';
+import type { ToolRecord, ToolStatus } from './records.js';
 
 export interface PublicTool {
   name: string;

@@ -1,0 +1,94 @@
+/**
+ * What the registry keeps: stored descriptors with their registry metadata, change-log rows,
+ * tool-call records and audit entries. Storage fills these; every layer above reads them.
+ */
+import type { ToolDescriptor, ToolKind, ToolService } from './schemas.js';
+
+export type ToolStatus = 'active' | 'deprecated' | 'deleted';
+
+export interface ServiceRecord {
+  id: string;
+  descriptor: ToolService;
+  status: 'active' | 'deleted';
+  /** Registry index of the write that (re)created it. */
+  createIndex: number;
+  /** Registry index of the last write that touched it. */
+  index: number;
+  updatedAt: string;
+}
+
+export interface ToolRecord {
+  name: string;
+  kind: ToolKind;
+  serviceId: string | null;
+  descriptor: ToolDescriptor;
+  status: ToolStatus;
+  createIndex: number;
+  index: number;
+  updatedAt: string;
+}
+
+export interface PutResult<T> {
+  record: T;
+  created: boolean;
+}
+
+/** One descriptor a committed write touched, with the scopes that granted it before and after. */
+export interface Change {
+  kind: 'tool' | 'tool-service';
+  name: string;
+  op: 'upsert' | 'delete';
+  /** null where it did not exist before (or was deleted). */
+  scopesBefore: readonly string[] | null;
+  scopesAfter: readonly string[] | null;
+}
+
+/** One row of the stored change log. */
+export interface ChangeRecord extends Change {
+  seq: number;
+  index: number;
+}
+
+/** Told after every committed write, with the registry index and what it changed. */
+export type ChangeListener = (index: number, changes: readonly Change[]) => void;
+
+export type CallOutcome = 'ok' | 'service-error' | 'timeout' | 'unavailable' | 'denied';
+
+export interface CallRecord {
+  at: string;
+  tool: string;
+  sub: string | null;
+  outcome: CallOutcome;
+  durationMs: number;
+}
+
+export type AuditOutcome = 'ok' | 'denied' | 'invalid' | 'error';
+
+export interface AuditEntryInput {
+  at: string;
+  sub: string | null;
+  iss: string | null;
+  /** Client address. */
+  client: string | null;
+  /** e.g. `tool.put`, `tool.delete`, `tool-service.put`, `import`, `tool.invoke`. */
+  action: string;
+  /** Tool name or service id, where there is one. */
+  target: string | null;
+  outcome: AuditOutcome;
+  status: number;
+  detail: string | null;
+  requestId: string | null;
+}
+
+export interface AuditEntry extends AuditEntryInput {
+  id: number;
+  registryIndex: number | null;
+}
+
+/** Who is writing, for the audit log. */
+export interface Actor {
+  sub: string | null;
+  iss: string | null;
+  client: string | null;
+  requestId: string | null;
+}
