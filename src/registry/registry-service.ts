@@ -210,6 +210,11 @@ export class RegistryService {
     return { index: result.index, toolServices: count(result.services), tools: count(result.tools) };
   }
 
+  /** Proves the database still takes a write (readiness); throws when it does not. */
+  probeWrite(): void {
+    this.#store.probeWrite(this.#now());
+  }
+
   /** Everything live, in the import bundle's form. */
   exportBundle(): { 'tool-services': ToolService[]; tools: unknown[] } {
     return {

@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { BatchWriter } from '../../store/batch-writer.js';
 import type { Config } from '../../config.js';
-import type { Actor, AuditEntryInput, AuditOutcome } from '../../model/records.js';
+import type { Actor, AuditOutcome } from '../../model/records.js';
+import { AuditLog } from '../../registry/audit-log.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -14,8 +14,8 @@ declare module 'fastify' {
     problemCode: string | null;
   }
   interface FastifyInstance {
-    /** Refused writes and calls, written in batches. */
-    auditRecorder: BatchWriter<AuditEntryInput>;
+    /** The audit log: refusals recorded here, reads for GET /audit. */
+    auditLog: AuditLog;
   }
 }
 
@@ -35,22 +35,18 @@ function outcomeOf(status: number): AuditOutcome {
   return status >= 500 ? 'error' : 'invalid';
 }
 
-const DAY_MS = 86_400_000;
-
 /**
- * Records refused writes and calls (successful writes are logged by the store, inside their
- * transaction) and bounds the log by age.
+ * Records refused writes and calls on audited routes (successful writes are logged by the
+ * store, inside their transaction); the log itself is src/registry/audit-log.ts.
  */
 export default fp<{ config: Config }>(
   async (app, { config }) => {
-    // Refusals come in floods (a client retrying a bad token): written in batches, bounded.
-    const recorder = new BatchWriter<AuditEntryInput>((batch) => app.auditStore.insertMany(batch), {
-      flushIntervalMs: 250,
-      maxBatch: 1000,
-      maxPending: 10_000,
-      onError: (err) => app.log.error({ err }, 'writing audit entries failed'),
+    const auditLog = new AuditLog(app.auditStore, {
+      retentionDays: config.auditRetentionDays,
+      onError: (err, what) => app.log.error({ err }, what),
+      onPruned: (removed) => app.log.info({ removed }, 'pruned audit entries past retention'),
     });
-    app.decorate('auditRecorder', recorder);
+    app.decorate('auditLog', auditLog);
     app.decorateRequest('problemCode', null);
 
     // Only on audited routes (a route-level hook), so reads pay nothing for it.
@@ -59,7 +55,7 @@ export default fp<{ config: Config }>(
       const action = request.routeOptions.config.audit;
       if (action === undefined || reply.statusCode < 400) return;
       const params = request.params as Record<string, string> | undefined;
-      recorder.push({
+      auditLog.recordRefusal({
         ...actorOf(request),
         at: new Date().toISOString(),
         action,
@@ -74,21 +70,7 @@ export default fp<{ config: Config }>(
       const existing = route.onResponse;
       route.onResponse = [...(Array.isArray(existing) ? existing : existing ? [existing] : []), recordRefusal] as typeof route.onResponse;
     });
-
-    const prune = () => {
-      try {
-        const removed = app.auditStore.prune(new Date(Date.now() - config.auditRetentionDays * DAY_MS).toISOString());
-        if (removed > 0) app.log.info({ removed }, 'pruned audit entries past retention');
-      } catch (err) {
-        app.log.error({ err }, 'pruning the audit log failed');
-      }
-    };
-    prune();
-    const timer = setInterval(prune, 3_600_000).unref();
-    app.addHook('onClose', async () => {
-      clearInterval(timer);
-      recorder.flush();
-    });
+    app.addHook('onClose', async () => auditLog.close());
   },
   { name: 'audit', dependencies: ['registry', 'auth'] },
 );

@@ -29,13 +29,12 @@ const AuditQuerySchema = z.strictObject({
 /** `GET /audit` (admin scope): newest first, keyset pagination, filters. */
 const auditRoutes: FastifyPluginAsync = async (app) => {
   app.get('/audit', { config: { admin: 'reading the audit log' } }, async (request) => {
-    app.auditRecorder.flush();
     const query = AuditQuerySchema.safeParse(request.query);
     if (!query.success) {
       throw new RegistryError('TR_ERR_BAD_REQUEST', 'invalid audit query', { fieldErrors: fieldErrorsFrom(query.error) });
     }
     const { cursor, ...filters } = query.data;
-    const entries = app.auditStore.list({ ...filters, beforeId: cursor, limit: filters.limit + 1 });
+    const entries = app.auditLog.list({ ...filters, beforeId: cursor, limit: filters.limit + 1 });
     const page = entries.slice(0, filters.limit);
     const last = page.at(-1);
     return {

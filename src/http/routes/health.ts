@@ -12,7 +12,7 @@ const healthRoutes: FastifyPluginAsync = async (app) => {
     if (Date.now() - probedAt >= 1000) {
       probedAt = Date.now();
       try {
-        app.store.probeWrite(new Date().toISOString());
+        app.registry.probeWrite();
         probeOk = true;
       } catch (err) {
         probeOk = false;
