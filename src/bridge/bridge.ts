@@ -6,23 +6,20 @@
 import { randomUUID } from 'node:crypto';
 import { requireScope, type Caller } from '../model/caller.js';
 import type { Catalog } from '../catalog/catalog.js';
-import { configValuesOf } from '../model/resolve.js';
-import type { BusTool } from '../model/schemas.js';
+import type { ToolKind } from '../model/schemas.js';
 import { RegistryError } from '../model/errors.js';
 import type { CallOutcome } from '../model/records.js';
 import type { UsageTracker } from '../usage/tracker.js';
-import { BridgeUnavailableError, CallTimeoutError, RequestTooLargeError, ToolServiceError } from './errors.js';
-import { callHttpTool } from './http-transport.js';
-import type { PulsarWsClient } from './pulsar-ws.js';
+import { BridgeUnavailableError, CallerGoneError, CallTimeoutError, RequestTooLargeError, ToolServiceError } from './errors.js';
+import type { ToolTransport, TransportState } from './transport.js';
 
 export interface BridgeOptions {
   catalog: Catalog;
-  /** Absent when PULSAR_WS_URL is not set: message-bus calls then answer 503 at once. */
-  bus: PulsarWsClient | undefined;
+  /** How each kind of tool is reached. */
+  transports: Readonly<Record<ToolKind, ToolTransport>>;
   usage: UsageTracker;
   defaultTimeoutMs: number;
   maxInflight: number;
-  maxResponseBytes: number;
   /** The registry's admin scope: tokens carrying it are not forwarded to tools. */
   adminScope: string;
   /** Whether a name that is not live was deleted (tombstone), for 410 rather than 404. */
@@ -36,6 +33,8 @@ export interface InvokeRequest {
   /** The caller's Authorization header, forwarded to HTTP tools that want it. */
   authorization: string | undefined;
   onChunk?: (text: string) => void;
+  /** Aborted when the caller goes away: the call is cancelled and its slot freed. */
+  signal?: AbortSignal;
 }
 
 export interface InvokeResult {
@@ -47,7 +46,7 @@ export interface InvokeResult {
   durationMs: number;
 }
 
-export type BridgeState = 'not-configured' | 'connected' | 'disconnected';
+export type BridgeState = TransportState;
 
 export class ToolBridge {
   readonly #options: BridgeOptions;
@@ -61,10 +60,13 @@ export class ToolBridge {
     return this.#inflight;
   }
 
+  /** The message bus's state (HTTP tools need no standing connection). */
   get state(): BridgeState {
-    const bus = this.#options.bus;
-    if (!bus) return 'not-configured';
-    return bus.connected ? 'connected' : 'disconnected';
+    return this.#options.transports['tool-service'].state;
+  }
+
+  close(): void {
+    for (const transport of Object.values(this.#options.transports)) transport.close();
   }
 
   async invoke(request: InvokeRequest): Promise<InvokeResult> {
@@ -120,57 +122,28 @@ export class ToolBridge {
     const timeoutMs = tool.timeoutMs ?? this.#options.defaultTimeoutMs;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new CallTimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const onCallerGone = () => controller.abort(new CallerGoneError('the caller went away'));
+    request.signal?.addEventListener('abort', onCallerGone, { once: true });
     this.#inflight++;
     try {
-      let result: string;
-      if (tool.http) {
-        result = await callHttpTool(
-          {
-            ...tool.http,
-            arguments: args as Record<string, unknown>,
-            authorization: tool.http.forwardAuthorization && !this.#carriesAdminScope(request.caller) ? request.authorization : undefined,
-            maxResponseBytes: this.#options.maxResponseBytes,
-          },
-          controller.signal,
-        );
-        request.onChunk?.(result);
-      } else {
-        result = await this.#callBus(id, tool.serviceId ?? '', record.descriptor as BusTool, args, sub, request.onChunk, controller.signal);
-      }
+      const result = await this.#options.transports[tool.kind].call({
+        id,
+        tool,
+        descriptor: record.descriptor,
+        arguments: args as Record<string, unknown>,
+        sub,
+        authorization: tool.http?.forwardAuthorization && !this.#carriesAdminScope(request.caller) ? request.authorization : undefined,
+        onChunk: request.onChunk,
+        signal: controller.signal,
+      });
       return { tool: tool.name, id, result, durationMs: round(finish('ok')) };
     } catch (err) {
       throw this.#classify(err, tool.name, finish);
     } finally {
       clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onCallerGone);
       this.#inflight--;
     }
-  }
-
-  async #callBus(
-    id: string,
-    serviceId: string,
-    descriptor: BusTool,
-    args: object,
-    sub: string | null,
-    onChunk: ((text: string) => void) | undefined,
-    signal: AbortSignal,
-  ): Promise<string> {
-    const bus = this.#options.bus;
-    if (!bus) throw new BridgeUnavailableError('no message bus is configured (set PULSAR_WS_URL)');
-    const service = this.#options.catalog.lookupService(serviceId);
-    if (!service) throw new BridgeUnavailableError(`tool service "${serviceId}" is not registered`);
-    return bus.call(
-      {
-        id,
-        requestQueue: service['request-queue'],
-        responseQueue: service['response-queue'],
-        // The reference wire: config and arguments as JSON text; `user` carries the caller to
-        // services that read it and is ignored by those that do not.
-        body: { user: sub ?? '', config: JSON.stringify(configValuesOf(descriptor, service)), arguments: JSON.stringify(args) },
-        ...(onChunk && { onChunk }),
-      },
-      signal,
-    );
   }
 
   /**
@@ -182,6 +155,10 @@ export class ToolBridge {
   }
 
   #classify(err: unknown, toolName: string, finish: (outcome: CallOutcome) => number): Error {
+    if (err instanceof CallerGoneError) {
+      finish('cancelled');
+      return new RegistryError('TR_ERR_CLIENT_CLOSED', `${toolName}: ${err.message}`);
+    }
     if (err instanceof CallTimeoutError) {
       finish('timeout');
       return new RegistryError('TR_ERR_TIMEOUT', `${toolName}: ${err.message}`);

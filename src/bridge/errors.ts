@@ -3,8 +3,6 @@
  * onto the error catalogue (src/errors.ts); usage records them as outcome classes.
  */
 
-export type OutcomeClass = 'ok' | 'service-error' | 'timeout' | 'unavailable' | 'denied';
-
 /** The bus or the tool cannot be reached now (503), quickly, never after a long wait. */
 export class BridgeUnavailableError extends Error {
   override readonly name = 'BridgeUnavailableError';
@@ -28,4 +26,9 @@ export class CallTimeoutError extends Error {
 /** The request cannot be carried: too large for the bus (413). */
 export class RequestTooLargeError extends Error {
   override readonly name = 'RequestTooLargeError';
+}
+
+/** The caller hung up before the answer came; the call is abandoned. */
+export class CallerGoneError extends Error {
+  override readonly name = 'CallerGoneError';
 }

@@ -4,6 +4,7 @@
  * tool services check the same tokens) unless the descriptor turns that off.
  */
 import { ToolServiceError } from './errors.js';
+import type { ToolTransport, TransportCall } from './transport.js';
 
 export interface HttpCall {
   host: string;
@@ -65,4 +66,27 @@ async function readLimited(response: Response, max: number): Promise<string> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** HTTP tools: a POST of the arguments to the tool's own endpoint; the answer is one chunk. */
+export class HttpTransport implements ToolTransport {
+  readonly state = 'connected' as const;
+  readonly #maxResponseBytes: number;
+
+  constructor(maxResponseBytes: number) {
+    this.#maxResponseBytes = maxResponseBytes;
+  }
+
+  async call(call: TransportCall): Promise<string> {
+    const http = call.tool.http;
+    if (!http) throw new TypeError(`${call.tool.name} is not an HTTP tool`);
+    const result = await callHttpTool(
+      { ...http, arguments: call.arguments, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes },
+      call.signal,
+    );
+    call.onChunk?.(result);
+    return result;
+  }
+
+  close(): void {}
 }

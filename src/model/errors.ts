@@ -50,6 +50,8 @@ export const ERRORS = {
   TR_ERR_BUS_UNAVAILABLE: { status: 503, title: 'The tool cannot be reached now' },
   TR_ERR_TOO_MANY_CALLS: { status: 503, title: 'Too many calls in flight' },
   TR_ERR_TIMEOUT: { status: 504, title: 'The tool did not answer in time' },
+  /** Logged and audited only: nobody is left to receive it (nginx's 499). */
+  TR_ERR_CLIENT_CLOSED: { status: 499, title: 'The caller closed the connection before the answer' },
 } as const satisfies Record<string, ErrorDefinition>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -52,7 +52,8 @@ export interface ChangeRecord extends Change {
 /** Told after every committed write, with the registry index and what it changed. */
 export type ChangeListener = (index: number, changes: readonly Change[]) => void;
 
-export type CallOutcome = 'ok' | 'service-error' | 'timeout' | 'unavailable' | 'denied';
+/** `cancelled`: the caller hung up and the call was abandoned. */
+export type CallOutcome = 'ok' | 'service-error' | 'timeout' | 'unavailable' | 'denied' | 'cancelled';
 
 export interface CallRecord {
   at: string;

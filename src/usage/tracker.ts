@@ -11,8 +11,14 @@ export interface UsageOptions {
   flushIntervalMs: number;
   /** Durations kept per tool for percentiles. */
   window: number;
-  onError?: (err: unknown) => void;
+  /** Call records older than this are deleted (hourly), so the table does not grow for ever. */
+  retentionDays: number;
+  onError?: (err: unknown, what: string) => void;
+  onPruned?: (removed: number) => void;
 }
+
+const DAY_MS = 86_400_000;
+const PRUNE_EVERY_MS = 3_600_000;
 
 export interface LatencySummary {
   p50: number;
@@ -64,7 +70,9 @@ export class UsageTracker {
   readonly #outcomes = new Map<string, Map<CallOutcome, number>>();
   readonly #latency = new Map<string, Ring>();
   readonly #writer: BatchWriter<CallRecord>;
+  readonly #pruneTimer: NodeJS.Timeout;
 
+  /** Prunes past retention, then rebuilds the figures from what earlier runs stored. */
   constructor(store: UsageStore, options: UsageOptions) {
     this.#store = store;
     this.#options = options;
@@ -72,12 +80,28 @@ export class UsageTracker {
       flushIntervalMs: options.flushIntervalMs,
       maxBatch: 1000,
       maxPending: 100_000,
-      ...(options.onError && { onError: options.onError }),
+      onError: (err) => options.onError?.(err, 'writing usage records failed'),
     });
+    this.prune();
+    this.#pruneTimer = setInterval(() => this.prune(), PRUNE_EVERY_MS).unref();
+    this.#load();
   }
 
-  /** Rebuilds the figures from what earlier runs stored. */
-  load(): void {
+  prune(): void {
+    try {
+      const removed = this.#store.prune(new Date(Date.now() - this.#options.retentionDays * DAY_MS).toISOString());
+      if (removed > 0) this.#options.onPruned?.(removed);
+    } catch (err) {
+      this.#options.onError?.(err, 'pruning tool-call records failed');
+    }
+  }
+
+  close(): void {
+    clearInterval(this.#pruneTimer);
+    this.#writer.flush();
+  }
+
+  #load(): void {
     for (const { tool, sub, outcome, n } of this.#store.counts()) this.#count(tool, sub, outcome, n);
     for (const { tool, durationMs } of this.#store.recentDurations(this.#options.window)) this.#ring(tool).push(durationMs);
   }

@@ -1,0 +1,53 @@
+/**
+ * Message-bus tools: the reference tool-service wire (an envelope with config and arguments as
+ * JSON text, correlated by `id`) over Pulsar's WebSocket API.
+ */
+import { configValuesOf } from '../model/resolve.js';
+import type { BusTool, ToolService } from '../model/schemas.js';
+import { BridgeUnavailableError } from './errors.js';
+import type { PulsarWsClient } from './pulsar-ws.js';
+import type { ToolTransport, TransportCall, TransportState } from './transport.js';
+
+export class BusTransport implements ToolTransport {
+  readonly #client: PulsarWsClient | undefined;
+  readonly #lookupService: (id: string) => ToolService | undefined;
+
+  /** Without a client (no PULSAR_WS_URL), every call fails fast with 503. */
+  constructor(client: PulsarWsClient | undefined, lookupService: (id: string) => ToolService | undefined) {
+    this.#client = client;
+    this.#lookupService = lookupService;
+  }
+
+  get state(): TransportState {
+    if (!this.#client) return 'not-configured';
+    return this.#client.connected ? 'connected' : 'disconnected';
+  }
+
+  async call(call: TransportCall): Promise<string> {
+    const client = this.#client;
+    if (!client) throw new BridgeUnavailableError('no message bus is configured (set PULSAR_WS_URL)');
+    const serviceId = call.tool.serviceId ?? '';
+    const service = this.#lookupService(serviceId);
+    if (!service) throw new BridgeUnavailableError(`tool service "${serviceId}" is not registered`);
+    return client.call(
+      {
+        id: call.id,
+        requestQueue: service['request-queue'],
+        responseQueue: service['response-queue'],
+        // The reference wire: config and arguments as JSON text; `user` carries the caller to
+        // services that read it and is ignored by those that do not.
+        body: {
+          user: call.sub ?? '',
+          config: JSON.stringify(configValuesOf(call.descriptor as BusTool, service)),
+          arguments: JSON.stringify(call.arguments),
+        },
+        ...(call.onChunk && { onChunk: call.onChunk }),
+      },
+      call.signal,
+    );
+  }
+
+  close(): void {
+    this.#client?.close();
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * One transport per backend kind, behind one small interface: the bridge decides who may call
+ * what, with which arguments and for how long; a transport only carries the call there and
+ * brings the observation back. An upstream MCP server will be a third implementation.
+ */
+import type { Tool } from '../model/normalise.js';
+import type { ToolDescriptor } from '../model/schemas.js';
+
+export interface TransportCall {
+  /** The correlation id of this call (the `id` message property on the bus). */
+  id: string;
+  tool: Tool;
+  /** The stored descriptor (a message-bus tool's config values live here). */
+  descriptor: ToolDescriptor;
+  arguments: Record<string, unknown>;
+  /** The caller's subject, for services that want to know who asks. */
+  sub: string | null;
+  /** The Authorization header to forward, when the tool takes it and policy allows it. */
+  authorization: string | undefined;
+  /** Called with each chunk of a streamed answer as it arrives. */
+  onChunk: ((text: string) => void) | undefined;
+  /** Aborted at the call's timeout, or when the caller goes away. */
+  signal: AbortSignal;
+}
+
+export type TransportState = 'not-configured' | 'connected' | 'disconnected';
+
+export interface ToolTransport {
+  /** Carries one call; resolves with the observation as text, or rejects with a bridge error. */
+  call(call: TransportCall): Promise<string>;
+  /** The connection's state, for readiness reports. */
+  readonly state: TransportState;
+  close(): void;
+}
