@@ -1,12 +1,13 @@
 /**
- * The README's generated parts: the configuration table (from SETTINGS), the CLI usage (from
- * HELP) and the error-code table (from ERRORS). `npx tsx scripts/readme-tables.ts` rewrites
- * them in README.md; test/readme.test.ts fails when they drift from the code.
+ * The README's generated parts: the configuration table (from SETTINGS, which EnvSchema's
+ * metadata fills), the CLI usage (from HELP) and the error-code table (from ERRORS).
+ * `npx tsx scripts/readme-tables.ts` rewrites them in README.md; test/readme.test.ts fails when
+ * they drift from the code.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELP } from '../src/cli/help.js';
-import { flagOf, SETTINGS, type SettingName } from '../src/config.js';
+import { flagOf, SETTING_NAMES, SETTINGS } from '../src/config.js';
 import { ERRORS, type ErrorCode } from '../src/model/errors.js';
 
 export const README_PATH = join(import.meta.dirname, '..', 'README.md');
@@ -14,8 +15,8 @@ export const README_PATH = join(import.meta.dirname, '..', 'README.md');
 const esc = (s: string) => s.replaceAll('|', '\\|');
 
 export function configTable(): string {
-  const rows = (Object.keys(SETTINGS) as SettingName[]).map((name) => {
-    const s = SETTINGS[name] as { help: string; default: string | undefined };
+  const rows = SETTING_NAMES.map((name) => {
+    const s = SETTINGS[name];
     return `| \`${name}\` | \`${flagOf(name)}\` | ${s.default === undefined ? '(unset)' : `\`${s.default}\``} | ${esc(s.help)} |`;
   });
   return ['| Variable | Flag | Default | Meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');

@@ -1,15 +1,39 @@
 /**
  * Settings come from environment variables, each with a matching CLI flag (`PUBLIC_URL` is
- * `--public-url`); a flag wins over the variable. A wrong value stops startup with one line
- * naming the variable.
+ * `--public-url`); a flag wins over the variable. One zod schema holds every variable with its
+ * help, default and check (EnvSchema) and turns them into the nested config (ConfigSchema), so
+ * the Config type is what validation returns. A wrong value stops startup with one line naming
+ * the variable.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ScopeSchema } from './model/schemas.js';
-import { ANONYMOUS_POLICIES, type AnonymousPolicy } from './model/visibility.js';
-
+import { ANONYMOUS_POLICIES } from './model/visibility.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const JWT_ALGORITHMS = ['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+
+/** What --help and the README say about a setting; `secret` values are never echoed in errors. */
+interface SettingMeta {
+  help: string;
+  default?: string;
+  secret?: true;
+}
+
+const SETTING_META = z.registry<SettingMeta>();
+
+/** An empty variable counts as unset (shells and compose files make `X=` easy to write). */
+const unsetIfEmpty = (value: unknown) => (value === '' ? undefined : value);
+
+/** A setting with a default: unset means the default, which goes through the same check. */
+function setting<Out>(help: string, defaultValue: string, check: z.ZodType<Out, string>) {
+  return z.preprocess(unsetIfEmpty, check.prefault(defaultValue)).register(SETTING_META, { help, default: defaultValue });
+}
+
+/** A setting that may stay unset. */
+function optional<Out>(help: string, check: z.ZodType<Out, string>, meta: { secret?: true } = {}) {
+  return z.preprocess(unsetIfEmpty, check.optional()).register(SETTING_META, { help, ...meta });
+}
 
 const integer = (min: number, max: number) =>
   z
@@ -22,150 +46,189 @@ const list = z
   .string()
   .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== ''));
 
-/** Every setting: its variable name, its meaning (for --help and the README), and its check. */
-export const SETTINGS = {
-  PORT: { help: 'TCP port to listen on', default: '8006', schema: integer(0, 65535) },
-  HOST: { help: 'address to listen on (0.0.0.0 for every interface)', default: '127.0.0.1', schema: z.string().min(1) },
-  DATABASE_PATH: { help: 'SQLite database file (":memory:" for a throwaway one)', default: './data/registry.db', schema: z.string().min(1) },
-  PUBLIC_URL: {
-    help: 'base URL agents reach this registry at (default http://HOST:PORT); message-bus tools point at its invoke route',
-    default: undefined,
-    schema: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).transform((v) => new URL(v)),
-  },
-  ANONYMOUS_DISCOVERY: {
-    help: 'what callers without a token see: full (every tool), public (tools needing no scope) or none (401)',
-    default: 'full',
-    schema: z.enum(ANONYMOUS_POLICIES, { error: `must be one of ${ANONYMOUS_POLICIES.join(', ')}` }),
-  },
-  ADMIN_SCOPE: { help: 'scope a token needs for every write', default: 'registry:write', schema: ScopeSchema },
-  LOG_LEVEL: {
-    help: 'pino log level',
-    default: 'info',
-    schema: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }),
-  },
-  JWT_SECRET: {
-    help: 'shared secret for HS256 bearer tokens (at least 32 characters; HS384/HS512 with JWT_ALGORITHMS)',
-    default: undefined,
-    schema: z.string().min(32, 'must be at least 32 characters (256 bits) for HS256'),
-  },
-  JWT_PUBLIC_KEY: {
-    help: 'PEM public key (RSA, EC or Ed25519; RS256, ES256/384/512 or EdDSA), or the path of a PEM file',
-    default: undefined,
-    schema: z.string().min(1).transform((v, ctx) => {
-      if (v.includes('-----BEGIN')) return v;
-      try {
-        return readFileSync(v, 'utf8');
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'is neither a PEM key nor a readable PEM file' });
-        return z.NEVER;
-      }
-    }),
-  },
-  JWT_ISSUER: {
-    help: 'required token issuer (iss); without a secret or key, its metadata names the JWKS',
-    default: undefined,
-    schema: z.url({ error: 'must be the issuer URL' }),
-  },
-  JWT_AUDIENCE: {
-    help: 'accepted token audiences (aud), comma-separated (default with a JWKS: RESOURCE_URL)',
-    default: undefined,
-    schema: list,
-  },
-  JWKS_URL: { help: 'URL of the authorization server\'s JWKS (instead of discovery from JWT_ISSUER)', default: undefined, schema: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }) },
-  JWKS_COOLDOWN_S: { help: 'least seconds between JWKS fetches caused by unknown key ids', default: '30', schema: integer(0, 86_400) },
-  JWKS_TIMEOUT_MS: { help: 'longest a JWKS or metadata fetch may take', default: '3000', schema: integer(100, 60_000) },
-  JWT_TYP: {
-    help: 'accepted token typ headers, comma-separated: at+jwt (RFC 9068), add JWT for older servers',
-    default: 'at+jwt',
-    schema: list.pipe(z.array(z.string().min(1)).min(1)),
-  },
-  ROLE_SCOPES: {
-    help: 'JSON map of roles or groups claim values to scopes, e.g. {"registry-admin":"registry:write"}',
-    default: undefined,
-    schema: z.string().transform((v, ctx) => {
-      try {
-        return z.record(z.string(), z.string()).parse(JSON.parse(v));
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be a JSON object of role to space-separated scopes' });
-        return z.NEVER;
-      }
-    }),
-  },
-  RESOURCE_URL: { help: 'this API\'s resource identifier (RFC 8707/9728; default PUBLIC_URL)', default: undefined, schema: z.url({ error: 'must be a URL' }) },
-  AUTHORIZATION_SERVERS: { help: 'issuer URLs advertised in protected-resource metadata, comma-separated (default JWT_ISSUER)', default: undefined, schema: list },
-  JWT_ALGORITHMS: {
-    help: 'allowed token algorithms, comma-separated (default from the key: HS256, RS256 or ES256)',
-    default: undefined,
-    schema: list.pipe(
-      z.array(z.enum(['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'], { error: 'is not a supported algorithm' })).min(1),
-    ),
-  },
-  JWT_CLOCK_TOLERANCE_S: { help: 'seconds of clock skew allowed on exp and nbf', default: '30', schema: integer(0, 600) },
-  BODY_LIMIT: { help: 'largest request body in bytes', default: String(1024 * 1024), schema: integer(1024, 512 * 1024 * 1024) },
-  MAX_HEADER_SIZE: { help: 'largest request header block in bytes', default: String(16 * 1024), schema: integer(1024, 1024 * 1024) },
-  MAX_CONNECTIONS: { help: 'most concurrent connections; further ones are refused', default: '10000', schema: integer(1, 1_000_000) },
-  PULSAR_WS_URL: {
-    help: 'Pulsar WebSocket API base URL for message-bus calls, e.g. ws://127.0.0.1:8080 (unset: such calls answer 503)',
-    default: undefined,
-    schema: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }),
-  },
-  PULSAR_TOKEN: { help: 'token for the Pulsar WebSocket API (sent as a Bearer header, never logged)', default: undefined, schema: z.string().min(1) },
-  TOOL_CALL_TIMEOUT_MS: { help: 'how long a call waits for its answer unless the tool sets timeoutMs', default: '30000', schema: integer(1, 600_000) },
-  MAX_INFLIGHT_CALLS: { help: 'calls carried at once; past it calls get 503 with Retry-After', default: '1000', schema: integer(1, 1_000_000) },
-  BUS_CONNECT_TIMEOUT_MS: { help: 'how long opening a bus producer or subscription may take', default: '3000', schema: integer(100, 60_000) },
-  RATE_LIMIT_MAX: { help: 'requests per window per caller (token sub, or client address); 0 turns limits off', default: '1200', schema: integer(0, 10_000_000) },
-  RATE_LIMIT_WRITE_MAX: { help: 'writes per window per caller', default: '300', schema: integer(0, 10_000_000) },
-  RATE_LIMIT_WINDOW_S: { help: 'rate-limit window in seconds', default: '60', schema: integer(1, 86_400) },
-  AUDIT_RETENTION_DAYS: { help: 'days audit entries are kept', default: '90', schema: integer(1, 36_500) },
-  USAGE_RETENTION_DAYS: { help: 'days tool-call records (behind /stats usage) are kept', default: '90', schema: integer(1, 36_500) },
-  MAX_WAITERS: { help: 'blocking queries and change streams held at once; past it 503 with Retry-After', default: '20000', schema: integer(1, 10_000_000) },
-  ANONYMOUS_MAX_AGE_S: { help: 'seconds shared caches may keep the anonymous discovery view (0: always revalidate)', default: '0', schema: integer(0, 86_400) },
-  VIEW_CACHE_BYTES: { help: 'bytes of serialised discovery views kept in memory', default: String(64 * 1024 * 1024), schema: integer(0, 16 * 1024 ** 3) },
-} as const;
+const pemKey = z
+  .string()
+  .min(1)
+  .transform((v, ctx) => {
+    if (v.includes('-----BEGIN')) return v;
+    try {
+      return readFileSync(v, 'utf8');
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'is neither a PEM key nor a readable PEM file' });
+      return z.NEVER;
+    }
+  });
 
-export type SettingName = keyof typeof SETTINGS;
+const roleScopes = z.string().transform((v, ctx) => {
+  try {
+    return z.record(z.string(), z.string()).parse(JSON.parse(v));
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object of role to space-separated scopes' });
+    return z.NEVER;
+  }
+});
 
-export interface Config {
-  port: number;
-  host: string;
-  databasePath: string;
-  publicUrl: URL;
-  anonymousDiscovery: AnonymousPolicy;
-  adminScope: string;
-  logLevel: (typeof LOG_LEVELS)[number];
-  jwt: {
-    secret: string | undefined;
-    publicKey: string | undefined;
-    issuer: string | undefined;
-    audience: string[] | undefined;
-    algorithms: string[] | undefined;
-    clockToleranceS: number;
-    jwksUrl: URL | undefined;
-    jwksCooldownS: number;
-    jwksTimeoutMs: number;
-    acceptedTyp: string[];
-    roleScopes: Record<string, string> | undefined;
-  };
-  /** This API's resource identifier (RFC 8707, RFC 9728). */
-  resource: string;
-  authorizationServers: string[];
-  bridge: {
-    pulsarWsUrl: string | undefined;
-    pulsarToken: string | undefined;
-    callTimeoutMs: number;
-    maxInflight: number;
-    connectTimeoutMs: number;
-  };
-  rateLimit: { max: number; writeMax: number; windowS: number };
-  auditRetentionDays: number;
-  usageRetentionDays: number;
-  bodyLimit: number;
-  maxHeaderSize: number;
-  maxConnections: number;
-  viewCacheBytes: number;
-  maxWaiters: number;
-  anonymousMaxAgeS: number;
+/** Every setting, in the order --help and the README list them. */
+export const EnvSchema = z.object({
+  PORT: setting('TCP port to listen on', '8006', integer(0, 65535)),
+  HOST: setting('address to listen on (0.0.0.0 for every interface)', '127.0.0.1', z.string().min(1)),
+  DATABASE_PATH: setting('SQLite database file (":memory:" for a throwaway one)', './data/registry.db', z.string().min(1)),
+  PUBLIC_URL: optional(
+    'base URL agents reach this registry at (default http://HOST:PORT); message-bus tools point at its invoke route',
+    z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).transform((v) => new URL(v)),
+  ),
+  ANONYMOUS_DISCOVERY: setting(
+    'what callers without a token see: full (every tool), public (tools needing no scope) or none (401)',
+    'full',
+    z.enum(ANONYMOUS_POLICIES, { error: `must be one of ${ANONYMOUS_POLICIES.join(', ')}` }),
+  ),
+  ADMIN_SCOPE: setting('scope a token needs for every write', 'registry:write', ScopeSchema),
+  LOG_LEVEL: setting('pino log level', 'info', z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })),
+  JWT_SECRET: optional(
+    'shared secret for HS256 bearer tokens (at least 32 characters; HS384/HS512 with JWT_ALGORITHMS)',
+    z.string().min(32, 'must be at least 32 characters (256 bits) for HS256'),
+    { secret: true },
+  ),
+  JWT_PUBLIC_KEY: optional('PEM public key (RSA, EC or Ed25519; RS256, ES256/384/512 or EdDSA), or the path of a PEM file', pemKey),
+  JWT_ISSUER: optional('required token issuer (iss); without a secret or key, its metadata names the JWKS', z.url({ error: 'must be the issuer URL' })),
+  JWT_AUDIENCE: optional('accepted token audiences (aud), comma-separated (default with a JWKS: RESOURCE_URL)', list),
+  JWKS_URL: optional(
+    'URL of the authorization server\'s JWKS (instead of discovery from JWT_ISSUER)',
+    z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).transform((v) => new URL(v)),
+  ),
+  JWKS_COOLDOWN_S: setting('least seconds between JWKS fetches caused by unknown key ids', '30', integer(0, 86_400)),
+  JWKS_TIMEOUT_MS: setting('longest a JWKS or metadata fetch may take', '3000', integer(100, 60_000)),
+  JWT_TYP: setting(
+    'accepted token typ headers, comma-separated: at+jwt (RFC 9068), add JWT for older servers',
+    'at+jwt',
+    list.pipe(z.array(z.string().min(1)).min(1)).transform((types) => types.map((t) => t.toLowerCase().replace(/^application\//, ''))),
+  ),
+  ROLE_SCOPES: optional('JSON map of roles or groups claim values to scopes, e.g. {"registry-admin":"registry:write"}', roleScopes),
+  RESOURCE_URL: optional('this API\'s resource identifier (RFC 8707/9728; default PUBLIC_URL)', z.url({ error: 'must be a URL' })),
+  AUTHORIZATION_SERVERS: optional('issuer URLs advertised in protected-resource metadata, comma-separated (default JWT_ISSUER)', list),
+  JWT_ALGORITHMS: optional(
+    'allowed token algorithms, comma-separated (default from the key: HS256, RS256 or ES256)',
+    list.pipe(z.array(z.enum(JWT_ALGORITHMS, { error: 'is not a supported algorithm' })).min(1)),
+  ),
+  JWT_CLOCK_TOLERANCE_S: setting('seconds of clock skew allowed on exp and nbf', '30', integer(0, 600)),
+  BODY_LIMIT: setting('largest request body in bytes', String(1024 * 1024), integer(1024, 512 * 1024 * 1024)),
+  MAX_HEADER_SIZE: setting('largest request header block in bytes', String(16 * 1024), integer(1024, 1024 * 1024)),
+  MAX_CONNECTIONS: setting('most concurrent connections; further ones are refused', '10000', integer(1, 1_000_000)),
+  PULSAR_WS_URL: optional(
+    'Pulsar WebSocket API base URL for message-bus calls, e.g. ws://127.0.0.1:8080 (unset: such calls answer 503)',
+    z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }),
+  ),
+  PULSAR_TOKEN: optional('token for the Pulsar WebSocket API (sent as a Bearer header, never logged)', z.string().min(1), { secret: true }),
+  TOOL_CALL_TIMEOUT_MS: setting('how long a call waits for its answer unless the tool sets timeoutMs', '30000', integer(1, 600_000)),
+  MAX_INFLIGHT_CALLS: setting('calls carried at once; past it calls get 503 with Retry-After', '1000', integer(1, 1_000_000)),
+  BUS_CONNECT_TIMEOUT_MS: setting('how long opening a bus producer or subscription may take', '3000', integer(100, 60_000)),
+  RATE_LIMIT_MAX: setting('requests per window per caller (token sub, or client address); 0 turns limits off', '1200', integer(0, 10_000_000)),
+  RATE_LIMIT_WRITE_MAX: setting('writes per window per caller', '300', integer(0, 10_000_000)),
+  RATE_LIMIT_WINDOW_S: setting('rate-limit window in seconds', '60', integer(1, 86_400)),
+  AUDIT_RETENTION_DAYS: setting('days audit entries are kept', '90', integer(1, 36_500)),
+  USAGE_RETENTION_DAYS: setting('days tool-call records (behind /stats usage) are kept', '90', integer(1, 36_500)),
+  MAX_WAITERS: setting('blocking queries and change streams held at once; past it 503 with Retry-After', '20000', integer(1, 10_000_000)),
+  ANONYMOUS_MAX_AGE_S: setting('seconds shared caches may keep the anonymous discovery view (0: always revalidate)', '0', integer(0, 86_400)),
+  VIEW_CACHE_BYTES: setting('bytes of serialised discovery views kept in memory', String(64 * 1024 * 1024), integer(0, 16 * 1024 ** 3)),
+});
+export type Env = z.infer<typeof EnvSchema>;
+
+/** Where bearer-token keys come from; decided here once, read by auth and the CLI. */
+export type KeyMode = 'secret' | 'public-key' | 'jwks' | 'dev';
+
+const KEY_SETTINGS = ['JWT_SECRET', 'JWT_PUBLIC_KEY', 'JWKS_URL'] as const;
+
+function keyModeOf(env: Env): KeyMode {
+  if (env.JWKS_URL !== undefined) return 'jwks';
+  if (env.JWT_PUBLIC_KEY !== undefined) return 'public-key';
+  if (env.JWT_SECRET !== undefined) return 'secret';
+  // An issuer alone: its metadata names the JWKS.
+  return env.JWT_ISSUER !== undefined ? 'jwks' : 'dev';
 }
+
+/** The settings as the code reads them. */
+export const ConfigSchema = EnvSchema.transform((env, ctx) => {
+  const keySettings = KEY_SETTINGS.filter((name) => env[name] !== undefined);
+  if (keySettings.length > 1) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [keySettings[1] ?? 'JWKS_URL'],
+      message: `set only one of JWT_SECRET, JWT_PUBLIC_KEY and JWKS_URL (got ${keySettings.join(' and ')})`,
+      params: { echo: false },
+    });
+    return z.NEVER;
+  }
+  const host = env.HOST;
+  // A wildcard address is not one to reach the registry at; an IPv6 literal needs brackets.
+  const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const publicUrl = env.PUBLIC_URL ?? new URL(`http://${publicHost}:${env.PORT}`);
+  return {
+    port: env.PORT,
+    host,
+    databasePath: env.DATABASE_PATH,
+    publicUrl,
+    anonymousDiscovery: env.ANONYMOUS_DISCOVERY,
+    adminScope: env.ADMIN_SCOPE,
+    logLevel: env.LOG_LEVEL,
+    jwt: {
+      keyMode: keyModeOf(env),
+      secret: env.JWT_SECRET,
+      publicKey: env.JWT_PUBLIC_KEY,
+      issuer: env.JWT_ISSUER,
+      audience: env.JWT_AUDIENCE,
+      algorithms: env.JWT_ALGORITHMS,
+      clockToleranceS: env.JWT_CLOCK_TOLERANCE_S,
+      jwksUrl: env.JWKS_URL,
+      jwksCooldownS: env.JWKS_COOLDOWN_S,
+      jwksTimeoutMs: env.JWKS_TIMEOUT_MS,
+      acceptedTyp: env.JWT_TYP,
+      roleScopes: env.ROLE_SCOPES,
+    },
+    /** This API's resource identifier (RFC 8707, RFC 9728). */
+    resource: env.RESOURCE_URL ?? publicUrl.href.replace(/\/$/, ''),
+    authorizationServers: env.AUTHORIZATION_SERVERS ?? (env.JWT_ISSUER === undefined ? [] : [env.JWT_ISSUER]),
+    bridge: {
+      pulsarWsUrl: env.PULSAR_WS_URL,
+      pulsarToken: env.PULSAR_TOKEN,
+      callTimeoutMs: env.TOOL_CALL_TIMEOUT_MS,
+      maxInflight: env.MAX_INFLIGHT_CALLS,
+      connectTimeoutMs: env.BUS_CONNECT_TIMEOUT_MS,
+    },
+    rateLimit: { max: env.RATE_LIMIT_MAX, writeMax: env.RATE_LIMIT_WRITE_MAX, windowS: env.RATE_LIMIT_WINDOW_S },
+    auditRetentionDays: env.AUDIT_RETENTION_DAYS,
+    usageRetentionDays: env.USAGE_RETENTION_DAYS,
+    bodyLimit: env.BODY_LIMIT,
+    maxHeaderSize: env.MAX_HEADER_SIZE,
+    maxConnections: env.MAX_CONNECTIONS,
+    viewCacheBytes: env.VIEW_CACHE_BYTES,
+    maxWaiters: env.MAX_WAITERS,
+    anonymousMaxAgeS: env.ANONYMOUS_MAX_AGE_S,
+  };
+});
+export type Config = z.infer<typeof ConfigSchema>;
+
+export type SettingName = keyof typeof EnvSchema.shape;
+/** Setting values as text, as flags and the environment give them. */
+export type Settings = Partial<Record<SettingName, string>>;
+
+export const SETTING_NAMES: readonly SettingName[] = EnvSchema.keyof().options;
+
+export interface SettingInfo {
+  help: string;
+  /** The default as a user would write it; undefined when the setting may stay unset. */
+  default: string | undefined;
+  /** Never echoed in error messages. */
+  secret: boolean;
+}
+
+function settingInfo(name: SettingName): SettingInfo {
+  const meta = SETTING_META.get(EnvSchema.shape[name]);
+  if (meta === undefined) throw new Error(`setting ${name} has no help`);
+  return { help: meta.help, default: meta.default, secret: meta.secret === true };
+}
+
+/** Every setting's help, default and secrecy, read from EnvSchema (for --help and the README). */
+export const SETTINGS = Object.fromEntries(SETTING_NAMES.map((name) => [name, settingInfo(name)])) as Readonly<Record<SettingName, SettingInfo>>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -176,103 +239,29 @@ export function flagOf(name: SettingName): string {
   return `--${name.toLowerCase().replaceAll('_', '-')}`;
 }
 
-const FLAG_TO_SETTING = new Map<string, SettingName>(
-  (Object.keys(SETTINGS) as SettingName[]).map((name) => [flagOf(name), name]),
-);
-
-/**
- * Reads `--flag value` and `--flag=value` pairs for settings out of argv; returns the settings
- * and the arguments left over.
- */
-export function settingsFromArgv(argv: readonly string[]): { values: Partial<Record<SettingName, string>>; rest: string[] } {
-  const values: Partial<Record<SettingName, string>> = {};
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    const eq = arg.indexOf('=');
-    const flag = eq === -1 ? arg : arg.slice(0, eq);
-    const name = FLAG_TO_SETTING.get(flag);
-    if (!name) {
-      rest.push(arg);
-      continue;
-    }
-    const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
-    if (value === undefined) throw new ConfigError(`${flag} needs a value`);
-    values[name] = value;
-  }
-  return { values, rest };
-}
+const isSettingName = (key: PropertyKey | undefined): key is SettingName => typeof key === 'string' && Object.hasOwn(EnvSchema.shape, key);
 
 /** Builds the config from the environment and flags; throws a ConfigError naming the setting. */
-export function loadConfig(env: NodeJS.ProcessEnv, flags: Partial<Record<SettingName, string>> = {}): Config {
-  const raw = (name: SettingName): string | undefined => {
+export function loadConfig(env: NodeJS.ProcessEnv, flags: Settings = {}): Config {
+  const input: Settings = {};
+  for (const name of SETTING_NAMES) {
     const value = flags[name] ?? env[name];
-    return value === undefined || value === '' ? SETTINGS[name].default : value;
-  };
-  const parsed: Partial<Record<SettingName, unknown>> = {};
-  for (const name of Object.keys(SETTINGS) as SettingName[]) {
-    const value = raw(name);
-    if (value === undefined) continue;
-    const result = (SETTINGS[name].schema as z.ZodType).safeParse(value);
-    if (!result.success) {
-      const shown = name === 'JWT_SECRET' || name === 'PULSAR_TOKEN' ? '' : ` (got ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value)})`;
-      throw new ConfigError(`${name}: ${result.error.issues[0]?.message ?? 'invalid value'}${shown}`);
-    }
-    parsed[name] = result.data;
+    if (value !== undefined) input[name] = value;
   }
-  const get = <T>(name: SettingName) => parsed[name] as T;
-  const keySettings = (['JWT_SECRET', 'JWT_PUBLIC_KEY', 'JWKS_URL'] as const).filter((n) => parsed[n] !== undefined);
-  if (keySettings.length > 1) {
-    throw new ConfigError(`${keySettings[1] ?? ''}: set only one of JWT_SECRET, JWT_PUBLIC_KEY and JWKS_URL (got ${keySettings.join(' and ')})`);
-  }
-  const issuer = get<string | undefined>('JWT_ISSUER');
-  const port = get<number>('PORT');
-  const host = get<string>('HOST');
-  const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  const publicUrl = get<URL | undefined>('PUBLIC_URL') ?? new URL(`http://${publicHost}:${port}`);
-  return {
-    port,
-    host,
-    databasePath: get<string>('DATABASE_PATH'),
-    publicUrl,
-    anonymousDiscovery: get<AnonymousPolicy>('ANONYMOUS_DISCOVERY'),
-    adminScope: get<string>('ADMIN_SCOPE'),
-    logLevel: get<Config['logLevel']>('LOG_LEVEL'),
-    jwt: {
-      secret: get<string | undefined>('JWT_SECRET'),
-      publicKey: get<string | undefined>('JWT_PUBLIC_KEY'),
-      issuer,
-      audience: get<string[] | undefined>('JWT_AUDIENCE'),
-      algorithms: get<string[] | undefined>('JWT_ALGORITHMS'),
-      clockToleranceS: get<number>('JWT_CLOCK_TOLERANCE_S'),
-      jwksUrl: get<string | undefined>('JWKS_URL') === undefined ? undefined : new URL(get<string>('JWKS_URL')),
-      jwksCooldownS: get<number>('JWKS_COOLDOWN_S'),
-      jwksTimeoutMs: get<number>('JWKS_TIMEOUT_MS'),
-      acceptedTyp: get<string[]>('JWT_TYP').map((t) => t.toLowerCase().replace(/^application\//, '')),
-      roleScopes: get<Record<string, string> | undefined>('ROLE_SCOPES'),
-    },
-    resource: get<string | undefined>('RESOURCE_URL') ?? publicUrl.href.replace(/\/$/, ''),
-    authorizationServers: get<string[] | undefined>('AUTHORIZATION_SERVERS') ?? (issuer === undefined ? [] : [issuer]),
-    bridge: {
-      pulsarWsUrl: get<string | undefined>('PULSAR_WS_URL'),
-      pulsarToken: get<string | undefined>('PULSAR_TOKEN'),
-      callTimeoutMs: get<number>('TOOL_CALL_TIMEOUT_MS'),
-      maxInflight: get<number>('MAX_INFLIGHT_CALLS'),
-      connectTimeoutMs: get<number>('BUS_CONNECT_TIMEOUT_MS'),
-    },
-    rateLimit: { max: get<number>('RATE_LIMIT_MAX'), writeMax: get<number>('RATE_LIMIT_WRITE_MAX'), windowS: get<number>('RATE_LIMIT_WINDOW_S') },
-    auditRetentionDays: get<number>('AUDIT_RETENTION_DAYS'),
-    usageRetentionDays: get<number>('USAGE_RETENTION_DAYS'),
-    bodyLimit: get<number>('BODY_LIMIT'),
-    maxHeaderSize: get<number>('MAX_HEADER_SIZE'),
-    maxConnections: get<number>('MAX_CONNECTIONS'),
-    viewCacheBytes: get<number>('VIEW_CACHE_BYTES'),
-    maxWaiters: get<number>('MAX_WAITERS'),
-    anonymousMaxAgeS: get<number>('ANONYMOUS_MAX_AGE_S'),
-  };
+  const result = ConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  // Only the first problem: one line that names the variable, as an operator reads it.
+  const issue = result.error.issues[0];
+  const name = issue?.path[0];
+  if (issue === undefined || !isSettingName(name)) throw new ConfigError(result.error.message);
+  const value = input[name];
+  // Secrets are never echoed, nor is the value when the problem is another setting beside it.
+  const echoed = value !== undefined && !SETTINGS[name].secret && !(issue.code === 'custom' && issue.params?.['echo'] === false);
+  const shown = echoed ? ` (got ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value)})` : '';
+  throw new ConfigError(`${name}: ${issue.message}${shown}`);
 }
 
 /** A config for tests and embedding: defaults, with overrides. */
-export function defaultConfig(overrides: Partial<Record<SettingName, string>> = {}): Config {
+export function defaultConfig(overrides: Settings = {}): Config {
   return loadConfig({}, overrides);
 }

@@ -1,50 +1,103 @@
 /**
- * The CLI as a user runs it: `node --import tsx src/cli/main.ts ...` as a child process, talking
- * to a real `serve` child on 127.0.0.1, with every process killed in afterAll.
+ * The CLI as a user runs it, in-process: main(argv, io) against an app built in-process
+ * (buildApp, listening on 127.0.0.1 port 0), with its stdout, stderr, stdin and environment
+ * captured. Two tests spawn the real CLI where the process itself matters: a bad setting must
+ * stop it before it touches anything, and a token minted by another process from the dev secret
+ * file must be accepted by the server.
  */
 import { existsSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../src/cli/main.js';
+import { HELP } from '../src/cli/help.js';
+import { loadConfig } from '../src/config.js';
+import { buildApp } from '../src/http/app.js';
 import { seed } from './helpers/fixtures.js';
-import {
-  freePort,
-  jwtPayload,
-  killAll,
-  linesOf,
-  mintTokenWithCli,
-  processTempDir,
-  removeTempDirs,
-  REPO_ROOT,
-  runCli,
-  startServer,
-  stopProcess,
-  type ServerProcess,
-} from './helpers/process.js';
+import { freePort, jwtPayload, killAll, linesOf, LOOPBACK, processTempDir, removeTempDirs, REPO_ROOT, runCli } from './helpers/process.js';
 
 const SEED_DIR = join(REPO_ROOT, 'test', 'fixtures', 'seed');
 const HTTP_TOOLS = ['calculator', 'file_reader', 'database_query', 'simulation_data', 'weather_forecast'] as const;
+
+interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+interface RunOptions {
+  /** DATABASE_PATH; defaults to registry.db in a fresh temp folder. */
+  databasePath?: string;
+  /** The whole environment besides DATABASE_PATH, HOST, PORT and LOG_LEVEL: nothing leaks in from ours. */
+  env?: Record<string, string>;
+  /** What stdin holds; without it stdin reads as a terminal (nothing piped). */
+  input?: string;
+}
+
+/** Runs `tool-registry ...args` in-process and captures what it writes. */
+async function run(args: string[], options: RunOptions = {}): Promise<RunResult> {
+  let stdout = '';
+  let stderr = '';
+  const env = {
+    DATABASE_PATH: options.databasePath ?? join(processTempDir(), 'registry.db'),
+    HOST: LOOPBACK,
+    // Should a test's serve ever get past its error, it listens on a free port, not on 8006.
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    ...options.env,
+  };
+  const code = await main(args, {
+    env,
+    stdout: (text) => void (stdout += text),
+    stderr: (text) => void (stderr += text),
+    readStdin: async () => options.input,
+  });
+  return { code, stdout, stderr };
+}
+
+/** Mints a token with the `token` command, in-process, against the same database's dev secret. */
+async function mintToken(databasePath: string, scopes: string[], sub: string): Promise<string> {
+  const result = await run(['token', ...scopes.flatMap((s) => ['--scope', s]), '--sub', sub], { databasePath });
+  if (result.code !== 0) throw new Error(`token exited ${result.code}: ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+interface Server {
+  app: FastifyInstance;
+  url: string;
+  databasePath: string;
+}
+
+/** The registry in dev mode (its secret file beside the database), listening on a loopback port. */
+async function startInProcess(): Promise<Server> {
+  const databasePath = join(processTempDir(), 'registry.db');
+  const app = await buildApp(loadConfig({}, { DATABASE_PATH: databasePath, LOG_LEVEL: 'silent' }));
+  await app.listen({ port: 0, host: LOOPBACK });
+  const { port } = app.server.address() as AddressInfo;
+  return { app, url: `http://${LOOPBACK}:${port}`, databasePath };
+}
+
+const get = (url: string, token: string) => fetch(url, { headers: { authorization: `Bearer ${token}` } });
 
 afterAll(() => {
   killAll();
   removeTempDirs();
 });
 
-describe('token mints a JWT the running registry accepts', { timeout: 60_000 }, () => {
-  let server: ServerProcess | undefined;
+describe('token mints a JWT the running registry accepts', () => {
+  let server: Server;
 
   beforeAll(async () => {
-    server = await startServer();
+    server = await startInProcess();
   });
 
-  afterAll(async () => {
-    if (server) await stopProcess(server, 'SIGKILL').catch(() => undefined);
-  });
+  afterAll(() => server.app.close());
 
   it('prints a token with the requested scope, sub and a one-hour expiry', async () => {
-    const live = server as ServerProcess;
     const before = Math.floor(Date.now() / 1000);
-    const result = await runCli(['token', '--scope', 'registry:write', '--sub', 'op', '--ttl', '1h'], { databasePath: live.databasePath });
+    const result = await run(['token', '--scope', 'registry:write', '--sub', 'op', '--ttl', '1h'], { databasePath: server.databasePath });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toBe('');
     const lines = linesOf(result.stdout);
@@ -59,38 +112,39 @@ describe('token mints a JWT the running registry accepts', { timeout: 60_000 }, 
     expect(Math.abs((payload['exp'] as number) - (before + 3600))).toBeLessThan(60);
 
     // Signed with the server's dev secret: the admin route takes it...
-    const admin = await fetch(`${live.url}/tool-services`, { headers: { authorization: `Bearer ${token}` } });
-    expect(admin.status).toBe(200);
+    expect((await get(`${server.url}/tool-services`, token)).status).toBe(200);
     // ...and a token without the admin scope is refused there.
-    const reader = await mintTokenWithCli(live.databasePath, ['calculator:use'], 'reader');
+    const reader = await mintToken(server.databasePath, ['calculator:use'], 'reader');
     expect(jwtPayload(reader)['scope']).toBe('calculator:use');
-    const refused = await fetch(`${live.url}/tool-services`, { headers: { authorization: `Bearer ${reader}` } });
-    expect(refused.status).toBe(403);
+    expect((await get(`${server.url}/tool-services`, reader)).status).toBe(403);
+  });
+
+  it('takes --flag=value, a repeated --scope and space-separated scopes', async () => {
+    const result = await run(['token', '--scope=a:read', '--scope', 'b:read c:write', '--sub=svc', '--ttl=15m'], { databasePath: server.databasePath });
+    expect(result.code, result.stderr).toBe(0);
+    const payload = jwtPayload(result.stdout.trim());
+    expect(payload['scope']).toBe('a:read b:read c:write');
+    expect(payload['sub']).toBe('svc');
+    expect((payload['exp'] as number) - (payload['iat'] as number)).toBe(900);
   });
 });
 
-describe('data commands manage a running registry', { timeout: 60_000 }, () => {
-  let server: ServerProcess | undefined;
-  let url: string;
-  let databasePath: string;
+describe('data commands manage a running registry', () => {
+  let server: Server;
   let adminToken: string;
 
   /** Runs a data command against the server; the CLI mints its admin token from the dev secret. */
   const cli = (args: string[], input?: string) =>
-    runCli([...args, '--url', url], { databasePath, ...(input !== undefined && { input }) });
+    run([...args, '--url', server.url], { databasePath: server.databasePath, ...(input !== undefined && { input }) });
 
   beforeAll(async () => {
-    server = await startServer();
-    url = server.url;
-    databasePath = server.databasePath;
-    adminToken = await mintTokenWithCli(databasePath, ['registry:write'], 'op');
+    server = await startInProcess();
+    adminToken = await mintToken(server.databasePath, ['registry:write'], 'op');
   });
 
-  afterAll(async () => {
-    if (server) await stopProcess(server, 'SIGKILL').catch(() => undefined);
-  });
+  afterAll(() => server.app.close());
 
-  const adminGet = (path: string) => fetch(`${url}${path}`, { headers: { authorization: `Bearer ${adminToken}` } });
+  const adminGet = (path: string) => get(`${server.url}${path}`, adminToken);
 
   it('put tool-service/<id> --file creates the service', async () => {
     const result = await cli(['put', 'tool-service/joke-service', '--file', join(SEED_DIR, 'joke-service.json')]);
@@ -110,16 +164,16 @@ describe('data commands manage a running registry', { timeout: 60_000 }, () => {
     const printed = JSON.parse(result.stdout) as { name: string; kind: string };
     expect(printed).toMatchObject({ name: 'tell-joke', kind: 'tool-service' });
 
-    const discovery = (await (await fetch(`${url}/`)).json()) as { tools: { name: string }[] };
+    const discovery = (await (await fetch(`${server.url}/`)).json()) as { tools: { name: string }[] };
     expect(discovery.tools.map((t) => t.name)).toEqual(['tell-joke']);
   });
 
   it('put without the admin scope fails with one line and writes nothing', async () => {
-    const reader = await mintTokenWithCli(databasePath, ['calculator:use'], 'reader');
-    const result = await runCli(['put', 'tool/calculator', '--file', join(SEED_DIR, 'calculator.json'), '--url', url, '--token', reader], {
-      databasePath,
+    const reader = await mintToken(server.databasePath, ['calculator:use'], 'reader');
+    const result = await run(['put', 'tool/calculator', '--file', join(SEED_DIR, 'calculator.json'), '--url', server.url, '--token', reader], {
+      databasePath: server.databasePath,
     });
-    expect(result.code).not.toBe(0);
+    expect(result.code).toBe(1);
     expect(linesOf(result.stderr)).toHaveLength(1);
     expect(result.stderr).toMatch(/403/);
     expect((await adminGet('/tools/calculator')).status).toBe(404);
@@ -178,12 +232,12 @@ describe('data commands manage a running registry', { timeout: 60_000 }, () => {
     expect(deleted.code, deleted.stderr).toBe(0);
     expect(deleted.stdout).toBe('deleted tool/tell-joke\n');
 
-    const discovery = (await (await fetch(`${url}/`)).json()) as { tools: { name: string }[] };
+    const discovery = (await (await fetch(`${server.url}/`)).json()) as { tools: { name: string }[] };
     expect(discovery.tools.map((t) => t.name)).not.toContain('tell-joke');
     expect(discovery.tools).toHaveLength(2 + HTTP_TOOLS.length);
 
     const result = await cli(['get', 'tool/tell-joke']);
-    expect(result.code).not.toBe(0);
+    expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     const lines = linesOf(result.stderr);
     expect(lines).toHaveLength(1);
@@ -192,13 +246,12 @@ describe('data commands manage a running registry', { timeout: 60_000 }, () => {
   });
 });
 
-describe('data commands report an unreachable registry', { timeout: 60_000 }, () => {
+describe('data commands report an unreachable registry', () => {
   it('exits non-zero with one line naming the URL', async () => {
     const port = await freePort(); // closed again: nothing listens there
     const target = `http://127.0.0.1:${port}`;
-    const result = await runCli(['list', 'tools', '--url', target]);
-    expect(result.code).not.toBe(0);
-    expect(result.code).not.toBeNull();
+    const result = await run(['list', 'tools', '--url', target]);
+    expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     const lines = linesOf(result.stderr);
     expect(lines).toHaveLength(1);
@@ -206,22 +259,10 @@ describe('data commands report an unreachable registry', { timeout: 60_000 }, ()
   });
 });
 
-describe('bad configuration stops the CLI with one line', { timeout: 60_000 }, () => {
-  it('serve with PORT=abc exits 2 naming PORT', async () => {
-    const databasePath = join(processTempDir(), 'registry.db');
-    const result = await runCli(['serve'], { databasePath, env: { PORT: 'abc' } });
-    expect(result.code).toBe(2);
-    expect(result.stdout).toBe('');
-    const lines = linesOf(result.stderr);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/\bPORT\b/);
-    expect(lines[0]).toContain('abc');
-    expect(existsSync(databasePath)).toBe(false);
-  });
-
+describe('bad configuration or usage stops the CLI with one line', () => {
   it('token refuses with one clear line when tokens come from an authorization server', async () => {
     const databasePath = join(processTempDir(), 'registry.db');
-    const result = await runCli(['token', '--scope', 'registry:write'], { databasePath, env: { JWKS_URL: 'http://127.0.0.1:1/jwks' } });
+    const result = await run(['token', '--scope', 'registry:write'], { databasePath, env: { JWKS_URL: 'http://127.0.0.1:1/jwks' } });
     expect(result.code).toBe(2);
     const lines = linesOf(result.stderr);
     expect(lines).toHaveLength(1);
@@ -231,7 +272,7 @@ describe('bad configuration stops the CLI with one line', { timeout: 60_000 }, (
 
   it('serve with ANONYMOUS_DISCOVERY=bogus exits 2 naming ANONYMOUS_DISCOVERY', async () => {
     const databasePath = join(processTempDir(), 'registry.db');
-    const result = await runCli(['serve'], { databasePath, port: await freePort(), env: { ANONYMOUS_DISCOVERY: 'bogus' } });
+    const result = await run(['serve'], { databasePath, env: { PORT: String(await freePort()), ANONYMOUS_DISCOVERY: 'bogus' } });
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     const lines = linesOf(result.stderr);
@@ -240,17 +281,49 @@ describe('bad configuration stops the CLI with one line', { timeout: 60_000 }, (
     expect(existsSync(databasePath)).toBe(false);
   });
 
-  it('an unknown command exits 2', async () => {
-    const result = await runCli(['frobnicate']);
+  it('a flag wins over its variable, in both --flag value and --flag=value forms', async () => {
+    const result = await run(['migrate', '--anonymous-discovery', 'bogus'], { env: { ANONYMOUS_DISCOVERY: 'full' } });
     expect(result.code).toBe(2);
-    expect(result.stdout).toBe('');
-    const lines = linesOf(result.stderr);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain('frobnicate');
+    expect(result.stderr).toBe('tool-registry: ANONYMOUS_DISCOVERY: must be one of full, public, none (got "bogus")\n');
+
+    const port = await run(['migrate', '--port=70000'], { env: { PORT: '8006' } });
+    expect(port.code).toBe(2);
+    expect(port.stderr).toBe('tool-registry: PORT: must be at most 65535 (got "70000")\n');
+  });
+
+  it('never echoes a secret', async () => {
+    const result = await run(['migrate', '--jwt-secret', 'too-short-to-sign-with']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('tool-registry: JWT_SECRET: must be at least 32 characters (256 bits) for HS256\n');
+  });
+
+  it('an unknown command, flag or argument, or a flag without its value, exits 2 with one line', async () => {
+    const cases: [string[], string][] = [
+      [['frobnicate'], 'unknown command "frobnicate" (see tool-registry --help)'],
+      [['serve', '--frobnicate'], 'unknown option --frobnicate for serve (see tool-registry --help)'],
+      [['list', '--frobnicate=1'], 'unknown option --frobnicate for list (see tool-registry --help)'],
+      [['migrate', 'now'], 'unknown argument now for migrate (see tool-registry --help)'],
+      [['token', '--scope'], '--scope needs a value'],
+      [['--port'], '--port needs a value'],
+      [['list', 'tools', 'extra'], 'unexpected argument extra for list'],
+    ];
+    for (const [args, message] of cases) {
+      const result = await run(args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toBe(`tool-registry: ${message}\n`);
+    }
+  });
+
+  it('--help prints the usage and every setting', async () => {
+    const result = await run(['list', '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(HELP);
+    expect(result.stdout).toContain('--public-url');
   });
 });
 
-describe('migrate applies the schema once and refuses a newer one', { timeout: 60_000 }, () => {
+describe('migrate applies the schema once and refuses a newer one', () => {
   let databasePath: string;
 
   beforeAll(() => {
@@ -258,11 +331,11 @@ describe('migrate applies the schema once and refuses a newer one', { timeout: 6
   });
 
   it('applies migration 1 to a fresh database, then reports it up to date', async () => {
-    const first = await runCli(['migrate'], { databasePath });
+    const first = await run(['migrate'], { databasePath });
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(/applied migration\(s\) 1\b/);
 
-    const second = await runCli(['migrate'], { databasePath });
+    const second = await run(['migrate', '--database-path', databasePath], { databasePath: join(processTempDir(), 'elsewhere.db') });
     expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toMatch(/up to date/);
     expect(second.stdout).not.toMatch(/applied/);
@@ -276,17 +349,16 @@ describe('migrate applies the schema once and refuses a newer one', { timeout: 6
       db.close();
     }
 
-    const migrate = await runCli(['migrate'], { databasePath });
-    expect(migrate.code).not.toBe(0);
-    expect(migrate.code).not.toBeNull();
+    const migrate = await run(['migrate'], { databasePath });
+    expect(migrate.code).toBe(1);
     expect(migrate.stdout).toBe('');
     const migrateLines = linesOf(migrate.stderr);
     expect(migrateLines).toHaveLength(1);
     expect(migrateLines[0]).toContain('999');
 
-    const serve = await runCli(['serve'], { databasePath, port: await freePort() });
-    expect(serve.code).not.toBe(0);
-    expect(serve.code).not.toBeNull();
+    // The app refuses while it is built, before it listens or takes signals.
+    const serve = await run(['serve'], { databasePath, env: { PORT: String(await freePort()) } });
+    expect(serve.code).toBe(1);
     const serveLines = linesOf(serve.stderr);
     expect(serveLines).toHaveLength(1);
     expect(serveLines[0]).toContain('999');
@@ -298,5 +370,40 @@ describe('migrate applies the schema once and refuses a newer one', { timeout: 6
     } finally {
       check.close();
     }
+  });
+});
+
+// The two places where the process itself matters; concurrent, as each spends ~1 s starting tsx.
+describe.concurrent('the real process (child processes)', () => {
+  let server: Server;
+
+  beforeAll(async () => {
+    server = await startInProcess();
+  });
+
+  afterAll(() => server.app.close());
+
+  it('a token minted by another process from the dev secret file is accepted', async ({ expect }) => {
+    const result = await runCli(['token', '--scope', 'registry:write', '--sub', 'op'], { databasePath: server.databasePath });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toBe('');
+    const lines = linesOf(result.stdout);
+    expect(lines).toHaveLength(1);
+    const token = lines[0] ?? '';
+    expect(jwtPayload(token)['scope']).toBe('registry:write');
+    expect(jwtPayload(token)['sub']).toBe('op');
+    expect((await get(`${server.url}/tool-services`, token)).status).toBe(200);
+  });
+
+  it('serve with PORT=abc exits 2 naming PORT, before creating the database', async ({ expect }) => {
+    const databasePath = join(processTempDir(), 'registry.db');
+    const result = await runCli(['serve'], { databasePath, env: { PORT: 'abc' } });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    const lines = linesOf(result.stderr);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/\bPORT\b/);
+    expect(lines[0]).toContain('abc');
+    expect(existsSync(databasePath)).toBe(false);
   });
 });

@@ -4,9 +4,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { devSecretPathFor } from '../auth/keys.js';
-import { loadConfig, settingsFromArgv, type SettingName } from '../config.js';
+import { loadConfig, type Settings } from '../config.js';
+import { parseCommandArgs, type CommandOptions } from './args.js';
+import type { CliIo } from './io.js';
 import { mintToken } from './token.js';
-import { takeOption, UsageError } from './usage-error.js';
+import { UsageError } from './usage-error.js';
 
 export const DATA_COMMANDS: ReadonlySet<string> = new Set(['put', 'get', 'list', 'delete', 'import', 'export']);
 
@@ -32,23 +34,20 @@ function readJson(source: string, text: string): unknown {
   }
 }
 
-async function readStdin(): Promise<string> {
-  if (process.stdin.isTTY) throw new UsageError('give the descriptor on stdin or with --file');
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+async function readStdin(io: CliIo): Promise<string> {
+  const text = await io.readStdin();
+  if (text === undefined) throw new UsageError('give the descriptor on stdin or with --file');
+  return text;
 }
 
 /** The bearer token: --token, REGISTRY_TOKEN, or an admin token minted from the local secret. */
-function clientToken(explicit: string | undefined, env: NodeJS.ProcessEnv, settings: Partial<Record<SettingName, string>>): string | undefined {
+function clientToken(explicit: string | undefined, env: NodeJS.ProcessEnv, settings: Settings): string | undefined {
   const given = explicit ?? env['REGISTRY_TOKEN'];
   if (given !== undefined && given !== '') return given;
   const config = loadConfig(env, settings);
   // Tokens come from an authorization server: only --token or REGISTRY_TOKEN can give one.
-  if (config.jwt.publicKey !== undefined || config.jwt.jwksUrl !== undefined || (config.jwt.secret === undefined && config.jwt.issuer !== undefined)) {
-    return undefined;
-  }
-  if (config.jwt.secret === undefined) {
+  if (config.jwt.keyMode === 'public-key' || config.jwt.keyMode === 'jwks') return undefined;
+  if (config.jwt.keyMode === 'dev') {
     // Only read an existing dev secret: a client must not create one the server does not share.
     const path = devSecretPathFor(config.databasePath);
     if (path === undefined || !existsSync(path)) return undefined;
@@ -93,16 +92,16 @@ function safeJson(text: string): unknown {
   }
 }
 
-const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+const DATA_OPTIONS: CommandOptions = { url: { type: 'string' }, token: { type: 'string' }, file: { type: 'string' } };
 
-export async function runDataCommand(command: string, argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const args = [...argv];
-  const url = takeOption(args, '--url').at(-1) ?? env['REGISTRY_URL'] ?? DEFAULT_URL;
-  const token = takeOption(args, '--token').at(-1);
-  const files = takeOption(args, '--file');
+export async function runDataCommand(command: string, args: readonly string[], io: CliIo): Promise<number> {
+  const { env } = io;
   // Settings such as --database-path locate the dev secret; the rest are positional.
-  const { values, rest } = settingsFromArgv(args);
-  const client = httpClient(url, clientToken(token, env, values));
+  const { settings, options, positionals: rest } = parseCommandArgs(command, args, DATA_OPTIONS, true);
+  const url = options.get('url')?.at(-1) ?? env['REGISTRY_URL'] ?? DEFAULT_URL;
+  const file = options.get('file')?.at(-1);
+  const client = httpClient(url, clientToken(options.get('token')?.at(-1), env, settings));
+  const print = (value: unknown) => io.stdout(`${JSON.stringify(value, null, 2)}\n`);
   const unexpected = (n: number) => {
     if (rest.length > n) throw new UsageError(`unexpected argument ${rest[n] ?? ''} for ${command}`);
   };
@@ -111,8 +110,7 @@ export async function runDataCommand(command: string, argv: string[], env: NodeJ
     case 'put': {
       unexpected(1);
       const target = parseTarget(rest[0]);
-      const file = files.at(-1);
-      const body = file !== undefined ? readJson(file, readFileSync(file, 'utf8')) : readJson('stdin', await readStdin());
+      const body = file !== undefined ? readJson(file, readFileSync(file, 'utf8')) : readJson('stdin', await readStdin(io));
       print(await client.request('PUT', `/${target.collection}/${encodeURIComponent(target.key)}`, body));
       return 0;
     }
@@ -127,7 +125,7 @@ export async function runDataCommand(command: string, argv: string[], env: NodeJ
       unexpected(1);
       const target = parseTarget(rest[0]);
       await client.request('DELETE', `/${target.collection}/${encodeURIComponent(target.key)}`);
-      process.stdout.write(`deleted ${rest[0] ?? ''}\n`);
+      io.stdout(`deleted ${rest[0] ?? ''}\n`);
       return 0;
     }
     case 'list': {
@@ -136,17 +134,17 @@ export async function runDataCommand(command: string, argv: string[], env: NodeJ
       if (what !== 'tools' && what !== 'tool-services') throw new UsageError('list takes "tools" or "tool-services"');
       const bundle = (await client.request('GET', '/export')) as { tools: { name: string; type?: string; scopes?: string[] }[]; 'tool-services': { id: string; 'request-queue': string }[] };
       if (what === 'tools') {
-        for (const t of bundle.tools) process.stdout.write(`${t.name}\t${t.type === 'tool-service' ? 'tool-service' : 'http'}\t${(t.scopes ?? []).join(' ')}\n`);
+        for (const t of bundle.tools) io.stdout(`${t.name}\t${t.type === 'tool-service' ? 'tool-service' : 'http'}\t${(t.scopes ?? []).join(' ')}\n`);
       } else {
-        for (const s of bundle['tool-services']) process.stdout.write(`${s.id}\t${s['request-queue']}\n`);
+        for (const s of bundle['tool-services']) io.stdout(`${s.id}\t${s['request-queue']}\n`);
       }
       return 0;
     }
     case 'import': {
       unexpected(1);
-      const file = rest[0] ?? files.at(-1);
-      if (file === undefined) throw new UsageError('import needs a file: tool-registry import <file>');
-      print(await client.request('POST', '/import', readJson(file, readFileSync(file, 'utf8'))));
+      const bundleFile = rest[0] ?? file;
+      if (bundleFile === undefined) throw new UsageError('import needs a file: tool-registry import <file>');
+      print(await client.request('POST', '/import', readJson(bundleFile, readFileSync(bundleFile, 'utf8'))));
       return 0;
     }
     case 'export': {

@@ -1,13 +1,10 @@
-import { flagOf, SETTINGS, type SettingName } from '../config.js';
+import { flagOf, SETTING_NAMES, SETTINGS } from '../config.js';
 
-const settingLines = (Object.keys(SETTINGS) as SettingName[])
-  .map((name) => {
-    const setting = SETTINGS[name];
-    const def = setting.default === undefined ? '' : ` (default ${setting.default})`;
-    return `  ${flagOf(name).padEnd(26)} ${name}: ${setting.help}${def}`;
-  })
-  .join('\n');
-
+const settingLines = SETTING_NAMES.map((name) => {
+  const setting = SETTINGS[name];
+  const def = setting.default === undefined ? '' : ` (default ${setting.default})`;
+  return `  ${flagOf(name).padEnd(26)} ${name}: ${setting.help}${def}`;
+}).join('\n');
 export const HELP = `tool-registry: a registry where AI agents discover the tools they may use
 
 Usage:

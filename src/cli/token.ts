@@ -1,7 +1,9 @@
 import { createSigner } from 'fast-jwt';
 import { resolveTokenKeys } from '../auth/keys.js';
-import type { Config } from '../config.js';
-import { takeOption, UsageError } from './usage-error.js';
+import { loadConfig, type Config } from '../config.js';
+import { parseCommandArgs } from './args.js';
+import type { CliIo } from './io.js';
+import { UsageError } from './usage-error.js';
 
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 
@@ -19,10 +21,11 @@ export function parseTtl(text: string): number {
  * beside the database), standing in for an authorization server on one machine.
  */
 export function mintToken(config: Config, claims: { scopes: string[]; sub: string; ttlS: number }): string {
-  const keys = resolveTokenKeys(config);
-  if (keys.mode === 'public-key' || keys.mode === 'jwks') {
+  // Checked before resolving keys, which in dev mode would create the secret file.
+  if (config.jwt.keyMode === 'public-key' || config.jwt.keyMode === 'jwks') {
     throw new UsageError('the registry verifies tokens from an authorization server (JWT_PUBLIC_KEY, JWKS_URL or JWT_ISSUER); get tokens from it');
   }
+  const keys = resolveTokenKeys(config);
   const sign = createSigner({
     key: keys.key,
     algorithm: keys.algorithms[0] as 'HS256',
@@ -35,13 +38,17 @@ export function mintToken(config: Config, claims: { scopes: string[]; sub: strin
   return sign({ scope: claims.scopes.join(' ') });
 }
 
-/** `tool-registry token --scope S [--scope S ...] [--sub NAME] [--ttl 1h]` */
-export async function runToken(config: Config, args: string[], _env: NodeJS.ProcessEnv): Promise<number> {
-  const rest = [...args];
-  const scopes = takeOption(rest, '--scope').flatMap((s) => s.split(' ')).filter((s) => s !== '');
-  const sub = takeOption(rest, '--sub').at(-1) ?? 'cli';
-  const ttlS = parseTtl(takeOption(rest, '--ttl').at(-1) ?? '1h');
-  if (rest.length > 0) throw new UsageError(`unknown argument ${rest[0] ?? ''} for token (see tool-registry --help)`);
-  process.stdout.write(`${mintToken(config, { scopes, sub, ttlS })}\n`);
+/** `tool-registry token --scope S [--scope S ...] [--sub NAME] [--ttl 1h] [settings]` */
+export function runToken(args: readonly string[], io: CliIo): number {
+  const { settings, options } = parseCommandArgs('token', args, {
+    scope: { type: 'string', multiple: true },
+    sub: { type: 'string' },
+    ttl: { type: 'string' },
+  });
+  const config = loadConfig(io.env, settings);
+  const scopes = (options.get('scope') ?? []).flatMap((s) => s.split(' ')).filter((s) => s !== '');
+  const sub = options.get('sub')?.at(-1) ?? 'cli';
+  const ttlS = parseTtl(options.get('ttl')?.at(-1) ?? '1h');
+  io.stdout(`${mintToken(config, { scopes, sub, ttlS })}\n`);
   return 0;
 }

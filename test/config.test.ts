@@ -1,0 +1,116 @@
+/**
+ * The one config schema: every variable's help, default and check, the one-line errors that
+ * stop startup, and the key-mode rule decided once for auth and the CLI.
+ */
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { ConfigError, ConfigSchema, defaultConfig, EnvSchema, flagOf, loadConfig, SETTING_NAMES, SETTINGS, type Config, type KeyMode } from '../src/config.js';
+
+const SECRET = 'a-shared-secret-that-is-long-enough-0123456789';
+const PEM = '-----BEGIN PUBLIC KEY-----\nnot parsed here\n-----END PUBLIC KEY-----';
+
+function errorOf(env: NodeJS.ProcessEnv, flags = {}): string {
+  try {
+    loadConfig(env, flags);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('settings', () => {
+  it('every setting has help, and every default passes its own check', () => {
+    for (const name of SETTING_NAMES) expect(SETTINGS[name].help, name).not.toBe('');
+    const config = defaultConfig();
+    expect(config.port).toBe(8006);
+    expect(config.databasePath).toBe('./data/registry.db');
+    expect(config.jwt.acceptedTyp).toEqual(['at+jwt']);
+    expect(config.rateLimit).toEqual({ max: 1200, writeMax: 300, windowS: 60 });
+    expect(config.bridge.callTimeoutMs).toBe(30_000);
+    expect(config.publicUrl.href).toBe('http://127.0.0.1:8006/');
+    expect(config.resource).toBe('http://127.0.0.1:8006');
+  });
+
+  it('only the two secrets are marked secret', () => {
+    expect(SETTING_NAMES.filter((name) => SETTINGS[name].secret)).toEqual(['JWT_SECRET', 'PULSAR_TOKEN']);
+  });
+
+  it('names each flag after its variable', () => {
+    expect(flagOf('PUBLIC_URL')).toBe('--public-url');
+    expect(flagOf('JWT_CLOCK_TOLERANCE_S')).toBe('--jwt-clock-tolerance-s');
+  });
+
+  it('parses a whole environment, ignoring variables that are not settings', () => {
+    const config = ConfigSchema.parse({ PATH: '/usr/bin', HOME: '/root', PORT: '9000', HOST: '::1' });
+    expect(config.port).toBe(9000);
+    expect(config.publicUrl.href).toBe('http://[::1]:9000/');
+    expect(EnvSchema.parse({ PORT: '' }).PORT).toBe(8006);
+  });
+
+  it('the config type is what the schema returns', () => {
+    expectTypeOf<Config['jwt']['keyMode']>().toEqualTypeOf<KeyMode>();
+    expectTypeOf<Config['port']>().toEqualTypeOf<number>();
+    expectTypeOf<Config['jwt']['jwksUrl']>().toEqualTypeOf<URL | undefined>();
+  });
+});
+
+describe('flags and the environment', () => {
+  it('a flag wins over its variable, and an empty one counts as unset', () => {
+    expect(loadConfig({ PORT: '1' }, { PORT: '2' }).port).toBe(2);
+    expect(loadConfig({ PORT: '' }).port).toBe(8006);
+    expect(loadConfig({ JWT_SECRET: SECRET }, { JWT_SECRET: '' }).jwt.keyMode).toBe('dev');
+  });
+
+  it('normalises token types and splits lists', () => {
+    const config = loadConfig({ JWT_TYP: 'application/AT+JWT, JWT', JWT_AUDIENCE: 'a, b,,', ROLE_SCOPES: '{"admin":"registry:write"}' });
+    expect(config.jwt.acceptedTyp).toEqual(['at+jwt', 'jwt']);
+    expect(config.jwt.audience).toEqual(['a', 'b']);
+    expect(config.jwt.roleScopes).toEqual({ admin: 'registry:write' });
+  });
+});
+
+describe('a wrong value is one line naming the variable', () => {
+  it('gives the rule and the value', () => {
+    expect(errorOf({ PORT: 'abc' })).toBe('PORT: must be a whole number from 0 to 65535 (got "abc")');
+    expect(errorOf({ PORT: '70000' })).toBe('PORT: must be at most 65535 (got "70000")');
+    expect(errorOf({ ANONYMOUS_DISCOVERY: 'bogus' })).toBe('ANONYMOUS_DISCOVERY: must be one of full, public, none (got "bogus")');
+    expect(errorOf({ PULSAR_WS_URL: 'http://bus' })).toBe('PULSAR_WS_URL: must be a ws:// or wss:// URL (got "http://bus")');
+    expect(errorOf({ JWT_ALGORITHMS: 'HS256,none' })).toBe('JWT_ALGORITHMS: is not a supported algorithm (got "HS256,none")');
+  });
+
+  it('names the first wrong setting in --help order', () => {
+    expect(errorOf({ LOG_LEVEL: 'loud', PORT: 'abc' })).toMatch(/^PORT: /);
+  });
+
+  it('shortens a long value', () => {
+    expect(errorOf({ RESOURCE_URL: 'x'.repeat(100) })).toBe(`RESOURCE_URL: must be a URL (got "${'x'.repeat(80)}...")`);
+  });
+
+  it('never echoes a secret', () => {
+    const message = errorOf({ JWT_SECRET: 'short-but-secret' });
+    expect(message).toBe('JWT_SECRET: must be at least 32 characters (256 bits) for HS256');
+    expect(message).not.toContain('short-but-secret');
+  });
+});
+
+describe('key mode, decided once', () => {
+  const cases: [NodeJS.ProcessEnv, KeyMode][] = [
+    [{}, 'dev'],
+    [{ JWT_SECRET: SECRET }, 'secret'],
+    [{ JWT_SECRET: SECRET, JWT_ISSUER: 'https://issuer.test' }, 'secret'],
+    [{ JWT_PUBLIC_KEY: PEM }, 'public-key'],
+    [{ JWT_PUBLIC_KEY: PEM, JWT_ISSUER: 'https://issuer.test' }, 'public-key'],
+    [{ JWKS_URL: 'https://issuer.test/jwks' }, 'jwks'],
+    [{ JWT_ISSUER: 'https://issuer.test' }, 'jwks'],
+  ];
+  it.each(cases)('%j -> %s', (env, mode) => {
+    expect(loadConfig(env).jwt.keyMode).toBe(mode);
+  });
+
+  it('refuses two key sources in one line, echoing neither', () => {
+    expect(errorOf({ JWT_SECRET: SECRET, JWT_PUBLIC_KEY: PEM })).toBe(
+      'JWT_PUBLIC_KEY: set only one of JWT_SECRET, JWT_PUBLIC_KEY and JWKS_URL (got JWT_SECRET and JWT_PUBLIC_KEY)',
+    );
+    expect(errorOf({ JWT_SECRET: SECRET, JWKS_URL: 'https://issuer.test/jwks' })).not.toContain(SECRET);
+  });
+});
