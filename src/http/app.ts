@@ -9,6 +9,7 @@ import auditPlugin from './plugins/audit.js';
 import authPlugin from './plugins/auth.js';
 import bridgePlugin from './plugins/bridge.js';
 import errorsPlugin from './plugins/errors.js';
+import openapiPlugin from './plugins/openapi.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import registryPlugin from './plugins/registry.js';
 import auditRoutes from './routes/audit.js';
@@ -22,6 +23,7 @@ import statsRoutes from './routes/stats.js';
 import toolServiceRoutes from './routes/tool-services.js';
 import toolRoutes from './routes/tools.js';
 import wellKnownRoutes, { resourceMetadataUrl } from './routes/well-known.js';
+import { serializerCompiler, validatorCompiler } from './validation.js';
 
 export interface BuildOptions {
   /** pino options or false; the server passes its terminal-aware logger options. */
@@ -51,6 +53,9 @@ export function fastifyOptions(config: Config, options: BuildOptions = {}): Fast
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(fastifyOptions(config, options));
+  // Every route's zod schemas validate its request and type its handler (src/http/validation.ts).
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
   // Descriptors are JSON only; anything else is 415 rather than a confusing validation error.
   app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', (request, reply, done) => {
@@ -60,19 +65,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(errorsPlugin, { resourceMetadataUrl: resourceMetadataUrl(config.resource) });
   await app.register(registryPlugin, { config });
   await app.register(authPlugin, { config });
+  // Before any route, so that the document sees them all; before rate limiting (see the plugin).
+  await app.register(openapiPlugin, { config });
   await app.register(rateLimitPlugin, { config });
   await app.register(auditPlugin, { config });
   await app.register(bridgePlugin, { config });
-  await app.register(healthRoutes);
-  await app.register(openapiRoutes);
-  await app.register(wellKnownRoutes, { config });
+  // In the order the document lists them.
   await app.register(discoveryRoutes, { config });
   await app.register(changesRoutes, { config });
   await app.register(statsRoutes, { config });
   await app.register(toolRoutes, { config });
   await app.register(invokeRoutes);
-  await app.register(toolServiceRoutes);
-  await app.register(importExportRoutes);
-  await app.register(auditRoutes);
+  await app.register(toolServiceRoutes, { config });
+  await app.register(importExportRoutes, { config });
+  await app.register(auditRoutes, { config });
+  await app.register(healthRoutes);
+  await app.register(wellKnownRoutes, { config });
+  await app.register(openapiRoutes);
   return app;
 }

@@ -1,6 +1,7 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import fp from 'fastify-plugin';
-import { ERRORS, RegistryError, problemType, type BearerChallenge, type ErrorCode } from '../../model/errors.js';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { ERRORS, RegistryError, problemType, type BearerChallenge, type ErrorCode, type FieldError } from '../../model/errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -38,8 +39,32 @@ const DETAILS: Partial<Record<ErrorCode, string>> = {
   TR_ERR_INVALID_JSON: 'the request body is not valid JSON',
 };
 
+/** One field error per zod issue, as resolve.ts words them for bodies: dotted paths, names of unknown keys. */
+function fieldErrorOf(issue: FastifySchemaValidationError): FieldError {
+  const path = issue.instancePath.split('/').filter((segment) => segment !== '').join('.');
+  const keys = issue.params['keys'];
+  if (issue.keyword === 'unrecognized_keys' && Array.isArray(keys)) return { path, message: `unknown field(s): ${keys.join(', ')}` };
+  return { path, message: issue.message ?? 'is invalid' };
+}
+
+/**
+ * A request that failed its route's zod schemas: 400 with one field error per issue, named
+ * `TR_ERR_BAD_REQUEST` for the query string, path and headers. Bodies are validated by the
+ * services (src/http/validation.ts); a body schema that refuses is `TR_ERR_VALIDATION`.
+ */
+function validationProblem(err: FastifyError & { validation: FastifySchemaValidationError[] }, request: FastifyRequest): RegistryError {
+  const fieldErrors = err.validation.map(fieldErrorOf);
+  if (err.validationContext === 'body') {
+    const first = fieldErrors[0];
+    return new RegistryError('TR_ERR_VALIDATION', `invalid body: ${first?.path || '(body)'}: ${first?.message ?? 'invalid'}`, { fieldErrors });
+  }
+  const detail = request.routeOptions.config.invalidRequest ?? `invalid ${err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'request')}`;
+  return new RegistryError('TR_ERR_BAD_REQUEST', detail, { fieldErrors });
+}
+
 /** Turns any thrown value into a catalogue code and a safe detail (5xx details stay hidden). */
-export function problemOf(err: unknown): { code: ErrorCode; detail: string; error?: RegistryError } {
+export function problemOf(err: unknown, request?: FastifyRequest): { code: ErrorCode; detail: string; error?: RegistryError } {
+  if (request && hasZodFastifySchemaValidationErrors(err)) err = validationProblem(err as FastifyError & { validation: FastifySchemaValidationError[] }, request);
   if (err instanceof RegistryError) return { code: err.code, detail: err.message, error: err };
   const fastifyError = err as Partial<FastifyError> | undefined;
   const mapped = fastifyError?.code ? FASTIFY_CODES[fastifyError.code] : undefined;
@@ -80,13 +105,17 @@ declare module 'fastify' {
     /** Where this resource's RFC 9728 metadata is served; named in every Bearer challenge. */
     resourceMetadataUrl: string | undefined;
   }
+  interface FastifyContextConfig {
+    /** The problem detail when the route's query string, path or headers fail their schema. */
+    invalidRequest?: string;
+  }
 }
 
 export default fp<{ resourceMetadataUrl?: string }>(
   async (app, options) => {
     app.decorate('resourceMetadataUrl', options.resourceMetadataUrl);
     app.setErrorHandler((err, request: FastifyRequest, reply) => {
-      const { code, detail, error } = problemOf(err);
+      const { code, detail, error } = problemOf(err, request);
       const status = ERRORS[code].status;
       if (status >= 500) request.log.error({ err }, 'request failed');
       else request.log.info({ code, detail }, 'request refused');

@@ -1,47 +1,55 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
-import { RegistryError } from '../../model/errors.js';
-import { fieldErrorsFrom } from '../../model/resolve.js';
-
-const AuditQuerySchema = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(500).default(100),
-  /** Opaque: the id to continue below, base64url-encoded. */
-  cursor: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,16}$/)
-    .transform((c, ctx) => {
-      const id = Number(Buffer.from(c, 'base64url').toString('utf8'));
-      if (!Number.isSafeInteger(id) || id < 1) {
-        ctx.addIssue({ code: 'custom', message: 'is not a cursor this registry gave out' });
-        return z.NEVER;
-      }
-      return id;
-    })
-    .optional(),
-  sub: z.string().max(512).optional(),
-  action: z.string().max(64).optional(),
-  outcome: z.enum(['ok', 'denied', 'invalid', 'error']).optional(),
-  target: z.string().max(200).optional(),
-  since: z.iso.datetime().optional(),
-  until: z.iso.datetime().optional(),
-});
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Config } from '../../config.js';
+import { AuditPageSchema, AuditQuerySchema } from '../../model/api.js';
+import { adminOnly, adminReadProblems, headers, json, problem } from '../openapi/responses.js';
 
 /** `GET /audit` (admin scope): newest first, keyset pagination, filters. */
-const auditRoutes: FastifyPluginAsync = async (app) => {
-  app.get('/audit', { config: { admin: 'reading the audit log' } }, async (request) => {
-    const query = AuditQuerySchema.safeParse(request.query);
-    if (!query.success) {
-      throw new RegistryError('TR_ERR_BAD_REQUEST', 'invalid audit query', { fieldErrors: fieldErrorsFrom(query.error) });
-    }
-    const { cursor, ...filters } = query.data;
-    const entries = app.auditLog.list({ ...filters, beforeId: cursor, limit: filters.limit + 1 });
-    const page = entries.slice(0, filters.limit);
-    const last = page.at(-1);
-    return {
-      entries: page,
-      nextCursor: entries.length > filters.limit && last ? Buffer.from(String(last.id)).toString('base64url') : null,
-    };
-  });
+const auditRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  app.get(
+    '/audit',
+    {
+      config: { admin: 'reading the audit log', invalidRequest: 'invalid audit query' },
+      schema: {
+        tags: ['operations'],
+        operationId: 'listAuditEntries',
+        summary: 'Read the audit log (admin)',
+        description:
+          'Every registry write (logged in the write\'s own transaction), every refused write, and every tool call answered with an error status (action `tool.invoke`), newest first. Keyset pagination: pass `nextCursor` back as `cursor`. Entries older than `AUDIT_RETENTION_DAYS` are pruned. An unknown query parameter is `400`.',
+        security: adminOnly(config.adminScope),
+        querystring: AuditQuerySchema,
+        response: {
+          200: json(AuditPageSchema, 'One page of entries.'),
+          ...adminReadProblems,
+          400: problem(
+            'A query parameter is malformed, out of range or unknown (`TR_ERR_BAD_REQUEST`, with one entry in `errors` per problem, `path` being the parameter\'s name, empty for unknown ones), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).',
+            {
+              headers: { 'WWW-Authenticate': headers.MalformedAuthorizationChallenge },
+              example: {
+                type: 'urn:tool-registry:error:bad-request',
+                title: 'Bad request',
+                status: 400,
+                detail: 'invalid audit query',
+                code: 'TR_ERR_BAD_REQUEST',
+                errors: [{ path: '', message: 'unknown field(s): colour' }],
+              },
+            },
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const { cursor, ...filters } = request.query;
+      const entries = app.auditLog.list({ ...filters, beforeId: cursor, limit: filters.limit + 1 });
+      const page = entries.slice(0, filters.limit);
+      const last = page.at(-1);
+      return {
+        entries: page,
+        nextCursor: entries.length > filters.limit && last ? Buffer.from(String(last.id)).toString('base64url') : null,
+      };
+    },
+  );
 };
 
 export default auditRoutes;

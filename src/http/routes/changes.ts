@@ -1,9 +1,12 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Config } from '../../config.js';
-import { RegistryError } from '../../model/errors.js';
+import { ChangeEventSchema, ChangesHeadersSchema, ChangesQuerySchema } from '../../model/api.js';
 import { isAdmin, viewKeyFor } from '../../model/visibility.js';
+import { ANYONE, headers, problem, problems } from '../openapi/responses.js';
 import { SSE_HEADERS, sseChanges, sseEvent } from '../sse.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -12,11 +15,43 @@ const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /** During replay, wait for the client to drain past this many buffered bytes. */
 const REPLAY_HIGH_WATER = 64 * 1024;
 
+const ChangeStreamSchema = z
+  .string()
+  .regex(/^: connected\n\n(?:: heartbeat\n\n|(?:id: [0-9]+\n)?event: change\ndata: [^\n]+\n\n)*$/)
+  .describe(
+    'Server-sent events: a `: connected` comment, then `change` events (`data` is a `ChangeEvent`, the last event of each write preceded by `id: <registry index>`) and `: heartbeat` comments. The stream does not end; the pattern describes any part of it that ends after a whole event.',
+  );
+
+const DESCRIPTION = `A \`text/event-stream\` of the changes in the caller's view, for agents and mirrors that
+keep a copy of the catalogue. The stream starts with a \`: connected\` comment line and
+does not end on its own: only when the client goes away or the registry shuts down. A
+\`: heartbeat\` comment comes every 15 seconds, so that idle connections stay open.
+
+Each change is a \`change\` event whose \`data\` is a \`ChangeEvent\`: \`upsert\` when a tool
+entered the caller's view or changed in it, \`delete\` when it left it (deleted, or
+replaced with scopes the caller lacks). Writes outside the view send nothing.
+A write that touches several tools or services (an import) sends one event for each,
+in a row, and only the last of them carries an \`id:\` line: the write's registry index.
+A resume from an \`id\` therefore never splits a write.
+
+**Resuming.** Send the last \`id\` received in \`Last-Event-ID\` (as \`EventSource\` does when
+it reconnects), or pass it as \`since\`; the header wins when both are given (both must be
+registry indexes). The stream first replays the changes in the view after that index, from
+the change log the registry keeps, then goes on live, with no gap and no repeat (\`since=0\`
+replays the whole log). Without either, only changes from now on are sent: to mirror the
+catalogue, read \`GET /\` and open the stream with \`since\` set to its \`X-Registry-Index\`.
+
+The view follows the rules of \`GET /\`: under \`ANONYMOUS_DISCOVERY=none\` a token is
+needed. An open stream counts against \`MAX_WAITERS\`, together with held blocking
+queries. Refusals (\`400\`, \`401\`, \`429\`, \`503\`) come before the stream starts, as problem
+details.`;
+
 /**
  * `GET /changes`: the change feed (src/registry/change-feed.ts) as a text/event-stream,
  * resumable with Last-Event-ID (or `?since=`), heartbeats every 15 s, closed cleanly on shutdown.
  */
-const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
   const streams = new Set<ServerResponse>();
   const heartbeat = setInterval(() => {
     for (const stream of streams) stream.write(': heartbeat\n\n');
@@ -28,62 +63,117 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { conf
   });
 
   // No automatic HEAD route: it would hold a stream slot with nothing to send.
-  app.get<{ Querystring: { since?: string } }>('/changes', { exposeHeadRoute: false }, async (request, reply) => {
-    const key = viewKeyFor(request.caller, config.anonymousDiscovery, () => app.catalog.knownScopes().keys());
-    const admin = isAdmin(request.caller, config);
-    const resumeFrom = request.headers['last-event-id'] ?? request.query.since;
-    let from: number | undefined;
-    if (resumeFrom !== undefined) {
-      from = typeof resumeFrom === 'string' && /^\d{1,15}$/.test(resumeFrom) ? Number(resumeFrom) : Number.NaN;
-      if (!Number.isSafeInteger(from)) {
-        throw new RegistryError('TR_ERR_BAD_REQUEST', 'Last-Event-ID (or since) must be a registry index from this feed');
+  app.get(
+    '/changes',
+    {
+      exposeHeadRoute: false,
+      // The view's refusal (401 under ANONYMOUS_DISCOVERY=none) comes before a bad index's 400.
+      attachValidation: true,
+      config: { invalidRequest: 'Last-Event-ID (or since) must be a registry index from this feed' },
+      schema: {
+        tags: ['discovery'],
+        operationId: 'streamChanges',
+        summary: "Follow the changes to the caller's view (server-sent events)",
+        description: DESCRIPTION,
+        security: ANYONE,
+        querystring: ChangesQuerySchema,
+        headers: ChangesHeadersSchema,
+        response: {
+          200: {
+            description: 'The stream of changes; it stays open.',
+            headers: {
+              'Cache-Control': { description: 'Never stored.', required: true, schema: z.literal('no-cache') },
+              'X-Registry-Index': headers['X-Registry-Index'],
+            },
+            content: {
+              'text/event-stream': {
+                schema: ChangeStreamSchema,
+                events: { change: ChangeEventSchema },
+                example:
+                  ': connected\n\nevent: change\ndata: {"index":7,"op":"upsert","kind":"tool","name":"calculator"}\n\nid: 7\nevent: change\ndata: {"index":7,"op":"delete","kind":"tool","name":"weather_forecast"}\n\n: heartbeat\n\n',
+              },
+            },
+          },
+          400: problem(
+            '`Last-Event-ID` (or `since`) is not a registry index, that is a non-negative integer (`TR_ERR_BAD_REQUEST`), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).',
+            {
+              headers: { 'WWW-Authenticate': headers.MalformedAuthorizationChallenge },
+              example: {
+                type: 'urn:tool-registry:error:bad-request',
+                title: 'Bad request',
+                status: 400,
+                detail: 'Last-Event-ID (or since) must be a registry index from this feed',
+                code: 'TR_ERR_BAD_REQUEST',
+                errors: [{ path: 'last-event-id', message: 'must be a registry index' }],
+              },
+            },
+          ),
+          401: problems.ViewUnauthorized,
+          429: problems.TooManyRequests,
+          503: problem('`MAX_WAITERS` blocking queries and change streams are held already (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.', {
+            headers: { 'Retry-After': headers['Retry-After'] },
+            example: {
+              type: 'urn:tool-registry:error:unavailable',
+              title: 'Service unavailable',
+              status: 503,
+              detail: '20000 blocking queries and streams are open, the most this registry holds; retry shortly',
+              code: 'TR_ERR_UNAVAILABLE',
+            },
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const key = viewKeyFor(request.caller, config.anonymousDiscovery, () => app.catalog.knownScopes().keys());
+      if (request.validationError) throw request.validationError;
+      const admin = isAdmin(request.caller, config);
+      const from = request.headers['last-event-id'] ?? request.query.since;
+      const release = app.waiters.reserve();
+      reply.hijack();
+      const raw = reply.raw;
+      let close = () => undefined as unknown;
+      let done = false;
+      const cleanup = () => {
+        if (done) return;
+        done = true;
+        close();
+        streams.delete(raw);
+        release();
+      };
+      // Registered first, so that the slot is released however the stream ends.
+      raw.once('close', cleanup);
+      /**
+       * A client that stops reading must not make the registry buffer without bound: past the
+       * limit its stream is ended, and it resumes from its Last-Event-ID.
+       */
+      const send = (text: string) => {
+        if (done) return;
+        if (raw.writableLength > MAX_BUFFERED_BYTES) {
+          raw.end(': the client is not reading; reconnect with Last-Event-ID to resume\n\n');
+          return;
+        }
+        raw.write(text);
+      };
+      try {
+        raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, 'x-registry-index': String(app.catalog.index) });
+        raw.write(': connected\n\n');
+        const subscription = app.changeFeed.subscribe({ from, key, admin }, async (events, phase) => {
+          send(sseChanges(events));
+          if (phase === 'replay' && raw.writableLength > REPLAY_HIGH_WATER && !done) await Promise.race([once(raw, 'drain'), once(raw, 'close')]);
+        });
+        close = subscription.close;
+        // An index from the future (a reset or restored registry): the client must start over.
+        if (subscription.reset) raw.write(sseEvent('reset', { index: subscription.index }));
+        streams.add(raw);
+        await subscription.caughtUp;
+      } catch (err) {
+        request.log.error({ err }, 'change stream failed');
+        raw.destroy();
+        cleanup();
       }
-    }
-    const release = app.waiters.reserve();
-    reply.hijack();
-    const raw = reply.raw;
-    let close = () => undefined as unknown;
-    let done = false;
-    const cleanup = () => {
-      if (done) return;
-      done = true;
-      close();
-      streams.delete(raw);
-      release();
-    };
-    // Registered first, so that the slot is released however the stream ends.
-    raw.once('close', cleanup);
-    /**
-     * A client that stops reading must not make the registry buffer without bound: past the
-     * limit its stream is ended, and it resumes from its Last-Event-ID.
-     */
-    const send = (text: string) => {
-      if (done) return;
-      if (raw.writableLength > MAX_BUFFERED_BYTES) {
-        raw.end(': the client is not reading; reconnect with Last-Event-ID to resume\n\n');
-        return;
-      }
-      raw.write(text);
-    };
-    try {
-      raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, 'x-registry-index': String(app.catalog.index) });
-      raw.write(': connected\n\n');
-      const subscription = app.changeFeed.subscribe({ from, key, admin }, async (events, phase) => {
-        send(sseChanges(events));
-        if (phase === 'replay' && raw.writableLength > REPLAY_HIGH_WATER && !done) await Promise.race([once(raw, 'drain'), once(raw, 'close')]);
-      });
-      close = subscription.close;
-      // An index from the future (a reset or restored registry): the client must start over.
-      if (subscription.reset) raw.write(sseEvent('reset', { index: subscription.index }));
-      streams.add(raw);
-      await subscription.caughtUp;
-    } catch (err) {
-      request.log.error({ err }, 'change stream failed');
-      raw.destroy();
-      cleanup();
-    }
-    return reply;
-  });
+      return reply;
+    },
+  );
 };
 
 export default changesRoutes;

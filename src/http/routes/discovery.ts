@@ -1,40 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogView } from '../../catalog/catalog.js';
-import { MAX_PAGE } from '../../catalog/listing.js';
 import type { Config } from '../../config.js';
-import { fieldErrorsFrom } from '../../model/resolve.js';
-import { ScopeSchema } from '../../model/schemas.js';
-import { RegistryError } from '../../model/errors.js';
+import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_WAIT_MS } from '../../model/api.js';
 import { viewKeyFor } from '../../model/visibility.js';
-
-const MAX_WAIT_MS = 10 * 60_000;
-const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Consul-style durations: `30s`, `5m`, `1500ms`; a bare number is seconds. */
-const WaitSchema = z
-  .string()
-  .regex(/^\d+(ms|s|m|h)?$/, 'must look like 30s, 5m or 1500ms')
-  .transform((v) => {
-    const match = /^(\d+)(ms|s|m|h)?$/.exec(v);
-    return Math.min(Number(match?.[1]) * (UNITS_MS[match?.[2] ?? 's'] ?? 1000), MAX_WAIT_MS);
-  });
-
-const DiscoveryQuerySchema = z.object({
-  /** Blocking query: the X-Registry-Index the caller last saw. */
-  index: z.string().regex(/^\d{1,15}$/, 'must be a registry index').transform(Number).optional(),
-  wait: WaitSchema.optional(),
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE).optional(),
-  cursor: z.string().max(2048).optional(),
-  q: z.string().max(500).optional(),
-  scope: ScopeSchema.optional(),
-  updated_since: z.iso.datetime({ offset: true }).transform((v) => new Date(v).toISOString()).optional(),
-});
-
-function isEmpty(query: unknown): boolean {
-  for (const _ in query as object) return false;
-  return true;
-}
+import { ANYONE, empty, headers, problem, problems } from '../openapi/responses.js';
+import { documentedOnly } from '../validation.js';
 
 /** RFC 9110 section 13.1.2: a list of entity tags, or `*`; weak comparison is fine for GET. */
 function ifNoneMatch(header: string | undefined, etag: string): boolean {
@@ -44,12 +16,68 @@ function ifNoneMatch(header: string | undefined, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }
 
+const viewHeaders = {
+  ETag: headers.ViewETag,
+  'X-Registry-Index': headers['X-Registry-Index'],
+  'X-Hidden-Tools': headers['X-Hidden-Tools'],
+  'Cache-Control': headers.DiscoveryCacheControl,
+  Vary: headers.VaryAuthorization,
+};
+
+const DiscoveryHeadersSchema = z.object({
+  'If-None-Match': z
+    .string()
+    .optional()
+    .describe('Entity tags from earlier answers (comma-separated), or `*`. A `W/` prefix is ignored (weak comparison). When one matches the current view\'s `ETag`, the answer is `304`.'),
+});
+
+const DESCRIPTION = `Without query parameters, returns the article's discovery document: the registry's name,
+the protocol, and every live tool in the caller's view, sorted by name. The body is
+precomputed per view and carries a strong \`ETag\`; send it back in \`If-None-Match\` to get
+\`304 Not Modified\`.
+
+**Blocking queries** (Consul's semantics). With \`index\` set to the \`X-Registry-Index\` of
+an earlier answer, the request is held until the caller's view changes after that index
+(a write that leaves the view's bytes alone does not count) or until \`wait\` ends, then
+answered as above with the registry's current \`X-Registry-Index\` (pass it as the next
+\`index\`). \`If-None-Match\` still applies, so a wait that ends without a change can answer
+\`304\`. The answer comes at once when the view already changed after \`index\`, and when
+\`index\` is ahead of the registry (a reset or restored registry: start again from the index
+answered). An answer may also come early without a change (for instance for a view the
+registry has not built since it started), so compare the \`ETag\`. A held query counts
+against \`MAX_WAITERS\` (with the open \`GET /changes\` streams); past it the answer is
+\`503\` with \`Retry-After\`. On shutdown held queries are answered at once.
+
+**Pages, search and filters.** With any of \`limit\`, \`cursor\`, \`q\`, \`scope\` or
+\`updated_since\`, the answer is built for the request (\`DiscoveryPage\`: the same fields
+plus \`nextCursor\`). It carries \`X-Registry-Index\` (the registry's current index),
+\`Cache-Control\` and \`Vary\`, but no \`ETag\` or \`X-Hidden-Tools\`; \`If-None-Match\`, \`index\`
+and \`wait\` are ignored.
+
+- *Pages*: up to \`limit\` tools (default 100) in name order, and \`nextCursor\`, the
+  \`cursor\` for the next page (\`null\` on the last). A walk is pinned to the registry index
+  of its first page, so writes during the walk neither skip nor repeat a tool: tools
+  created after page one are left out, tools deleted since are still listed, as
+  tombstones (\`status: deleted\`), and tools changed since are listed as they are now.
+- *Search* (\`q\`): live tools whose name or description has a word starting with each
+  word of \`q\` (only its first 16 words count), best match first, names weighing more
+  than descriptions; the first \`limit\` results in the caller's view. There is no cursor
+  (\`nextCursor\` is \`null\`, \`cursor\` is ignored); an empty \`q\` finds nothing.
+- *Filters*: \`scope\` keeps the tools that list that scope among theirs; \`updated_since\`
+  keeps the tools created, replaced or deleted at or after that time, tombstones of
+  deleted tools included (except with \`q\`, which finds live tools only). Filters
+  combine with each other, with pages and with \`q\`, and never widen the caller's view.
+
+A malformed query parameter is \`400\`, after the view's own refusal (\`401\` under
+\`ANONYMOUS_DISCOVERY=none\`).`;
+
 /**
  * `GET /`: the caller's view, served as precomputed bytes with a strong ETag. With `index`
  * (and `wait`), a blocking query; with `limit`/`cursor`, `q`, `scope` or `updated_since`, a
  * page, a search or a filter built for the request.
  */
-const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
   const cacheHeaders = (reply: FastifyReply, tokenView: boolean) => {
     reply.header('vary', 'Authorization');
     reply.header(
@@ -58,40 +86,93 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
     );
   };
 
-  app.get('/', async (request, reply) => {
-    const key = viewKeyFor(request.caller, config.anonymousDiscovery, () => app.catalog.knownScopes().keys());
-    const tokenView = request.caller.kind === 'token';
-    // The plain rediscovery call (no query) skips parsing: it is the hot path.
-    if (isEmpty(request.query)) return sendView(reply, app.catalog.view(key), tokenView, request.headers['if-none-match']);
-    const parsed = DiscoveryQuerySchema.safeParse(request.query);
-    if (!parsed.success) throw new RegistryError('TR_ERR_BAD_REQUEST', 'invalid discovery query', { fieldErrors: fieldErrorsFrom(parsed.error) });
-    const query = parsed.data;
-
-    if (query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined) {
-      const listing = app.listing.list(key, { limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since });
-      cacheHeaders(reply, tokenView);
-      reply.header('x-registry-index', String(listing.index));
-      return { service: app.catalog.serviceName, protocol: 'tool-discovery', tools: listing.tools, nextCursor: listing.nextCursor };
-    }
-
-    let view: CatalogView;
-    if (query.index !== undefined) {
-      // Consul adds up to wait/16 of jitter so that many clients do not return in step.
-      const waitMs = (query.wait ?? 5 * 60_000) * (1 + Math.random() / 16);
-      const wait = app.waiters.wait(key, query.index, Math.min(waitMs, MAX_WAIT_MS * (1 + 1 / 16)));
-      const onClose = () => wait.cancel();
-      reply.raw.once('close', onClose);
-      try {
-        // Resolved with the view as it is when the waiter is answered: the current index.
-        view = await wait.view;
-      } finally {
-        reply.raw.off('close', onClose);
+  app.get(
+    '/',
+    {
+      // The view's refusal (401 under ANONYMOUS_DISCOVERY=none) comes before a bad query's 400.
+      attachValidation: true,
+      config: { invalidRequest: 'invalid discovery query' },
+      schema: {
+        tags: ['discovery'],
+        operationId: 'discoverTools',
+        summary: "Discover the tools in the caller's view",
+        description: DESCRIPTION,
+        security: ANYONE,
+        querystring: DiscoveryQuerySchema,
+        // Read by the handler as it came: the hot path parses no headers.
+        headers: documentedOnly(DiscoveryHeadersSchema),
+        response: {
+          200: {
+            description:
+              "The caller's view of the catalogue (`DiscoveryResponse`, sent as precomputed bytes), or a page, search or filter result (`DiscoveryPage`).",
+            headers: viewHeaders,
+            content: { 'application/json': { schema: z.union([DiscoveryResponseSchema, DiscoveryPageSchema]) } },
+          },
+          304: empty('The view still matches an entity tag given in `If-None-Match`; no body.', { ...viewHeaders, ETag: headers.ETag }),
+          400: problem(
+            'A query parameter is malformed or out of range (`TR_ERR_BAD_REQUEST`, with one entry in `errors` per parameter, `path` being its name), the cursor is not one this registry gave out or comes from a registry index ahead of the current one (`TR_ERR_BAD_REQUEST`; start the walk again), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).',
+            {
+              headers: { 'WWW-Authenticate': headers.MalformedAuthorizationChallenge },
+              example: {
+                type: 'urn:tool-registry:error:bad-request',
+                title: 'Bad request',
+                status: 400,
+                detail: 'invalid discovery query',
+                code: 'TR_ERR_BAD_REQUEST',
+                errors: [{ path: 'wait', message: 'must look like 30s, 5m or 1500ms' }],
+              },
+            },
+          ),
+          401: problems.ViewUnauthorized,
+          429: problems.TooManyRequests,
+          503: problem(
+            'A blocking query would be held while `MAX_WAITERS` blocking queries and change streams are held already (`TR_ERR_UNAVAILABLE`, with `Retry-After`), or a search found the database busy (`TR_ERR_UNAVAILABLE`).',
+            {
+              headers: { 'Retry-After': { ...headers['Retry-After'], required: false, description: 'Seconds to wait before retrying; sent when `MAX_WAITERS` was reached.' } },
+              example: {
+                type: 'urn:tool-registry:error:unavailable',
+                title: 'Service unavailable',
+                status: 503,
+                detail: '20000 blocking queries and streams are open, the most this registry holds; retry shortly',
+                code: 'TR_ERR_UNAVAILABLE',
+              },
+            },
+          ),
+        },
+      },
+    },
+    async (request, reply) => {
+      const key = viewKeyFor(request.caller, config.anonymousDiscovery, () => app.catalog.knownScopes().keys());
+      if (request.validationError) throw request.validationError;
+      const tokenView = request.caller.kind === 'token';
+      const query = request.query;
+      if (query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined) {
+        const listing = app.listing.list(key, { limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since });
+        cacheHeaders(reply, tokenView);
+        reply.header('x-registry-index', String(listing.index));
+        return { service: app.catalog.serviceName, protocol: 'tool-discovery' as const, tools: listing.tools, nextCursor: listing.nextCursor };
       }
-    } else {
-      view = app.catalog.view(key);
-    }
-    return sendView(reply, view, tokenView, request.headers['if-none-match']);
-  });
+
+      let view: CatalogView;
+      if (query.index !== undefined) {
+        // Consul adds up to wait/16 of jitter so that many clients do not return in step.
+        const waitMs = (query.wait ?? 5 * 60_000) * (1 + Math.random() / 16);
+        const wait = app.waiters.wait(key, query.index, Math.min(waitMs, MAX_WAIT_MS * (1 + 1 / 16)));
+        const onClose = () => wait.cancel();
+        reply.raw.once('close', onClose);
+        try {
+          // Resolved with the view as it is when the waiter is answered: the current index.
+          view = await wait.view;
+        } finally {
+          reply.raw.off('close', onClose);
+        }
+      } else {
+        // The plain rediscovery call: the hot path.
+        view = app.catalog.view(key);
+      }
+      return sendView(reply, view, tokenView, request.headers['if-none-match']);
+    },
+  );
 
   function sendView(reply: FastifyReply, view: CatalogView, tokenView: boolean, ifNoneMatchHeader: string | undefined) {
     reply.header('etag', view.etag).header('x-registry-index', String(view.index));
@@ -99,6 +180,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { co
     if (tokenView) reply.header('x-hidden-tools', String(view.hidden));
     cacheHeaders(reply, tokenView);
     if (ifNoneMatch(ifNoneMatchHeader, view.etag)) return reply.code(304).send();
+    // Bytes, which Fastify sends as they are: no serialisation on the hot path.
     return reply.type('application/json; charset=utf-8').send(view.body);
   }
 };

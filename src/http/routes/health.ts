@@ -1,28 +1,67 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { HealthSchema, ReadinessSchema } from '../../model/api.js';
+import { json, problems } from '../openapi/responses.js';
 import { sendProblem } from '../plugins/errors.js';
 
 /** Liveness and readiness. Readiness proves the database still takes a write. */
-const healthRoutes: FastifyPluginAsync = async (app) => {
-  app.get('/healthz', { config: { auth: false, rateLimit: false } }, async () => ({ status: 'ok' }));
+const healthRoutes: FastifyPluginAsync = async (fastify) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const config = { auth: false, rateLimit: false } as const;
+  app.get(
+    '/healthz',
+    {
+      config,
+      schema: {
+        tags: ['operations'],
+        operationId: 'liveness',
+        summary: 'Liveness',
+        description: 'Answers while the process runs. Ignores credentials.',
+        security: [],
+        response: { 200: json(HealthSchema, 'The process is alive.') },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
   // The write probe costs an fsync; probes within a second share one, so that a flood of
   // unauthenticated /readyz calls cannot turn into a flood of disk syncs.
   let probedAt = 0;
   let probeOk = true;
-  app.get('/readyz', { config: { auth: false, rateLimit: false } }, async (request, reply) => {
-    if (Date.now() - probedAt >= 1000) {
-      probedAt = Date.now();
-      try {
-        app.registry.probeWrite();
-        probeOk = true;
-      } catch (err) {
-        probeOk = false;
-        request.log.error({ err }, 'readiness probe failed');
+  app.get(
+    '/readyz',
+    {
+      config,
+      schema: {
+        tags: ['operations'],
+        operationId: 'readiness',
+        summary: 'Readiness',
+        description: 'Proves the database still takes a write (one probe a second at most). Ignores credentials.',
+        security: [],
+        response: { 200: json(ReadinessSchema, 'Ready to serve.'), 503: problems.Unavailable },
+      },
+    },
+    async (request, reply) => {
+      if (Date.now() - probedAt >= 1000) {
+        probedAt = Date.now();
+        try {
+          app.registry.probeWrite();
+          probeOk = true;
+        } catch (err) {
+          probeOk = false;
+          request.log.error({ err }, 'readiness probe failed');
+        }
       }
-    }
-    if (!probeOk) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'the database does not take writes');
-    // The bridge's state is reported apart: discovery and writes work while the broker is down.
-    return { status: 'ready', checks: { database: 'ok', bridge: app.bridge.state }, index: app.catalog.index, inflightCalls: app.bridge.inflight, waiters: app.waiters.size };
-  });
+      if (!probeOk) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'the database does not take writes');
+      // The bridge's state is reported apart: discovery and writes work while the broker is down.
+      return {
+        status: 'ready' as const,
+        checks: { database: 'ok' as const, bridge: app.bridge.state },
+        index: app.catalog.index,
+        inflightCalls: app.bridge.inflight,
+        waiters: app.waiters.size,
+      };
+    },
+  );
 };
 
 export default healthRoutes;

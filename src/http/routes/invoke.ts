@@ -1,13 +1,49 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { InvokeArgumentsSchema, InvokeChunkSchema, InvokeResultSchema, ProblemSchema, ToolNameParamsSchema } from '../../model/api.js';
+import { BEARER, headers, problem, problems } from '../openapi/responses.js';
 import { problemBody, problemOf } from '../plugins/errors.js';
+import { SSE_HEADERS, sseEvent as sse } from '../sse.js';
+import { documentedOnly } from '../validation.js';
 
-interface NameParams {
-  name: string;
-}
+const CallEventsSchema = z
+  .string()
+  .regex(/^(?:event: (?:chunk|result|error)\ndata: [^\n]*\n\n)+$/)
+  .describe('Server-sent events: zero or more `chunk` events (`InvokeChunk`), then one `result` event (`InvokeResult`) or one `error` event (`Problem`).');
 
-function sse(event: string, data: unknown): string {
-  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-}
+const DESCRIPTION = `The body is the arguments object, as an agent would POST it to an HTTP tool's endpoint
+(an absent body means \`{}\`). The registry checks the caller again at call time,
+independent of what discovery showed: a bearer token is required even for tools that
+need no scope (anonymous callers get \`401\`), and the token must hold at least one of
+the tool's own \`scopes\` when it has any (\`403\` otherwise). For a caller with a token, an
+unknown tool is \`404\` and a deleted one \`410\` (anonymous callers get \`401\` either way, so
+names are not probed); a live tool outside the caller's discovery view is not hidden (\`401\`
+or \`403\`, with a challenge naming its scopes). The arguments are looked at only after these
+checks.
+
+An HTTP tool gets the arguments POSTed as JSON to \`http://{host}:{port}{endpoint}\`,
+with the caller's \`Authorization\` header unless the tool sets
+\`forwardAuthorization: false\` (a token carrying the admin scope is never forwarded); a
+message-bus tool's call is carried over its tool service's queues (this needs
+\`PULSAR_WS_URL\`; without it such calls answer \`503\`). The call waits at most the tool's
+\`timeoutMs\` (default \`TOOL_CALL_TIMEOUT_MS\`); a caller that hangs up cancels it.
+
+**Answers.** By default the answer is one JSON object (\`InvokeResult\`) once the call
+is complete. When \`Accept\` includes \`text/event-stream\`, the answer is a server-sent
+event stream instead: one \`chunk\` event per piece of the observation as it arrives
+(\`data\` is an \`InvokeChunk\`; an HTTP tool sends one chunk, its whole answer), then
+either a \`result\` event (\`data\` is the same \`InvokeResult\` as the JSON answer) or an
+\`error\` event (\`data\` is a \`Problem\`, with \`serviceError\` for \`TR_ERR_TOOL_SERVICE\`)
+when the call fails after the stream started. Each event is one \`event:\` line and one
+\`data:\` line of JSON. The stream starts with the first chunk, so a call refused or
+failed before any chunk arrived gets the status and problem body listed here, as
+without the header.
+
+Calls and their outcomes count in the \`GET /stats\` usage figures; failed and refused
+calls are written to the audit log (action \`tool.invoke\`).`;
+
+const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
 
 /**
  * `POST /tools/{name}/invoke`: the body is the arguments object, as the article's agents POST
@@ -15,52 +51,181 @@ function sse(event: string, data: unknown): string {
  * `Accept: text/event-stream` each chunk is an event as it arrives, then a `result` event, or
  * an `error` event if the call fails after it started.
  */
-const invokeRoutes: FastifyPluginAsync = async (app) => {
-  app.post<{ Params: NameParams }>('/tools/:name/invoke', { config: { audit: 'tool.invoke' } }, async (request, reply) => {
-    const invoke = {
-      toolName: request.params.name,
-      arguments: request.body,
-      caller: request.caller,
-      authorization: request.headers.authorization,
-    };
-    if (!(request.headers.accept ?? '').includes('text/event-stream')) {
-      const result = await app.bridge.invoke(invoke);
-      return result;
-    }
-
-    // Streaming: chunks are written as they come; the response starts with the first chunk or
-    // the end, so that refusals before the call (401, 403, 404) keep their status codes.
-    let started = false;
-    const start = () => {
-      if (started) return;
-      started = true;
-      reply.hijack();
-      reply.raw.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-request-id': request.id,
-        'x-accel-buffering': 'no',
-      });
-    };
-    try {
-      const result = await app.bridge.invoke({
-        ...invoke,
-        onChunk: (text) => {
-          start();
-          reply.raw.write(sse('chunk', { text }));
+const invokeRoutes: FastifyPluginAsync = async (fastify) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  app.post(
+    '/tools/:name/invoke',
+    {
+      config: { audit: 'tool.invoke' },
+      schema: {
+        tags: ['calls'],
+        operationId: 'invokeTool',
+        summary: 'Call a tool through the registry',
+        description: DESCRIPTION,
+        security: BEARER,
+        params: ToolNameParamsSchema,
+        // The bridge looks at the arguments after the caller's scopes: 401/403/404/410 come first.
+        body: documentedOnly(InvokeArgumentsSchema.optional()),
+        response: {
+          200: {
+            description:
+              'The call completed (`application/json`), or the call started and its events follow (`text/event-stream`, when `Accept` asked for it).',
+            content: {
+              'application/json': {
+                schema: InvokeResultSchema,
+                example: { tool: 'calculator', id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70', result: '4', durationMs: 3.27 },
+              },
+              'text/event-stream': {
+                schema: CallEventsSchema,
+                events: { chunk: InvokeChunkSchema, result: InvokeResultSchema, error: ProblemSchema },
+                example:
+                  'event: chunk\ndata: {"text":"4"}\n\nevent: result\ndata: {"tool":"calculator","id":"0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70","result":"4","durationMs":3.27}\n\n',
+              },
+            },
+          },
+          400: problem(
+            'The arguments are not a JSON object (`TR_ERR_INVALID_ARGUMENTS`, with one entry in `errors`), the body is not valid JSON (`TR_ERR_INVALID_JSON`), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).',
+            {
+              headers: { 'WWW-Authenticate': headers.MalformedAuthorizationChallenge },
+              example: {
+                type: 'urn:tool-registry:error:invalid-arguments',
+                title: 'The arguments must be a JSON object',
+                status: 400,
+                detail: 'the arguments must be a JSON object',
+                code: 'TR_ERR_INVALID_ARGUMENTS',
+                errors: [{ path: '', message: 'must be a JSON object of argument name to value' }],
+              },
+            },
+          ),
+          401: problem(
+            "No bearer token (`TR_ERR_UNAUTHENTICATED`; calling a tool always needs one, and the challenge names the tool's scopes when it has any), or the token is not valid (`TR_ERR_INVALID_TOKEN`, `error=\"invalid_token\"`). Callers without a token get this answer for every name, also for names never registered or deleted, so they learn nothing about which tools exist.",
+            {
+              headers: challenge,
+              example: {
+                type: 'urn:tool-registry:error:unauthenticated',
+                title: 'A bearer token is required',
+                status: 401,
+                detail: 'calling calculator needs a bearer token with scope calculator:use',
+                code: 'TR_ERR_UNAUTHENTICATED',
+              },
+            },
+          ),
+          403: problem(
+            "The token holds none of the tool's scopes (`TR_ERR_INSUFFICIENT_SCOPE`, `error=\"insufficient_scope\"`; the challenge's `scope` lists those that would do).",
+            {
+              headers: challenge,
+              example: {
+                type: 'urn:tool-registry:error:insufficient-scope',
+                title: 'The token lacks a required scope',
+                status: 403,
+                detail: 'calling calculator needs scope calculator:use',
+                code: 'TR_ERR_INSUFFICIENT_SCOPE',
+              },
+            },
+          ),
+          404: problem('No tool of that name was ever registered (`TR_ERR_NOT_FOUND`; callers with a token only).', {
+            example: { type: 'urn:tool-registry:error:not-found', title: 'Not found', status: 404, detail: 'no tool "calculator"', code: 'TR_ERR_NOT_FOUND' },
+          }),
+          410: problem('The tool was deleted (or is deprecated) and can no longer be called (`TR_ERR_GONE`; callers with a token only).', {
+            example: {
+              type: 'urn:tool-registry:error:gone',
+              title: 'The tool was deleted',
+              status: 410,
+              detail: 'tool "calculator" was deleted and can no longer be called',
+              code: 'TR_ERR_GONE',
+            },
+          }),
+          413: problem(
+            'The body is larger than `BODY_LIMIT` (`TR_ERR_BODY_TOO_LARGE`), or the call is larger than the message bus takes in one message (`TR_ERR_REQUEST_TOO_LARGE`).',
+          ),
+          415: problems.UnsupportedMediaType,
+          429: problems.TooManyRequests,
+          502: problem(
+            "The tool answered with an error, or could not be reached (`TR_ERR_TOOL_SERVICE`). `serviceError` carries the tool's own error type and message: the service's error for message-bus tools; `http-{status}` for an HTTP tool that answered with an error status or a redirect, `tool-unreachable`, `invalid-response` or `response-too-large`.",
+            {
+              example: {
+                type: 'urn:tool-registry:error:tool-service',
+                title: 'The tool service answered with an error',
+                status: 502,
+                detail: 'calculator failed: division by zero',
+                code: 'TR_ERR_TOOL_SERVICE',
+                serviceError: { type: 'http-500', message: 'division by zero' },
+              },
+            },
+          ),
+          503: problem(
+            "The tool cannot be reached now (`TR_ERR_BUS_UNAVAILABLE`: no message bus is configured, the broker is down or did not take the request, or the tool's service is not registered), or the registry already carries `MAX_INFLIGHT_CALLS` calls (`TR_ERR_TOO_MANY_CALLS`). `Retry-After` says when to retry.",
+            {
+              headers: { 'Retry-After': headers['Retry-After'] },
+              example: {
+                type: 'urn:tool-registry:error:bus-unavailable',
+                title: 'The tool cannot be reached now',
+                status: 503,
+                detail: 'tell-joke cannot be reached now: no message bus is configured (set PULSAR_WS_URL)',
+                code: 'TR_ERR_BUS_UNAVAILABLE',
+              },
+            },
+          ),
+          504: problem('The tool did not answer within its timeout (`TR_ERR_TIMEOUT`).', {
+            example: {
+              type: 'urn:tool-registry:error:timeout',
+              title: 'The tool did not answer in time',
+              status: 504,
+              detail: 'calculator: no answer within 30000 ms',
+              code: 'TR_ERR_TIMEOUT',
+            },
+          }),
         },
-      });
-      start();
-      reply.raw.end(sse('result', result));
-    } catch (err) {
-      if (!started) throw err;
-      // Once streaming, the failure is an event in the one problem shape.
-      const { code, detail, error } = problemOf(err);
-      if (!error) request.log.error({ err }, 'streamed call failed');
-      reply.raw.end(sse('error', problemBody(code, detail, error)));
-    }
-    return reply;
-  });
+      },
+    },
+    async (request, reply) => {
+      // A caller that hangs up cancels its call: the bridge aborts it and frees its slot.
+      const callerGone = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableFinished) callerGone.abort();
+      };
+      reply.raw.once('close', onClose);
+      const invoke = {
+        toolName: request.params.name,
+        arguments: request.body,
+        caller: request.caller,
+        authorization: request.headers.authorization,
+        signal: callerGone.signal,
+      };
+      if (!(request.headers.accept ?? '').includes('text/event-stream')) {
+        const result = await app.bridge.invoke(invoke);
+        return result;
+      }
+
+      // Streaming: chunks are written as they come; the response starts with the first chunk or
+      // the end, so that refusals before the call (401, 403, 404) keep their status codes.
+      let started = false;
+      const start = () => {
+        if (started) return;
+        started = true;
+        reply.hijack();
+        reply.raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id });
+      };
+      try {
+        const result = await app.bridge.invoke({
+          ...invoke,
+          onChunk: (text) => {
+            start();
+            reply.raw.write(sse('chunk', { text }));
+          },
+        });
+        start();
+        reply.raw.end(sse('result', result));
+      } catch (err) {
+        if (!started) throw err;
+        // Once streaming, the failure is an event in the one problem shape.
+        const { code, detail, error } = problemOf(err);
+        if (!error) request.log.error({ err }, 'streamed call failed');
+        reply.raw.end(sse('error', problemBody(code, detail, error)));
+      }
+      return reply;
+    },
+  );
 };
 
 export default invokeRoutes;

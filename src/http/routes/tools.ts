@@ -1,65 +1,198 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { explainAccess } from '../../model/access.js';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Config } from '../../config.js';
+import { explainAccess } from '../../model/access.js';
+import {
+  AccessExplanationSchema,
+  PublicToolSchema,
+  ToolDescriptorSchema,
+  ToolNameParamsSchema,
+  ToolRecordSchema,
+  type StoredToolDescriptor,
+} from '../../model/api.js';
 import { RegistryError } from '../../model/errors.js';
-import { actorOf } from '../plugins/audit.js';
-import { toolRecordBody } from '../../model/record-bodies.js';
+import { toolRecordBody as storedRecordBody } from '../../model/record-bodies.js';
+import type { ToolRecord } from '../../model/records.js';
 import { isAdmin, mayKnowOf, viewKeyFor, visibleScopes } from '../../model/visibility.js';
+import { actorOf } from '../plugins/audit.js';
+import { ANYONE, adminOnly, headers, json, problems, writeProblems } from '../openapi/responses.js';
+import { documentedOnly } from '../validation.js';
 
-interface NameParams {
-  name: string;
+/** A descriptor, checked by the registry service against the catalogue (src/model/resolve.ts). */
+const DescriptorBody = documentedOnly(ToolDescriptorSchema);
+
+/** The record as the answers declare it (see StoredToolDescriptor). */
+function toolRecordBody(record: ToolRecord) {
+  const body = storedRecordBody(record);
+  return { ...body, descriptor: body.descriptor as StoredToolDescriptor };
 }
 
-const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
-  const knownScopes = () => app.catalog.knownScopes().keys();
-  /** The article's runtime registration; either tool form. 201 when new, 200 when replaced. */
-  app.post('/tools/register', { config: { admin: 'registering a tool', audit: 'tool.put' } }, async (request, reply) => {
-    const { record, created } = await app.registry.putTool(request.body, undefined, actorOf(request));
-    reply.header('x-registry-index', String(record.index)).header('location', `/tools/${encodeURIComponent(record.name)}`);
-    return reply.code(created ? 201 : 200).send(toolRecordBody(record));
+const written = (description: string, location: boolean) =>
+  json(ToolRecordSchema, description, {
+    headers: { 'X-Registry-Index': headers['X-Registry-Index'], ...(location && { Location: headers.ToolLocation }) },
   });
+
+const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const knownScopes = () => app.catalog.knownScopes().keys();
+  const admin = adminOnly(config.adminScope);
+
+  /** The article's runtime registration; either tool form. 201 when new, 200 when replaced. */
+  app.post(
+    '/tools/register',
+    {
+      config: { admin: 'registering a tool', audit: 'tool.put' },
+      schema: {
+        tags: ['tools'],
+        operationId: 'registerTool',
+        summary: 'Register or replace a tool (either form)',
+        description:
+          "The article's runtime registration. The body is an HTTP tool or a message-bus tool (`type: \"tool-service\"`); a message-bus tool is checked against its tool service (the service must exist, its required config values must be given, and every top-level key that is not a tool field must be one of its config params). Answers `201` when the name is new (or was deleted) and `200` when an existing tool was replaced.",
+        security: admin,
+        body: DescriptorBody,
+        response: {
+          200: written('An existing tool was replaced.', true),
+          201: written('The tool was created.', true),
+          ...writeProblems,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { record, created } = await app.registry.putTool(request.body, undefined, actorOf(request));
+      reply.header('x-registry-index', String(record.index)).header('location', `/tools/${encodeURIComponent(record.name)}`);
+      return reply.code(created ? 201 : 200).send(toolRecordBody(record));
+    },
+  );
 
   /**
    * Admins get the stored descriptor (with config values); everyone else gets the discovery
    * entry, if the tool is in their view.
    */
-  app.get<{ Params: NameParams }>('/tools/:name', async (request) => {
-    const admin = isAdmin(request.caller, config);
-    // The view policy first, so that under ANONYMOUS_DISCOVERY=none names cannot be probed.
-    const viewKey = admin ? null : viewKeyFor(request.caller, config.anonymousDiscovery, knownScopes);
-    const entry = app.catalog.getTool(request.params.name);
-    if (entry && admin) return toolRecordBody(entry.record);
-    if (!entry || (viewKey && !visibleScopes(entry.tool.scopes, viewKey))) {
-      throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
-    }
-    return entry.view;
-  });
+  app.get(
+    '/tools/:name',
+    {
+      schema: {
+        tags: ['tools', 'discovery'],
+        operationId: 'getTool',
+        summary: 'Read one tool',
+        description:
+          "Callers holding the admin scope get the stored record (`ToolRecord`, with the descriptor as stored, config values included). Everyone else gets the tool's discovery entry (`PublicTool`) if the tool is in their view, and `404` otherwise.",
+        security: ANYONE,
+        params: ToolNameParamsSchema,
+        response: {
+          200: json(z.union([ToolRecordSchema, PublicToolSchema]), 'The stored record (admin) or the discovery entry (everyone else).'),
+          400: problems.BadRequest,
+          401: problems.ViewUnauthorized,
+          404: problems.NotFound,
+          429: problems.TooManyRequests,
+        },
+      },
+    },
+    async (request) => {
+      const admin = isAdmin(request.caller, config);
+      // The view policy first, so that under ANONYMOUS_DISCOVERY=none names cannot be probed.
+      const viewKey = admin ? null : viewKeyFor(request.caller, config.anonymousDiscovery, knownScopes);
+      const entry = app.catalog.getTool(request.params.name);
+      if (entry && admin) return toolRecordBody(entry.record);
+      if (!entry || (viewKey && !visibleScopes(entry.tool.scopes, viewKey))) {
+        throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
+      }
+      return entry.view;
+    },
+  );
 
   /**
    * The access explainer: which scopes the tool needs, which the caller has, which are
    * missing, and whether a call would be allowed. Tools the caller could not discover even
    * anonymously stay hidden (404); under ANONYMOUS_DISCOVERY=none anonymous callers get 401.
    */
-  app.get<{ Params: NameParams }>('/tools/:name/access', async (request) => {
-    const entry = app.catalog.getTool(request.params.name);
-    const policy = { anonymous: config.anonymousDiscovery, adminScope: config.adminScope };
-    const seen = mayKnowOf(entry?.tool.scopes ?? [], request.caller, policy, knownScopes);
-    if (!entry || !seen.known) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
-    return explainAccess(entry.tool, request.caller, seen.inOwnView);
-  });
+  app.get(
+    '/tools/:name/access',
+    {
+      schema: {
+        tags: ['tools', 'discovery'],
+        operationId: 'explainToolAccess',
+        summary: 'Explain whether the caller may call a tool',
+        description:
+          "Which scopes the tool needs, which the caller holds, which are missing, whether the tool is in the caller's discovery view, and whether a call would be allowed. Tools the caller could discover neither with its token nor anonymously stay hidden (`404`), unless the caller holds the admin scope. Anonymous callers always get `decision: deny` (calling a tool needs a token).",
+        security: ANYONE,
+        params: ToolNameParamsSchema,
+        response: {
+          200: json(AccessExplanationSchema, 'The explanation.'),
+          400: problems.BadRequest,
+          401: problems.InvalidToken,
+          404: problems.NotFound,
+          429: problems.TooManyRequests,
+        },
+      },
+    },
+    async (request) => {
+      const entry = app.catalog.getTool(request.params.name);
+      const policy = { anonymous: config.anonymousDiscovery, adminScope: config.adminScope };
+      const seen = mayKnowOf(entry?.tool.scopes ?? [], request.caller, policy, knownScopes);
+      if (!entry || !seen.known) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
+      return explainAccess(entry.tool, request.caller, seen.inOwnView);
+    },
+  );
 
-  app.put<{ Params: NameParams }>('/tools/:name', { config: { admin: 'replacing a tool', audit: 'tool.put' } }, async (request, reply) => {
-    const { record, created } = await app.registry.putTool(request.body, request.params.name, actorOf(request));
-    reply.header('x-registry-index', String(record.index));
-    return reply.code(created ? 201 : 200).send(toolRecordBody(record));
-  });
+  app.put(
+    '/tools/:name',
+    {
+      config: { admin: 'replacing a tool', audit: 'tool.put' },
+      schema: {
+        tags: ['tools'],
+        operationId: 'putTool',
+        summary: 'Create or replace a tool by name',
+        description:
+          "Same bodies as `POST /tools/register`. The body's `name` may be left out (it is taken from the path); if given it must equal the path's name, or the answer is `400`. `201` when created, `200` when replaced. A replacement may change the tool's kind.",
+        security: admin,
+        params: ToolNameParamsSchema,
+        body: DescriptorBody,
+        response: {
+          200: written('An existing tool was replaced.', false),
+          201: written('The tool was created.', false),
+          ...writeProblems,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { record, created } = await app.registry.putTool(request.body, request.params.name, actorOf(request));
+      reply.header('x-registry-index', String(record.index));
+      return reply.code(created ? 201 : 200).send(toolRecordBody(record));
+    },
+  );
 
   /** Leaves a tombstone (status `deleted`) so change feeds can tell mirrors. */
-  app.delete<{ Params: NameParams }>('/tools/:name', { config: { admin: 'deleting a tool', audit: 'tool.delete' } }, async (request, reply) => {
-    const record = await app.registry.deleteTool(request.params.name, actorOf(request));
-    reply.header('x-registry-index', String(record.index));
-    return toolRecordBody(record);
-  });
+  app.delete(
+    '/tools/:name',
+    {
+      config: { admin: 'deleting a tool', audit: 'tool.delete' },
+      schema: {
+        tags: ['tools'],
+        operationId: 'deleteTool',
+        summary: 'Delete a tool',
+        description:
+          'Leaves a tombstone (status `deleted`) so change feeds can tell mirrors; the tool leaves every view at once. Returns the tombstone record.',
+        security: admin,
+        params: ToolNameParamsSchema,
+        response: {
+          200: json(ToolRecordSchema, "The tool's tombstone.", { headers: { 'X-Registry-Index': headers['X-Registry-Index'] } }),
+          400: problems.BadRequest,
+          401: problems.Unauthorized,
+          403: problems.Forbidden,
+          404: problems.NotFound,
+          429: problems.TooManyRequests,
+          503: problems.Unavailable,
+        },
+      },
+    },
+    async (request, reply) => {
+      const record = await app.registry.deleteTool(request.params.name, actorOf(request));
+      reply.header('x-registry-index', String(record.index));
+      return toolRecordBody(record);
+    },
+  );
 };
 
 export default toolRoutes;

@@ -1,5 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
+import { ProtectedResourceMetadataSchema } from '../../model/api.js';
+import { json } from '../openapi/responses.js';
 
 /** RFC 9728 section 3.1: the well-known suffix goes between the host and the resource's path. */
 export function resourceMetadataUrl(resource: string): string {
@@ -12,17 +15,30 @@ export function resourceMetadataUrl(resource: string): string {
  * Protected-resource metadata (RFC 9728), built from the live catalogue: clients learn where
  * to get a token and which scopes exist, including one a tool registered a moment ago.
  */
-const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (app, { config }) => {
+const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
   const handler = async () => ({
     resource: config.resource,
     authorization_servers: config.authorizationServers,
     scopes_supported: [...new Set([...app.catalog.knownScopes().keys(), config.adminScope])].sort(),
-    bearer_methods_supported: ['header'],
-    resource_name: 'tool-registry',
+    bearer_methods_supported: ['header' as const],
+    resource_name: 'tool-registry' as const,
   });
-  app.get('/.well-known/oauth-protected-resource', { config: { auth: false, rateLimit: false } }, handler);
+  const options = (operationId: string) => ({
+    config: { auth: false, rateLimit: false },
+    schema: {
+      tags: ['operations'],
+      operationId,
+      summary: 'OAuth protected-resource metadata (RFC 9728)',
+      description:
+        "Where to get a token and which scopes exist, built from the live catalogue (every scope a live tool requires, plus the admin scope). When `RESOURCE_URL` has a path, the same document is also served at `/.well-known/oauth-protected-resource{path}` (RFC 9728 section 3.1). Ignores credentials and is not rate limited.",
+      security: [],
+      response: { 200: json(ProtectedResourceMetadataSchema, 'The metadata.') },
+    },
+  });
+  app.get('/.well-known/oauth-protected-resource', options('getProtectedResourceMetadata'), handler);
   const path = new URL(config.resource).pathname.replace(/\/+$/, '');
-  if (path !== '') app.get(`/.well-known/oauth-protected-resource${path}`, { config: { auth: false, rateLimit: false } }, handler);
+  if (path !== '') app.get(`/.well-known/oauth-protected-resource${path}`, options('getProtectedResourceMetadataForPath'), handler);
 };
 
 export default wellKnownRoutes;

@@ -1,0 +1,240 @@
+/**
+ * The pieces route schemas build their `response` maps from, in Fastify's own form
+ * (`{ description, headers, content: { [mediaType]: { schema, example } } }`), so that the zod
+ * schemas type each handler's answers and the document says which media type, headers and
+ * prose go with each status. Responses and headers defined here once are shared: the document
+ * lists them under `components` and operations refer to them.
+ */
+import { z } from 'zod';
+import { ProblemSchema, type Problem } from '../../model/api.js';
+import { PROBLEM_CONTENT_TYPE } from '../plugins/errors.js';
+
+/** An OpenAPI Header Object, its value's schema in zod. */
+export interface HeaderDoc {
+  description: string;
+  required?: boolean;
+  schema: z.ZodType;
+}
+
+export interface MediaDoc<S extends z.ZodType = z.ZodType> {
+  schema: S;
+  example?: unknown;
+  /** For `text/event-stream`: each event's name and the schema of its JSON `data` (`x-events`). */
+  events?: Record<string, z.ZodType>;
+}
+
+export interface ResponseDoc<C extends Record<string, MediaDoc> = Record<string, MediaDoc>> {
+  description: string;
+  headers?: Record<string, HeaderDoc>;
+  content?: C;
+}
+
+/** A response without a body (304). */
+export interface EmptyResponseDoc {
+  description: string;
+  headers?: Record<string, HeaderDoc>;
+}
+
+const Digits = z.string().regex(/^[0-9]+$/);
+const EntityTag = z.string().regex(/^"[A-Za-z0-9_-]+"$/);
+
+/** Headers, by the name `components.headers` gives them. */
+export const headers = {
+  ETag: {
+    description: 'Strong entity tag over the exact body of this view (a quoted base64url string).',
+    required: true,
+    schema: EntityTag,
+  },
+  ViewETag: {
+    description:
+      'Strong entity tag over the exact body of this view (a quoted base64url string). Sent with the full view only, not with pages, search or filter results.',
+    required: false,
+    schema: EntityTag,
+  },
+  'X-Registry-Index': {
+    description:
+      'The registry index: for `GET /`, the index the answer was built at (the current one; for a page, not the index the walk is pinned to); for `GET /changes`, the index when the stream opened; for writes, the index of the write.',
+    required: true,
+    schema: Digits,
+  },
+  DiscoveryCacheControl: {
+    description:
+      '`private, no-cache` for callers with a token; for anonymous callers `public, no-cache`, or `public, max-age=N` when `ANONYMOUS_MAX_AGE_S` is set (shared caches may then keep the anonymous view for that many seconds).',
+    required: true,
+    schema: z.string().regex(/^(private, no-cache|public, no-cache|public, max-age=[0-9]+)$/),
+  },
+  'X-Hidden-Tools': {
+    description: 'Callers with a token only: how many live tools the token\'s scopes hide from this view, so an agent knows to ask for more scopes.',
+    required: false,
+    schema: Digits,
+  },
+  VaryAuthorization: { description: "The view depends on the caller's token.", required: true, schema: z.literal('Authorization') },
+  ToolLocation: { description: "The tool's URL, `/tools/{name}`.", required: true, schema: z.string().regex(/^\/tools\//) },
+  'WWW-Authenticate': {
+    description:
+      'RFC 6750 Bearer challenge with `realm="tool-registry"`, `resource_metadata` (the URL of the RFC 9728 protected-resource metadata) and, as applicable, `error` (`invalid_request`, `invalid_token` or `insufficient_scope`), `error_description` and `scope` (the scopes that would do).',
+    required: true,
+    schema: z.string().regex(/^Bearer realm="tool-registry"/),
+  },
+  MalformedAuthorizationChallenge: {
+    description: 'Present when the `Authorization` header was malformed (a Bearer challenge with `error="invalid_request"`).',
+    required: false,
+    schema: z.string().regex(/^Bearer realm="tool-registry"/),
+  },
+  'Retry-After': { description: 'Seconds to wait before retrying.', required: true, schema: Digits },
+} as const satisfies Record<string, HeaderDoc>;
+
+/** A JSON answer. */
+export function json<S extends z.ZodType>(schema: S, description: string, options: { headers?: Record<string, HeaderDoc>; example?: unknown } = {}) {
+  return {
+    description,
+    ...(options.headers && { headers: options.headers }),
+    content: { 'application/json': { schema, ...(options.example !== undefined && { example: options.example }) } },
+  } satisfies ResponseDoc;
+}
+
+/** A problem-details answer (src/http/plugins/errors.ts writes every 4xx and 5xx this way). */
+export function problem(description: string, options: { headers?: Record<string, HeaderDoc>; example?: Problem } = {}) {
+  return {
+    description,
+    ...(options.headers && { headers: options.headers }),
+    content: { [PROBLEM_CONTENT_TYPE]: { schema: ProblemSchema, ...(options.example !== undefined && { example: options.example }) } },
+  } satisfies ResponseDoc;
+}
+
+export function empty(description: string, responseHeaders?: Record<string, HeaderDoc>): EmptyResponseDoc {
+  return { description, ...(responseHeaders && { headers: responseHeaders }) };
+}
+
+const malformedAuthorization = { 'WWW-Authenticate': headers.MalformedAuthorizationChallenge };
+const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
+
+/** Problem responses, by the name `components.responses` gives them. */
+export const problems = {
+  BadRequest: problem(
+    'The request is malformed: most often a malformed `Authorization` header (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge), or a bad URL (`TR_ERR_BAD_REQUEST`).',
+    {
+      headers: malformedAuthorization,
+      example: {
+        type: 'urn:tool-registry:error:invalid-request',
+        title: 'Malformed Authorization header',
+        status: 400,
+        detail: 'only the Bearer authorization scheme is supported',
+        code: 'TR_ERR_INVALID_REQUEST',
+      },
+    },
+  ),
+  ValidationFailed: problem(
+    'The body is not a valid descriptor or bundle (`TR_ERR_VALIDATION`, with one entry in `errors` per problem), is not valid JSON (`TR_ERR_INVALID_JSON`), or the request is otherwise malformed (`TR_ERR_BAD_REQUEST`, `TR_ERR_INVALID_REQUEST` for a malformed `Authorization` header, which also carries a `WWW-Authenticate` challenge).',
+    {
+      headers: malformedAuthorization,
+      example: {
+        type: 'urn:tool-registry:error:validation',
+        title: 'The request body is not a valid descriptor',
+        status: 400,
+        detail: 'invalid message-bus tool: service: unknown tool service "joke-service"',
+        code: 'TR_ERR_VALIDATION',
+        errors: [{ path: 'service', message: 'unknown tool service "joke-service"' }],
+      },
+    },
+  ),
+  Unauthorized: problem(
+    'No bearer token (`TR_ERR_UNAUTHENTICATED`; the challenge names the admin scope), or the token is not valid (`TR_ERR_INVALID_TOKEN`, `error="invalid_token"`).',
+    {
+      headers: challenge,
+      example: {
+        type: 'urn:tool-registry:error:unauthenticated',
+        title: 'A bearer token is required',
+        status: 401,
+        detail: 'registering a tool needs a bearer token with scope registry:write',
+        code: 'TR_ERR_UNAUTHENTICATED',
+      },
+    },
+  ),
+  ViewUnauthorized: problem(
+    'The token is not valid (`TR_ERR_INVALID_TOKEN`), or the caller is anonymous and `ANONYMOUS_DISCOVERY` is `none` (`TR_ERR_UNAUTHENTICATED`; the challenge\'s `scope` lists the scopes that show tools).',
+    {
+      headers: challenge,
+      example: {
+        type: 'urn:tool-registry:error:invalid-token',
+        title: 'The bearer token is not valid',
+        status: 401,
+        detail: 'the token has expired',
+        code: 'TR_ERR_INVALID_TOKEN',
+      },
+    },
+  ),
+  InvalidToken: problem('The token is not valid (`TR_ERR_INVALID_TOKEN`, `error="invalid_token"`).', { headers: challenge }),
+  Forbidden: problem('The token lacks the admin scope (`TR_ERR_INSUFFICIENT_SCOPE`, `error="insufficient_scope"`).', {
+    headers: challenge,
+    example: {
+      type: 'urn:tool-registry:error:insufficient-scope',
+      title: 'The token lacks a required scope',
+      status: 403,
+      detail: 'registering a tool needs scope registry:write',
+      code: 'TR_ERR_INSUFFICIENT_SCOPE',
+    },
+  }),
+  NotFound: problem("No such live tool or tool service, or the tool is not in the caller's view (`TR_ERR_NOT_FOUND`).", {
+    example: { type: 'urn:tool-registry:error:not-found', title: 'Not found', status: 404, detail: 'no tool "calculator"', code: 'TR_ERR_NOT_FOUND' },
+  }),
+  WriteConflict: problem('The write conflicts with the stored registry (`TR_ERR_CONFLICT`, a storage constraint).'),
+  PayloadTooLarge: problem('The body is larger than `BODY_LIMIT` (`TR_ERR_BODY_TOO_LARGE`).'),
+  UnsupportedMediaType: problem('The body is not `application/json` (`TR_ERR_UNSUPPORTED_MEDIA_TYPE`).', {
+    example: {
+      type: 'urn:tool-registry:error:unsupported-media-type',
+      title: 'Unsupported content type',
+      status: 415,
+      detail: 'send the body as application/json',
+      code: 'TR_ERR_UNSUPPORTED_MEDIA_TYPE',
+    },
+  }),
+  TooManyRequests: problem(
+    'The caller (token subject, or client address when anonymous) went over its rate limit (`TR_ERR_TOO_MANY_REQUESTS`). `Retry-After` says when to retry; the IETF `RateLimit-*` headers give the limit, what is left and when the window resets.',
+    {
+      headers: {
+        'Retry-After': { description: 'Seconds until the window resets.', required: true, schema: Digits },
+        'RateLimit-Limit': { description: 'Requests allowed per window.', schema: Digits },
+        'RateLimit-Remaining': { description: 'Requests left in this window.', schema: Digits },
+        'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: Digits },
+      },
+      example: {
+        type: 'urn:tool-registry:error:too-many-requests',
+        title: 'Too many requests',
+        status: 429,
+        detail: 'rate limit of 1200 requests per 60 s exceeded; retry in 42 s',
+        code: 'TR_ERR_TOO_MANY_REQUESTS',
+      },
+    },
+  ),
+  Unavailable: problem('The database is busy or does not take writes (`TR_ERR_UNAVAILABLE`); retry shortly.'),
+} as const satisfies Record<string, ResponseDoc>;
+
+/** Every response of an admin read (the admin scope is checked before anything else). */
+export const adminReadProblems = {
+  400: problems.BadRequest,
+  401: problems.Unauthorized,
+  403: problems.Forbidden,
+  429: problems.TooManyRequests,
+} as const;
+
+/** Every refusal a descriptor write may get besides the route's own. */
+export const writeProblems = {
+  400: problems.ValidationFailed,
+  401: problems.Unauthorized,
+  403: problems.Forbidden,
+  409: problems.WriteConflict,
+  413: problems.PayloadTooLarge,
+  415: problems.UnsupportedMediaType,
+  429: problems.TooManyRequests,
+  503: problems.Unavailable,
+} as const;
+
+/** An operation's `security`: alternatives, each naming schemes and the scopes they need. */
+type Security = ReadonlyArray<Readonly<Record<string, readonly string[]>>>;
+/** The bearer scheme, anonymous callers allowed (their view follows `ANONYMOUS_DISCOVERY`). */
+export const ANYONE: Security = [{}, { bearerAuth: [] }];
+/** A bearer token of any scope. */
+export const BEARER: Security = [{ bearerAuth: [] }];
+/** A bearer token with the admin scope. */
+export const adminOnly = (adminScope: string): Security => [{ bearerAuth: [adminScope] }];

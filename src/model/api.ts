@@ -1,0 +1,530 @@
+/**
+ * The HTTP API's wire shapes beyond the descriptors: query strings, answers and problems, one
+ * zod schema each (house style 4). Routes declare them (src/http/routes), so they type the
+ * handlers and generate the OpenAPI document; `id`s name the document's components, and
+ * descriptions become its prose. The descriptor schemas of schemas.ts are named here too.
+ */
+import { z } from 'zod';
+import { ERRORS, type ErrorCode } from './errors.js';
+import {
+  ArgumentSchema,
+  BusToolFieldsSchema,
+  ConfigParamSchema,
+  ConfigValueSchema,
+  HttpToolSchema,
+  JsonTypeSchema,
+  ParameterSchema,
+  PulsarTopicSchema,
+  ScopeSchema,
+  ServiceIdSchema,
+  ToolNameSchema,
+  ToolServiceInputSchema,
+  ToolServiceSchema,
+  TopicLocalNameSchema,
+} from './schemas.js';
+
+// ---------------------------------------------------------------------------------------------
+// Names for the descriptor schemas (they stay as schemas.ts defines them; this only documents)
+
+function name<T extends z.ZodType>(schema: T, id: string, description?: string): T {
+  z.globalRegistry.add(schema, description === undefined ? { id } : { id, description });
+  return schema;
+}
+
+name(ToolNameSchema, 'ToolName', "Valid as a function name for every model vendor's function calling.");
+name(ServiceIdSchema, 'ServiceId', '1 to 128 characters of letters, digits, `_`, `.` or `-`, not starting with `.` or `-`.');
+name(ScopeSchema, 'Scope', 'An OAuth scope token (RFC 6749 section 3.3) of at most 200 characters.');
+name(PulsarTopicSchema, 'PulsarTopic', 'A Pulsar topic name, e.g. `non-persistent://tg/request/joke`.');
+name(TopicLocalNameSchema, 'TopicLocalName', 'A Pulsar local topic name (no `/`).');
+name(JsonTypeSchema, 'JsonType', 'A JSON Schema type name.');
+name(ConfigValueSchema, 'ConfigValue', "A config value for one of the service's config params.");
+name(ArgumentSchema, 'Argument', 'One argument of a message-bus tool, as the model sees it.');
+name(ParameterSchema, 'HttpParameter', "One parameter of an HTTP tool, in the article's form.");
+name(
+  ConfigParamSchema,
+  'ConfigParam',
+  'A config value that tools on the service supply. Its name becomes a top-level key of message-bus tool descriptors, so it may not be one of the tool fields.',
+);
+
+// ---------------------------------------------------------------------------------------------
+// Descriptors as operators send them (documented on the write routes; resolve.ts validates)
+
+name(
+  HttpToolSchema.in,
+  'HttpToolDescriptor',
+  "The discovery article's tool form: the model's arguments are POSTed to `endpoint` on `host:port`. A descriptor without `type: \"tool-service\"` is an HTTP tool; `type: \"http\"` may mark it and is dropped when stored. On `PUT /tools/{name}` the `name` may be omitted.",
+);
+
+/** The stored HTTP tool: the form operators send without the optional `type` marker. */
+const StoredHttpToolSchema = HttpToolSchema.in.omit({ type: true }).meta({
+  id: 'HttpTool',
+  title: 'HTTP tool',
+  description: 'A stored HTTP tool descriptor, with every default filled in and no `type` marker.',
+});
+
+/**
+ * A message-bus tool: its fields plus one top-level key per config value. Which keys are
+ * allowed depends on the service, which resolve.ts checks; here the values' type is documented.
+ */
+const BusToolSchema = BusToolFieldsSchema.catchall(ConfigValueSchema).meta({
+  id: 'MessageBusTool',
+  title: 'Message-bus tool',
+  description:
+    'A tool whose calls the registry carries over its tool service\'s queues. Config values are extra top-level keys, one per config param of the service (e.g. `"collection": "customers"`): each extra key must be a config param of the service named in `service`, and the service\'s required config params must be present. Argument names must be unique.',
+});
+
+export const ToolDescriptorSchema = z.union([HttpToolSchema.in, BusToolSchema]).meta({
+  id: 'ToolDescriptor',
+  description: 'Either tool form, as sent to `POST /tools/register`, `PUT /tools/{name}` and `POST /import`.',
+});
+
+const StoredToolDescriptorSchema = z.union([StoredHttpToolSchema, BusToolSchema]).meta({
+  id: 'StoredToolDescriptor',
+  description: 'Either tool form, as stored: every default filled in, no `type` marker on HTTP tools.',
+});
+/**
+ * A stored descriptor as the answers declare it. resolve.ts lets only config values of the
+ * service's params through, each a ConfigValue, which the `BusTool` type does not say.
+ */
+export type StoredToolDescriptor = z.input<typeof StoredToolDescriptorSchema>;
+
+export const ToolServiceDescriptorSchema = ToolServiceInputSchema.in.meta({
+  id: 'ToolServiceDescriptor',
+  description:
+    'A tool service as operators send it: the full queue form (`request-queue` and `response-queue`) or the short `topic` form (not both; `topic: T` expands to `non-persistent://tg/request/T` and `non-persistent://tg/response/T`), with config params as `{name, required}` objects or bare names (meaning not required), names unique. Stored in the full queue form (`ToolService`). On `PUT /tool-services/{id}` the `id` may be omitted.',
+});
+
+name(ToolServiceSchema, 'ToolService', 'The stored, normalised tool service (always the full queue form).');
+
+// ---------------------------------------------------------------------------------------------
+// Query strings
+
+/** The most tools one page or search answer holds (catalog/listing.ts enforces the same). */
+export const MAX_PAGE_SIZE = 1000;
+/** The longest a blocking query is held. */
+export const MAX_WAIT_MS = 10 * 60_000;
+const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Consul-style durations: `30s`, `5m`, `1500ms`; a bare number is seconds; at most 10 minutes. */
+const WaitSchema = z
+  .string()
+  .regex(/^\d+(ms|s|m|h)?$/, 'must look like 30s, 5m or 1500ms')
+  .transform((v) => {
+    const match = /^(\d+)(ms|s|m|h)?$/.exec(v);
+    return Math.min(Number(match?.[1]) * (UNITS_MS[match?.[2] ?? 's'] ?? 1000), MAX_WAIT_MS);
+  });
+
+/** What a registry index looks like on the wire (headers, query strings): digits. */
+const INDEX_PATTERN = /^\d{1,15}$/;
+
+/** A registry index in a query string or header, as digits. */
+const RegistryIndexParamSchema = z.string().regex(INDEX_PATTERN, 'must be a registry index').transform(Number);
+
+export const DiscoveryQuerySchema = z.object({
+  index: RegistryIndexParamSchema.optional().describe(
+    'Makes the request a blocking query: the `X-Registry-Index` of the answer the caller last saw. Ignored with `limit`, `cursor`, `q`, `scope` or `updated_since`.',
+  ),
+  wait: WaitSchema.optional().describe(
+    'How long a blocking query may be held: digits with a unit `ms`, `s`, `m` or `h` (`1500ms`, `30s`, `5m`; bare digits are seconds). Default 5 minutes; longer than 10 minutes counts as 10 minutes. Up to 1/16 of random jitter is added, so that many clients do not come back in step. Used only with `index`.',
+  ),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().describe('Page size (default 100), or the most search results.'),
+  cursor: z.string().max(2048).optional().describe('The `nextCursor` of the previous page, as given (opaque).'),
+  q: z.string().max(500).optional().describe('Full-text search over tool names and descriptions.'),
+  scope: ScopeSchema.describe('Only tools that list this scope among theirs.').optional(),
+  updated_since: z.iso
+    .datetime({ offset: true })
+    .transform((v) => new Date(v).toISOString())
+    .optional()
+    .describe(
+      'Only tools created, replaced or deleted at or after this time (RFC 3339 date-time with seconds and a `Z` or numeric offset), tombstones included.',
+    ),
+});
+
+export const ChangesQuerySchema = z.object({
+  since: RegistryIndexParamSchema.optional().describe('Resume after this registry index (used when `Last-Event-ID` is absent).'),
+});
+
+export const ChangesHeadersSchema = z.looseObject({
+  'last-event-id': RegistryIndexParamSchema.optional().describe('The `id` of the last event received; the stream resumes after it.'),
+});
+
+const AuditOutcomeSchema = z.enum(['ok', 'denied', 'invalid', 'error']);
+
+export const AuditQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(500).default(100).describe('Entries per page.'),
+  cursor: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,16}$/)
+    .transform((c, ctx) => {
+      const id = Number(Buffer.from(c, 'base64url').toString('utf8'));
+      if (!Number.isSafeInteger(id) || id < 1) {
+        ctx.addIssue({ code: 'custom', message: 'is not a cursor this registry gave out' });
+        return z.NEVER;
+      }
+      return id;
+    })
+    .optional()
+    .describe('The `nextCursor` of the previous page (opaque).'),
+  sub: z.string().max(512).optional().describe('Only entries by this token subject.'),
+  action: z.string().max(64).optional().describe('e.g. `tool.put`, `tool.delete`, `tool-service.put`, `tool-service.delete`, `import`, `tool.invoke`.'),
+  outcome: AuditOutcomeSchema.optional(),
+  target: z.string().max(200).optional().describe('Tool name or service id.'),
+  since: z.iso.datetime().optional().describe('ISO 8601 time, inclusive.'),
+  until: z.iso.datetime().optional().describe('ISO 8601 time, exclusive.'),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Path parameters. Names are not checked here: a name no tool has is a 404, as it always was.
+
+export const ToolNameParamsSchema = z.object({
+  name: z.string().describe("The tool's name (1 to 64 letters, digits, `_` or `-`; any other name is answered like an unknown one)."),
+});
+export const ServiceIdParamsSchema = z.object({
+  id: z.string().describe("The tool service's id (1 to 128 letters, digits, `_`, `.` or `-`; any other id is answered like an unknown one)."),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Discovery
+
+const ToolStatusSchema = z.enum(['active', 'deprecated', 'deleted']);
+const ToolKindSchema = z.enum(['http', 'tool-service']).describe('`http` for HTTP tools, `tool-service` for message-bus tools.');
+const DateTimeSchema = z.iso.datetime();
+
+const ToolParameterSchema = z
+  .looseObject({
+    type: JsonTypeSchema,
+    description: z.string().optional(),
+    required: z.boolean().optional().describe('Whether the model must give it; absent means true.'),
+  })
+  .meta({ id: 'ToolParameter', description: "A parameter in the article's form (JSON Schema keywords plus `required`)." });
+
+const InputSchemaSchema = z
+  .strictObject({
+    type: z.literal('object'),
+    properties: z.record(z.string(), z.record(z.string(), z.unknown())),
+    required: z.array(z.string()),
+    additionalProperties: z.boolean(),
+  })
+  .meta({ id: 'InputSchema', description: "The tool's arguments as a closed JSON Schema object, for function calling." });
+
+const AgentHintSchema = z.json().describe("Agent hint, as given in a message-bus tool's descriptor.");
+
+/** The key order is public-view.ts's, so that answers built here read like the cached views. */
+export const PublicToolSchema = z
+  .strictObject({
+    name: ToolNameSchema,
+    description: z.string(),
+    scopes: z.array(z.string()),
+    parameters: z.record(z.string(), ToolParameterSchema).describe("The article's parameter map (derived from `arguments` for message-bus tools)."),
+    returns: z.string(),
+    endpoint: z.string(),
+    host: z.string(),
+    port: z.number().int().min(1).max(65535),
+    kind: ToolKindSchema,
+    inputSchema: InputSchemaSchema,
+    group: AgentHintSchema.optional(),
+    state: AgentHintSchema.optional(),
+    'applicable-states': AgentHintSchema.optional(),
+    status: ToolStatusSchema.describe(
+      '`deleted` only for tombstones in `GET /` pages and `updated_since` results; the full view and `GET /tools/{name}` never show deleted tools.',
+    ),
+    index: z.number().int().min(1).describe('Registry index of the last write that touched the tool (for a tombstone, its deletion).'),
+    updatedAt: DateTimeSchema,
+  })
+  .meta({
+    id: 'PublicTool',
+    description:
+      "What discovery shows of a tool: the article's fields first, then the registry's own. Queue names and config values never appear here. For message-bus tools, `endpoint`, `host` and `port` point at the registry's invoke route (`{PUBLIC_URL path}/tools/{name}/invoke` on the `PUBLIC_URL` host), `returns` is fixed text, and the hints `group`, `state` and `applicable-states` appear when the descriptor gives them.",
+  });
+
+const ServiceNameSchema = z.string().describe("The registry's name.");
+
+export const DiscoveryResponseSchema = z
+  .strictObject({
+    service: ServiceNameSchema,
+    protocol: z.literal('tool-discovery'),
+    tools: z.array(PublicToolSchema).describe("The live tools in the caller's view, sorted by name (code-point order)."),
+  })
+  .meta({ id: 'DiscoveryResponse', description: 'The full view, as `GET /` answers it without page, search or filter parameters.' });
+
+export const DiscoveryPageSchema = z
+  .strictObject({
+    service: ServiceNameSchema,
+    protocol: z.literal('tool-discovery'),
+    tools: z.array(PublicToolSchema).max(MAX_PAGE_SIZE),
+    nextCursor: z.string().nullable().describe('The `cursor` for the next page; `null` on the last page and for a search.'),
+  })
+  .meta({
+    id: 'DiscoveryPage',
+    description:
+      'A page, search or filter result of `GET /`. Pages and filters list tools by name (code-point order), tombstones (`status: deleted`) included where the walk or `updated_since` calls for them; a search lists live tools, best match first.',
+  });
+
+export const ChangeEventSchema = z
+  .strictObject({
+    index: z.number().int().min(1).describe('The registry index of the write.'),
+    op: z
+      .enum(['upsert', 'delete'])
+      .describe("`upsert`: the tool (or service) is in the caller's view after the write, new or changed; `delete`: it was deleted, or left the caller's view."),
+    kind: z.enum(['tool', 'tool-service']).describe('`tool-service` events go to callers holding the admin scope only.'),
+    name: z.string().describe("The tool's name, or the tool service's id."),
+  })
+  .meta({ id: 'ChangeEvent', description: 'The `data` of a `change` event on `GET /changes`.' });
+
+// ---------------------------------------------------------------------------------------------
+// Records (admin views)
+
+const WriteIndexSchema = z.number().int().min(1);
+
+export const ToolRecordSchema = z
+  .strictObject({
+    name: ToolNameSchema,
+    kind: ToolKindSchema,
+    status: ToolStatusSchema,
+    index: WriteIndexSchema.describe('Registry index of the last write that touched the tool.'),
+    createdIndex: WriteIndexSchema.describe('Registry index of the write that (re)created the tool.'),
+    updatedAt: DateTimeSchema,
+    descriptor: StoredToolDescriptorSchema,
+  })
+  .meta({ id: 'ToolRecord', description: 'The admin view of a stored tool.' });
+
+export const ServiceRecordSchema = z
+  .strictObject({
+    id: ServiceIdSchema,
+    status: z.enum(['active', 'deleted']),
+    index: WriteIndexSchema.describe('Registry index of the last write that touched the service.'),
+    createdIndex: WriteIndexSchema.describe('Registry index of the write that (re)created the service.'),
+    updatedAt: DateTimeSchema,
+    descriptor: ToolServiceSchema,
+  })
+  .meta({ id: 'ServiceRecord', description: 'The admin view of a stored tool service.' });
+
+export const ToolServiceListSchema = z.strictObject({ toolServices: z.array(ServiceRecordSchema) }).meta({ id: 'ToolServiceList' });
+
+export const AccessExplanationSchema = z
+  .strictObject({
+    tool: ToolNameSchema,
+    requiredScopes: z.array(z.string()).describe('Any one of these grants the tool; none means every caller with a token.'),
+    grantedScopes: z.array(z.string()).describe("The caller's scopes (empty for anonymous callers)."),
+    missingScopes: z.array(z.string()).describe('Required scopes the caller lacks (all of them when it holds none; empty when allowed).'),
+    discoverable: z.boolean().describe("Whether the tool is in the caller's discovery view."),
+    decision: z.enum(['allow', 'deny']),
+    reason: z.string().describe('Why, in words an agent can act on.'),
+  })
+  .meta({ id: 'AccessExplanation' });
+
+// ---------------------------------------------------------------------------------------------
+// Figures
+
+const LatencySummarySchema = z
+  .strictObject({
+    p50: z.number().min(0),
+    p95: z.number().min(0),
+    p99: z.number().min(0),
+    samples: z.number().int().min(1).describe('How many recent calls the percentiles are over.'),
+  })
+  .meta({
+    id: 'LatencySummary',
+    description:
+      'Nearest-rank percentiles of call durations in milliseconds, whatever the outcome of the call (calls refused at the scope check are left out).',
+  });
+
+const CountSchema = z.number().int().min(0);
+const CallsSchema = z.number().int().min(1);
+
+export const StatsSchema = z
+  .strictObject({
+    total_tools: CountSchema,
+    tools_by_name: z.array(ToolNameSchema),
+    scope_usage: z.record(z.string(), CallsSchema).describe('How many tools in the view require each scope.'),
+    unique_scopes: CountSchema,
+    tools_by_kind: z.record(z.string(), CountSchema).describe('Tools in the view by kind (`http`, `tool-service`).'),
+    total_tool_services: CountSchema.describe('Every live tool service, whatever the caller\'s view.'),
+    registry_index: CountSchema,
+    total_tool_calls: CountSchema.describe(
+      'Calls through `POST /tools/{name}/invoke` to the tools in the view (the full view also counts tools deleted since they were called), since the database was created. Every call that passed the tool\'s scope check counts, whatever its outcome: answered, failed, timed out, cancelled, or refused for want of capacity. Calls refused at the scope check (no token, or none of the tool\'s scopes) are not uses of the tool: they count only in `errors_by_class` (`denied`). Requests refused before the scope check (invalid token, rate limit, unreadable body, unknown or deleted tool) or after it because the tool is deprecated or the arguments are not an object do not count at all. `usage_by_tool`, `most_used_tool`, `usage_by_agent` and `latency_ms_by_tool` count the same calls as this figure.',
+    ),
+    usage_by_tool: z.record(z.string(), CallsSchema).describe('Calls per tool, for tools called at least once, sorted by name.'),
+    most_used_tool: z.string().nullable().describe('The tool with the most calls (the first by name on a tie); null before any call.'),
+    usage_by_agent: z
+      .record(z.string(), z.record(z.string(), CallsSchema))
+      .describe("Calls per agent (the token's `sub`; `(no subject)` for a token without `sub`), then per tool. Callers without a token are always refused, so they never appear."),
+    errors_by_class: z
+      .partialRecord(z.enum(['denied', 'service-error', 'timeout', 'unavailable', 'cancelled']), CallsSchema)
+      .describe(
+        'Calls that did not succeed, by class: `denied` (401, 403 at the tool\'s scope check), `service-error` (502), `timeout` (504), `cancelled` (the caller hung up), `unavailable` (503, `413` for a call too large for the bus, and unexpected failures). Classes without calls are left out.',
+      ),
+    latency_ms_by_tool: z
+      .record(z.string(), LatencySummarySchema)
+      .describe('Call duration percentiles per tool, over its most recent calls that passed the scope check (at most 1024).'),
+  })
+  .meta({
+    id: 'Stats',
+    description:
+      "Inventory over the caller's view (the article's figures) plus the registry index and usage fields filled in by the call bridge.",
+  });
+
+// ---------------------------------------------------------------------------------------------
+// Calls
+
+export const InvokeArgumentsSchema = z
+  .record(z.string(), z.unknown())
+  .meta({ id: 'InvokeArguments', description: "The call's arguments, as a JSON object of argument name to value (an absent body means `{}`).", examples: [{ expression: '2 + 2' }] });
+
+export const InvokeResultSchema = z
+  .strictObject({
+    tool: ToolNameSchema,
+    id: z.string().describe("The call's correlation id (the `id` message property on the bus)."),
+    result: z
+      .string()
+      .describe(
+        "The observation as text: an HTTP tool's JSON string answer as is, any other JSON answer as JSON text, a non-JSON answer as sent; a message-bus tool's answer chunks joined.",
+      ),
+    durationMs: z.number().min(0).describe('How long the call took, in milliseconds (two decimals).'),
+  })
+  .meta({ id: 'InvokeResult', description: 'The observation of a completed call.' });
+
+export const InvokeChunkSchema = z
+  .strictObject({ text: z.string().describe('The next piece of the observation.') })
+  .meta({ id: 'InvokeChunk', description: 'The `data` of a `chunk` event in a streamed call.' });
+
+// ---------------------------------------------------------------------------------------------
+// Audit
+
+const AuditEntrySchema = z
+  .strictObject({
+    id: z.number().int(),
+    at: DateTimeSchema,
+    sub: z.string().nullable().describe('The token subject; null when anonymous.'),
+    iss: z.string().nullable(),
+    client: z.string().nullable().describe('Client address.'),
+    action: z.string(),
+    target: z.string().nullable(),
+    outcome: AuditOutcomeSchema,
+    status: z.number().int().describe('The HTTP status the request got.'),
+    detail: z.string().nullable().describe('A summary, or the error code of a refusal.'),
+    registryIndex: z.number().int().nullable().describe('The registry index a successful write committed.'),
+    requestId: z.string().nullable(),
+  })
+  .meta({ id: 'AuditEntry' });
+
+export const AuditPageSchema = z
+  .strictObject({
+    entries: z.array(AuditEntrySchema),
+    nextCursor: z.string().nullable().describe('Pass back as `cursor` for the next page; `null` on the last.'),
+  })
+  .meta({ id: 'AuditPage' });
+
+// ---------------------------------------------------------------------------------------------
+// Bulk
+
+export const ImportBundleDescriptorSchema = z
+  .strictObject({
+    'tool-services': z.array(ToolServiceDescriptorSchema).max(200_000).default([]),
+    tools: z.array(ToolDescriptorSchema).max(200_000).default([]),
+  })
+  .meta({
+    id: 'ImportBundle',
+    description: 'Tool services and tools to create or replace in one transaction. Items are checked one by one; ids and names must be unique within the bundle.',
+  });
+
+export const ExportBundleSchema = z
+  .strictObject({
+    'tool-services': z.array(ToolServiceSchema),
+    tools: z.array(StoredToolDescriptorSchema),
+  })
+  .meta({ id: 'ExportBundle', description: 'Every live tool service and tool, as stored; valid as an `ImportBundle`.' });
+
+const ImportCountsSchema = z.strictObject({ created: CountSchema, replaced: CountSchema }).meta({ id: 'ImportCounts' });
+
+export const ImportSummarySchema = z
+  .strictObject({
+    index: WriteIndexSchema.describe('The registry index of the import.'),
+    toolServices: ImportCountsSchema,
+    tools: ImportCountsSchema,
+  })
+  .meta({ id: 'ImportSummary' });
+
+// ---------------------------------------------------------------------------------------------
+// Operations
+
+export const HealthSchema = z.strictObject({ status: z.literal('ok') }).meta({ id: 'Health' });
+
+export const ReadinessSchema = z
+  .strictObject({
+    status: z.literal('ready'),
+    checks: z.strictObject({
+      database: z.literal('ok'),
+      bridge: z
+        .enum(['not-configured', 'connected', 'disconnected'])
+        .describe(
+          'The message bus: `not-configured` (no `PULSAR_WS_URL`; calls to message-bus tools answer `503`), `connected`, or `disconnected` (not connected yet, or the connection dropped). Reported apart: it does not make the registry unready.',
+        ),
+    }),
+    index: CountSchema.describe('The registry index the catalogue reflects.'),
+    inflightCalls: CountSchema.describe('Tool calls in flight now (at most `MAX_INFLIGHT_CALLS`).'),
+    waiters: CountSchema.describe('Blocking discovery queries and change streams held now (at most `MAX_WAITERS`).'),
+  })
+  .meta({ id: 'Readiness' });
+
+export const OpenApiDocumentSchema = z.looseObject({ openapi: z.string() }).meta({ id: 'OpenApiDocument', description: 'An OpenAPI 3.1 document.' });
+
+export const ProtectedResourceMetadataSchema = z
+  .strictObject({
+    resource: z.string().describe("This API's resource identifier (`RESOURCE_URL`, default `PUBLIC_URL`)."),
+    authorization_servers: z.array(z.string()).describe('Issuer URLs (`AUTHORIZATION_SERVERS`, default `JWT_ISSUER`); may be empty.'),
+    scopes_supported: z.array(z.string()).describe('Every scope a live tool requires, plus the admin scope, sorted.'),
+    bearer_methods_supported: z.array(z.literal('header')),
+    resource_name: z.literal('tool-registry'),
+  })
+  .meta({ id: 'ProtectedResourceMetadata', description: 'RFC 9728 protected-resource metadata.' });
+
+// ---------------------------------------------------------------------------------------------
+// Problems
+
+const FieldErrorSchema = z
+  .strictObject({
+    path: z
+      .string()
+      .describe(
+        'Dotted path into the request body, e.g. `arguments.0.name` or `tools.3.service`; empty for the body itself; the parameter\'s name for a query parameter.',
+      ),
+    message: z.string(),
+  })
+  .meta({ id: 'FieldError' });
+
+const ERROR_CODES = Object.keys(ERRORS) as [ErrorCode, ...ErrorCode[]];
+
+/** Open to members a code adds (`extra` of a RegistryError); the known ones are listed. */
+export const ProblemSchema = z
+  .looseObject({
+    type: z
+      .string()
+      .regex(/^urn:tool-registry:error:[a-z-]+$/)
+      .describe('`urn:tool-registry:error:` followed by the code without `TR_ERR_`, lower-cased, `_` as `-`.'),
+    title: z.string().describe('Fixed per code.'),
+    status: z.number().int().min(400).max(599),
+    detail: z
+      .string()
+      .describe('What went wrong with this request. Internal errors (`500`) get a generic detail; failed tool calls (`502`, `503`, `504`) say which tool and why.'),
+    code: z.enum(ERROR_CODES).describe('Stable error code; clients may switch on it.'),
+    errors: z
+      .array(FieldErrorSchema)
+      .optional()
+      .describe('One entry per problem in the request (validation errors, or what a service replacement would break).'),
+    tools: z
+      .array(ToolNameSchema)
+      .optional()
+      .describe('The tools that hold a tool service (`TR_ERR_IN_USE`) or would break (`TR_ERR_CONFLICT`).'),
+    serviceError: z
+      .strictObject({
+        type: z
+          .string()
+          .describe("The service's error type, or `http-{status}`, `tool-unreachable`, `invalid-response`, `response-too-large`."),
+        message: z.string(),
+      })
+      .optional()
+      .describe('`TR_ERR_TOOL_SERVICE` only: the error the tool or its service answered with.'),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details, served as `application/problem+json`.' });
+export type Problem = z.infer<typeof ProblemSchema>;
