@@ -1,7 +1,16 @@
 # ---------------------------------------------------------------------------------------------
+# Node 26, the Active LTS line on 2026-11-30: Node 20 reached end of life in April 2026, and
+# Node 24 moved to Maintenance LTS when 26 became Active LTS in October 2026 (security fixes only
+# from then on). The code and its tests also run on Node 20.19+ and 22.12+ (package.json
+# "engines"); better-sqlite3 12 lists 26.x among its supported Node versions. Both stages use
+# the same tag, so the native module is built for the ABI that runs it. Debian 13 (trixie) is
+# the base the node:26 images default to.
+ARG NODE_IMAGE=node:26-trixie-slim
+
+# ---------------------------------------------------------------------------------------------
 # Build stage: install every dependency (compiling better-sqlite3 if no prebuilt binary fits),
 # compile TypeScript to dist/ (npm ci runs the `prepare` script), then drop dev dependencies.
-FROM node:20-bookworm-slim AS build
+FROM ${NODE_IMAGE} AS build
 
 # Toolchain for node-gyp, used only when better-sqlite3 has no prebuilt binary for this
 # platform and Node ABI (or no network access to its GitHub release downloads).
@@ -15,8 +24,9 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
 
-# npm 10 (the one in node:20 images) runs install scripts by default, so better-sqlite3 and
-# esbuild build here; the "allowScripts" field in package.json is for npm 11.
+# better-sqlite3 (its prebuilt binary, or node-gyp with the toolchain above) and esbuild run
+# their install scripts here: package.json "allowScripts" approves both, so this holds whether
+# the bundled npm only warns about unreviewed install scripts (npm 11) or blocks them.
 RUN npm ci \
  && npm prune --omit=dev \
  && test -f dist/src/cli/main.js \
@@ -25,7 +35,7 @@ RUN npm ci \
 # ---------------------------------------------------------------------------------------------
 # Runtime stage: the compiled registry and its production dependencies only. The files stay
 # owned by root (the server cannot rewrite its own code); it runs as the image's `node` user.
-FROM node:20-bookworm-slim
+FROM ${NODE_IMAGE}
 
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \

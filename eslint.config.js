@@ -1,6 +1,59 @@
 // @ts-check
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import js from '@eslint/js';
+import boundaries from 'eslint-plugin-boundaries';
 import tseslint from 'typescript-eslint';
+
+/**
+ * The rooms of src/ (architecture.md) and the rooms each may import: a folder imports only
+ * folders below it, and model/ is imported by all. The README's "Layers" table states the same
+ * rules; keep the two in step.
+ */
+const MAY_IMPORT = {
+  model: [], //                        bottom: of packages only zod (boundaries/external below)
+  'package-root': [], //               finds migrations/ from src/ or dist/src/
+  config: ['model'], //                the one settings schema
+  store: ['package-root', 'model'], // storage
+  catalog: ['model'], //               the read model: fed records, never reads SQL (a read never waits on SQL)
+  usage: ['store', 'model'],
+  auth: ['config', 'model'],
+  registry: ['catalog', 'store', 'model'], // the write side feeds the catalogue after commit
+  bridge: ['catalog', 'usage', 'model'], //   plus store types only, below
+  toolkit: ['bridge', 'model'], //             a tool service in TypeScript, over the bridge's client
+  http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'config', 'package-root', 'model'],
+  server: ['http', 'config', 'model'],
+  cli: ['server', 'http', 'auth', 'store', 'config', 'model'],
+  index: ['http', 'toolkit', 'bridge', 'config', 'model'], // the package's library API
+};
+
+const FOLDERS = ['model', 'store', 'catalog', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit'];
+const FILES = { config: 'src/config.ts', 'package-root': 'src/package-root.ts', server: 'src/server.ts', index: 'src/index.ts' };
+
+// Fastify and its plugins belong to src/http only; src/server.ts may name FastifyInstance.
+const FASTIFY = ['fastify', 'fastify-plugin', 'fastify-type-provider-zod', '@fastify/*'];
+const NOT_HTTP = Object.keys(MAY_IMPORT).filter((type) => type !== 'http');
+
+const NODE_BUILTINS =
+  '^(fs|path|os|crypto|http|https|net|url|util|child_process|events|stream|timers|assert|zlib|readline|worker_threads)(/.*)?$';
+
+/**
+ * Sources import './x.js' (NodeNext) where the file is x.ts. eslint-plugin-boundaries resolves
+ * imports through eslint-module-utils, whose node resolver would not find x.ts and would leave
+ * every import unclassified (so unchecked). Two hooks of the `resolve` package fix that: isFile
+ * accepts x.js when x.ts exists, and realpathSync (called with preserveSymlinks off) reports x.ts.
+ */
+const isFile = (/** @type {string} */ file) => statSync(file, { throwIfNoEntry: false })?.isFile() ?? false;
+const tsSibling = (/** @type {string} */ file) => (file.endsWith('.js') ? `${file.slice(0, -3)}.ts` : undefined);
+const nodeNextResolver = {
+  extensions: ['.ts', '.js', '.json', '.node'],
+  isFile: (/** @type {string} */ file) => isFile(file) || isFile(tsSibling(file) ?? ''),
+  preserveSymlinks: false,
+  realpathSync: (/** @type {string} */ file) => {
+    const ts = tsSibling(file);
+    const real = !existsSync(file) && ts && isFile(ts) ? ts : file;
+    return existsSync(real) ? realpathSync(real) : real;
+  },
+};
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', '.cache/', '.venv/', 'data/'] },
@@ -11,33 +64,49 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              regex: '^(fs|path|os|crypto|http|https|net|url|util|child_process|events|stream|timers|assert|zlib|readline|worker_threads)(/.*)?$',
-              message: 'Use the node: prefix for built-in modules.',
-            },
-          ],
-        },
-      ],
+      'no-restricted-imports': ['error', { patterns: [{ regex: NODE_BUILTINS, message: 'Use the node: prefix for built-in modules.' }] }],
     },
   },
   {
-    // Domain and storage never import Fastify (architecture.md: imports point downwards only).
-    files: ['src/descriptors/**', 'src/store/**', 'src/catalog/**', 'src/auth/**'],
+    // The layers of architecture.md. Tests, scripts, bench and examples may import any room.
+    files: ['src/**/*.ts'],
+    plugins: { boundaries },
+    settings: {
+      'boundaries/root-path': import.meta.dirname,
+      'boundaries/include': ['src/**/*.ts'],
+      'boundaries/elements': [
+        ...FOLDERS.map((type) => ({ type, pattern: `src/${type}`, mode: /** @type {const} */ ('folder') })),
+        ...Object.entries(FILES).map(([type, pattern]) => ({ type, pattern, mode: /** @type {const} */ ('full') })),
+      ],
+      // Re-exports (src/index.ts) and dynamic imports (the CLI loads the server lazily) count too.
+      'boundaries/dependency-nodes': ['import', 'export', 'dynamic-import'],
+      'import/resolver': { node: nodeNextResolver },
+    },
     rules: {
-      'no-restricted-imports': [
+      'boundaries/element-types': [
         'error',
         {
-          paths: [{ name: 'fastify', message: 'Domain and storage code never import Fastify.' }],
-          patterns: [
-            { group: ['fastify-plugin', '@fastify/*'], message: 'Domain and storage code never import Fastify.' },
-            {
-              regex: '^(fs|path|os|crypto|http|https|net|url|util|child_process|events|stream|timers|assert|zlib|readline|worker_threads)(/.*)?$',
-              message: 'Use the node: prefix for built-in modules.',
-            },
+          default: 'disallow',
+          message: '${from.type} may not import ${target.type} (architecture.md; the layers in eslint.config.js)',
+          rules: [
+            ...Object.entries(MAY_IMPORT).map(([from, allow]) => ({ from: [from], allow: [from, ...allow] })),
+            { from: ['bridge'], allow: ['store'], importKind: 'type' },
+          ],
+        },
+      ],
+      // Every file under src/ is in a room, and src/ imports no local file outside the rooms.
+      'boundaries/no-unknown-files': 'error',
+      'boundaries/no-unknown': 'error',
+      'boundaries/no-ignored': 'error',
+      'boundaries/external': [
+        'error',
+        {
+          default: 'allow',
+          rules: [
+            { from: NOT_HTTP, disallow: FASTIFY, message: 'Only src/http imports Fastify (architecture.md).' },
+            { from: ['server'], allow: ['fastify'], importKind: 'type' },
+            { from: ['model'], disallow: ['*'], message: 'model/ imports nothing but zod (architecture.md).' },
+            { from: ['model'], allow: ['zod'] },
           ],
         },
       ],

@@ -1,8 +1,10 @@
 /**
- * Vitest global setup: a real Pulsar broker (and the reference Python service's virtualenv)
- * for the bus suite. Uses PULSAR_WS_URL/PULSAR_ADMIN_URL/PULSAR_BROKER_URL when set; otherwise
- * starts a broker with scripts/pulsar.sh when Java and Maven are present; otherwise the bus
- * suite is skipped with a printed reason, except under CI=true, where that is a failure.
+ * Global setup of the `bus` vitest project (vitest.config.ts): a real Pulsar broker (and the
+ * reference Python service's virtualenv) for test/bus/broker.test.ts. Vitest runs it only when
+ * that file is selected, so unit runs never wait for it. Uses PULSAR_WS_URL/PULSAR_ADMIN_URL/
+ * PULSAR_BROKER_URL when set; otherwise starts a broker with scripts/pulsar.sh when Java and
+ * Maven are present; otherwise the bus suite is skipped with a printed reason, except under
+ * CI=true, where that is a failure.
  */
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
