@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, redactUrl } from './http/app.js';
 import type { Config } from './config.js';
 
-export function loggerOptions(config: Config, pretty: boolean) {
+function loggerOptions(config: Config, pretty: boolean) {
   return {
     level: config.logLevel,
     // Tokens never reach the logs: headers are not serialised, and URLs lose access_token.

@@ -22,7 +22,7 @@ function toolUrl(call: HttpCall): URL {
 }
 
 /** Returns the observation text: a JSON string as is, any other JSON as JSON text. */
-export async function callHttpTool(call: HttpCall, signal: AbortSignal): Promise<string> {
+async function callHttpTool(call: HttpCall, signal: AbortSignal): Promise<string> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/plain;q=0.9' };
   if (call.authorization !== undefined) headers['authorization'] = call.authorization;
   let response: Response;

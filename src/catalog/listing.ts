@@ -31,7 +31,7 @@ interface Cursor {
   a: string;
 }
 
-export const DEFAULT_PAGE = 100;
+const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
 
 function encodeCursor(cursor: Cursor): string {
@@ -51,7 +51,7 @@ function decodeCursor(text: string): Cursor {
 }
 
 /** User words -> an FTS5 query: every word must match, as a prefix, quoted so syntax cannot break it. */
-export function ftsQuery(q: string): string | null {
+function ftsQuery(q: string): string | null {
   // Control characters (a NUL ends an FTS5 string early) are separators, never query text.
   const words = q
     // eslint-disable-next-line no-control-regex -- matching control characters is the point

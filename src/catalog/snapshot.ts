@@ -23,7 +23,7 @@ export interface SnapshotData {
 }
 
 /** Code-point order, so that names sort the same everywhere (not locale-dependent). */
-export function compareNames(a: string, b: string): number {
+function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 

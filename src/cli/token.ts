@@ -8,7 +8,7 @@ import { UsageError } from './usage-error.js';
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 
 /** `90`, `30s`, `15m`, `1h`, `7d` -> seconds. */
-export function parseTtl(text: string): number {
+function parseTtl(text: string): number {
   const match = /^(\d+)([smhd]?)$/.exec(text);
   if (!match) throw new UsageError(`--ttl must look like 30s, 15m, 1h or 7d (got "${text}")`);
   const seconds = Number(match[1]) * (UNITS[match[2] || 's'] ?? 1);

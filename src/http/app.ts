@@ -35,7 +35,7 @@ export function redactUrl(url: string): string {
   return url.replace(/([?&]access_token=)[^&]*/gi, '$1[redacted]');
 }
 
-export function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServerOptions {
+function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServerOptions {
   // Fastify hands `http` to http.createServer, but its types do not declare it.
   const serverOptions: FastifyServerOptions & { http: { maxHeaderSize: number } } = {
     logger: options.logger ?? false,

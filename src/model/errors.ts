@@ -93,7 +93,3 @@ export class RegistryError extends Error {
     this.retryAfterS = options.retryAfterS;
   }
 }
-
-export function isRegistryError(err: unknown): err is RegistryError {
-  return err instanceof RegistryError;
-}

@@ -36,7 +36,7 @@ export interface Tool {
 }
 
 /** What a message-bus tool's observation is, for the article's `returns` field. */
-export const BUS_TOOL_RETURNS = 'The tool service\'s observation, as text';
+const BUS_TOOL_RETURNS = 'The tool service\'s observation, as text';
 
 function inputSchemaOf(parameters: Record<string, ToolParameter & { required?: boolean }>): JsonSchemaObject {
   const properties: Record<string, Record<string, unknown>> = {};

@@ -25,7 +25,7 @@ export interface PublicTool {
 }
 
 /** Where the registry's own invoke route is reached, for message-bus tools. */
-export function invokeLocation(publicUrl: URL, toolName: string): { endpoint: string; host: string; port: number } {
+function invokeLocation(publicUrl: URL, toolName: string): { endpoint: string; host: string; port: number } {
   const base = publicUrl.pathname.replace(/\/+$/, '');
   const port = publicUrl.port !== '' ? Number(publicUrl.port) : publicUrl.protocol === 'https:' ? 443 : 80;
   return { endpoint: `${base}/tools/${encodeURIComponent(toolName)}/invoke`, host: publicUrl.hostname, port };

@@ -53,7 +53,7 @@ export function parseToolService(input: unknown, prefix: readonly PropertyKey[] 
   return result.data;
 }
 
-export function toolKindOf(input: Record<string, unknown>): ToolKind {
+function toolKindOf(input: Record<string, unknown>): ToolKind {
   return input['type'] === 'tool-service' ? 'tool-service' : 'http';
 }
 

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 
 /** Valid as a function name for every model vendor's function calling. */
-export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 export const ToolNameSchema = z
   .string()
@@ -24,7 +24,7 @@ export const ScopeSchema = z
 
 /** Pulsar tenant, namespace and local topic names, as the broker's NamedEntity allows. */
 const PULSAR_NAME = '[a-zA-Z0-9_.=:%-]+';
-export const PULSAR_TOPIC_PATTERN = new RegExp(`^(persistent|non-persistent)://${PULSAR_NAME}/${PULSAR_NAME}/${PULSAR_NAME}$`);
+const PULSAR_TOPIC_PATTERN = new RegExp(`^(persistent|non-persistent)://${PULSAR_NAME}/${PULSAR_NAME}/${PULSAR_NAME}$`);
 
 export const PulsarTopicSchema = z
   .string()
@@ -50,6 +50,7 @@ export const ConfigParamSchema = z.strictObject({
   /** Whether every tool on the service must give a value. */
   required: z.boolean().default(false),
 });
+/** @public */
 export type ConfigParam = z.infer<typeof ConfigParamSchema>;
 
 /** The stored, normalised tool-service descriptor: always the full queue form. */
@@ -110,6 +111,7 @@ export const ToolServiceInputSchema = z
       'config-params': value['config-params'].map((p) => (typeof p === 'string' ? { name: p, required: false } : p)),
     }),
   );
+/** @public */
 export type ToolServiceInput = z.input<typeof ToolServiceInputSchema>;
 
 // ---------------------------------------------------------------------------------------------
@@ -125,10 +127,12 @@ export const ArgumentSchema = z.strictObject({
   /** Whether the model must give it; defaults to true. */
   required: z.boolean().optional(),
 });
+/** @public */
 export type Argument = z.infer<typeof ArgumentSchema>;
 
 /** A config value a tool gives for one of its service's config params. */
 export const ConfigValueSchema = z.union([z.string().max(8192), z.number(), z.boolean()]);
+/** @public */
 export type ConfigValue = z.infer<typeof ConfigValueSchema>;
 
 /** Fields of a message-bus tool other than its config values. */
@@ -167,6 +171,7 @@ export const BusToolInputSchema = BusToolFieldsSchema.catchall(z.unknown()).supe
     seen.add(arg.name);
   });
 });
+/** @public */
 export type BusToolInput = z.infer<typeof BusToolInputSchema>;
 
 /** The stored message-bus tool: fields plus validated config values, in the wire form. */
@@ -187,6 +192,7 @@ export const ParameterSchema = z.strictObject({
   items: z.record(z.string(), z.json()).optional(),
   default: z.json().optional(),
 });
+/** @public */
 export type Parameter = z.infer<typeof ParameterSchema>;
 
 export const HttpToolSchema = z
@@ -235,4 +241,5 @@ export const ImportBundleSchema = z.strictObject({
   'tool-services': z.array(z.unknown()).max(200_000).default([]),
   tools: z.array(z.unknown()).max(200_000).default([]),
 });
+/** @public */
 export type ImportBundle = z.infer<typeof ImportBundleSchema>;

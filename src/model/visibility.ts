@@ -40,7 +40,7 @@ export function viewKeyFor(caller: Caller, anonymous: AnonymousPolicy, knownScop
 }
 
 /** The anonymous view, or null where anonymous callers see nothing. */
-export function anonymousViewKey(anonymous: AnonymousPolicy): ViewKey | null {
+function anonymousViewKey(anonymous: AnonymousPolicy): ViewKey | null {
   return anonymous === 'none' ? null : viewKeyFor({ kind: 'anonymous' }, anonymous);
 }
 

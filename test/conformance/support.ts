@@ -21,7 +21,7 @@ export const RESOURCE = 'https://registry.test';
 export const METADATA_URL = `${RESOURCE}/.well-known/oauth-protected-resource`;
 export const ADMIN_SCOPE = 'registry:write';
 /** The issuer of tokens crafted with our own keys (a JWKS server we run). */
-export const CRAFTED_ISSUER = 'https://issuer.crafted.test';
+const CRAFTED_ISSUER = 'https://issuer.crafted.test';
 
 export type Settings = Partial<Record<SettingName, string>>;
 
@@ -46,7 +46,7 @@ export interface Challenge {
 }
 
 /** Parses a WWW-Authenticate value into its challenges (auth-param form only; no token68). */
-export function parseChallenges(header: string): Challenge[] {
+function parseChallenges(header: string): Challenge[] {
   const challenges: Challenge[] = [];
   let i = 0;
   const skip = (chars: RegExp) => {

@@ -23,7 +23,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export function tempDir(prefix = 'tool-registry-test-'): string {
+function tempDir(prefix = 'tool-registry-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 

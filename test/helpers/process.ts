@@ -16,7 +16,7 @@ export const REPO_ROOT = resolve(import.meta.dirname, '..', '..');
 export const LOOPBACK = '127.0.0.1';
 
 /** How long a spawned server gets to answer /healthz (tsx startup is about a second). */
-export const STARTUP_DEADLINE_MS = 20_000;
+const STARTUP_DEADLINE_MS = 20_000;
 
 export interface ExitInfo {
   code: number | null;
@@ -125,7 +125,7 @@ function childEnv(options: SpawnOptions, databasePath: string): NodeJS.ProcessEn
 }
 
 /** Spawns `node --import tsx src/cli/main.ts ...args` from the repository root. */
-export function spawnCli(args: readonly string[], options: SpawnOptions = {}): SpawnedProcess {
+function spawnCli(args: readonly string[], options: SpawnOptions = {}): SpawnedProcess {
   const databasePath = options.databasePath ?? join(processTempDir(), 'registry.db');
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
     cwd: REPO_ROOT,
@@ -189,7 +189,7 @@ export async function runCli(args: readonly string[], options: SpawnOptions & { 
 }
 
 /** Polls GET /healthz until it answers 200; fails early if the child exits. */
-export async function waitForHealthy(proc: SpawnedProcess, url: string, deadlineMs = STARTUP_DEADLINE_MS): Promise<void> {
+async function waitForHealthy(proc: SpawnedProcess, url: string, deadlineMs = STARTUP_DEADLINE_MS): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     if (proc.done) {

@@ -13,7 +13,7 @@ function quote(value: string): string {
 }
 
 /** RFC 6750 section 3 challenge, with RFC 9728's resource_metadata so clients find the AS. */
-export function bearerChallenge(challenge: BearerChallenge, resourceMetadata?: string): string {
+function bearerChallenge(challenge: BearerChallenge, resourceMetadata?: string): string {
   const params = [`realm=${quote(REALM)}`];
   if (resourceMetadata !== undefined) params.push(`resource_metadata=${quote(resourceMetadata)}`);
   if (challenge.error) params.push(`error=${quote(challenge.error)}`);
