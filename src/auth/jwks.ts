@@ -1,58 +1,87 @@
 /**
- * Signing keys from an authorization server's JWKS. Keys are cached by `kid`; an unknown `kid`
- * triggers at most one fetch per cooldown period (single-flight), and every fetch has a
- * timeout, so forged `kid`s cannot become a flood of fetches and a hanging key endpoint cannot
- * hang requests. Rotation works without a restart: a new `kid` is fetched when first seen.
+ * Signing keys from an authorization server's JWKS, for @fastify/jwt's key resolver. jose picks
+ * the key (createLocalJWKSet: `kid`, the key type the header's `alg` needs, `use`, `key_ops`,
+ * `crv`, and the JWK's own `alg` when it pins one). Fetching stays here, because jose's
+ * createRemoteJWKSet counts only successful fetches towards its cooldown (a flood of unknown
+ * kids against a failing endpoint would become a flood of fetches), drops to an error rather
+ * than keeping the last good keys when a refresh fails, and has no issuer discovery:
+ *
+ * - an unknown `kid` triggers at most one fetch per cooldown, failed fetches included, and
+ *   concurrent ones share it (single-flight); every fetch has a timeout, so forged kids cannot
+ *   become a flood of fetches and a hanging key endpoint cannot hang requests;
+ * - the last good key set stays when a fetch fails: a flaky key endpoint must not lock out
+ *   valid tokens;
+ * - the set is refetched every 10 minutes, so keys the server retired stop verifying even when
+ *   no unknown kid comes along; a new kid is fetched when first seen (rotation, no restart);
+ * - with only an issuer, `jwks_uri` comes from its metadata (OpenID Connect discovery, then
+ *   RFC 8414), whose `issuer` must match.
  */
-import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { KeyObject } from 'node:crypto';
+import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
 
 export interface JwksOptions {
   /** The JWKS document's URL; found through the issuer's metadata when absent. */
   jwksUrl?: URL | undefined;
   /** Issuer whose metadata names `jwks_uri` (OpenID Connect discovery, then RFC 8414). */
   issuer?: string | undefined;
+  /** Allowed token algorithms: a token with another `alg` is refused before any lookup or fetch. */
+  algorithms: readonly string[];
   /** Shortest time between two fetches triggered by unknown `kid`s. */
   cooldownMs: number;
   /** Longest a key or metadata fetch may take. */
   timeoutMs: number;
+  /** Time between background refreshes (default 10 minutes). */
+  refreshMs?: number;
   fetch?: typeof fetch;
   now?: () => number;
   /** Told about fetch failures (never about tokens). */
   onError?: (err: unknown, url: string) => void;
 }
 
-/** How old a key set may get before a background refresh. */
-const MAX_KEY_SET_AGE_MS = 10 * 60_000;
-
-function sameKeys(a: ReadonlyMap<string, CachedKey>, b: ReadonlyMap<string, CachedKey>): boolean {
-  if (a.size !== b.size) return false;
-  for (const [kid, key] of a) if (b.get(kid)?.pem !== key.pem) return false;
-  return true;
+/** A token whose key the registry cannot find (or may not use); `code` names the reason. */
+class KeyLookupError extends Error {
+  override readonly name = 'KeyLookupError';
+  constructor(
+    readonly code: 'TR_JWT_UNKNOWN_KEY' | 'TR_JWT_ALGORITHM_NOT_ALLOWED',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
 }
 
-export class KeyNotFoundError extends Error {
-  override readonly name = 'KeyNotFoundError';
+/** Node-style callback with a key for fast-jwt (a PEM string), as @fastify/jwt's `secret` takes it. */
+export type KeyCallback = (err: Error | null, key?: string) => void;
+
+interface KeySet {
+  /** The document as fetched, to tell whether a refetch changed anything. */
+  json: string;
+  select: ReturnType<typeof createLocalJWKSet>;
+  /**
+   * PEMs already picked, by kid and alg. @fastify/jwt resolves the key on every request, before
+   * it looks in a verifier's cache, and keeps one fast-jwt verifier (with its verified-token
+   * cache) per key string: a known key must come back at once, without jose's promise. A new
+   * set starts empty, so a key that left the set is never resolved again and the tokens cached
+   * under it are never reached (a retired key stops verifying); @fastify/jwt keeps that
+   * verifier, one per key ever used.
+   */
+  pems: Map<unknown, Map<unknown, string>>;
 }
 
-interface CachedKey {
-  pem: string;
-  /** `alg` from the JWK, when it pins one. */
-  alg: string | undefined;
-}
+const DEFAULT_REFRESH_MS = 10 * 60_000;
 
 export class JwksKeySource {
   readonly #options: JwksOptions;
   readonly #fetch: typeof fetch;
   readonly #now: () => number;
-  #keys = new Map<string, CachedKey>();
+  readonly #algorithms: ReadonlySet<unknown>;
+  #keys: KeySet | undefined;
   #jwksUrl: URL | undefined;
   #lastFetchAt = Number.NEGATIVE_INFINITY;
   #inflight: Promise<void> | null = null;
-  /** Fetches made so far (for tests and metrics). */
+  #timer: NodeJS.Timeout | undefined;
+  /** Fetches of the key set made so far, failed ones included (for tests and metrics). */
   fetches = 0;
-  /** Bumped whenever the key set changes; verified-token caches key on it. */
-  generation = 0;
-  #lastSuccessAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: JwksOptions) {
     if (!options.jwksUrl && !options.issuer) throw new Error('JWKS needs a jwksUrl or an issuer');
@@ -60,73 +89,89 @@ export class JwksKeySource {
     this.#jwksUrl = options.jwksUrl;
     this.#fetch = options.fetch ?? fetch;
     this.#now = options.now ?? Date.now;
+    this.#algorithms = new Set(options.algorithms);
   }
 
-  /** Starts the first fetch in the background so the first request does not wait for it. */
-  warm(): void {
-    this.#refreshIfAllowed().catch(() => undefined);
+  /** Fetches the key set now, in the background (the first request need not wait), and every refreshMs. */
+  start(): void {
+    void this.#refresh();
+    this.#timer ??= setInterval(() => void this.#refresh(), this.#options.refreshMs ?? DEFAULT_REFRESH_MS).unref();
   }
 
-  /** The PEM of the key a token's header names. */
-  async keyFor(header: { kid?: unknown; alg?: unknown }): Promise<string> {
-    const kid = typeof header.kid === 'string' ? header.kid : undefined;
-    // Refresh in the background now and then, so keys the server retired are dropped even when
-    // no unknown kid comes along.
-    if (this.#now() - this.#lastSuccessAt > MAX_KEY_SET_AGE_MS) this.warm();
-    let key = this.#find(kid);
-    if (!key) {
-      await this.#refreshIfAllowed();
-      key = this.#find(kid);
+  close(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** The PEM of the key a token header names; synchronous when the key is already known. */
+  keyFor(header: { kid?: unknown; alg?: unknown }, done: KeyCallback): void {
+    const pem = this.#keys?.pems.get(header.kid)?.get(header.alg);
+    if (pem !== undefined) {
+      done(null, pem);
+      return;
     }
-    if (!key) throw new KeyNotFoundError(kid === undefined ? 'the token names no key (kid) and the key set has several' : 'the token was signed with an unknown key');
-    if (key.alg !== undefined && key.alg !== header.alg) throw new KeyNotFoundError('the token algorithm does not match its key');
-    return key.pem;
+    this.#resolve(header).then((key) => done(null, key), done);
   }
 
-  #find(kid: string | undefined): CachedKey | undefined {
-    if (kid !== undefined) return this.#keys.get(kid);
-    // RFC 7517: without a kid, a single key is unambiguous.
-    return this.#keys.size === 1 ? this.#keys.values().next().value : undefined;
+  async #resolve(header: { kid?: unknown; alg?: unknown }): Promise<string> {
+    if (!this.#algorithms.has(header.alg)) {
+      throw new KeyLookupError('TR_JWT_ALGORITHM_NOT_ALLOWED', 'the token algorithm is not allowed');
+    }
+    try {
+      return await this.#select(header);
+    } catch (err) {
+      if (!(err instanceof errors.JWKSNoMatchingKey)) throw unknownKey(header, err);
+    }
+    // Perhaps a new key (rotation): refetch, at most once per cooldown, and look again.
+    await this.#refreshIfAllowed();
+    try {
+      return await this.#select(header);
+    } catch (err) {
+      throw unknownKey(header, err);
+    }
+  }
+
+  async #select(header: { kid?: unknown; alg?: unknown }): Promise<string> {
+    const keys = this.#keys;
+    if (!keys) throw new errors.JWKSNoMatchingKey();
+    const key = await keys.select(header as JWSHeaderParameters);
+    const pem = KeyObject.from(key).export({ type: 'spki', format: 'pem' }).toString();
+    let byAlg = keys.pems.get(header.kid);
+    if (!byAlg) keys.pems.set(header.kid, (byAlg = new Map()));
+    byAlg.set(header.alg, pem);
+    return pem;
   }
 
   /** Single-flight, and at most once per cooldown. */
-  async #refreshIfAllowed(): Promise<void> {
+  #refreshIfAllowed(): Promise<void> {
     if (this.#inflight) return this.#inflight;
-    if (this.#now() - this.#lastFetchAt < this.#options.cooldownMs) return;
+    if (this.#now() - this.#lastFetchAt < this.#options.cooldownMs) return Promise.resolve();
+    return this.#refresh();
+  }
+
+  #refresh(): Promise<void> {
+    if (this.#inflight) return this.#inflight;
+    // Counted when it starts, so failed fetches count towards the cooldown too.
     this.#lastFetchAt = this.#now();
-    this.#inflight = this.#refresh().finally(() => {
+    this.fetches++;
+    this.#inflight = this.#fetchKeySet().finally(() => {
       this.#inflight = null;
     });
     return this.#inflight;
   }
 
-  async #refresh(): Promise<void> {
+  async #fetchKeySet(): Promise<void> {
     try {
-      const url = this.#jwksUrl ?? (this.#jwksUrl = await this.#discoverJwksUrl());
-      const body = (await this.#getJson(url)) as { keys?: unknown };
-      if (!Array.isArray(body.keys)) throw new Error('the JWKS document has no "keys" array');
-      const keys = new Map<string, CachedKey>();
-      body.keys.forEach((jwk: JsonWebKey & { kid?: string; use?: string; alg?: string }, i) => {
-        if (jwk.use !== undefined && jwk.use !== 'sig') return;
-        if (jwk.kty !== 'RSA' && jwk.kty !== 'EC' && jwk.kty !== 'OKP') return;
-        let key: KeyObject;
-        try {
-          key = createPublicKey({ key: jwk, format: 'jwk' });
-        } catch {
-          return; // one bad key must not hide the good ones
-        }
-        keys.set(jwk.kid ?? `#${i}`, { pem: key.export({ type: 'spki', format: 'pem' }).toString(), alg: jwk.alg });
-      });
-      if (!sameKeys(this.#keys, keys)) {
-        this.#keys = keys;
-        this.generation++;
-      }
-      this.#lastSuccessAt = this.#now();
-      this.fetches++;
+      const url = (this.#jwksUrl ??= await this.#discoverJwksUrl());
+      const jwks = (await this.#getJson(url)) as JSONWebKeySet;
+      const json = JSON.stringify(jwks.keys);
+      if (json === this.#keys?.json) return;
+      // createLocalJWKSet checks the document's shape; a key that does not import fails only
+      // the tokens that name it, not the others.
+      this.#keys = { json, select: createLocalJWKSet(jwks), pems: new Map() };
     } catch (err) {
-      this.fetches++;
+      // Keep the keys we had.
       this.#options.onError?.(err, this.#jwksUrl?.href ?? this.#options.issuer ?? '');
-      // Keep the keys we had: a flaky key endpoint must not lock out valid tokens.
     }
   }
 
@@ -161,4 +206,12 @@ export class JwksKeySource {
     if (!response.ok) throw new Error(`${url.href} answered ${response.status}`);
     return response.json();
   }
+}
+
+function unknownKey(header: { kid?: unknown }, cause: unknown): KeyLookupError {
+  const message =
+    cause instanceof errors.JWKSMultipleMatchingKeys && header.kid === undefined
+      ? 'the token names no key (kid) and the key set has several'
+      : 'the token was signed with an unknown key';
+  return new KeyLookupError('TR_JWT_UNKNOWN_KEY', message, { cause });
 }

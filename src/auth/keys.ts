@@ -6,13 +6,11 @@
 import { createPublicKey, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { ConfigError, type Config } from '../config.js';
-import type { TokenVerifier } from './caller.js';
+import { ConfigError, type Config, type KeyMode } from '../config.js';
 import { JwksKeySource } from './jwks.js';
-import { createTokenVerifier } from './verifier.js';
 
 export interface TokenKeys {
-  mode: 'secret' | 'public-key' | 'jwks' | 'dev';
+  mode: KeyMode;
   /** HMAC secret or PEM public key; empty in JWKS mode. */
   key: string;
   /** The allowlist; never `none`, never HMAC with a public key. */
@@ -21,7 +19,7 @@ export interface TokenKeys {
   devSecretPath: string | undefined;
 }
 
-export const DEV_SECRET_FILE = 'registry.secret';
+const DEV_SECRET_FILE = 'registry.secret';
 
 /** The dev secret's file: beside the database, or nowhere for an in-memory database. */
 export function devSecretPathFor(databasePath: string): string | undefined {
@@ -30,7 +28,7 @@ export function devSecretPathFor(databasePath: string): string | undefined {
 }
 
 /** Reads the dev secret, creating it (mode 0600, never overwriting) on first use. */
-export function readOrCreateDevSecret(path: string): { secret: string; created: boolean } {
+function readOrCreateDevSecret(path: string): { secret: string; created: boolean } {
   try {
     return { secret: readDevSecret(path), created: false };
   } catch (err) {
@@ -49,7 +47,7 @@ export function readOrCreateDevSecret(path: string): { secret: string; created: 
   return { secret, created: true };
 }
 
-export function readDevSecret(path: string): string {
+function readDevSecret(path: string): string {
   const mode = statSync(path).mode & 0o777;
   if ((mode & 0o077) !== 0) {
     throw new Error(`${path} is readable by other users (mode ${mode.toString(8)}); run chmod 600 on it`);
@@ -82,59 +80,43 @@ function algorithmsForPublicKey(pem: string): string[] {
   }
 }
 
+/** The key and allowed algorithms for the key mode the config decided (config.jwt.keyMode). */
 export function resolveTokenKeys(config: Config): TokenKeys {
-  const { secret, publicKey, algorithms, jwksUrl, issuer } = config.jwt;
-  if (jwksUrl !== undefined || (secret === undefined && publicKey === undefined && issuer !== undefined)) {
+  const { keyMode, secret, publicKey, algorithms } = config.jwt;
+  if (keyMode === 'jwks') {
     const allowed = algorithms ?? ['RS256', 'ES256'];
     if (allowed.some((a) => a.startsWith('HS'))) {
       throw new ConfigError('JWT_ALGORITHMS: HMAC algorithms cannot be used with keys from a JWKS (algorithm confusion)');
     }
     return { mode: 'jwks', key: '', algorithms: allowed, devSecretPath: undefined };
   }
-  if (publicKey !== undefined) {
-    const allowed = algorithms ?? algorithmsForPublicKey(publicKey);
+  // The config sets the key of the mode it decided; '' would fail loudly at startup.
+  if (keyMode === 'public-key') {
+    const allowed = algorithms ?? algorithmsForPublicKey(publicKey ?? '');
     if (allowed.some((a) => a.startsWith('HS'))) {
       throw new ConfigError('JWT_ALGORITHMS: HMAC algorithms cannot be used with JWT_PUBLIC_KEY (algorithm confusion)');
     }
-    return { mode: 'public-key', key: publicKey, algorithms: allowed, devSecretPath: undefined };
+    return { mode: 'public-key', key: publicKey ?? '', algorithms: allowed, devSecretPath: undefined };
   }
   const allowedHmac = algorithms ?? ['HS256'];
   if (allowedHmac.some((a) => !a.startsWith('HS'))) {
     throw new ConfigError('JWT_ALGORITHMS: only HS256, HS384 or HS512 fit a shared secret; set JWT_PUBLIC_KEY for others');
   }
-  if (secret !== undefined) return { mode: 'secret', key: secret, algorithms: allowedHmac, devSecretPath: undefined };
+  if (keyMode === 'secret') return { mode: 'secret', key: secret ?? '', algorithms: allowedHmac, devSecretPath: undefined };
   const path = devSecretPathFor(config.databasePath);
   const devSecret = path ? readOrCreateDevSecret(path).secret : randomBytes(48).toString('base64url');
   return { mode: 'dev', key: devSecret, algorithms: allowedHmac, devSecretPath: path };
 }
 
-/**
- * The verifier for a config. With a JWKS the audience defaults to this API's resource
- * identifier (RFC 8707): a token minted for another API is not accepted here.
- */
-export function verifierFor(
-  config: Config,
-  keys: TokenKeys,
-  onKeyFetchError?: (err: unknown, url: string) => void,
-): { verify: TokenVerifier; jwks: JwksKeySource | undefined } {
-  const jwks =
-    keys.mode === 'jwks'
-      ? new JwksKeySource({
-          jwksUrl: config.jwt.jwksUrl,
-          issuer: config.jwt.issuer,
-          cooldownMs: config.jwt.jwksCooldownS * 1000,
-          timeoutMs: config.jwt.jwksTimeoutMs,
-          ...(onKeyFetchError && { onError: onKeyFetchError }),
-        })
-      : undefined;
-  const verify = createTokenVerifier({
-    key: jwks ?? keys.key,
-    algorithms: keys.algorithms,
+/** The JWKS key source in JWKS mode (not started), else undefined: the key is static. */
+export function keySourceFor(config: Config, keys: TokenKeys, onFetchError?: (err: unknown, url: string) => void): JwksKeySource | undefined {
+  if (keys.mode !== 'jwks') return undefined;
+  return new JwksKeySource({
+    jwksUrl: config.jwt.jwksUrl,
     issuer: config.jwt.issuer,
-    audience: config.jwt.audience ?? (keys.mode === 'jwks' ? [config.resource] : undefined),
-    clockToleranceMs: config.jwt.clockToleranceS * 1000,
-    acceptedTyp: config.jwt.acceptedTyp,
-    cacheSize: 10_000,
+    algorithms: keys.algorithms,
+    cooldownMs: config.jwt.jwksCooldownS * 1000,
+    timeoutMs: config.jwt.jwksTimeoutMs,
+    ...(onFetchError && { onError: onFetchError }),
   });
-  return { verify, jwks };
 }

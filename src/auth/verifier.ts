@@ -1,71 +1,66 @@
 /**
- * Bearer-token verification as RFC 9068 asks of a resource server: signature with an allowed
- * algorithm only (never `none`, never HMAC with a public key), `typ`, `iss`, `aud`, `exp`,
- * `nbf` with a clock tolerance. Built on fast-jwt, the engine under @fastify/jwt, used directly
- * because keys may come from a JWKS asynchronously and the typ policy and error reasons are
- * ours to decide; this keeps the check in one place and free of Fastify.
+ * What a bearer token must satisfy (RFC 9068 section 4), as the fast-jwt verify options that
+ * @fastify/jwt applies: a signature with an allowed algorithm only (never `none`, never HMAC with
+ * a public key: resolveTokenKeys refuses such lists), `iss`, `aud`, `exp` and `nbf` with a clock
+ * tolerance; and the `typ` policy, which fast-jwt's single-valued `checkTyp` cannot express.
  */
-import { createVerifier, type Algorithm } from 'fast-jwt';
-import type { TokenVerifier } from './caller.js';
-import type { JwksKeySource } from './jwks.js';
+import type { Algorithm, VerifierOptions } from 'fast-jwt';
+import type { Config } from '../config.js';
+import type { TokenKeys } from './keys.js';
 
-export interface VerifierOptions {
-  /** A static HMAC secret or PEM public key, or a JWKS source. */
-  key: string | JwksKeySource;
-  algorithms: string[];
-  issuer?: string | undefined;
-  /** The token's `aud` must contain one of these. */
-  audience?: string[] | undefined;
-  clockToleranceMs: number;
-  /** Accepted header `typ` values, lower case (`at+jwt`; `jwt` also covers a missing typ). */
-  acceptedTyp: string[];
-  /** Verified tokens kept, by their bytes, until they expire. */
-  cacheSize: number;
+/** Verified tokens kept (by a hash of their bytes, until they expire), per signing key. */
+const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
+
+export interface TokenRules {
+  verify: VerifierOptions;
+  /**
+   * Whether a decoded payload passes the claim checks of `verify` (required claims, iss, aud).
+   * Not a check of its own: @fastify/jwt reports a failed signature and a failed claim check
+   * alike, and this tells which, without checking a forged token's signature a second time.
+   */
+  claimsPass(payload: Record<string, unknown>): boolean;
 }
 
-/** A token whose header `typ` is not accepted. */
-export class TokenTypeError extends Error {
-  override readonly name = 'TokenTypeError';
-  readonly code = 'TR_JWT_INVALID_TYP';
+export function tokenRules(config: Config, keys: TokenKeys): TokenRules {
+  const { issuer } = config.jwt;
+  // With a JWKS the audience defaults to this API's resource identifier (RFC 8707): a token
+  // minted for another API is not accepted here.
+  const audience = config.jwt.audience ?? (keys.mode === 'jwks' ? [config.resource] : undefined);
+  // fast-jwt checks iss and aud only when present: a configured issuer or audience must be there.
+  const requiredClaims = ['exp', ...(issuer !== undefined ? ['iss'] : []), ...(audience !== undefined ? ['aud'] : [])];
+  return {
+    verify: {
+      algorithms: keys.algorithms as Algorithm[],
+      ...(issuer !== undefined && { allowedIss: issuer }),
+      ...(audience !== undefined && { allowedAud: audience }),
+      requiredClaims,
+      clockTolerance: config.jwt.clockToleranceS * 1000,
+      // The header too, for the typ policy.
+      complete: true,
+      cache: VERIFIED_TOKEN_CACHE_SIZE,
+      // A refusal is remembered for at most the clock tolerance (fast-jwt's -1), so a flood of
+      // one forged token costs a hash each, not a signature check.
+      errorCacheTTL: -1,
+    },
+    claimsPass: (payload) =>
+      requiredClaims.every((claim) => claim in payload) &&
+      (issuer === undefined || payload['iss'] === issuer) &&
+      (audience === undefined || [payload['aud']].flat().some((aud) => audience.includes(aud as string))),
+  };
 }
 
 /** RFC 9068 section 4: compare `typ` without the optional `application/` prefix, case-insensitively. */
-export function normaliseTyp(typ: unknown): string {
+function normaliseTyp(typ: unknown): string {
   if (typ === undefined) return 'jwt';
   return typeof typ === 'string' ? typ.toLowerCase().replace(/^application\//, '') : '';
 }
 
-export function createTokenVerifier(options: VerifierOptions): TokenVerifier {
-  const source = options.key;
-  const build = () =>
-    createVerifier({
-      key: async ({ header }: { header: { kid?: string; alg?: string } }) => (typeof source === 'string' ? source : source.keyFor(header)),
-      algorithms: options.algorithms as Algorithm[],
-      ...(options.issuer !== undefined && { allowedIss: options.issuer }),
-      ...(options.audience !== undefined && { allowedAud: options.audience }),
-      clockTolerance: options.clockToleranceMs,
-      // fast-jwt checks iss and aud only when present: a configured issuer or audience must be there.
-      requiredClaims: ['exp', ...(options.issuer !== undefined ? ['iss'] : []), ...(options.audience !== undefined ? ['aud'] : [])],
-      complete: true,
-      cache: options.cacheSize,
-      // Failures are not cached: a token refused for an unknown key may verify after rotation.
-      errorCacheTTL: -1,
-    });
-  // Verified tokens are cached until they expire. When the key set changes the verifier (and
-  // its cache) is rebuilt, so a token whose key the authorization server retired stops
-  // verifying once the registry has refetched the keys.
-  let generation = typeof source === 'string' ? 0 : source.generation;
-  let verify = build();
-  const accepted = new Set(options.acceptedTyp);
-  return async (token: string) => {
-    if (typeof source !== 'string' && source.generation !== generation) {
-      generation = source.generation;
-      verify = build();
-    }
-    const { header, payload } = (await verify(token)) as { header: { typ?: unknown }; payload: Record<string, unknown> };
-    if (!accepted.has(normaliseTyp(header.typ))) {
-      throw new TokenTypeError(`the token type must be ${[...accepted].join(' or ')}`);
-    }
-    return payload;
-  };
+/**
+ * Whether a header `typ` is one of `accepted` (normalised, e.g. `at+jwt`; `jwt` also covers a
+ * missing typ). Runs on every request, cached token or not, so the common exact match is tried
+ * before normalising (which allocates).
+ */
+export function typChecker(accepted: readonly string[]): (typ: unknown) => boolean {
+  const set = new Set(accepted);
+  return (typ) => (typeof typ === 'string' && set.has(typ)) || set.has(normaliseTyp(typ));
 }

@@ -1,13 +1,15 @@
+import fastifyJwt, { type VerifyOptions } from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { resolveCaller } from '../../auth/caller.js';
+import { bearerToken, callerFromClaims, tokenRefused } from '../../auth/caller.js';
+import { keySourceFor, resolveTokenKeys } from '../../auth/keys.js';
+import { tokenRules, typChecker } from '../../auth/verifier.js';
 import { ANONYMOUS, requireScope, type Caller } from '../../model/caller.js';
-import { resolveTokenKeys, verifierFor } from '../../auth/keys.js';
 import type { Config } from '../../config.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Who is asking: anonymous, or a verified token's subject and scopes. */
+    /** Who is asking: anonymous, or a verified token's subject and scopes (@fastify/jwt's user). */
     caller: Caller;
   }
   interface FastifyRequest {
@@ -22,15 +24,39 @@ declare module 'fastify' {
   }
 }
 
+declare module '@fastify/jwt' {
+  interface FastifyJWT {
+    /** What formatUser makes of a verified token; decorated as `request.caller`. */
+    user: Caller;
+  }
+}
+
 export interface AuthPluginOptions {
   config: Config;
 }
 
+/** A token as @fastify/jwt decodes it and fast-jwt verifies it, both with `complete: true`. */
+interface CompleteToken {
+  header: { kid?: unknown; alg?: unknown; typ?: unknown };
+  payload: Record<string, unknown>;
+}
+
 /**
- * Verifies bearer tokens (src/auth/verifier.ts) and sets `request.caller` before every route
- * that looks at credentials. Identification (onRequest) never throws, so that rate limiting can
- * count a caller with a bad token too; enforcement runs at preParsing, after rate limiting and
- * before any body is read, so unauthenticated callers cannot make the server read large bodies.
+ * @fastify/jwt reuses its verifiers, and so their verified-token caches, only when jwtVerify gets
+ * no options at all: any options object, even `{}` or a callback in its place, builds a new
+ * verifier per call.
+ */
+const PLUGIN_VERIFY_OPTIONS = undefined as unknown as Partial<VerifyOptions>;
+
+/** What @fastify/jwt 10 calls a malformed token, a bad signature and a refused iss or aud alike. */
+const FOLDED_INVALID = 'FST_JWT_AUTHORIZATION_TOKEN_INVALID';
+
+/**
+ * Verifies bearer tokens with @fastify/jwt (options from src/auth/verifier.ts; keys static, or
+ * from a JWKS through src/auth/jwks.ts) and sets `request.caller` before every route that looks
+ * at credentials. Identification (onRequest) never throws, so that rate limiting can count a
+ * caller with a bad token too; enforcement runs at preParsing, after rate limiting and before
+ * any body is read, so unauthenticated callers cannot make the server read large bodies.
  */
 export default fp<AuthPluginOptions>(
   async (app, { config }) => {
@@ -41,34 +67,72 @@ export default fp<AuthPluginOptions>(
         'dev mode: no JWT_SECRET, JWT_PUBLIC_KEY, JWKS_URL or JWT_ISSUER set, tokens are signed with a local secret; use `tool-registry token` to mint them',
       );
     }
-    const { verify, jwks } = verifierFor(config, keys, (err, url) =>
+    const jwks = keySourceFor(config, keys, (err, url) =>
       app.log.warn({ url, reason: err instanceof Error ? err.message : String(err) }, 'fetching signing keys failed'),
     );
-    jwks?.warm();
+    if (jwks) {
+      jwks.start();
+      app.addHook('onClose', (_app, done) => {
+        jwks.close();
+        done();
+      });
+    }
 
+    const { acceptedTyp, roleScopes } = config.jwt;
+    const acceptsTyp = typChecker(acceptedTyp);
+    const rules = tokenRules(config, keys);
+    const extractToken = (request: FastifyRequest) => bearerToken(request.headers.authorization, hasQueryToken(request));
+    // fast-jwt hands back the same object for a cached token, so its Caller is built once.
+    const callers = new WeakMap<object, Caller>();
 
-    // Fastify forbids object defaults on request decorators; every request gets one in the hook.
-    app.decorateRequest('caller', null as never);
+    await app.register(fastifyJwt, {
+      // Verify only (no private key, so no signer). A static key is checked against the allowed
+      // algorithms here, at startup; a JWKS key is picked per token from its header.
+      secret: {
+        public: jwks ? (_request, decoded, done) => jwks.keyFor((decoded as CompleteToken).header, done) : keys.key,
+      },
+      decode: { complete: true },
+      // extractToken throws our own 400/401 refusals (RFC 6750), which @fastify/jwt passes on.
+      verify: { ...rules.verify, extractToken },
+      trusted: (_request, decoded) => acceptsTyp((decoded as CompleteToken).header.typ),
+      formatUser: (decoded) => {
+        let caller = callers.get(decoded as object);
+        if (!caller) callers.set(decoded as object, (caller = callerFromClaims((decoded as CompleteToken).payload, roleScopes)));
+        return caller;
+      },
+      decoratorName: 'caller',
+    });
+
+    // @fastify/jwt 10 reports a malformed token, a bad signature and a refused iss or aud alike
+    // (FST_JWT_AUTHORIZATION_TOKEN_INVALID, without fast-jwt's error); the challenge says which.
+    // A token that does not decode is malformed; fast-jwt checks the signature before the
+    // claims, so one whose claims pass failed on its signature; any other has its claims named
+    // (its signature may be bad too: telling would need a second signature check, which a flood
+    // of forged tokens must not get).
+    const unfold = (request: FastifyRequest): string => {
+      let payload;
+      try {
+        payload = (app.jwt.decode(extractToken(request)) as CompleteToken).payload;
+      } catch {
+        return 'FAST_JWT_MALFORMED';
+      }
+      return rules.claimsPass(payload) ? 'FAST_JWT_INVALID_SIGNATURE' : 'FAST_JWT_INVALID_CLAIM_VALUE';
+    };
+
     app.decorateRequest('authError', null);
     // Callback-style hooks: on the hot read path (anonymous discovery, 304s) an async hook's
     // promise per request was measurable (bench: 304 revalidation at 64-70% of the ceiling).
     app.addHook('onRequest', (request, _reply, done) => {
       request.caller = ANONYMOUS;
-      const queryToken = hasQueryToken(request);
-      if (request.routeOptions.config.auth === false || (request.headers.authorization === undefined && !queryToken)) {
+      if (request.routeOptions.config.auth === false || (request.headers.authorization === undefined && !hasQueryToken(request))) {
         done();
         return;
       }
-      resolveCaller({ authorization: request.headers.authorization, queryToken }, verify, config.jwt.roleScopes).then(
-        (caller) => {
-          request.caller = caller;
-          done();
-        },
-        (err: unknown) => {
-          request.authError = err;
-          done();
-        },
-      );
+      // On success @fastify/jwt sets request.caller (formatUser).
+      request.jwtVerify(PLUGIN_VERIFY_OPTIONS, (err: (Error & { code?: unknown }) | null) => {
+        if (err) request.authError = tokenRefused(err, acceptedTyp, err.code === FOLDED_INVALID ? unfold(request) : err.code);
+        done();
+      });
     });
     app.addHook('preParsing', (request, _reply, payload, done) => {
       try {
