@@ -36,6 +36,9 @@ export async function runWaitersBench(count = 10_000): Promise<WaitersResult> {
     LOG_LEVEL: 'warn',
     MAX_WAITERS: String(count + 1000),
     MAX_CONNECTIONS: String(count + 1000),
+    // One client process holds every waiter: lift the per-caller and per-address shares.
+    MAX_WAITERS_PER_CALLER: String(count + 1000),
+    MAX_CONNECTIONS_PER_ADDRESS: String(count + 1000),
   });
   const base = `http://127.0.0.1:${port}`;
   try {

@@ -83,6 +83,7 @@ export const EnvSchema = z.object({
     z.enum(ANONYMOUS_POLICIES, { error: `must be one of ${ANONYMOUS_POLICIES.join(', ')}` }),
   ),
   ADMIN_SCOPE: setting('scope a token needs for every write', 'registry:write', ScopeSchema),
+  STATS_READ_SCOPE: optional('read-only scope for dashboards: the whole catalogue in GET /, /stats and /changes, and per-agent usage in /stats (the admin scope has these too)', ScopeSchema),
   LOG_LEVEL: setting('pino log level', 'info', z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })),
   JWT_SECRET: optional(
     'shared secret for HS256 bearer tokens (at least 32 characters; HS384/HS512 with JWT_ALGORITHMS)',
@@ -113,7 +114,21 @@ export const EnvSchema = z.object({
   JWT_CLOCK_TOLERANCE_S: setting('seconds of clock skew allowed on exp and nbf', '30', integer(0, 600)),
   BODY_LIMIT: setting('largest request body in bytes', String(1024 * 1024), integer(1024, 512 * 1024 * 1024)),
   MAX_HEADER_SIZE: setting('largest request header block in bytes', String(16 * 1024), integer(1024, 1024 * 1024)),
+  JSON_MAX_DEPTH: setting('deepest nesting of objects and arrays a JSON request body may have; deeper is a 400', '64', integer(2, 1000)),
   MAX_CONNECTIONS: setting('most concurrent connections; further ones are refused', '10000', integer(1, 1_000_000)),
+  MAX_CONNECTIONS_PER_ADDRESS: optional(
+    "connections one client address may hold (default a tenth of MAX_CONNECTIONS); past it only health probes are answered. Behind a reverse proxy every client has the proxy's address: raise it",
+    integer(1, 1_000_000),
+  ),
+  PROBE_CONNECTIONS: setting("connections kept beyond MAX_CONNECTIONS and each address's share for /healthz and /readyz only", '16', integer(0, 10_000)),
+  HEADERS_TIMEOUT_MS: setting('longest a connection may take to send complete request headers (then 408 and closed), idle new connections included', '10000', integer(100, 3_600_000)),
+  REQUEST_TIMEOUT_MS: setting('longest a client may take to send a whole request, body included', '60000', integer(1000, 3_600_000)),
+  KEEP_ALIVE_TIMEOUT_MS: setting('how long an idle keep-alive connection stays open between requests', '72000', integer(100, 3_600_000)),
+  IDLE_TIMEOUT_MS: setting(
+    'longest a connection may stay silent with a request in flight (0: never closed); above the longest tool call (blocking queries and change streams are exempt)',
+    '660000',
+    integer(0, 86_400_000),
+  ),
   PULSAR_WS_URL: optional(
     'Pulsar WebSocket API base URL for message-bus calls, e.g. ws://127.0.0.1:8080 (unset: such calls answer 503)',
     z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }),
@@ -121,6 +136,7 @@ export const EnvSchema = z.object({
   PULSAR_TOKEN: optional('token for the Pulsar WebSocket API (sent as a Bearer header, never logged)', z.string().min(1), { secret: true }),
   TOOL_CALL_TIMEOUT_MS: setting('how long a call waits for its answer unless the tool sets timeoutMs', '30000', integer(1, 600_000)),
   MAX_INFLIGHT_CALLS: setting('calls carried at once; past it calls get 503 with Retry-After', '1000', integer(1, 1_000_000)),
+  MAX_INFLIGHT_CALLS_PER_CALLER: setting('calls one caller (token issuer and subject, or client address) may have in flight at once; past it 503 with Retry-After', '100', integer(1, 1_000_000)),
   BUS_CONNECT_TIMEOUT_MS: setting('how long opening a bus producer or subscription may take', '3000', integer(100, 60_000)),
   RATE_LIMIT_MAX: setting('requests per window per caller (token sub, or client address); 0 turns limits off', '1200', integer(0, 10_000_000)),
   RATE_LIMIT_WRITE_MAX: setting('writes per window per caller', '300', integer(0, 10_000_000)),
@@ -128,6 +144,12 @@ export const EnvSchema = z.object({
   AUDIT_RETENTION_DAYS: setting('days audit entries are kept', '90', integer(1, 36_500)),
   USAGE_RETENTION_DAYS: setting('days tool-call records (behind /stats usage) are kept', '90', integer(1, 36_500)),
   MAX_WAITERS: setting('blocking queries and change streams held at once; past it 503 with Retry-After', '20000', integer(1, 10_000_000)),
+  MAX_WAITERS_PER_CALLER: setting('blocking queries and change streams one caller (token iss and sub, or client address) may hold; past it 503', '100', integer(1, 10_000_000)),
+  CHANGE_STREAM_BUFFER_BYTES: setting(
+    'bytes a change stream may have waiting for a client that does not read; past it the stream is cut off (the client resumes with Last-Event-ID)',
+    String(1024 * 1024),
+    integer(16 * 1024, 1024 ** 3),
+  ),
   ANONYMOUS_MAX_AGE_S: setting('seconds shared caches may keep the anonymous discovery view (0: always revalidate)', '0', integer(0, 86_400)),
   VIEW_CACHE_BYTES: setting('bytes of serialised discovery views kept in memory', String(64 * 1024 * 1024), integer(0, 16 * 1024 ** 3)),
 });
@@ -169,6 +191,8 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     publicUrl,
     anonymousDiscovery: env.ANONYMOUS_DISCOVERY,
     adminScope: env.ADMIN_SCOPE,
+    /** Who sees what (src/model/visibility.ts). */
+    visibility: { anonymous: env.ANONYMOUS_DISCOVERY, adminScope: env.ADMIN_SCOPE, readScope: env.STATS_READ_SCOPE },
     logLevel: env.LOG_LEVEL,
     jwt: {
       keyMode: keyModeOf(env),
@@ -192,6 +216,7 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       pulsarToken: env.PULSAR_TOKEN,
       callTimeoutMs: env.TOOL_CALL_TIMEOUT_MS,
       maxInflight: env.MAX_INFLIGHT_CALLS,
+      maxInflightPerCaller: env.MAX_INFLIGHT_CALLS_PER_CALLER,
       connectTimeoutMs: env.BUS_CONNECT_TIMEOUT_MS,
     },
     rateLimit: { max: env.RATE_LIMIT_MAX, writeMax: env.RATE_LIMIT_WRITE_MAX, windowS: env.RATE_LIMIT_WINDOW_S },
@@ -199,9 +224,20 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     usageRetentionDays: env.USAGE_RETENTION_DAYS,
     bodyLimit: env.BODY_LIMIT,
     maxHeaderSize: env.MAX_HEADER_SIZE,
+    jsonMaxDepth: env.JSON_MAX_DEPTH,
     maxConnections: env.MAX_CONNECTIONS,
+    connections: {
+      maxPerAddress: env.MAX_CONNECTIONS_PER_ADDRESS ?? Math.max(1, Math.floor(env.MAX_CONNECTIONS / 10)),
+      probeHeadroom: env.PROBE_CONNECTIONS,
+      headersTimeoutMs: env.HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: env.KEEP_ALIVE_TIMEOUT_MS,
+      idleTimeoutMs: env.IDLE_TIMEOUT_MS,
+    },
     viewCacheBytes: env.VIEW_CACHE_BYTES,
     maxWaiters: env.MAX_WAITERS,
+    maxWaitersPerCaller: env.MAX_WAITERS_PER_CALLER,
+    changeStreamBufferBytes: env.CHANGE_STREAM_BUFFER_BYTES,
     anonymousMaxAgeS: env.ANONYMOUS_MAX_AGE_S,
   };
 });

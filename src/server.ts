@@ -3,14 +3,39 @@
  * requests finish, the database closes, exit 0).
  */
 import type { FastifyInstance } from 'fastify';
-import { buildApp, redactUrl } from './http/app.js';
+import { buildApp } from './http/app.js';
+import { redactText, redactUrl } from './http/redact-url.js';
 import type { Config } from './config.js';
 
-function loggerOptions(config: Config, pretty: boolean) {
+/** Headers that carry credentials, wherever a log line might hold a copy of them. */
+const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'x-auth-token'];
+
+/** A log call's argument with credentials taken out of its text (two levels of plain objects). */
+function redactArgument(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redactText(value);
+  if (depth >= 2 || value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) copy[key] = redactArgument(field, depth + 1);
+  return copy;
+}
+
+/**
+ * The server's pino options. Tokens never reach the logs: requests are logged as method, URL,
+ * id and address only (no headers), the URL with every credential in its query redacted by
+ * name after decoding and anything undecodable dropped (src/http/redact-url.ts); any
+ * credential header that an error or a plugin logs is censored by path; and the text of every
+ * message and field loses JWTs and credential `name=value` pairs (a tool name in an error's
+ * detail is user input, and may be a token).
+ */
+export function loggerOptions(config: Config, pretty: boolean) {
   return {
     level: config.logLevel,
-    // Tokens never reach the logs: headers are not serialised, and URLs lose access_token.
-    redact: ['req.headers.authorization', 'req.headers.cookie'],
+    hooks: {
+      logMethod(this: unknown, args: unknown[], method: (...args: unknown[]) => void) {
+        method.apply(this, args.map((arg) => redactArgument(arg)));
+      },
+    },
+    redact: CREDENTIAL_HEADERS.flatMap((h) => [`req.headers["${h}"]`, `headers["${h}"]`, `err.headers["${h}"]`, `res.headers["${h}"]`]),
     serializers: {
       req: (req: { method: string; url: string; id: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), reqId: req.id, remoteAddress: req.ip }),
     },
@@ -35,8 +60,9 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   };
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
+  // Connection caps and socket timeouts are set by buildApp (src/http/plugins/connections.ts),
+  // so that tests which listen get them too.
   await app.listen({ port: config.port, host: config.host });
-  app.server.maxConnections = config.maxConnections;
   app.log.info({ publicUrl: config.publicUrl.href, anonymousDiscovery: config.anonymousDiscovery }, 'tool-registry ready');
   return app;
 }

@@ -652,7 +652,10 @@ describe('the OpenAPI document', () => {
     const usage = (await call('/stats', { method: 'GET', url: '/stats' })).body as Record<string, Record<string, unknown>>;
     // Calls refused at the scope check count only as `denied` errors, not as uses.
     expect(usage['usage_by_tool']).toEqual({ broken: 1, echo: 3, slow: 1, 'tell-joke': 1 });
-    expect(usage['usage_by_agent']).toEqual({ 'test-agent': { broken: 1, echo: 3, slow: 1, 'tell-joke': 1 } });
+    // Per-agent figures name token subjects: operators only (issue 9).
+    expect(usage['usage_by_agent']).toEqual({});
+    const operatorUsage = (await call('/stats', { method: 'GET', url: '/stats', headers: admin })).body as Record<string, Record<string, unknown>>;
+    expect(operatorUsage['usage_by_agent']).toEqual({ 'test-agent': { broken: 1, echo: 3, slow: 1, 'tell-joke': 1 } });
     expect(usage['errors_by_class']).toEqual({ denied: 5, 'service-error': 1, timeout: 1, unavailable: 1 });
     expect(usage['latency_ms_by_tool']?.['echo']).toMatchObject({ samples: 3 });
 

@@ -138,7 +138,8 @@ describe('blocking queries', () => {
 
 describe('waiters and streams that disconnect', () => {
   it('leave nothing behind after 1,000 are opened and dropped', async () => {
-    const t = await createTestApp({ RATE_LIMIT_MAX: '0', MAX_WAITERS: '5000' });
+    // One client opens them all: lift the per-caller and per-address caps above 1,000.
+    const t = await createTestApp({ RATE_LIMIT_MAX: '0', MAX_WAITERS: '5000', MAX_WAITERS_PER_CALLER: '1000', MAX_CONNECTIONS_PER_ADDRESS: '2000' });
     try {
       await t.app.listen({ port: 0, host: '127.0.0.1' });
       const port = (t.app.server.address() as AddressInfo).port;

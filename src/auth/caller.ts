@@ -42,6 +42,7 @@ export function callerFromClaims(claims: Record<string, unknown>, roleScopes?: R
     sub: typeof claims['sub'] === 'string' ? claims['sub'] : undefined,
     iss: typeof claims['iss'] === 'string' ? claims['iss'] : undefined,
     scopes: scopesFromClaims(claims, roleScopes),
+    expiresAt: typeof claims['exp'] === 'number' && Number.isFinite(claims['exp']) ? claims['exp'] * 1000 : undefined,
   };
 }
 
@@ -59,6 +60,22 @@ function invalidToken(description: string, cause?: unknown): RegistryError {
 
 function invalidRequest(description: string): RegistryError {
   return new RegistryError('TR_ERR_INVALID_REQUEST', description, { challenge: { error: 'invalid_request', description } });
+}
+
+/**
+ * Refuses a request that sends the Authorization header more than once (`rawHeaders` is Node's
+ * flat name, value list). Node keeps only the first, so a proxy that reads the last one and
+ * this registry would disagree about who is asking (RFC 6750 section 3.1: invalid_request).
+ */
+export function refuseRepeatedAuthorization(rawHeaders: readonly string[]): void {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i];
+    if (name?.length === 13 && name.toLowerCase() === 'authorization') {
+      if (seen) throw invalidRequest('send one Authorization header, not several');
+      seen = true;
+    }
+  }
 }
 
 /**

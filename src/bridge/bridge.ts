@@ -5,6 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { requireScope, type Caller } from '../model/caller.js';
+import { normaliseTool } from '../model/normalise.js';
+import { mayLearnOf, type VisibilityPolicy } from '../model/visibility.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ToolKind } from '../model/schemas.js';
 import { RegistryError } from '../model/errors.js';
@@ -20,10 +22,10 @@ export interface BridgeOptions {
   usage: UsageTracker;
   defaultTimeoutMs: number;
   maxInflight: number;
-  /** The registry's admin scope: tokens carrying it are not forwarded to tools. */
-  adminScope: string;
-  /** Whether a name that is not live was deleted (tombstone), for 410 rather than 404. */
-  wasDeleted: (name: string) => boolean;
+  /** Calls one caller may have in flight at once: its share of `maxInflight`. */
+  maxInflightPerCaller: number;
+  /** Who may learn which tools exist; its admin scope's tokens are not forwarded to tools. */
+  visibility: VisibilityPolicy;
 }
 
 export interface InvokeRequest {
@@ -32,6 +34,8 @@ export interface InvokeRequest {
   caller: Caller;
   /** The caller's Authorization header, forwarded to HTTP tools that want it. */
   authorization: string | undefined;
+  /** Whose share of the in-flight calls this call uses (token issuer and subject, or address). */
+  callerKey: string;
   onChunk?: (text: string) => void;
   /** Aborted when the caller goes away: the call is cancelled and its slot freed. */
   signal?: AbortSignal;
@@ -51,6 +55,8 @@ export type BridgeState = TransportState;
 export class ToolBridge {
   readonly #options: BridgeOptions;
   #inflight = 0;
+  /** In-flight calls per caller (callerKey); a caller's entry goes when its last call ends. */
+  readonly #inflightBy = new Map<string, number>();
 
   constructor(options: BridgeOptions) {
     this.#options = options;
@@ -70,18 +76,12 @@ export class ToolBridge {
   }
 
   async invoke(request: InvokeRequest): Promise<InvokeResult> {
-    const { catalog, usage } = this.#options;
-    const entry = catalog.getTool(request.toolName);
-    // Anonymous callers learn nothing about which names exist, were deleted, or what they need.
-    if (request.caller.kind === 'anonymous' && !entry) {
-      throw new RegistryError('TR_ERR_UNAUTHENTICATED', `calling ${request.toolName} needs a bearer token`, { challenge: {} });
-    }
-    if (!entry) {
-      if (this.#options.wasDeleted(request.toolName)) {
-        throw new RegistryError('TR_ERR_GONE', `tool "${request.toolName}" was deleted and can no longer be called`);
-      }
-      throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.toolName}"`);
-    }
+    const { catalog, usage, visibility } = this.#options;
+    const found = catalog.getTool(request.toolName);
+    // What a caller may not list, it cannot learn exists: a tool outside what it may know of is
+    // answered exactly as a name never registered (no scopes, no 403, no 410).
+    const entry = found && mayLearnOf(found.tool.scopes, request.caller, visibility) ? found : undefined;
+    if (!entry) throw this.#unknownTool(request.toolName, request.caller);
     const { tool, record } = entry;
     const sub = request.caller.kind === 'token' ? (request.caller.sub ?? null) : null;
     const started = performance.now();
@@ -117,6 +117,14 @@ export class ToolBridge {
         retryAfterS: 1,
       });
     }
+    const { callerKey } = request;
+    const mine = this.#inflightBy.get(callerKey) ?? 0;
+    if (mine >= this.#options.maxInflightPerCaller) {
+      finish('unavailable');
+      throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `you have ${mine} calls in flight, the most one caller may have at once; retry when one ends`, {
+        retryAfterS: 1,
+      });
+    }
 
     const id = randomUUID();
     const timeoutMs = tool.timeoutMs ?? this.#options.defaultTimeoutMs;
@@ -125,6 +133,7 @@ export class ToolBridge {
     const onCallerGone = () => controller.abort(new CallerGoneError('the caller went away'));
     request.signal?.addEventListener('abort', onCallerGone, { once: true });
     this.#inflight++;
+    this.#inflightBy.set(callerKey, mine + 1);
     try {
       const result = await this.#options.transports[tool.kind].call({
         id,
@@ -143,7 +152,23 @@ export class ToolBridge {
       clearTimeout(timer);
       request.signal?.removeEventListener('abort', onCallerGone);
       this.#inflight--;
+      const left = (this.#inflightBy.get(callerKey) ?? 1) - 1;
+      if (left > 0) this.#inflightBy.set(callerKey, left);
+      else this.#inflightBy.delete(callerKey);
     }
+  }
+
+  /**
+   * The answer for a name the caller may not know of: anonymous callers get the bare 401 every
+   * name gets; a token 404, or 410 when the deleted tool was one it could have known of.
+   */
+  #unknownTool(name: string, caller: Caller): RegistryError {
+    if (caller.kind === 'anonymous') return new RegistryError('TR_ERR_UNAUTHENTICATED', `calling ${name} needs a bearer token`, { challenge: {} });
+    const tombstone = this.#options.catalog.getTombstone(name);
+    if (tombstone && mayLearnOf(normaliseTool(tombstone.kind, tombstone.descriptor).scopes, caller, this.#options.visibility)) {
+      return new RegistryError('TR_ERR_GONE', `tool "${name}" was deleted and can no longer be called`);
+    }
+    return new RegistryError('TR_ERR_NOT_FOUND', `no tool "${name}"`);
   }
 
   /**
@@ -151,7 +176,7 @@ export class ToolBridge {
    * tool (or sits on the path to it) could replay it against the registry.
    */
   #carriesAdminScope(caller: Caller): boolean {
-    return caller.kind === 'token' && caller.scopes.has(this.#options.adminScope);
+    return caller.kind === 'token' && caller.scopes.has(this.#options.visibility.adminScope);
   }
 
   #classify(err: unknown, toolName: string, finish: (outcome: CallOutcome) => number): Error {

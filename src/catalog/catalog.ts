@@ -67,19 +67,31 @@ export class Catalog extends CatalogSnapshot {
   /** The article's /stats figures over one view. */
   stats(key: ViewKey): CatalogStats {
     const { tools } = this.view(key);
-    const scopeUsage: Record<string, number> = {};
-    const byKind: Record<string, number> = { http: 0, 'tool-service': 0 };
+    // Scopes are user input: counted in a Map, handed out as a null-prototype object (a scope
+    // named `constructor` made its count a string when this was a plain object).
+    const scopeUsage = new Map<string, number>();
+    const byKind = new Map<string, number>([
+      ['http', 0],
+      ['tool-service', 0],
+    ]);
     for (const { tool } of tools) {
-      byKind[tool.kind] = (byKind[tool.kind] ?? 0) + 1;
-      for (const scope of new Set(tool.scopes)) scopeUsage[scope] = (scopeUsage[scope] ?? 0) + 1;
+      byKind.set(tool.kind, (byKind.get(tool.kind) ?? 0) + 1);
+      for (const scope of new Set(tool.scopes)) scopeUsage.set(scope, (scopeUsage.get(scope) ?? 0) + 1);
     }
     return {
       total_tools: tools.length,
       tools_by_name: tools.map((t) => t.tool.name),
-      scope_usage: scopeUsage,
-      unique_scopes: Object.keys(scopeUsage).length,
-      tools_by_kind: byKind,
+      scope_usage: nullPrototype(scopeUsage),
+      unique_scopes: scopeUsage.size,
+      tools_by_kind: nullPrototype(byKind),
       total_tool_services: this.serviceCount,
     };
   }
+}
+
+/** A Map as a JSON-ready object without a prototype, so that no key can reach Object.prototype. */
+function nullPrototype<V>(map: ReadonlyMap<string, V>): Record<string, V> {
+  const object = Object.create(null) as Record<string, V>;
+  for (const [key, value] of map) object[key] = value;
+  return object;
 }

@@ -3,7 +3,9 @@
  * until its own view changes or its wait elapses. Waiters are grouped by view, so one write
  * computes each waiting view once; one broadcaster (a change-bus listener) wakes
  * them and one coarse ticker ends expired waits. A waiter holds no timer or closure of its own
- * beyond its entry here.
+ * beyond its entry here. Each holder (a caller key: token issuer and subject, or client address)
+ * holds at most `maxPerCaller` waiters and streams, so that one caller cannot take the whole
+ * MAX_WAITERS budget from the others.
  */
 import { RegistryError } from '../model/errors.js';
 import type { ChangeListener } from '../model/records.js';
@@ -16,11 +18,15 @@ interface Waiter {
   /** The ETag of the view the caller already has; any other view wakes it. */
   etag: string;
   deadline: number;
+  /** The caller key that holds it. */
+  holder: string;
   resolve: (view: CatalogView) => void;
 }
 
 export interface WaitersOptions {
   maxWaiters: number;
+  /** Waiters and streams one holder (caller key) may hold at once. */
+  maxPerCaller: number;
   /** Resolution of wait deadlines. */
   tickMs?: number;
 }
@@ -42,6 +48,8 @@ export class ViewWaiters {
   #unsubscribe: () => void;
   /** Extra long-lived listeners (change-feed streams) that share the MAX_WAITERS budget. */
   #reserved = 0;
+  /** Caller key -> waiters and streams it holds (present only while above zero). */
+  readonly #held = new Map<string, number>();
 
   /** `subscribe` is the change bus's: waiters wake only after a write has committed. */
   constructor(catalog: Catalog, subscribe: (listener: ChangeListener) => () => void, options: WaitersOptions) {
@@ -55,15 +63,22 @@ export class ViewWaiters {
     return this.#count + this.#reserved;
   }
 
-  /** Holds a slot for a long-lived stream; returns its release. */
-  reserve(): () => void {
-    this.#ensureRoom();
+  /** What one holder (caller key) holds now. */
+  heldBy(holder: string): number {
+    return this.#held.get(holder) ?? 0;
+  }
+
+  /** Holds a slot for a long-lived stream of `holder`; returns its release. */
+  reserve(holder: string): () => void {
+    this.#ensureRoom(holder);
     this.#reserved++;
+    this.#hold(holder, 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.#reserved--;
+      this.#hold(holder, -1);
     };
   }
 
@@ -71,15 +86,15 @@ export class ViewWaiters {
    * Answers at once when the view changed after `index`, or when `index` is ahead of the
    * registry (a client from a reset or restored registry must start over); otherwise waits.
    */
-  wait(key: ViewKey, index: number, waitMs: number): Wait {
+  wait(key: ViewKey, index: number, waitMs: number, holder: string): Wait {
     const view = this.#catalog.view(key);
     if (index > this.#catalog.index || this.#catalog.changedAt(key) > index || waitMs <= 0) {
       return { view: Promise.resolve(view), cancel: () => undefined };
     }
-    this.#ensureRoom();
+    this.#ensureRoom(holder);
     let waiter!: Waiter;
     const promise = new Promise<CatalogView>((resolve) => {
-      waiter = { key, index, etag: view.etag, deadline: Date.now() + waitMs, resolve };
+      waiter = { key, index, etag: view.etag, deadline: Date.now() + waitMs, holder, resolve };
     });
     // Grouped by the caller's own scopes (not the normalised key, which can change under them).
     const group = viewKeyString(key);
@@ -90,6 +105,7 @@ export class ViewWaiters {
     }
     set.add(waiter);
     this.#count++;
+    this.#hold(holder, 1);
     this.#startTicker();
     return { view: promise, cancel: () => this.#remove(group, waiter) };
   }
@@ -110,12 +126,24 @@ export class ViewWaiters {
     this.#stopTicker();
   }
 
-  #ensureRoom(): void {
+  #ensureRoom(holder: string): void {
     if (this.size >= this.#options.maxWaiters) {
       throw new RegistryError('TR_ERR_UNAVAILABLE', `${this.size} blocking queries and streams are open, the most this registry holds; retry shortly`, {
         retryAfterS: 5,
       });
     }
+    const held = this.heldBy(holder);
+    if (held >= this.#options.maxPerCaller) {
+      throw new RegistryError('TR_ERR_UNAVAILABLE', `this caller holds ${held} blocking queries and streams, the most one caller may hold; close one or retry shortly`, {
+        retryAfterS: 5,
+      });
+    }
+  }
+
+  #hold(holder: string, delta: 1 | -1): void {
+    const held = this.heldBy(holder) + delta;
+    if (held > 0) this.#held.set(holder, held);
+    else this.#held.delete(holder);
   }
 
   #wake(): void {
@@ -150,6 +178,7 @@ export class ViewWaiters {
     const set = this.#groups.get(group);
     if (!set?.delete(waiter)) return;
     this.#count--;
+    this.#hold(waiter.holder, -1);
     if (set.size === 0) this.#groups.delete(group);
     if (this.#count === 0) this.#stopTicker();
   }

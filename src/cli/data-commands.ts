@@ -77,11 +77,32 @@ function httpClient(baseUrl: string, token: string | undefined): Client {
       if (!response.ok) {
         const problem = parsed as { detail?: string; errors?: { path: string; message: string }[] } | null;
         const fields = problem?.errors?.length ? ` [${problem.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}]` : '';
-        throw new Error(`${response.status} ${problem?.detail ?? response.statusText}${fields}`);
+        throw new Error(terminalSafe(`${response.status} ${problem?.detail ?? response.statusText}${fields}`));
       }
       return parsed;
     },
   };
+}
+
+/**
+ * What a registry sends is printed with its control characters (C0, DEL, C1) and bidirectional
+ * overrides escaped, so that no descriptor, name or error text can drive the operator's terminal.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const UNSAFE_FOR_TERMINAL = /[\x00-\x1F\x7F-\x9F\u202A-\u202E\u2066-\u2069]/g;
+const escapeChar = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/** One field of a line of text output. */
+function terminalSafe(text: string): string {
+  return text.replace(UNSAFE_FOR_TERMINAL, escapeChar);
+}
+
+/** What JSON.stringify leaves raw in strings: it escapes C0, but not DEL, C1 or bidi overrides. */
+const UNSAFE_IN_JSON = /[\x7F-\x9F\u202A-\u202E\u2066-\u2069]/g;
+
+/** JSON for the terminal (C0 outside strings is only the indentation's line feeds). */
+function terminalJson(value: unknown): string {
+  return (JSON.stringify(value, null, 2) ?? 'null').replace(UNSAFE_IN_JSON, escapeChar);
 }
 
 function safeJson(text: string): unknown {
@@ -101,7 +122,7 @@ export async function runDataCommand(command: string, args: readonly string[], i
   const url = options.get('url')?.at(-1) ?? env['REGISTRY_URL'] ?? DEFAULT_URL;
   const file = options.get('file')?.at(-1);
   const client = httpClient(url, clientToken(options.get('token')?.at(-1), env, settings));
-  const print = (value: unknown) => io.stdout(`${JSON.stringify(value, null, 2)}\n`);
+  const print = (value: unknown) => io.stdout(`${terminalJson(value)}\n`);
   const unexpected = (n: number) => {
     if (rest.length > n) throw new UsageError(`unexpected argument ${rest[n] ?? ''} for ${command}`);
   };
@@ -125,7 +146,7 @@ export async function runDataCommand(command: string, args: readonly string[], i
       unexpected(1);
       const target = parseTarget(rest[0]);
       await client.request('DELETE', `/${target.collection}/${encodeURIComponent(target.key)}`);
-      io.stdout(`deleted ${rest[0] ?? ''}\n`);
+      io.stdout(`deleted ${terminalSafe(rest[0] ?? '')}\n`);
       return 0;
     }
     case 'list': {
@@ -134,9 +155,9 @@ export async function runDataCommand(command: string, args: readonly string[], i
       if (what !== 'tools' && what !== 'tool-services') throw new UsageError('list takes "tools" or "tool-services"');
       const bundle = (await client.request('GET', '/export')) as { tools: { name: string; type?: string; scopes?: string[] }[]; 'tool-services': { id: string; 'request-queue': string }[] };
       if (what === 'tools') {
-        for (const t of bundle.tools) io.stdout(`${t.name}\t${t.type === 'tool-service' ? 'tool-service' : 'http'}\t${(t.scopes ?? []).join(' ')}\n`);
+        for (const t of bundle.tools) io.stdout(`${terminalSafe(t.name)}\t${t.type === 'tool-service' ? 'tool-service' : 'http'}\t${terminalSafe((t.scopes ?? []).join(' '))}\n`);
       } else {
-        for (const s of bundle['tool-services']) io.stdout(`${s.id}\t${s['request-queue']}\n`);
+        for (const s of bundle['tool-services']) io.stdout(`${terminalSafe(s.id)}\t${terminalSafe(s['request-queue'])}\n`);
       }
       return 0;
     }

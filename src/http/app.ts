@@ -2,16 +2,20 @@
  * Builds the Fastify app from a config. The server, the CLI and the tests all construct it
  * here, with the same options (house style 1); only src/server.ts listens.
  */
-import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.js';
+import { clientErrorHandler, frameworkErrors } from './framework-errors.js';
+import jsonBodyPlugin from './json-body.js';
 import auditPlugin from './plugins/audit.js';
 import authPlugin from './plugins/auth.js';
 import bridgePlugin from './plugins/bridge.js';
+import connectionsPlugin, { serverTimeouts } from './plugins/connections.js';
 import errorsPlugin from './plugins/errors.js';
 import openapiPlugin from './plugins/openapi.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import registryPlugin from './plugins/registry.js';
+import securityHeadersPlugin from './plugins/security-headers.js';
+import { requestIdOf } from './request-id.js';
 import auditRoutes from './routes/audit.js';
 import changesRoutes from './routes/changes.js';
 import discoveryRoutes from './routes/discovery.js';
@@ -30,23 +34,22 @@ export interface BuildOptions {
   logger?: FastifyServerOptions['logger'];
 }
 
-/** Strips credentials that may ride in a URL from what gets logged. */
-export function redactUrl(url: string): string {
-  return url.replace(/([?&]access_token=)[^&]*/gi, '$1[redacted]');
-}
-
 function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServerOptions {
   // Fastify hands `http` to http.createServer, but its types do not declare it.
   const serverOptions: FastifyServerOptions & { http: { maxHeaderSize: number } } = {
     logger: options.logger ?? false,
     bodyLimit: config.bodyLimit,
-    http: { maxHeaderSize: config.maxHeaderSize },
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
-    requestTimeout: 60_000,
+    http: { maxHeaderSize: config.maxHeaderSize, ...serverTimeouts(config).http },
+    // A client's X-Request-Id is used only when bounded and well-formed (src/http/request-id.ts).
+    requestIdHeader: false,
+    genReqId: requestIdOf,
+    ...serverTimeouts(config).fastify,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Problem details also for what is refused before any route runs.
+    frameworkErrors,
+    clientErrorHandler,
   };
   return serverOptions;
 }
@@ -62,7 +65,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.header('x-request-id', request.id);
     done();
   });
+  await app.register(securityHeadersPlugin, { config });
   await app.register(errorsPlugin, { resourceMetadataUrl: resourceMetadataUrl(config.resource) });
+  // Its onRequest hook refuses on probe-only connections before any token is checked.
+  await app.register(connectionsPlugin, { config });
+  await app.register(jsonBodyPlugin, { maxDepth: config.jsonMaxDepth });
   await app.register(registryPlugin, { config });
   await app.register(authPlugin, { config });
   // Before any route, so that the document sees them all; before rate limiting (see the plugin).

@@ -13,6 +13,8 @@ export type Caller =
       iss: string | undefined;
       /** Every granted scope, merged from `scope`, `scp` and `scopes`. */
       scopes: ReadonlySet<string>;
+      /** When the token expires (its `exp`, in ms since the epoch); long-lived answers end by then. */
+      expiresAt: number | undefined;
     };
 
 export const ANONYMOUS: Caller = Object.freeze({ kind: 'anonymous' });

@@ -39,7 +39,7 @@ export interface Tool {
 const BUS_TOOL_RETURNS = 'The tool service\'s observation, as text';
 
 function inputSchemaOf(parameters: Record<string, ToolParameter & { required?: boolean }>): JsonSchemaObject {
-  const properties: Record<string, Record<string, unknown>> = {};
+  const properties = dictionary<Record<string, unknown>>();
   const required: string[] = [];
   for (const [name, { required: isRequired, ...schema }] of Object.entries(parameters)) {
     properties[name] = schema;
@@ -51,7 +51,7 @@ function inputSchemaOf(parameters: Record<string, ToolParameter & { required?: b
 }
 
 function normaliseHttpTool(tool: HttpTool): Tool {
-  const parameters: Record<string, ToolParameter> = {};
+  const parameters = dictionary<ToolParameter>();
   for (const [name, param] of Object.entries(tool.parameters)) parameters[name] = stripUndefined(param);
   return {
     name: tool.name,
@@ -69,7 +69,7 @@ function normaliseHttpTool(tool: HttpTool): Tool {
 }
 
 function normaliseBusTool(tool: BusTool): Tool {
-  const withRequired: Record<string, ToolParameter & { required?: boolean }> = {};
+  const withRequired = dictionary<ToolParameter & { required?: boolean }>();
   for (const arg of tool.arguments) {
     withRequired[arg.name] = stripUndefined({ type: arg.type, description: arg.description, required: arg.required });
   }
@@ -94,6 +94,14 @@ function normaliseBusTool(tool: BusTool): Tool {
 
 export function normaliseTool(kind: ToolKind, descriptor: HttpTool | BusTool): Tool {
   return kind === 'http' ? normaliseHttpTool(descriptor as HttpTool) : normaliseBusTool(descriptor as BusTool);
+}
+
+/**
+ * An object keyed by user-given names (parameter and argument names), without a prototype, so
+ * that no name, even one stored before `__proto__` was refused, reaches Object.prototype.
+ */
+function dictionary<V>(): Record<string, V> {
+  return Object.create(null) as Record<string, V>;
 }
 
 function stripUndefined<T extends object>(value: T): T {

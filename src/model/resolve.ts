@@ -110,7 +110,8 @@ export function parseTool(input: unknown, lookupService: ServiceLookup, prefix: 
 
 /** The config values of a stored message-bus tool, as its service names them. */
 export function configValuesOf(tool: BusTool, service: ToolService): Record<string, unknown> {
-  const config: Record<string, unknown> = {};
+  // Keyed by config-param names: no prototype for a name to reach.
+  const config = Object.create(null) as Record<string, unknown>;
   for (const param of service['config-params']) {
     if (Object.hasOwn(tool, param.name)) config[param.name] = tool[param.name];
   }

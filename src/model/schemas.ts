@@ -8,19 +8,39 @@ import { z } from 'zod';
 /** Valid as a function name for every model vendor's function calling. */
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
+/**
+ * Names become keys of JSON objects (parameters, /stats figures), and a `__proto__` key is
+ * refused in every request body (src/http/json-body.ts), so no name may be `__proto__`. Other
+ * names of Object.prototype members (`constructor`, `toString`) are fine: nothing indexes a
+ * plain object with a name.
+ */
+const notProto = (value: string) => value !== '__proto__';
+const NOT_PROTO = { message: 'must not be "__proto__"' };
+
+/**
+ * Control characters (C0, DEL, C1) would reach operators' terminals raw; descriptions may keep
+ * line feeds and tabs. Names, ids, scopes, hosts and topics have ASCII-only patterns already.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const NO_CONTROL_BUT_NL_TAB = /^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$/;
+const CONTROL_MESSAGE = 'must not contain control characters';
+
 export const ToolNameSchema = z
   .string()
-  .regex(TOOL_NAME_PATTERN, 'must be 1 to 64 characters of letters, digits, "_" or "-"');
+  .regex(TOOL_NAME_PATTERN, 'must be 1 to 64 characters of letters, digits, "_" or "-"')
+  .refine(notProto, NOT_PROTO);
 
 /** Tool-service ids appear in URL paths and config keys; kept to a safe alphabet. */
 export const ServiceIdSchema = z
   .string()
-  .regex(/^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$/, 'must be 1 to 128 characters of letters, digits, "_", "." or "-"');
+  .regex(/^[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127}$/, 'must be 1 to 128 characters of letters, digits, "_", "." or "-"')
+  .refine(notProto, NOT_PROTO);
 
 /** RFC 6749 section 3.3 scope-token: printable ASCII except space, `"` and `\`. */
 export const ScopeSchema = z
   .string()
-  .regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,200}$/, 'must be an OAuth scope token (printable ASCII, no spaces or quotes)');
+  .regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,200}$/, 'must be an OAuth scope token (printable ASCII, no spaces or quotes)')
+  .refine(notProto, NOT_PROTO);
 
 /** Pulsar tenant, namespace and local topic names, as the broker's NamedEntity allows. */
 const PULSAR_NAME = '[a-zA-Z0-9_.=:%-]+';
@@ -39,14 +59,14 @@ export const TopicLocalNameSchema = z
 export const JsonTypeSchema = z.enum(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
 export type JsonType = z.infer<typeof JsonTypeSchema>;
 
-const DescriptionSchema = z.string().min(1, 'must not be empty').max(8192);
+const DescriptionSchema = z.string().min(1, 'must not be empty').max(8192).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE);
 
 // ---------------------------------------------------------------------------------------------
 // Tool service (tier 1)
 
 export const ConfigParamSchema = z.strictObject({
   /** The config key a tool must or may supply. */
-  name: z.string().regex(/^[a-zA-Z0-9_][a-zA-Z0-9_-]{0,63}$/, 'must be a config key of letters, digits, "_" or "-"'),
+  name: z.string().regex(/^[a-zA-Z0-9_][a-zA-Z0-9_-]{0,63}$/, 'must be a config key of letters, digits, "_" or "-"').refine(notProto, NOT_PROTO),
   /** Whether every tool on the service must give a value. */
   required: z.boolean().default(false),
 });
@@ -119,7 +139,7 @@ export type ToolServiceInput = z.input<typeof ToolServiceInputSchema>;
 
 export const ArgumentSchema = z.strictObject({
   /** The argument's name as the model sees it. */
-  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1 to 64 characters of letters, digits, "_" or "-"'),
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1 to 64 characters of letters, digits, "_" or "-"').refine(notProto, NOT_PROTO),
   /** JSON Schema type of the value. */
   type: JsonTypeSchema,
   /** What the model should put here. */
@@ -131,7 +151,7 @@ export const ArgumentSchema = z.strictObject({
 export type Argument = z.infer<typeof ArgumentSchema>;
 
 /** A config value a tool gives for one of its service's config params. */
-export const ConfigValueSchema = z.union([z.string().max(8192), z.number(), z.boolean()]);
+export const ConfigValueSchema = z.union([z.string().max(8192).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE), z.number(), z.boolean()]);
 /** @public */
 export type ConfigValue = z.infer<typeof ConfigValueSchema>;
 
@@ -210,10 +230,13 @@ export const HttpToolSchema = z
     description: DescriptionSchema,
     /** Parameter name to its JSON Schema type and description. */
     parameters: z
-      .record(z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'parameter names must be 1 to 64 letters, digits, "_" or "-"'), ParameterSchema)
+      .record(
+        z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'parameter names must be 1 to 64 letters, digits, "_" or "-"').refine(notProto, NOT_PROTO),
+        ParameterSchema,
+      )
       .default({}),
     /** What the tool gives back, in words. */
-    returns: z.string().max(8192).default(''),
+    returns: z.string().max(8192).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE).default(''),
     host: z
       .string()
       .regex(/^(\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9]([a-zA-Z0-9.-]{0,251}[a-zA-Z0-9])?)$/, 'must be a host name or IP address')

@@ -18,16 +18,19 @@ export interface VisibilityPolicy {
   anonymous: AnonymousPolicy;
   /** The scope every write needs; its holders see tool services and stored descriptors. */
   adminScope: string;
+  /** A read-only scope for dashboards: the whole catalogue and per-agent usage, no writes. */
+  readScope?: string | undefined;
 }
 
 /**
- * Which view a caller gets. Anonymous callers follow the anonymous policy; a token sees the
+ * Which view a caller gets. Operators (the admin scope, or the dashboard read scope) see the
+ * whole catalogue; anonymous callers follow the anonymous policy; any other token sees the
  * tools that need no scope plus those any of whose scopes it holds. Under `none` an anonymous
  * caller is refused, and the challenge lists the scopes that show more (`knownScopes`).
  */
-export function viewKeyFor(caller: Caller, anonymous: AnonymousPolicy, knownScopes: () => Iterable<string> = () => []): ViewKey {
-  if (caller.kind === 'token') return { kind: 'scopes', scopes: caller.scopes };
-  switch (anonymous) {
+export function viewKeyFor(caller: Caller, policy: VisibilityPolicy, knownScopes: () => Iterable<string> = () => []): ViewKey {
+  if (caller.kind === 'token') return seesEverything(caller, policy) ? { kind: 'all' } : { kind: 'scopes', scopes: caller.scopes };
+  switch (policy.anonymous) {
     case 'full':
       return { kind: 'all' };
     case 'public':
@@ -41,7 +44,14 @@ export function viewKeyFor(caller: Caller, anonymous: AnonymousPolicy, knownScop
 
 /** The anonymous view, or null where anonymous callers see nothing. */
 function anonymousViewKey(anonymous: AnonymousPolicy): ViewKey | null {
-  return anonymous === 'none' ? null : viewKeyFor({ kind: 'anonymous' }, anonymous);
+  switch (anonymous) {
+    case 'full':
+      return { kind: 'all' };
+    case 'public':
+      return { kind: 'public' };
+    case 'none':
+      return null;
+  }
 }
 
 /** Whether a tool that these scopes grant is in the view. */
@@ -53,6 +63,14 @@ export function visibleScopes(scopes: readonly string[], key: ViewKey): boolean 
 
 export function isAdmin(caller: Caller, policy: Pick<VisibilityPolicy, 'adminScope'>): boolean {
   return hasAnyScope(caller, [policy.adminScope]);
+}
+
+/**
+ * Operators: the admin scope, or the dashboard read scope where one is set. They get the whole
+ * catalogue and per-agent usage figures; everyone else gets aggregates over its own view.
+ */
+export function seesEverything(caller: Caller, policy: Pick<VisibilityPolicy, 'adminScope' | 'readScope'>): boolean {
+  return hasAnyScope(caller, policy.readScope === undefined ? [policy.adminScope] : [policy.adminScope, policy.readScope]);
 }
 
 /** A view key as a string: `all`, `public`, or `scopes:` and the sorted scopes. */
@@ -91,9 +109,19 @@ export function changeInView(change: Pick<Change, 'kind' | 'name' | 'scopesBefor
  * own view, in the anonymous view, or as an admin.
  */
 export function mayKnowOf(toolScopes: readonly string[], caller: Caller, policy: VisibilityPolicy, knownScopes?: () => Iterable<string>): { known: boolean; inOwnView: boolean } {
-  const own = viewKeyFor(caller, policy.anonymous, knownScopes);
+  const own = viewKeyFor(caller, policy, knownScopes);
   const inOwnView = visibleScopes(toolScopes, own);
   const anonymous = anonymousViewKey(policy.anonymous);
   const known = inOwnView || (anonymous !== null && visibleScopes(toolScopes, anonymous)) || isAdmin(caller, policy);
   return { known, inOwnView };
+}
+
+/**
+ * mayKnowOf for routes that refuse anonymous callers whatever the name (calls): under `none` an
+ * anonymous caller knows of nothing, rather than being refused here with the registry's scopes.
+ */
+export function mayLearnOf(toolScopes: readonly string[], caller: Caller, policy: VisibilityPolicy): boolean {
+  if (caller.kind === 'token') return mayKnowOf(toolScopes, caller, policy).known;
+  const anonymous = anonymousViewKey(policy.anonymous);
+  return anonymous !== null && visibleScopes(toolScopes, anonymous);
 }

@@ -22,6 +22,12 @@ export interface FeedOptions {
   key: ViewKey;
   /** Admins also see tool services come and go. */
   admin: boolean;
+  /**
+   * Called (once) when live events held back during a slow replay pass `MAX_HELD_BACK_EVENTS`:
+   * the subscription is closed, and the subscriber ends its stream so that the client resumes
+   * from its last id. Without it a client that replays slowly makes the feed buffer every write.
+   */
+  onFellBehind?: () => void;
 }
 
 /**
@@ -41,6 +47,8 @@ export interface FeedSubscription {
 }
 
 const REPLAY_PAGE = 5000;
+/** Live events a subscription may hold back while its replay waits for the client. */
+export const MAX_HELD_BACK_EVENTS = 10_000;
 
 export class ChangeFeed {
   readonly #log: ChangeLog;
@@ -65,17 +73,31 @@ export class ChangeFeed {
     let closed = false;
     let replaying = from !== undefined;
     const heldBack: [number, ViewChange[]][] = [];
+    let heldBackEvents = 0;
+    const close = () => {
+      closed = true;
+      heldBack.length = 0;
+      unsubscribe();
+    };
     const unsubscribe = this.#bus.subscribe((at, changes) => {
       if (closed) return;
       const events = changes.map((c) => changeInView(c, at, key, admin)).filter((e): e is ViewChange => e !== null);
       if (events.length === 0) return;
-      if (replaying) heldBack.push([at, events]);
-      else void deliver(events, 'live');
+      if (!replaying) {
+        void deliver(events, 'live');
+        return;
+      }
+      heldBack.push([at, events]);
+      heldBackEvents += events.length;
+      if (heldBackEvents > MAX_HELD_BACK_EVENTS) {
+        close();
+        options.onFellBehind?.();
+      }
     });
     const caughtUp =
       from === undefined
         ? Promise.resolve()
-        : this.#replay(from, key, admin, async (events) => {
+        : this.#replay(from, key, admin, () => closed, async (events) => {
             if (!closed) await deliver(events, 'replay');
           }).then((replayedThrough) => {
             replaying = false;
@@ -86,10 +108,7 @@ export class ChangeFeed {
       reset,
       index,
       caughtUp,
-      close: () => {
-        closed = true;
-        unsubscribe();
-      },
+      close,
     };
   }
 
@@ -97,9 +116,11 @@ export class ChangeFeed {
    * Delivers the change log after `from`, a page at a time and never ending a page inside a
    * write. Returns the registry index it has replayed through.
    */
-  async #replay(from: number, key: ViewKey, admin: boolean, deliver: (events: ViewChange[]) => Promise<void>): Promise<number> {
+  async #replay(from: number, key: ViewKey, admin: boolean, stopped: () => boolean, deliver: (events: ViewChange[]) => Promise<void>): Promise<number> {
     let cursor = from;
     for (;;) {
+      // A closed subscription reads no further page.
+      if (stopped()) return cursor;
       // Read and note the catalogue's index in one synchronous step: they agree then.
       const through = this.#currentIndex();
       const rows = this.#log.changesSince(cursor, REPLAY_PAGE);

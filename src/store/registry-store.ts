@@ -3,12 +3,22 @@
  * IMMEDIATE transaction that bumps the registry index once and stamps what it touched.
  * Driver errors become domain errors here, so nothing above compares SQLite messages.
  */
+import { statfsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { RegistryError } from '../model/errors.js';
 import type { ToolDescriptor, ToolKind, ToolService } from '../model/schemas.js';
 import type { AuditEntryInput, ChangeRecord, PutResult, ServiceRecord, ToolRecord, ToolStatus } from '../model/records.js';
 import type { AuditStore } from './audit-store.js';
 import type { SqliteDatabase } from './database.js';
+
+/**
+ * Readiness wants room for writes, not only a write that succeeds: the probe rewrites one row in
+ * place, which needs no new page, so it kept passing on a full disk while every real write
+ * failed with SQLITE_FULL. Below this much room (on the disk, or under max_page_count) the
+ * database is reported not ready.
+ */
+const MIN_ROOM_BYTES = 16 * 1024 * 1024;
 
 /** Builds a write's audit entry from its result, inside the write's transaction. */
 export type AuditFor<T> = (result: T) => AuditEntryInput;
@@ -141,6 +151,9 @@ export class RegistryStore {
       tombstones: db.prepare("SELECT * FROM tools WHERE status = 'deleted' ORDER BY name"),
       search: db.prepare(`SELECT t.name FROM tools_fts f JOIN tools t ON t.rowid = f.rowid
         WHERE tools_fts MATCH ? AND t.status != 'deleted' ORDER BY bm25(tools_fts, 4.0, 1.0) LIMIT ?`).pluck(),
+      room: db.prepare(
+        'SELECT (m.max_page_count - c.page_count + f.freelist_count) * s.page_size FROM pragma_max_page_count() m, pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s',
+      ).pluck(),
       probe: db.prepare('INSERT INTO health_probe (id, probed_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at'),
     };
   }
@@ -246,9 +259,24 @@ export class RegistryStore {
     return this.#translate(() => this.#db.transaction(fn).immediate());
   }
 
-  /** Proves the database takes a write (for /readyz). */
+  /**
+   * Proves the database takes a write and has room for more (for /readyz): at least
+   * MIN_ROOM_BYTES free on its disk and under its max_page_count.
+   */
   probeWrite(now: string): void {
+    const room = this.#roomBytes();
+    if (room < MIN_ROOM_BYTES) {
+      throw new RegistryError('TR_ERR_UNAVAILABLE', `the database has ${room} bytes of room left, under the ${MIN_ROOM_BYTES} readiness needs`);
+    }
     this.#translate(() => this.#stmts.probe.run(now));
+  }
+
+  /** Bytes the database can still grow by: pages under max_page_count, and the disk's free space. */
+  #roomBytes(): number {
+    const pages = this.#translate(() => this.#stmts.room.get() as number);
+    if (this.#db.memory) return pages;
+    const disk = statfsSync(dirname(this.#db.name));
+    return Math.min(pages, disk.bavail * disk.bsize);
   }
 
   close(): void {

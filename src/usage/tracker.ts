@@ -116,9 +116,13 @@ export class UsageTracker {
     this.#writer.flush();
   }
 
-  /** Figures over the tools `include` accepts (the caller's view). */
-  stats(include: (tool: string) => boolean = () => true): UsageStats {
-    const usageByTool: Record<string, number> = {};
+  /**
+   * Figures over the tools `include` accepts (the caller's view). `perAgent` false leaves
+   * `usage_by_agent` empty: it names token subjects, which only operators may read.
+   */
+  stats(include: (tool: string) => boolean = () => true, perAgent = true): UsageStats {
+    // Tool names are user input: a plain object would take `__proto__` as its prototype.
+    const usageByTool: Record<string, number> = Object.create(null) as Record<string, number>;
     let total = 0;
     let mostUsed: string | null = null;
     for (const [tool, n] of [...this.#byTool].sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -127,8 +131,8 @@ export class UsageTracker {
       total += n;
       if (mostUsed === null || n > (usageByTool[mostUsed] ?? 0)) mostUsed = tool;
     }
-    const usageByAgent: Record<string, Record<string, number>> = {};
-    for (const [agent, tools] of [...this.#byAgent].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const usageByAgent: Record<string, Record<string, number>> = Object.create(null) as Record<string, Record<string, number>>;
+    for (const [agent, tools] of perAgent ? [...this.#byAgent].sort(([a], [b]) => (a < b ? -1 : 1)) : []) {
       const visible = Object.fromEntries([...tools].filter(([tool]) => include(tool)).sort(([a], [b]) => (a < b ? -1 : 1)));
       if (Object.keys(visible).length > 0) usageByAgent[agent] = visible;
     }

@@ -181,9 +181,10 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
           return `${topic}:${String(args['n'])}`;
         });
       }
-      const token = bearer(t.token([]));
+      // Four agents, 50 calls each: one caller's share of the in-flight calls is 100 by default.
+      const tokens = Array.from({ length: 4 }, (_, i) => bearer(t.token([], { sub: `agent-${i}` })));
       const calls = Array.from({ length: 200 }, (_, n) => ({ tool: n % 2 === 0 ? a : b, n }));
-      const results = await Promise.all(calls.map(({ tool, n }) => invoke(tool, { topic: 'x', n }, token)));
+      const results = await Promise.all(calls.map(({ tool, n }) => invoke(tool, { topic: 'x', n }, tokens[n % 4])));
       results.forEach((res, i) => {
         expect(res.statusCode, res.body).toBe(200);
         expect(res.json().result).toBe(`${calls[i]?.tool}:${calls[i]?.n}`);
@@ -232,9 +233,12 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
         expect(stats['total_tool_calls']).toBeGreaterThanOrEqual(5);
         expect(stats['most_used_tool']).not.toBeNull();
       };
-      check((await t.app.inject({ method: 'GET', url: '/stats' })).json());
+      // Per-agent figures name token subjects: operators only (issue 9).
+      const operator = bearer(t.token(['registry:write']));
+      expect((await t.app.inject({ method: 'GET', url: '/stats' })).json()['usage_by_agent']).toEqual({});
+      check((await t.app.inject({ method: 'GET', url: '/stats', headers: operator })).json());
       const app = await t.restart();
-      check((await app.inject({ method: 'GET', url: '/stats' })).json());
+      check((await app.inject({ method: 'GET', url: '/stats', headers: operator })).json());
     });
 
     it('answers 413 for a call too large for one bus message, before sending it', async () => {

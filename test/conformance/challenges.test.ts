@@ -90,10 +90,14 @@ describe('RFC 6750 challenges', () => {
     });
 
     it('a valid token without any tool scope is never a 403 on discovery: it gets its filtered view', async () => {
-      const res = await closed.app.inject({ method: 'GET', url: '/', headers: bearer(admin) });
+      const res = await closed.app.inject({ method: 'GET', url: '/', headers: bearer(await as.token('calc-agent', [])) });
       expect(res.statusCode).toBe(200);
       expect(toolNames(res)).toEqual([]);
       expect(res.headers['x-hidden-tools']).toBe('3');
+      // The admin scope is no tool scope, but operators see the whole catalogue (issue 9).
+      const operator = await closed.app.inject({ method: 'GET', url: '/', headers: bearer(admin) });
+      expect(toolNames(operator)).toHaveLength(3);
+      expect(operator.headers['x-hidden-tools']).toBe('0');
     });
 
     it.each(MALFORMED_HEADERS)('a malformed Authorization header (%s): 400 invalid_request', async (_name, authorization) => {

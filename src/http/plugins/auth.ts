@@ -1,7 +1,7 @@
 import fastifyJwt, { type VerifyOptions } from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { bearerToken, callerFromClaims, tokenRefused } from '../../auth/caller.js';
+import { bearerToken, callerFromClaims, refuseRepeatedAuthorization, tokenRefused } from '../../auth/caller.js';
 import { keySourceFor, resolveTokenKeys } from '../../auth/keys.js';
 import { tokenRules, typChecker } from '../../auth/verifier.js';
 import { ANONYMOUS, requireScope, type Caller } from '../../model/caller.js';
@@ -127,6 +127,15 @@ export default fp<AuthPluginOptions>(
       if (request.routeOptions.config.auth === false || (request.headers.authorization === undefined && !hasQueryToken(request))) {
         done();
         return;
+      }
+      if (request.headers.authorization !== undefined) {
+        try {
+          refuseRepeatedAuthorization(request.raw.rawHeaders);
+        } catch (err) {
+          request.authError = err;
+          done();
+          return;
+        }
       }
       // On success @fastify/jwt sets request.caller (formatUser).
       request.jwtVerify(PLUGIN_VERIFY_OPTIONS, (err: (Error & { code?: unknown }) | null) => {

@@ -29,7 +29,7 @@ export default fp<{ config: Config }>(
       onError: (err, what) => app.log.error({ err }, what),
       onPruned: (removed) => app.log.info({ removed }, 'pruned tool-call records past retention'),
     });
-    const { pulsarWsUrl, pulsarToken, callTimeoutMs, maxInflight, connectTimeoutMs } = config.bridge;
+    const { pulsarWsUrl, pulsarToken, callTimeoutMs, maxInflight, maxInflightPerCaller, connectTimeoutMs } = config.bridge;
     const client = pulsarWsUrl
       ? new PulsarWsClient({ url: pulsarWsUrl, token: pulsarToken, connectTimeoutMs, subscriptionPrefix: 'tool-registry', maxResponseBytes: MAX_RESPONSE_BYTES, log: app.log })
       : undefined;
@@ -43,9 +43,8 @@ export default fp<{ config: Config }>(
       usage,
       defaultTimeoutMs: callTimeoutMs,
       maxInflight,
-      adminScope: config.adminScope,
-      // Tells a deleted tool (410) from one that never was (404), from the in-memory tombstones.
-      wasDeleted: (name) => app.catalog.getTombstone(name) !== undefined,
+      maxInflightPerCaller,
+      visibility: config.visibility,
     });
     app.decorate('usage', usage);
     app.decorate('bridge', bridge);

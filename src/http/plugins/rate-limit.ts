@@ -3,17 +3,13 @@ import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config.js';
 import { RegistryError } from '../../model/errors.js';
-
-/** Per caller: the token's issuer and subject, or the client address when anonymous. */
-function callerKey(request: FastifyRequest): string {
-  const caller = request.caller;
-  if (caller.kind === 'token' && caller.sub !== undefined) return `sub:${caller.iss ?? ''}:${caller.sub}`;
-  return `ip:${request.ip}`;
-}
+import { callerKey } from '../caller-key.js';
 
 /**
  * Rate limits through @fastify/rate-limit, per caller on every route, stricter for writes.
- * Over the limit: 429 with Retry-After and the IETF RateLimit-* headers.
+ * Over the limit: 429 with Retry-After and the IETF RateLimit-* headers. Requests for unknown
+ * paths count against the same budget: the plugin only hooks routes, so a hook of ours runs its
+ * check for the not-found handler (which src/http/plugins/errors.ts sets).
  */
 export default fp<{ config: Config }>(
   async (app, { config }) => {
@@ -36,6 +32,14 @@ export default fp<{ config: Config }>(
         Object.assign(new RegistryError('TR_ERR_TOO_MANY_REQUESTS', `rate limit of ${context.max} requests per ${windowS} s exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`), {
           statusCode: 429,
         }),
+    });
+    const limitUnknownPath = app.rateLimit();
+    app.addHook('onRequest', (request, reply, done) => {
+      if (!request.is404) {
+        done();
+        return;
+      }
+      limitUnknownPath.call(app, request, reply).then(() => done(), done);
     });
   },
   { name: 'rate-limit', dependencies: ['auth'] },

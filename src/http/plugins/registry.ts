@@ -65,7 +65,10 @@ export default fp<RegistryPluginOptions>(
     app.decorate('changes', changes);
     app.decorate('registry', new RegistryService(store, catalog, changes));
     app.decorate('changeFeed', new ChangeFeed(store, changes, () => catalog.index));
-    const waiters = new ViewWaiters(catalog, (listener) => changes.subscribe(listener), { maxWaiters: config.maxWaiters });
+    const waiters = new ViewWaiters(catalog, (listener) => changes.subscribe(listener), {
+      maxWaiters: config.maxWaiters,
+      maxPerCaller: config.maxWaitersPerCaller,
+    });
     app.decorate('waiters', waiters);
     app.decorate('listing', new CatalogListing(catalog, (match, limit) => store.search(match, limit), config.publicUrl));
     // Before the server stops accepting: answer held requests so that close does not wait on them.

@@ -6,14 +6,17 @@ import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { ChangeEventSchema, ChangesHeadersSchema, ChangesQuerySchema } from '../../model/api.js';
 import { isAdmin, viewKeyFor } from '../../model/visibility.js';
+import { callerKey } from '../caller-key.js';
+import { exemptFromIdleTimeout } from '../plugins/connections.js';
 import { ANYONE, headers, problem, problems } from '../openapi/responses.js';
 import { SSE_HEADERS, sseChanges, sseEvent } from '../sse.js';
+import { tokenExpiresAt } from '../token-expiry.js';
 
 const HEARTBEAT_MS = 15_000;
-/** Bytes a stream may have waiting for a client before the registry gives up on it. */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /** During replay, wait for the client to drain past this many buffered bytes. */
 const REPLAY_HIGH_WATER = 64 * 1024;
+/** setTimeout's longest delay (about 24.8 days); a later expiry re-arms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const ChangeStreamSchema = z
   .string()
@@ -43,8 +46,15 @@ catalogue, read \`GET /\` and open the stream with \`since\` set to its \`X-Regi
 
 The view follows the rules of \`GET /\`: under \`ANONYMOUS_DISCOVERY=none\` a token is
 needed. An open stream counts against \`MAX_WAITERS\`, together with held blocking
-queries. Refusals (\`400\`, \`401\`, \`429\`, \`503\`) come before the stream starts, as problem
-details.`;
+queries, and against the caller's own \`MAX_WAITERS_PER_CALLER\` (per token issuer and
+subject, or per client address when anonymous). Refusals (\`400\`, \`401\`, \`429\`, \`503\`)
+come before the stream starts, as problem details.
+
+**When the registry ends a stream.** A client that stops reading is cut off once
+\`CHANGE_STREAM_BUFFER_BYTES\` wait for it (one write's events always go out whole), and so is
+one whose replay falls too far behind the live changes; a stream opened with a token ends
+when the token expires (with a closing comment). In every case the client reconnects with
+\`Last-Event-ID\` (and a fresh token) and loses nothing.`;
 
 /**
  * `GET /changes`: the change feed (src/registry/change-feed.ts) as a text/event-stream,
@@ -110,7 +120,7 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
           ),
           401: problems.ViewUnauthorized,
           429: problems.TooManyRequests,
-          503: problem('`MAX_WAITERS` blocking queries and change streams are held already (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.', {
+          503: problem('`MAX_WAITERS` blocking queries and change streams are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.', {
             headers: { 'Retry-After': headers['Retry-After'] },
             example: {
               type: 'urn:tool-registry:error:unavailable',
@@ -124,18 +134,22 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
       },
     },
     async (request, reply) => {
-      const key = viewKeyFor(request.caller, config.anonymousDiscovery, () => app.catalog.knownScopes().keys());
+      const key = viewKeyFor(request.caller, config.visibility, () => app.catalog.knownScopes().keys());
       if (request.validationError) throw request.validationError;
       const admin = isAdmin(request.caller, config);
       const from = request.headers['last-event-id'] ?? request.query.since;
-      const release = app.waiters.reserve();
+      const expiresAt = tokenExpiresAt(request, config.jwt.clockToleranceS);
+      const release = app.waiters.reserve(callerKey(request));
       reply.hijack();
       const raw = reply.raw;
+      exemptFromIdleTimeout(request);
       let close = () => undefined as unknown;
+      let expiry: NodeJS.Timeout | undefined;
       let done = false;
       const cleanup = () => {
         if (done) return;
         done = true;
+        clearTimeout(expiry);
         close();
         streams.delete(raw);
         release();
@@ -143,13 +157,38 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
       // Registered first, so that the slot is released however the stream ends.
       raw.once('close', cleanup);
       /**
-       * A client that stops reading must not make the registry buffer without bound: past the
-       * limit its stream is ended, and it resumes from its Last-Event-ID.
+       * Ends the stream: at once by dropping the socket (`graceMs` 0: the client is not reading,
+       * and an ended response would keep its bytes until it did), or with a closing comment,
+       * dropping the socket only if that has not reached the client within `graceMs`.
+       */
+      const endStream = (comment: string, graceMs: number) => {
+        if (done) return;
+        cleanup();
+        // Until the response has finished it holds the socket: destroying it drops the socket.
+        if (graceMs === 0) {
+          raw.destroy();
+          return;
+        }
+        raw.end(`: ${comment}\n\n`);
+        setTimeout(() => {
+          if (!raw.writableFinished) raw.destroy();
+        }, graceMs).unref();
+      };
+      const maxBuffered = config.changeStreamBufferBytes;
+      const highWater = Math.min(REPLAY_HIGH_WATER, maxBuffered / 4);
+      /**
+       * A client that stops reading must not make the registry buffer without bound. A write's
+       * events go out whole onto a nearly drained stream (so that a write larger than the limit
+       * cannot stop a stream for good); otherwise a stream whose buffer would pass the limit is
+       * cut off and its socket dropped at once (an `end` would keep the buffer until the client
+       * read it), and the client resumes from its Last-Event-ID. The bound is therefore the
+       * larger of CHANGE_STREAM_BUFFER_BYTES and one write's events.
        */
       const send = (text: string) => {
         if (done) return;
-        if (raw.writableLength > MAX_BUFFERED_BYTES) {
-          raw.end(': the client is not reading; reconnect with Last-Event-ID to resume\n\n');
+        const buffered = raw.writableLength;
+        if (buffered > highWater && buffered + Buffer.byteLength(text) > maxBuffered) {
+          endStream('the client is not reading', 0);
           return;
         }
         raw.write(text);
@@ -157,14 +196,27 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
       try {
         raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, 'x-registry-index': String(app.catalog.index) });
         raw.write(': connected\n\n');
-        const subscription = app.changeFeed.subscribe({ from, key, admin }, async (events, phase) => {
+        const onFellBehind = () => endStream('the stream fell behind the live changes', 0);
+        const subscription = app.changeFeed.subscribe({ from, key, admin, onFellBehind }, async (events, phase) => {
+          // During the replay the registry waits for the client instead of cutting it off.
+          if (phase === 'replay' && raw.writableLength > highWater && !done) await Promise.race([once(raw, 'drain'), once(raw, 'close')]);
           send(sseChanges(events));
-          if (phase === 'replay' && raw.writableLength > REPLAY_HIGH_WATER && !done) await Promise.race([once(raw, 'drain'), once(raw, 'close')]);
         });
         close = subscription.close;
+        if (done) subscription.close();
+        // A token's stream lasts as long as the token is accepted.
+        if (expiresAt !== undefined) {
+          const arm = () => {
+            const left = expiresAt - Date.now();
+            if (left <= 0) endStream('the token has expired; reconnect with a fresh token and Last-Event-ID to resume', 1000);
+            else expiry = setTimeout(arm, Math.min(left, MAX_TIMER_MS)).unref();
+          };
+          arm();
+        }
         // An index from the future (a reset or restored registry): the client must start over.
-        if (subscription.reset) raw.write(sseEvent('reset', { index: subscription.index }));
-        streams.add(raw);
+        if (subscription.reset && !done) raw.write(sseEvent('reset', { index: subscription.index }));
+        // Not when the stream already ended (an expired token, a replay that fell behind).
+        if (!done) streams.add(raw);
         await subscription.caughtUp;
       } catch (err) {
         request.log.error({ err }, 'change stream failed');

@@ -5,7 +5,10 @@ import type { CatalogView } from '../../catalog/catalog.js';
 import type { Config } from '../../config.js';
 import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_WAIT_MS } from '../../model/api.js';
 import { viewKeyFor } from '../../model/visibility.js';
+import { callerKey } from '../caller-key.js';
+import { exemptFromIdleTimeout } from '../plugins/connections.js';
 import { ANYONE, empty, headers, problem, problems } from '../openapi/responses.js';
+import { tokenExpiresAt } from '../token-expiry.js';
 import { documentedOnly } from '../validation.js';
 
 /** RFC 9110 section 13.1.2: a list of entity tags, or `*`; weak comparison is fine for GET. */
@@ -45,8 +48,10 @@ answered as above with the registry's current \`X-Registry-Index\` (pass it as t
 \`index\` is ahead of the registry (a reset or restored registry: start again from the index
 answered). An answer may also come early without a change (for instance for a view the
 registry has not built since it started), so compare the \`ETag\`. A held query counts
-against \`MAX_WAITERS\` (with the open \`GET /changes\` streams); past it the answer is
-\`503\` with \`Retry-After\`. On shutdown held queries are answered at once.
+against \`MAX_WAITERS\` (with the open \`GET /changes\` streams) and against the caller's own
+\`MAX_WAITERS_PER_CALLER\` (per token issuer and subject, or per client address when
+anonymous); past either the answer is \`503\` with \`Retry-After\`. A query made with a token
+is answered by the time the token expires. On shutdown held queries are answered at once.
 
 **Pages, search and filters.** With any of \`limit\`, \`cursor\`, \`q\`, \`scope\` or
 \`updated_since\`, the answer is built for the request (\`DiscoveryPage\`: the same fields
@@ -126,9 +131,9 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
           401: problems.ViewUnauthorized,
           429: problems.TooManyRequests,
           503: problem(
-            'A blocking query would be held while `MAX_WAITERS` blocking queries and change streams are held already (`TR_ERR_UNAVAILABLE`, with `Retry-After`), or a search found the database busy (`TR_ERR_UNAVAILABLE`).',
+            'A blocking query would be held while `MAX_WAITERS` blocking queries and change streams are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`, with `Retry-After`), or a search found the database busy (`TR_ERR_UNAVAILABLE`).',
             {
-              headers: { 'Retry-After': { ...headers['Retry-After'], required: false, description: 'Seconds to wait before retrying; sent when `MAX_WAITERS` was reached.' } },
+              headers: { 'Retry-After': { ...headers['Retry-After'], required: false, description: 'Seconds to wait before retrying; sent when `MAX_WAITERS` or `MAX_WAITERS_PER_CALLER` was reached.' } },
               example: {
                 type: 'urn:tool-registry:error:unavailable',
                 title: 'Service unavailable',
@@ -142,7 +147,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       },
     },
     async (request, reply) => {
-      const key = viewKeyFor(request.caller, config.anonymousDiscovery, () => app.catalog.knownScopes().keys());
+      const key = viewKeyFor(request.caller, config.visibility, () => app.catalog.knownScopes().keys());
       if (request.validationError) throw request.validationError;
       const tokenView = request.caller.kind === 'token';
       const query = request.query;
@@ -157,7 +162,11 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       if (query.index !== undefined) {
         // Consul adds up to wait/16 of jitter so that many clients do not return in step.
         const waitMs = (query.wait ?? 5 * 60_000) * (1 + Math.random() / 16);
-        const wait = app.waiters.wait(key, query.index, Math.min(waitMs, MAX_WAIT_MS * (1 + 1 / 16)));
+        // A held query is answered by the time the caller's token stops being accepted.
+        const expiresAt = tokenExpiresAt(request, config.jwt.clockToleranceS);
+        const untilExpiry = expiresAt === undefined ? Infinity : Math.max(0, expiresAt - Date.now());
+        const wait = app.waiters.wait(key, query.index, Math.min(waitMs, MAX_WAIT_MS * (1 + 1 / 16), untilExpiry), callerKey(request));
+        exemptFromIdleTimeout(request);
         const onClose = () => wait.cancel();
         reply.raw.once('close', onClose);
         try {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvokeArgumentsSchema, InvokeChunkSchema, InvokeResultSchema, ProblemSchema, ToolNameParamsSchema } from '../../model/api.js';
+import { callerKey } from '../caller-key.js';
 import { BEARER, headers, problem, problems } from '../openapi/responses.js';
 import { problemBody, problemOf } from '../plugins/errors.js';
 import { SSE_HEADERS, sseEvent as sse } from '../sse.js';
@@ -16,11 +17,15 @@ const DESCRIPTION = `The body is the arguments object, as an agent would POST it
 (an absent body means \`{}\`). The registry checks the caller again at call time,
 independent of what discovery showed: a bearer token is required even for tools that
 need no scope (anonymous callers get \`401\`), and the token must hold at least one of
-the tool's own \`scopes\` when it has any (\`403\` otherwise). For a caller with a token, an
-unknown tool is \`404\` and a deleted one \`410\` (anonymous callers get \`401\` either way, so
-names are not probed); a live tool outside the caller's discovery view is not hidden (\`401\`
-or \`403\`, with a challenge naming its scopes). The arguments are looked at only after these
-checks.
+the tool's own \`scopes\` when it has any (\`403\` otherwise). What a caller may not list, it
+cannot learn exists: a tool it could discover neither with its token nor anonymously (nor as
+an operator) is answered exactly like a name never registered, \`404\` for a token and a bare
+\`401\` for a caller without one, with no scopes named; \`410\` tells a token that a tool it
+could have known of was deleted. Callers without a token get \`401\` for every name, also
+unknown or deleted ones, so names are not probed; the challenge names the tool's scopes only
+where the tool is in the anonymous view. The arguments are looked at only after these checks.
+Each caller (token issuer and subject, or client address) may have at most
+\`MAX_INFLIGHT_CALLS_PER_CALLER\` calls in flight, and the registry \`MAX_INFLIGHT_CALLS\`.
 
 An HTTP tool gets the arguments POSTed as JSON to \`http://{host}:{port}{endpoint}\`,
 with the caller's \`Authorization\` header unless the tool sets
@@ -98,7 +103,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
             },
           ),
           401: problem(
-            "No bearer token (`TR_ERR_UNAUTHENTICATED`; calling a tool always needs one, and the challenge names the tool's scopes when it has any), or the token is not valid (`TR_ERR_INVALID_TOKEN`, `error=\"invalid_token\"`). Callers without a token get this answer for every name, also for names never registered or deleted, so they learn nothing about which tools exist.",
+            "No bearer token (`TR_ERR_UNAUTHENTICATED`; calling a tool always needs one, and the challenge names the tool's scopes when it has any and anonymous callers may list it), or the token is not valid (`TR_ERR_INVALID_TOKEN`, `error=\"invalid_token\"`). Callers without a token get this answer for every name, also for names never registered or deleted, so they learn nothing about which tools exist.",
             {
               headers: challenge,
               example: {
@@ -123,10 +128,10 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
               },
             },
           ),
-          404: problem('No tool of that name was ever registered (`TR_ERR_NOT_FOUND`; callers with a token only).', {
+          404: problem('No tool of that name was ever registered, or none the caller may know of (`TR_ERR_NOT_FOUND`; callers with a token only).', {
             example: { type: 'urn:tool-registry:error:not-found', title: 'Not found', status: 404, detail: 'no tool "calculator"', code: 'TR_ERR_NOT_FOUND' },
           }),
-          410: problem('The tool was deleted (or is deprecated) and can no longer be called (`TR_ERR_GONE`; callers with a token only).', {
+          410: problem('The tool was deleted (or is deprecated) and can no longer be called (`TR_ERR_GONE`; callers with a token that could have known of the tool only).', {
             example: {
               type: 'urn:tool-registry:error:gone',
               title: 'The tool was deleted',
@@ -154,7 +159,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
             },
           ),
           503: problem(
-            "The tool cannot be reached now (`TR_ERR_BUS_UNAVAILABLE`: no message bus is configured, the broker is down or did not take the request, or the tool's service is not registered), or the registry already carries `MAX_INFLIGHT_CALLS` calls (`TR_ERR_TOO_MANY_CALLS`). `Retry-After` says when to retry.",
+            "The tool cannot be reached now (`TR_ERR_BUS_UNAVAILABLE`: no message bus is configured, the broker is down or did not take the request, or the tool's service is not registered), or the registry already carries `MAX_INFLIGHT_CALLS` calls, or this caller `MAX_INFLIGHT_CALLS_PER_CALLER` (`TR_ERR_TOO_MANY_CALLS`). `Retry-After` says when to retry.",
             {
               headers: { 'Retry-After': headers['Retry-After'] },
               example: {
@@ -190,6 +195,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
         arguments: request.body,
         caller: request.caller,
         authorization: request.headers.authorization,
+        callerKey: callerKey(request),
         signal: callerGone.signal,
       };
       if (!(request.headers.accept ?? '').includes('text/event-stream')) {

@@ -2,12 +2,13 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
 import { StatsSchema } from '../../model/api.js';
-import { viewKeyFor } from '../../model/visibility.js';
+import { seesEverything, viewKeyFor } from '../../model/visibility.js';
 import { ANYONE, json, problems } from '../openapi/responses.js';
 
 /**
  * `GET /stats`: the article's inventory figures over the caller's view (same policy as
- * discovery), and usage of the tools in it: calls, per agent, errors by class, latency.
+ * discovery), and usage of the tools in it: calls, errors by class, latency. Figures per agent
+ * name token subjects, so only operators (the admin scope, or STATS_READ_SCOPE) get them.
  */
 const statsRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
@@ -19,7 +20,7 @@ const statsRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { co
         operationId: 'getStats',
         summary: "Inventory and usage figures over the caller's view",
         description:
-          "The article's `/stats` figures computed over the same view as `GET /`, plus the registry index and usage fields. `total_tool_services` counts every live tool service, whatever the view. The usage fields stay at zero / empty / null until tools are called through the registry.",
+          "The article's `/stats` figures computed over the same view as `GET /`, plus the registry index and usage fields. `total_tool_services` counts every live tool service, whatever the view. The usage fields stay at zero / empty / null until tools are called through the registry. `usage_by_agent` names token subjects, so it is filled only for tokens holding the admin scope (or `STATS_READ_SCOPE`, where set), which also see the whole catalogue; everyone else gets it empty, and the aggregates over its own view.",
         security: ANYONE,
         response: {
           200: json(StatsSchema, "Figures over the caller's view."),
@@ -30,11 +31,11 @@ const statsRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { co
       },
     },
     async (request) => {
-      const key = viewKeyFor(request.caller, config.anonymousDiscovery, () => app.catalog.knownScopes().keys());
+      const key = viewKeyFor(request.caller, config.visibility, () => app.catalog.knownScopes().keys());
       const inventory = app.catalog.stats(key);
       // Usage follows the view too; the full view includes tools deleted since they were called.
       const visible = new Set(inventory.tools_by_name);
-      const usage = app.usage.stats(key.kind === 'all' ? () => true : (tool) => visible.has(tool));
+      const usage = app.usage.stats(key.kind === 'all' ? () => true : (tool) => visible.has(tool), seesEverything(request.caller, config.visibility));
       return { ...inventory, registry_index: app.catalog.index, ...usage };
     },
   );

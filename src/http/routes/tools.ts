@@ -92,7 +92,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
     async (request) => {
       const admin = isAdmin(request.caller, config);
       // The view policy first, so that under ANONYMOUS_DISCOVERY=none names cannot be probed.
-      const viewKey = admin ? null : viewKeyFor(request.caller, config.anonymousDiscovery, knownScopes);
+      const viewKey = admin ? null : viewKeyFor(request.caller, config.visibility, knownScopes);
       const entry = app.catalog.getTool(request.params.name);
       if (entry && admin) return toolRecordBody(entry.record);
       if (!entry || (viewKey && !visibleScopes(entry.tool.scopes, viewKey))) {
@@ -129,7 +129,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
     },
     async (request) => {
       const entry = app.catalog.getTool(request.params.name);
-      const policy = { anonymous: config.anonymousDiscovery, adminScope: config.adminScope };
+      const policy = config.visibility;
       const seen = mayKnowOf(entry?.tool.scopes ?? [], request.caller, policy, knownScopes);
       if (!entry || !seen.known) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
       return explainAccess(entry.tool, request.caller, seen.inOwnView);

