@@ -61,10 +61,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setSerializerCompiler(serializerCompiler);
   // Descriptors are JSON only; anything else is 415 rather than a confusing validation error.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
   await app.register(securityHeadersPlugin, { config });
   await app.register(errorsPlugin, { resourceMetadataUrl: resourceMetadataUrl(config.resource) });
   // Its onRequest hook refuses on probe-only connections before any token is checked.
