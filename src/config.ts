@@ -125,8 +125,8 @@ export const EnvSchema = z.object({
   REQUEST_TIMEOUT_MS: setting('longest a client may take to send a whole request, body included', '60000', integer(1000, 3_600_000)),
   KEEP_ALIVE_TIMEOUT_MS: setting('how long an idle keep-alive connection stays open between requests', '72000', integer(100, 3_600_000)),
   IDLE_TIMEOUT_MS: setting(
-    'longest a connection may stay silent with a request in flight (0: never closed); above the longest tool call (blocking queries and change streams are exempt)',
-    '660000',
+    'longest a connection may stay silent with a request in flight (0: off, the default: a per-socket timer cost the hot 304 path about 8%); when set, keep it above the longest tool call (blocking queries and change streams are exempt)',
+    '0',
     integer(0, 86_400_000),
   ),
   PULSAR_WS_URL: optional(

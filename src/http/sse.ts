@@ -5,6 +5,7 @@ export const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
   'x-accel-buffering': 'no',
+  'x-content-type-options': 'nosniff',
 } as const;
 
 export function sseEvent(event: string, data: unknown, id?: string | number): string {
