@@ -1,6 +1,6 @@
 /**
- * How a call through the bridge can fail, independent of transport. The HTTP layer maps these
- * onto the error catalogue (src/errors.ts); usage records them as outcome classes.
+ * How a call through the bridge can fail, independent of transport. The bridge maps these onto
+ * the error catalogue (src/model/errors.ts) and records them as usage outcome classes.
  */
 
 /** The bus or the tool cannot be reached now (503), quickly, never after a long wait. */

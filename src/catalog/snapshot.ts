@@ -153,6 +153,13 @@ export class CatalogSnapshot {
       .map((t) => t.tool.name);
   }
 
+  /**
+   * The names of every scope some live tool requires: what the visibility rules list in the
+   * challenge under ANONYMOUS_DISCOVERY=none. Bound once, so a request passes it without
+   * allocating a closure.
+   */
+  readonly knownScopeNames = (): Iterable<string> => this.knownScopes().keys();
+
   /** Every scope any live tool requires, with how many tools require it, in name order. */
   knownScopes(): ReadonlyMap<string, number> {
     this.#scopeUsage ??= new Map([...this.#scopeCounts].sort(([a], [b]) => compareNames(a, b)));

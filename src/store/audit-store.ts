@@ -1,7 +1,7 @@
 /**
  * The audit log in SQLite. Successful writes add their entry inside the write's own
  * transaction (see RegistryStore); refusals arrive in floods, so they are buffered and written
- * in batches (src/plugins/audit.ts). Reads use keyset pagination on the id, newest first.
+ * in batches (src/registry/audit-log.ts). Reads use keyset pagination on the id, newest first.
  */
 import type { AuditEntry, AuditEntryInput, AuditOutcome } from '../model/records.js';
 import type { SqliteDatabase } from './database.js';

@@ -233,6 +233,15 @@ export const writeProblems = {
 /** An operation's `security`: alternatives, each naming schemes and the scopes they need. */
 type Security = ReadonlyArray<Readonly<Record<string, readonly string[]>>>;
 /** The bearer scheme, anonymous callers allowed (their view follows `ANONYMOUS_DISCOVERY`). */
+/** The 503 of a blocking query or change stream past MAX_WAITERS (or a caller's share of it). */
+export const waitersFullExample = {
+  type: 'urn:tool-registry:error:unavailable',
+  title: 'Service unavailable',
+  status: 503,
+  detail: '20000 blocking queries and streams are open, the most this registry holds; retry shortly',
+  code: 'TR_ERR_UNAVAILABLE' as const,
+};
+
 export const ANYONE: Security = [{}, { bearerAuth: [] }];
 /** A bearer token of any scope. */
 export const BEARER: Security = [{ bearerAuth: [] }];

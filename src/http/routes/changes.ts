@@ -8,7 +8,7 @@ import { ChangeEventSchema, ChangesHeadersSchema, ChangesQuerySchema } from '../
 import { isAdmin, viewKeyFor } from '../../model/visibility.js';
 import { callerKey } from '../caller-key.js';
 import { exemptFromIdleTimeout } from '../plugins/connections.js';
-import { ANYONE, headers, problem, problems } from '../openapi/responses.js';
+import { ANYONE, headers, problem, problems, waitersFullExample } from '../openapi/responses.js';
 import { SSE_HEADERS, sseChanges, sseEvent } from '../sse.js';
 import { tokenExpiresAt } from '../token-expiry.js';
 
@@ -122,19 +122,13 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
           429: problems.TooManyRequests,
           503: problem('`MAX_WAITERS` blocking queries and change streams are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.', {
             headers: { 'Retry-After': headers['Retry-After'] },
-            example: {
-              type: 'urn:tool-registry:error:unavailable',
-              title: 'Service unavailable',
-              status: 503,
-              detail: '20000 blocking queries and streams are open, the most this registry holds; retry shortly',
-              code: 'TR_ERR_UNAVAILABLE',
-            },
+            example: waitersFullExample,
           }),
         },
       },
     },
     async (request, reply) => {
-      const key = viewKeyFor(request.caller, config.visibility, () => app.catalog.knownScopes().keys());
+      const key = viewKeyFor(request.caller, config.visibility, app.catalog.knownScopeNames);
       if (request.validationError) throw request.validationError;
       const admin = isAdmin(request.caller, config);
       const from = request.headers['last-event-id'] ?? request.query.since;

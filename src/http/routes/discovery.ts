@@ -7,7 +7,7 @@ import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX
 import { viewKeyFor } from '../../model/visibility.js';
 import { callerKey } from '../caller-key.js';
 import { exemptFromIdleTimeout } from '../plugins/connections.js';
-import { ANYONE, empty, headers, problem, problems } from '../openapi/responses.js';
+import { ANYONE, empty, headers, problem, problems, waitersFullExample } from '../openapi/responses.js';
 import { tokenExpiresAt } from '../token-expiry.js';
 import { documentedOnly } from '../validation.js';
 
@@ -134,20 +134,14 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
             'A blocking query would be held while `MAX_WAITERS` blocking queries and change streams are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`, with `Retry-After`), or a search found the database busy (`TR_ERR_UNAVAILABLE`).',
             {
               headers: { 'Retry-After': { ...headers['Retry-After'], required: false, description: 'Seconds to wait before retrying; sent when `MAX_WAITERS` or `MAX_WAITERS_PER_CALLER` was reached.' } },
-              example: {
-                type: 'urn:tool-registry:error:unavailable',
-                title: 'Service unavailable',
-                status: 503,
-                detail: '20000 blocking queries and streams are open, the most this registry holds; retry shortly',
-                code: 'TR_ERR_UNAVAILABLE',
-              },
+              example: waitersFullExample,
             },
           ),
         },
       },
     },
     async (request, reply) => {
-      const key = viewKeyFor(request.caller, config.visibility, () => app.catalog.knownScopes().keys());
+      const key = viewKeyFor(request.caller, config.visibility, app.catalog.knownScopeNames);
       if (request.validationError) throw request.validationError;
       const tokenView = request.caller.kind === 'token';
       const query = request.query;

@@ -31,7 +31,7 @@ const statsRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { co
       },
     },
     async (request) => {
-      const key = viewKeyFor(request.caller, config.visibility, () => app.catalog.knownScopes().keys());
+      const key = viewKeyFor(request.caller, config.visibility, app.catalog.knownScopeNames);
       const inventory = app.catalog.stats(key);
       // Usage follows the view too; the full view includes tools deleted since they were called.
       const visible = new Set(inventory.tools_by_name);

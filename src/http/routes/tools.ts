@@ -35,7 +35,6 @@ const written = (description: string, location: boolean) =>
 
 const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const knownScopes = () => app.catalog.knownScopes().keys();
   const admin = adminOnly(config.adminScope);
 
   /** The article's runtime registration; either tool form. 201 when new, 200 when replaced. */
@@ -92,7 +91,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
     async (request) => {
       const admin = isAdmin(request.caller, config);
       // The view policy first, so that under ANONYMOUS_DISCOVERY=none names cannot be probed.
-      const viewKey = admin ? null : viewKeyFor(request.caller, config.visibility, knownScopes);
+      const viewKey = admin ? null : viewKeyFor(request.caller, config.visibility, app.catalog.knownScopeNames);
       const entry = app.catalog.getTool(request.params.name);
       if (entry && admin) return toolRecordBody(entry.record);
       if (!entry || (viewKey && !visibleScopes(entry.tool.scopes, viewKey))) {
@@ -130,7 +129,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
     async (request) => {
       const entry = app.catalog.getTool(request.params.name);
       const policy = config.visibility;
-      const seen = mayKnowOf(entry?.tool.scopes ?? [], request.caller, policy, knownScopes);
+      const seen = mayKnowOf(entry?.tool.scopes ?? [], request.caller, policy, app.catalog.knownScopeNames);
       if (!entry || !seen.known) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
       return explainAccess(entry.tool, request.caller, seen.inOwnView);
     },
