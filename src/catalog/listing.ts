@@ -1,7 +1,8 @@
 /**
- * Discovery beyond the full list: pages with cursors pinned to the registry index of page one,
- * full-text search, and filters by scope and by time of change (tombstones included). The full
- * list stays the precomputed fast path in Catalog.view; these are built per request.
+ * Discovery beyond the full list: pages in name order with cursors pinned to the registry index
+ * of page one, changes since a time in the order they were made, full-text search, and filters
+ * by scope. Every page walks the catalogue's indexes from where the last one stopped, so its
+ * cost is what the page holds (plus the writes made since its walk began), never the catalogue.
  */
 import { normaliseTool } from '../model/normalise.js';
 import { RegistryError } from '../model/errors.js';
@@ -9,6 +10,8 @@ import type { ToolRecord } from '../model/records.js';
 import { visibleScopes, type ViewKey } from '../model/visibility.js';
 import type { Catalog } from './catalog.js';
 import { publicToolView, type PublicTool } from '../model/public-view.js';
+import { CatalogTool } from './snapshot.js';
+import { walkView } from './walk.js';
 
 export interface ListingQuery {
   limit?: number | undefined;
@@ -20,16 +23,29 @@ export interface ListingQuery {
 
 export interface Listing {
   tools: PublicTool[];
+  /** The same tools' discovery entries as JSON bytes, for fronts that send bytes. */
+  parts: Buffer[];
   nextCursor: string | null;
   index: number;
 }
 
-interface Cursor {
+/** A walk in name order: pinned to a registry index, resumed after the last name served. */
+interface NameCursor {
   /** The registry index the walk is pinned to. */
   s: number;
   /** The last name served. */
   a: string;
 }
+
+/** A walk through changes (`updated_since`): resumed after the last change served. */
+interface ChangeCursor {
+  /** The registry index of the last change served. */
+  u: number;
+  /** Its name (one write can change many tools; they come in name order). */
+  a: string;
+}
+
+type Cursor = NameCursor | ChangeCursor;
 
 const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
@@ -40,8 +56,9 @@ function encodeCursor(cursor: Cursor): string {
 
 function decodeCursor(text: string): Cursor {
   try {
-    const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<Cursor>;
-    if (Number.isSafeInteger(value.s) && (value.s ?? -1) >= 0 && typeof value.a === 'string') return value as Cursor;
+    const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as { s?: unknown; u?: unknown; a?: unknown };
+    const index = value.s ?? value.u;
+    if (Number.isSafeInteger(index) && (index as number) >= 0 && typeof value.a === 'string' && (value.s === undefined) !== (value.u === undefined)) return value as Cursor;
   } catch {
     // fall through
   }
@@ -63,11 +80,10 @@ function ftsQuery(q: string): string | null {
   return words.map((w) => `"${w.replaceAll('"', '""')}"*`).join(' ');
 }
 
-interface Candidate {
-  name: string;
-  scopes: readonly string[];
-  updatedAt: string;
-  view: () => PublicTool;
+/** One tool of a page: its discovery entry and that entry's bytes. */
+export interface ListedTool {
+  view: PublicTool;
+  bytes: Buffer;
 }
 
 export class CatalogListing {
@@ -84,61 +100,102 @@ export class CatalogListing {
   list(key: ViewKey, query: ListingQuery): Listing {
     const limit = Math.min(query.limit ?? DEFAULT_PAGE, MAX_PAGE);
     const index = this.#catalog.index;
-    const keep = (c: Candidate) =>
-      visibleScopes(c.scopes, key) &&
-      (query.scope === undefined || c.scopes.includes(query.scope)) &&
-      (query.updatedSince === undefined || c.updatedAt >= query.updatedSince);
+    const scope = query.scope;
+    const inView = (scopes: readonly string[]) => visibleScopes(scopes, key) && (scope === undefined || scopes.includes(scope));
 
     if (query.q !== undefined) {
       // Ranked by relevance, then filtered by the view: no cursor, the first `limit` results.
       const match = ftsQuery(query.q);
       const names = match === null ? [] : this.#search(match, MAX_PAGE * 4);
-      const tools: PublicTool[] = [];
+      const tools: ListedTool[] = [];
       for (const name of names) {
         const entry = this.#catalog.getTool(name);
-        if (!entry) continue;
-        const candidate = { name, scopes: entry.tool.scopes, updatedAt: entry.record.updatedAt, view: () => entry.view };
-        if (keep(candidate)) tools.push(entry.view);
+        if (!entry || !inView(entry.tool.scopes)) continue;
+        if (query.updatedSince !== undefined && entry.record.updatedAt < query.updatedSince) continue;
+        tools.push(entry);
         if (tools.length >= limit) break;
       }
-      return { tools, nextCursor: null, index };
+      return listing(tools, null, index);
     }
 
     const cursor = query.cursor !== undefined ? decodeCursor(query.cursor) : undefined;
+    if (query.updatedSince !== undefined) return this.#changes(query.updatedSince, cursor, limit, inView, index);
+    if (cursor !== undefined && !('s' in cursor)) throw badCursor('this cursor continues a walk with updated_since; pass updated_since again');
+    return this.#pinnedWalk(key, scope, cursor, limit, inView, index);
+  }
+
+  /**
+   * Name order, pinned: tools that existed at the pinned index, as they are now (tombstones for
+   * those deleted since), and none created since. Live tools come from the view's name indexes;
+   * tombstones from the deletions made after the pin (few), merged in name order.
+   */
+  #pinnedWalk(key: ViewKey, scope: string | undefined, cursor: NameCursor | undefined, limit: number, inView: (scopes: readonly string[]) => boolean, index: number): Listing {
     const pinned = cursor?.s ?? index;
-    if (pinned > index) throw new RegistryError('TR_ERR_BAD_REQUEST', 'the cursor is from a registry index ahead of this one; start the walk again');
+    if (pinned > index) throw badCursor('the cursor is from a registry index ahead of this one; start the walk again');
     const after = cursor?.a;
-    const candidates: Candidate[] = [];
-    // Tools that existed at the pinned index: live ones created by then, and ones deleted since
-    // (served as tombstones), so a walk during writes neither skips nor repeats.
-    for (const entry of this.#catalog.tools()) {
-      if (!this.#catalog.existedAt(entry, pinned) || (after !== undefined && entry.tool.name <= after)) continue;
-      candidates.push({ name: entry.tool.name, scopes: entry.tool.scopes, updatedAt: entry.record.updatedAt, view: () => entry.view });
+    const catalog = this.#catalog;
+    const tombstones: ListedTool[] = [];
+    for (const record of catalog.deletedAfter(pinned)) {
+      if ((after !== undefined && record.name <= after) || !catalog.existedAt(record.name, pinned)) continue;
+      const entry = this.#tombstoneEntry(record);
+      if (inView(entry.tool.scopes)) tombstones.push(entry);
     }
-    for (const record of this.#catalog.tombstones()) {
-      const existedAtPin = record.createIndex <= pinned && record.index > pinned;
-      const changedSince = query.updatedSince !== undefined && record.updatedAt >= query.updatedSince;
-      if (!(existedAtPin || changedSince) || (after !== undefined && record.name <= after)) continue;
-      candidates.push(this.#tombstoneCandidate(record));
-    }
-    candidates.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    const page: PublicTool[] = [];
-    let last: string | undefined;
+    tombstones.sort((a, b) => (a.view.name < b.view.name ? -1 : 1));
+    const page: ListedTool[] = [];
+    let t = 0;
     let more = false;
-    for (const c of candidates) {
-      if (!keep(c)) continue;
+    const take = (entry: ListedTool): boolean => {
+      if (page.length === limit) {
+        more = true;
+        return false;
+      }
+      page.push(entry);
+      return true;
+    };
+    for (const entry of walkView(catalog, key, { after, scope })) {
+      if (!catalog.existedAt(entry.tool.name, pinned)) continue;
+      while (t < tombstones.length && (tombstones[t] as ListedTool).view.name < entry.tool.name) {
+        if (!take(tombstones[t++] as ListedTool)) break;
+      }
+      if (more || !take(entry)) break;
+    }
+    while (!more && t < tombstones.length) take(tombstones[t++] as ListedTool);
+    const last = page.at(-1)?.view.name;
+    return listing(page, more && last !== undefined ? encodeCursor({ s: pinned, a: last }) : null, index);
+  }
+
+  /**
+   * Changes since a time, in the order they were made (by registry index, then name): each
+   * tool (or tombstone) once, as it is now, at its latest change. The walk follows writes made
+   * during it: a tool changed again after it was served comes again, later, as changed.
+   */
+  #changes(since: string, cursor: Cursor | undefined, limit: number, inView: (scopes: readonly string[]) => boolean, index: number): Listing {
+    if (cursor !== undefined && !('u' in cursor)) throw badCursor('this cursor continues a walk in name order; leave updated_since out, or start again');
+    const page: ListedTool[] = [];
+    let more = false;
+    for (const { record, entry } of this.#catalog.changedSince(since, cursor && { index: cursor.u, name: cursor.a })) {
+      const listed = entry ?? this.#tombstoneEntry(record);
+      if (!inView(listed.tool.scopes)) continue;
       if (page.length === limit) {
         more = true;
         break;
       }
-      page.push(c.view());
-      last = c.name;
+      page.push(listed);
     }
-    return { tools: page, nextCursor: more && last !== undefined ? encodeCursor({ s: pinned, a: last }) : null, index };
+    const last = page.at(-1)?.view;
+    return listing(page, more && last !== undefined ? encodeCursor({ u: last.index, a: last.name }) : null, index);
   }
 
-  #tombstoneCandidate(record: ToolRecord): Candidate {
+  #tombstoneEntry(record: ToolRecord): CatalogTool {
     const tool = normaliseTool(record.kind, record.descriptor);
-    return { name: record.name, scopes: tool.scopes, updatedAt: record.updatedAt, view: () => publicToolView(tool, record, this.#publicUrl) };
+    return new CatalogTool(tool, record, publicToolView(tool, record, this.#publicUrl));
   }
+}
+
+function listing(tools: readonly ListedTool[], nextCursor: string | null, index: number): Listing {
+  return { tools: tools.map((t) => t.view), parts: tools.map((t) => t.bytes), nextCursor, index };
+}
+
+function badCursor(message: string): RegistryError {
+  return new RegistryError('TR_ERR_BAD_REQUEST', message, { fieldErrors: [{ path: 'cursor', message }] });
 }

@@ -1,18 +1,65 @@
 /**
- * The catalogue's state: every live tool and tool service, deleted tools (tombstones) for
- * pinned walks and filters, and how many tools need each scope. A write swaps records in and
- * reports what it changed; nothing here serialises or caches views.
+ * The catalogue's state: every live tool and tool service, deleted tools (tombstones), and the
+ * indexes every read walks instead of the whole catalogue: names in order (all, public, per
+ * scope, per service), tombstones in order of deletion, tool changes in order of index, and the
+ * lives of names that were deleted and registered again. A write updates each index in place;
+ * nothing here serialises whole views or caches them.
  */
+import { createHash } from 'node:crypto';
 import { normaliseTool, type Tool } from '../model/normalise.js';
 import { publicToolView, type PublicTool } from '../model/public-view.js';
 import type { Change, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
+import { compareNames, SortedNames } from './sorted-names.js';
 
-export interface CatalogTool {
-  tool: Tool;
-  record: ToolRecord;
+/** One live tool (or a tombstone's entry): its normalised form, its record and its discovery entry. */
+export class CatalogTool {
+  readonly tool: Tool;
+  readonly record: ToolRecord;
   /** The discovery entry, built once per write of this tool. */
-  view: PublicTool;
+  readonly view: PublicTool;
+  #bytes: Buffer | undefined;
+  #etag: string | undefined;
+
+  constructor(tool: Tool, record: ToolRecord, view: PublicTool) {
+    this.tool = tool;
+    this.record = record;
+    this.view = view;
+  }
+
+  /** The discovery entry as JSON bytes, serialised once per write of the tool, when first needed. */
+  get bytes(): Buffer {
+    this.#bytes ??= Buffer.from(JSON.stringify(this.view));
+    return this.#bytes;
+  }
+
+  /** A strong ETag over `bytes`. */
+  get etag(): string {
+    this.#etag ??= `"${createHash('sha256').update(this.bytes).digest('base64url').slice(0, 27)}"`;
+    return this.#etag;
+  }
+}
+
+/** A tool's change, in the order of changes (for `updated_since`). */
+interface ChangeMark {
+  name: string;
+  index: number;
+  updatedAt: string;
+  /** The latest `updatedAt` of this mark and every mark before it: what a binary search needs. */
+  latestUpdatedAt: string;
+}
+
+/** A tombstone's deletion, in the order of deletions (for pinned walks). */
+interface DeletionMark {
+  name: string;
+  index: number;
+}
+
+/** A tool change as the store's change log has it (lives of names deleted and registered again). */
+export interface ToolLifeEvent {
+  name: string;
+  index: number;
+  op: 'upsert' | 'delete';
 }
 
 export interface SnapshotData {
@@ -20,22 +67,25 @@ export interface SnapshotData {
   services: ServiceRecord[];
   tools: ToolRecord[];
   tombstones?: ToolRecord[];
+  /** Every change of the names that were ever deleted, in order: a name's lives before this one. */
+  toolHistory?: ToolLifeEvent[];
 }
 
-/** Code-point order, so that names sort the same everywhere (not locale-dependent). */
-function compareNames(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
+/** A span of registry indexes during which a name was live: [from, until). */
+type Life = [from: number, until: number];
 
 export class CatalogSnapshot {
   readonly #publicUrl: URL;
   readonly #tools = new Map<string, CatalogTool>();
   readonly #services = new Map<string, ServiceRecord>();
   #index = 0;
-  /** Tools in name order; rebuilt lazily after a write. */
+  /** Live tools in name order: every tool, those needing no scope, those needing each scope. */
+  #all = new SortedNames();
+  #public = new SortedNames();
+  readonly #byScope = new Map<string, SortedNames>();
+  readonly #byService = new Map<string, Set<string>>();
+  /** Live tools in name order, as entries; rebuilt lazily (in O(n), from #all) after a write. */
   #sorted: CatalogTool[] | null = null;
-  /** How many live tools require each scope, kept up to date write by write. */
-  readonly #scopeCounts = new Map<string, number>();
   /** The same, sorted; rebuilt lazily after a write. */
   #scopeUsage: Map<string, number> | null = null;
   /**
@@ -44,8 +94,12 @@ export class CatalogSnapshot {
    */
   #scopeSetChangedAt = 0;
   readonly #tombstones = new Map<string, ToolRecord>();
-  /** For names deleted and registered again: the span of the life before (pinned walks). */
-  readonly #priorLives = new Map<string, { createIndex: number; deletedAt: number }>();
+  #deletions: DeletionMark[] = [];
+  #changeMarks: ChangeMark[] = [];
+  /** Marks superseded by a later change of the same name (compacted when they dominate). */
+  #staleMarks = 0;
+  /** The lives of names that were deleted and registered again, oldest first. */
+  readonly #lives = new Map<string, Life[]>();
 
   constructor(publicUrl: URL) {
     this.#publicUrl = publicUrl;
@@ -53,6 +107,11 @@ export class CatalogSnapshot {
 
   get index(): number {
     return this.#index;
+  }
+
+  /** Where agents reach this registry: part of every message-bus tool's discovery entry. */
+  get publicUrl(): URL {
+    return this.#publicUrl;
   }
 
   get scopeSetChangedAt(): number {
@@ -63,15 +122,38 @@ export class CatalogSnapshot {
     return this.#services.size;
   }
 
+  get toolCount(): number {
+    return this.#tools.size;
+  }
+
   load(data: SnapshotData): void {
     this.#tools.clear();
     this.#services.clear();
     this.#tombstones.clear();
+    this.#byScope.clear();
+    this.#byService.clear();
+    this.#lives.clear();
     for (const s of data.services) this.#services.set(s.id, s);
-    for (const t of data.tools) this.#tools.set(t.name, this.#entry(t));
+    const publicNames: string[] = [];
+    const scopeNames = new Map<string, string[]>();
+    for (const t of data.tools) {
+      const entry = this.#entry(t);
+      this.#tools.set(t.name, entry);
+      if (entry.tool.scopes.length === 0) publicNames.push(t.name);
+      for (const scope of new Set(entry.tool.scopes)) {
+        const names = scopeNames.get(scope);
+        if (names) names.push(t.name);
+        else scopeNames.set(scope, [t.name]);
+      }
+      this.#indexService(t.name, entry.tool.serviceId, null);
+    }
+    this.#all = new SortedNames(this.#tools.keys());
+    this.#public = new SortedNames(publicNames);
+    for (const [scope, names] of scopeNames) this.#byScope.set(scope, new SortedNames(names));
     for (const t of data.tombstones ?? []) this.#tombstones.set(t.name, t);
-    this.#scopeCounts.clear();
-    for (const { tool } of this.#tools.values()) this.#countScopes(tool.scopes, 1);
+    this.#deletions = [...this.#tombstones.values()].map((t) => ({ name: t.name, index: t.index })).sort((a, b) => a.index - b.index);
+    this.#rebuildChangeMarks();
+    this.#loadLives(data.toolHistory ?? []);
     this.#scopeSetChangedAt = data.index;
     this.#changed(data.index);
   }
@@ -86,45 +168,118 @@ export class CatalogSnapshot {
       else this.#services.set(s.id, s);
       changes.push({ kind: 'tool-service', name: s.id, op: s.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: before, scopesAfter: s.status === 'deleted' ? null : [] });
     }
-    for (const t of change.tools ?? []) {
-      const before = this.#tools.get(t.name)?.tool.scopes ?? null;
+    const tools = change.tools ?? [];
+    // Name-order index updates are gathered, so that a big write (an import) merges once.
+    const added = new Map<SortedNames | string, string[]>();
+    const removed = new Map<SortedNames | string, string[]>();
+    const note = (into: Map<SortedNames | string, string[]>, index: SortedNames | string, name: string) => {
+      const names = into.get(index);
+      if (names) names.push(name);
+      else into.set(index, [name]);
+    };
+    const ordered = tools.length > 1 ? [...tools].sort((a, b) => compareNames(a.name, b.name)) : tools;
+    for (const t of ordered) {
+      const previous = this.#tools.get(t.name);
+      const known = previous !== undefined || this.#tombstones.has(t.name);
+      const before = previous?.tool.scopes ?? null;
       let after: readonly string[] | null = null;
+      if (previous) this.#unindex(previous, removed, note);
       if (t.status === 'deleted') {
         this.#tools.delete(t.name);
+        if (previous) this.#endLife(t.name, previous.record.createIndex, t.index);
         this.#tombstones.set(t.name, t);
+        this.#deletions.push({ name: t.name, index: t.index });
       } else {
         const entry = this.#entry(t);
         this.#tools.set(t.name, entry);
         const tombstone = this.#tombstones.get(t.name);
-        if (tombstone) this.#priorLives.set(t.name, { createIndex: tombstone.createIndex, deletedAt: tombstone.index });
-        this.#tombstones.delete(t.name);
+        if (tombstone) {
+          this.#startLife(t.name, tombstone, t.createIndex);
+          this.#tombstones.delete(t.name);
+        }
+        this.#reindex(entry, added, note);
         after = entry.tool.scopes;
       }
+      this.#mark(t, known);
       changes.push({ kind: 'tool', name: t.name, op: t.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: before, scopesAfter: after });
-      // Count the new scopes in before the old ones out, so a tool that keeps a scope never
-      // looks like that scope leaving and coming back.
-      const added = this.#countScopes(after, 1);
-      const removed = this.#countScopes(before, -1);
-      if (added || removed) scopeSetChanged = true;
     }
+    for (const key of new Set([...added.keys(), ...removed.keys()])) {
+      if (typeof key !== 'string') {
+        key.update(added.get(key) ?? [], removed.get(key) ?? []);
+        continue;
+      }
+      // A scope's index exists while some live tool lists the scope: the set of known scopes
+      // changes when one appears or goes (judged over the whole write, so a tool that keeps
+      // its scope never looks like the scope leaving and coming back).
+      const known = this.#byScope.has(key);
+      const names = this.#scopeIndex(key);
+      names.update(added.get(key) ?? [], removed.get(key) ?? []);
+      if (names.size === 0) this.#byScope.delete(key);
+      if (known !== names.size > 0) scopeSetChanged = true;
+    }
+    if (this.#staleMarks > 1024 && this.#staleMarks > this.#changeMarks.length / 2) this.#rebuildChangeMarks();
     if (scopeSetChanged) this.#scopeSetChangedAt = index;
     this.#changed(index);
     return changes;
   }
 
-  /** Whether a live tool also existed at `index` (in this life, or the one before it). */
-  existedAt(entry: CatalogTool, index: number): boolean {
-    if (entry.record.createIndex <= index) return true;
-    const prior = this.#priorLives.get(entry.record.name);
-    return prior !== undefined && prior.createIndex <= index && index < prior.deletedAt;
+  /**
+   * Whether a tool by this name was live at `index`: in its current life, or in one before
+   * (a name deleted and registered again, any number of times).
+   */
+  existedAt(name: string, index: number): boolean {
+    const lives = this.#lives.get(name);
+    if (lives) return lives.some(([from, until]) => from <= index && index < until);
+    const live = this.#tools.get(name);
+    if (live) return live.record.createIndex <= index;
+    const tombstone = this.#tombstones.get(name);
+    return tombstone !== undefined && tombstone.createIndex <= index && index < tombstone.index;
   }
 
   getTombstone(name: string): ToolRecord | undefined {
     return this.#tombstones.get(name);
   }
 
-  tombstones(): IterableIterator<ToolRecord> {
-    return this.#tombstones.values();
+  /** Tombstones whose deletion came after `index`, oldest deletion first. */
+  *deletedAfter(index: number): Generator<ToolRecord> {
+    let lo = 0;
+    let hi = this.#deletions.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.#deletions[mid] as DeletionMark).index <= index) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.#deletions.length; i++) {
+      const mark = this.#deletions[i] as DeletionMark;
+      const tombstone = this.#tombstones.get(mark.name);
+      // A name deleted more than once has one mark per deletion: only the current one counts.
+      if (tombstone && tombstone.index === mark.index) yield tombstone;
+    }
+  }
+
+  /**
+   * Tools (live, or tombstones) in the order of their latest change, from the first whose
+   * change is at or after `since` (an ISO time) or after the `after` position. Each name comes
+   * once, at its latest change.
+   */
+  *changedSince(since: string | undefined, after: { index: number; name: string } | undefined): Generator<{ record: ToolRecord; entry: CatalogTool | undefined }> {
+    const marks = this.#changeMarks;
+    let lo = 0;
+    let hi = marks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const mark = marks[mid] as ChangeMark;
+      const before = after !== undefined ? mark.index < after.index || (mark.index === after.index && mark.name <= after.name) : (mark.latestUpdatedAt < (since ?? ''));
+      if (before) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < marks.length; i++) {
+      const mark = marks[i] as ChangeMark;
+      if (since !== undefined && mark.updatedAt < since) continue;
+      const entry = this.#tools.get(mark.name);
+      const record = entry?.record ?? this.#tombstones.get(mark.name);
+      if (record && record.index === mark.index) yield { record, entry };
+    }
   }
 
   getTool(name: string): CatalogTool | undefined {
@@ -142,15 +297,24 @@ export class CatalogSnapshot {
     return [...this.#services.values()].sort((a, b) => compareNames(a.id, b.id));
   }
 
+  /** Every live tool in name order. */
   tools(): readonly CatalogTool[] {
-    this.#sorted ??= [...this.#tools.values()].sort((a, b) => compareNames(a.tool.name, b.tool.name));
+    this.#sorted ??= this.#all.values().map((name) => this.#tools.get(name) as CatalogTool);
     return this.#sorted;
   }
 
+  /** Live names in order: every tool, or those needing no scope. */
+  names(which: 'all' | 'public'): SortedNames {
+    return which === 'all' ? this.#all : this.#public;
+  }
+
+  /** Live names in order of the tools that list this scope among theirs (undefined: none). */
+  namesWithScope(scope: string): SortedNames | undefined {
+    return this.#byScope.get(scope);
+  }
+
   toolsUsingService(id: string): string[] {
-    return this.tools()
-      .filter((t) => t.tool.serviceId === id)
-      .map((t) => t.tool.name);
+    return [...(this.#byService.get(id) ?? [])].sort(compareNames);
   }
 
   /**
@@ -162,29 +326,108 @@ export class CatalogSnapshot {
 
   /** Every scope any live tool requires, with how many tools require it, in name order. */
   knownScopes(): ReadonlyMap<string, number> {
-    this.#scopeUsage ??= new Map([...this.#scopeCounts].sort(([a], [b]) => compareNames(a, b)));
+    this.#scopeUsage ??= new Map([...this.#byScope].map(([scope, names]) => [scope, names.size] as const).sort(([a], [b]) => compareNames(a, b)));
     return this.#scopeUsage;
   }
 
-  /** Counts a tool's scopes in or out; returns whether the set of known scopes changed. */
-  #countScopes(scopes: readonly string[] | null, delta: 1 | -1): boolean {
-    let changed = false;
-    for (const scope of new Set(scopes ?? [])) {
-      const n = (this.#scopeCounts.get(scope) ?? 0) + delta;
-      if (n <= 0) {
-        this.#scopeCounts.delete(scope);
-        changed = true;
-      } else {
-        if (n === 1 && delta === 1) changed = true;
-        this.#scopeCounts.set(scope, n);
-      }
+  #scopeIndex(scope: string): SortedNames {
+    let names = this.#byScope.get(scope);
+    if (!names) {
+      names = new SortedNames();
+      this.#byScope.set(scope, names);
     }
-    return changed;
+    return names;
+  }
+
+  #unindex(entry: CatalogTool, removed: Map<SortedNames | string, string[]>, note: (into: Map<SortedNames | string, string[]>, index: SortedNames | string, name: string) => void): void {
+    const name = entry.tool.name;
+    note(removed, this.#all, name);
+    if (entry.tool.scopes.length === 0) note(removed, this.#public, name);
+    for (const scope of new Set(entry.tool.scopes)) note(removed, scope, name);
+    this.#indexService(name, null, entry.tool.serviceId);
+  }
+
+  #reindex(entry: CatalogTool, added: Map<SortedNames | string, string[]>, note: (into: Map<SortedNames | string, string[]>, index: SortedNames | string, name: string) => void): void {
+    const name = entry.tool.name;
+    note(added, this.#all, name);
+    if (entry.tool.scopes.length === 0) note(added, this.#public, name);
+    for (const scope of new Set(entry.tool.scopes)) note(added, scope, name);
+    this.#indexService(name, entry.tool.serviceId, null);
+  }
+
+  #indexService(name: string, into: string | null | undefined, outOf: string | null | undefined): void {
+    if (outOf) {
+      const names = this.#byService.get(outOf);
+      names?.delete(name);
+      if (names?.size === 0) this.#byService.delete(outOf);
+    }
+    if (into) {
+      const names = this.#byService.get(into);
+      if (names) names.add(name);
+      else this.#byService.set(into, new Set([name]));
+    }
+  }
+
+  /** Appends a change's mark; a name's mark before it (if it had a record) is stale from now on. */
+  #mark(record: ToolRecord, known: boolean): void {
+    const last = this.#changeMarks.at(-1);
+    if (known) this.#staleMarks++;
+    const latest = last !== undefined && last.latestUpdatedAt > record.updatedAt ? last.latestUpdatedAt : record.updatedAt;
+    this.#changeMarks.push({ name: record.name, index: record.index, updatedAt: record.updatedAt, latestUpdatedAt: latest });
+  }
+
+  /** One mark per tool and tombstone at its latest change, in order of (index, name). */
+  #rebuildChangeMarks(): void {
+    const records = [...[...this.#tools.values()].map((e) => e.record), ...this.#tombstones.values()];
+    records.sort((a, b) => a.index - b.index || compareNames(a.name, b.name));
+    let latest = '';
+    this.#changeMarks = records.map((r) => {
+      if (r.updatedAt > latest) latest = r.updatedAt;
+      return { name: r.name, index: r.index, updatedAt: r.updatedAt, latestUpdatedAt: latest };
+    });
+    this.#staleMarks = 0;
+  }
+
+  #loadLives(history: readonly ToolLifeEvent[]): void {
+    const byName = new Map<string, ToolLifeEvent[]>();
+    for (const event of history) {
+      const events = byName.get(event.name);
+      if (events) events.push(event);
+      else byName.set(event.name, [event]);
+    }
+    for (const [name, events] of byName) {
+      const lives: Life[] = [];
+      let from: number | null = null;
+      for (const event of events) {
+        if (event.op === 'upsert' && from === null) from = event.index;
+        else if (event.op === 'delete') {
+          // A deletion with no creation in the log (older than the log): live since the start.
+          lives.push([from ?? 0, event.index]);
+          from = null;
+        }
+      }
+      if (from !== null) lives.push([from, Infinity]);
+      if (lives.length > 1) this.#lives.set(name, lives);
+    }
+  }
+
+  /** A name deleted: its current life ends (recorded only for names with more than one life). */
+  #endLife(name: string, createIndex: number, deletedAt: number): void {
+    const lives = this.#lives.get(name);
+    const current = lives?.at(-1);
+    if (current && current[0] === createIndex) current[1] = deletedAt;
+  }
+
+  /** A deleted name registered again: the life before is kept, so pinned walks still see it. */
+  #startLife(name: string, tombstone: ToolRecord, createIndex: number): void {
+    const lives = this.#lives.get(name) ?? [[tombstone.createIndex, tombstone.index]];
+    lives.push([createIndex, Infinity]);
+    this.#lives.set(name, lives);
   }
 
   #entry(record: ToolRecord): CatalogTool {
     const tool = normaliseTool(record.kind, record.descriptor);
-    return { tool, record, view: publicToolView(tool, record, this.#publicUrl) };
+    return new CatalogTool(tool, record, publicToolView(tool, record, this.#publicUrl));
   }
 
   #changed(index: number): void {

@@ -100,7 +100,7 @@ export class RegistryService {
       // write in it is refused, and the catalogue goes back to what the database holds.
       for (const item of batch) item.reject(error);
       try {
-        this.#catalog.load({ ...this.#store.loadLive(), tombstones: this.#store.loadTombstones() });
+        this.#catalog.load(this.#store.loadSnapshot());
       } catch {
         // The database cannot be read either; the next write's failure (and /readyz) say so.
       }

@@ -177,6 +177,31 @@ export class RegistryStore {
     return (this.#stmts.tombstones.all() as ToolRow[]).map(toolFromRow);
   }
 
+  /**
+   * Everything the in-memory catalogue is built from, read in one transaction: live records,
+   * tombstones, and the change history of every tool name that was ever deleted (so that
+   * walks pinned before a restart still know which lives such names had).
+   */
+  loadSnapshot(): {
+    index: number;
+    services: ServiceRecord[];
+    tools: ToolRecord[];
+    tombstones: ToolRecord[];
+    toolHistory: { name: string; index: number; op: 'upsert' | 'delete' }[];
+  } {
+    return this.#db.transaction(() => ({
+      ...this.loadLive(),
+      tombstones: this.loadTombstones(),
+      toolHistory: this.#db
+        .prepare(
+          `SELECT name, registry_index AS "index", op FROM changes
+           WHERE kind = 'tool' AND name IN (SELECT name FROM changes WHERE kind = 'tool' AND op = 'delete')
+           ORDER BY seq`,
+        )
+        .all() as { name: string; index: number; op: 'upsert' | 'delete' }[],
+    }))();
+  }
+
   /** Change-log rows after `index`, oldest first. */
   changesSince(index: number, limit: number): ChangeRecord[] {
     return (this.#stmts.changesSince.all(index, limit) as ChangeRow[]).map(changeFromRow);

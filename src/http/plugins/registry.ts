@@ -55,7 +55,7 @@ export default fp<RegistryPluginOptions>(
       throw err;
     }
     const catalog = new Catalog({ publicUrl: config.publicUrl, serviceName: 'tool-registry', viewCacheBytes: config.viewCacheBytes });
-    catalog.load({ ...store.loadLive(), tombstones: store.loadTombstones() });
+    catalog.load(store.loadSnapshot());
     app.log.info({ tools: catalog.tools().length, toolServices: catalog.services().length, index: catalog.index }, 'catalogue loaded');
     app.decorate('store', store);
     app.decorate('auditStore', auditStore);

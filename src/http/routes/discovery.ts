@@ -6,18 +6,11 @@ import type { Config } from '../../config.js';
 import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_WAIT_MS } from '../../model/api.js';
 import { viewKeyFor } from '../../model/visibility.js';
 import { callerKey } from '../caller-key.js';
+import { ifNoneMatch, viewCacheHeaders } from '../conditional.js';
 import { exemptFromIdleTimeout } from '../plugins/connections.js';
 import { ANYONE, empty, headers, problem, problems, waitersFullExample } from '../openapi/responses.js';
 import { tokenExpiresAt } from '../token-expiry.js';
 import { documentedOnly } from '../validation.js';
-
-/** RFC 9110 section 13.1.2: a list of entity tags, or `*`; weak comparison is fine for GET. */
-function ifNoneMatch(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
-  if (header === etag) return true;
-  if (header.trim() === '*') return true;
-  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
-}
 
 const viewHeaders = {
   ETag: headers.ViewETag,
@@ -76,6 +69,19 @@ and \`wait\` are ignored.
 A malformed query parameter is \`400\`, after the view's own refusal (\`401\` under
 \`ANONYMOUS_DISCOVERY=none\`).`;
 
+const COMMA = Buffer.from(',');
+
+/** A `DiscoveryPage` from its entries' bytes. */
+function pageBody(serviceName: string, parts: readonly Buffer[], nextCursor: string | null): Buffer {
+  const chunks: Buffer[] = [Buffer.from(`{"service":${JSON.stringify(serviceName)},"protocol":"tool-discovery","tools":[`)];
+  parts.forEach((part, i) => {
+    if (i > 0) chunks.push(COMMA);
+    chunks.push(part);
+  });
+  chunks.push(Buffer.from(`],"nextCursor":${JSON.stringify(nextCursor)}}`));
+  return Buffer.concat(chunks);
+}
+
 /**
  * `GET /`: the caller's view, served as precomputed bytes with a strong ETag. With `index`
  * (and `wait`), a blocking query; with `limit`/`cursor`, `q`, `scope` or `updated_since`, a
@@ -83,13 +89,7 @@ A malformed query parameter is \`400\`, after the view's own refusal (\`401\` un
  */
 const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const cacheHeaders = (reply: FastifyReply, tokenView: boolean) => {
-    reply.header('vary', 'Authorization');
-    reply.header(
-      'cache-control',
-      tokenView ? 'private, no-cache' : config.anonymousMaxAgeS > 0 ? `public, max-age=${config.anonymousMaxAgeS}` : 'public, no-cache',
-    );
-  };
+  const cacheHeaders = (reply: FastifyReply, tokenView: boolean) => viewCacheHeaders(reply, tokenView, config.anonymousMaxAgeS);
 
   app.get(
     '/',
@@ -149,7 +149,8 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         const listing = app.listing.list(key, { limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since });
         cacheHeaders(reply, tokenView);
         reply.header('x-registry-index', String(listing.index));
-        return { service: app.catalog.serviceName, protocol: 'tool-discovery' as const, tools: listing.tools, nextCursor: listing.nextCursor };
+        // The entries' bytes as they were serialised once per write: nothing is serialised here.
+        return reply.type('application/json; charset=utf-8').send(pageBody(app.catalog.serviceName, listing.parts, listing.nextCursor));
       }
 
       let view: CatalogView;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -16,7 +17,8 @@ import { toolRecordBody as storedRecordBody } from '../../model/record-bodies.js
 import type { ToolRecord } from '../../model/records.js';
 import { isAdmin, mayKnowOf, viewKeyFor, visibleScopes } from '../../model/visibility.js';
 import { actorOf } from '../plugins/audit.js';
-import { ANYONE, adminOnly, headers, json, problems, writeProblems } from '../openapi/responses.js';
+import { ANYONE, adminOnly, empty, headers, json, problems, writeProblems } from '../openapi/responses.js';
+import { ifNoneMatch, viewCacheHeaders } from '../conditional.js';
 import { documentedOnly } from '../validation.js';
 
 /** A descriptor, checked by the registry service against the catalogue (src/model/resolve.ts). */
@@ -76,11 +78,19 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         operationId: 'getTool',
         summary: 'Read one tool',
         description:
-          "Callers holding the admin scope get the stored record (`ToolRecord`, with the descriptor as stored, config values included). Everyone else gets the tool's discovery entry (`PublicTool`) if the tool is in their view, and `404` otherwise.",
+          "Callers holding the admin scope get the stored record (`ToolRecord`, with the descriptor as stored, config values included). Everyone else gets the tool's discovery entry (`PublicTool`) if the tool is in their view, and `404` otherwise. The answer carries a strong `ETag`; send it back in `If-None-Match` to get `304 Not Modified` while the tool is unchanged.",
         security: ANYONE,
         params: ToolNameParamsSchema,
+        headers: documentedOnly(
+          z.object({
+            'If-None-Match': z.string().optional().describe('Entity tags from earlier answers (comma-separated), or `*`; `304` when one matches.'),
+          }),
+        ),
         response: {
-          200: json(z.union([ToolRecordSchema, PublicToolSchema]), 'The stored record (admin) or the discovery entry (everyone else).'),
+          200: json(z.union([ToolRecordSchema, PublicToolSchema]), 'The stored record (admin) or the discovery entry (everyone else).', {
+            headers: { ETag: headers.ETag, 'X-Registry-Index': headers['X-Registry-Index'], 'Cache-Control': headers.DiscoveryCacheControl, Vary: headers.VaryAuthorization },
+          }),
+          304: empty('The tool still matches an entity tag given in `If-None-Match`; no body.', { ETag: headers.ETag, 'X-Registry-Index': headers['X-Registry-Index'] }),
           400: problems.BadRequest,
           401: problems.ViewUnauthorized,
           404: problems.NotFound,
@@ -88,16 +98,28 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const admin = isAdmin(request.caller, config);
       // The view policy first, so that under ANONYMOUS_DISCOVERY=none names cannot be probed.
       const viewKey = admin ? null : viewKeyFor(request.caller, config.visibility, app.catalog.knownScopeNames);
       const entry = app.catalog.getTool(request.params.name);
-      if (entry && admin) return toolRecordBody(entry.record);
       if (!entry || (viewKey && !visibleScopes(entry.tool.scopes, viewKey))) {
         throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
       }
-      return entry.view;
+      viewCacheHeaders(reply, request.caller.kind === 'token', config.anonymousMaxAgeS);
+      reply.header('x-registry-index', String(entry.record.index));
+      if (admin) {
+        // The stored record (config values included): rarer, serialised per request.
+        const body = Buffer.from(JSON.stringify(toolRecordBody(entry.record)));
+        const etag = `"r${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+        reply.header('etag', etag);
+        if (ifNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
+        return reply.type('application/json; charset=utf-8').send(body);
+      }
+      // The discovery entry, as bytes serialised once per write of the tool.
+      reply.header('etag', entry.etag);
+      if (ifNoneMatch(request.headers['if-none-match'], entry.etag)) return reply.code(304).send();
+      return reply.type('application/json; charset=utf-8').send(entry.bytes);
     },
   );
 

@@ -1,0 +1,90 @@
+/**
+ * Names in code-unit order (the order `<` gives, the same everywhere: not locale-dependent),
+ * kept sorted write by write, so that a page starts with a binary search instead of a sort of
+ * the catalogue. One write moves part of one array (a memmove); a bulk write merges.
+ */
+export function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Above this share of the array, a bulk change is merged in one pass instead of spliced. */
+const MERGE_SHARE = 1 / 64;
+
+export class SortedNames {
+  #names: string[];
+
+  constructor(names: Iterable<string> = []) {
+    this.#names = [...new Set(names)].sort(compareNames);
+  }
+
+  get size(): number {
+    return this.#names.length;
+  }
+
+  at(position: number): string | undefined {
+    return this.#names[position];
+  }
+
+  /** The position of the first name after `after` (every name when it is undefined). */
+  firstAfter(after: string | undefined): number {
+    if (after === undefined) return 0;
+    let lo = 0;
+    let hi = this.#names.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.#names[mid] as string) <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  has(name: string): boolean {
+    const at = this.firstAfter(name) - 1;
+    return at >= 0 && this.#names[at] === name;
+  }
+
+  add(name: string): void {
+    const at = this.firstAfter(name);
+    if (at > 0 && this.#names[at - 1] === name) return;
+    this.#names.splice(at, 0, name);
+  }
+
+  delete(name: string): void {
+    const at = this.firstAfter(name) - 1;
+    if (at >= 0 && this.#names[at] === name) this.#names.splice(at, 1);
+  }
+
+  /** Adds and removes many names at once: one merge when the change is large. */
+  update(added: readonly string[], removed: readonly string[]): void {
+    if (added.length + removed.length <= Math.max(8, this.#names.length * MERGE_SHARE)) {
+      for (const name of removed) this.delete(name);
+      for (const name of added) this.add(name);
+      return;
+    }
+    const gone = new Set(removed);
+    const incoming = [...new Set(added)].sort(compareNames);
+    const merged: string[] = [];
+    let i = 0;
+    let j = 0;
+    const current = this.#names;
+    while (i < current.length || j < incoming.length) {
+      const a = current[i];
+      const b = incoming[j];
+      if (b === undefined || (a !== undefined && a < b)) {
+        // Only in the array: kept unless removed.
+        if (!gone.has(a as string)) merged.push(a as string);
+        i++;
+      } else {
+        // Added (removals come first, so an added name stays), whether or not already there.
+        merged.push(b);
+        if (a === b) i++;
+        j++;
+      }
+    }
+    this.#names = merged;
+  }
+
+  values(): readonly string[] {
+    return this.#names;
+  }
+}
