@@ -6,10 +6,10 @@
  */
 import type { Change, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ViewKey } from '../model/visibility.js';
-import { CatalogSnapshot, type SnapshotData } from './snapshot.js';
+import { CatalogSnapshot, type CatalogTool, type SnapshotData } from './snapshot.js';
 import { CatalogViews, type CatalogView } from './views.js';
 
-export type { CatalogTool } from './snapshot.js';
+export { CatalogTool } from './snapshot.js';
 export type { CatalogView } from './views.js';
 
 export interface CatalogOptions {
@@ -50,8 +50,8 @@ export class Catalog extends CatalogSnapshot {
     this.#views.invalidate();
   }
 
-  override apply(index: number, change: { services?: readonly ServiceRecord[]; tools?: readonly ToolRecord[] }): Change[] {
-    const changes = super.apply(index, change);
+  override apply(index: number, change: { services?: readonly ServiceRecord[]; tools?: readonly ToolRecord[] }, prepared?: ReadonlyMap<string, CatalogTool>): Change[] {
+    const changes = super.apply(index, change, prepared);
     this.#views.invalidate();
     return changes;
   }

@@ -158,8 +158,22 @@ export class CatalogSnapshot {
     this.#changed(data.index);
   }
 
-  /** Applies stored records (upserts or tombstones) from one committed write. */
-  apply(index: number, change: { services?: readonly ServiceRecord[]; tools?: readonly ToolRecord[] }): Change[] {
+  /**
+   * A live record's entry, built ahead of the write that will apply it (its discovery entry
+   * serialised too): a big write (an import) prepares its entries in slices between other
+   * requests, so that applying it is only the swap.
+   */
+  prepare(record: ToolRecord): CatalogTool {
+    const entry = this.#entry(record);
+    void entry.bytes;
+    return entry;
+  }
+
+  /**
+   * Applies stored records (upserts or tombstones) from one committed write; `prepared` holds
+   * entries built by prepare() for some of them (any whose record differs is built again).
+   */
+  apply(index: number, change: { services?: readonly ServiceRecord[]; tools?: readonly ToolRecord[] }, prepared?: ReadonlyMap<string, CatalogTool>): Change[] {
     const changes: Change[] = [];
     let scopeSetChanged = false;
     for (const s of change.services ?? []) {
@@ -190,7 +204,8 @@ export class CatalogSnapshot {
         this.#tombstones.set(t.name, t);
         this.#deletions.push({ name: t.name, index: t.index });
       } else {
-        const entry = this.#entry(t);
+        const ready = prepared?.get(t.name);
+        const entry = ready && ready.record === t ? ready : this.#entry(t);
         this.#tools.set(t.name, entry);
         const tombstone = this.#tombstones.get(t.name);
         if (tombstone) {

@@ -39,8 +39,16 @@ function stringEnd(text: string, start: number): number {
   }
 }
 
-function pathOf(frames: readonly Frame[], last: string): string {
-  return [...frames.slice(0, -1).map((f) => String(f.at)), last].join('.');
+/** Where a checked text sits in a bigger body (sliced-json.ts): how deep, and under which path. */
+export interface Within {
+  depth: number;
+  path: readonly string[];
+}
+
+const TOP: Within = { depth: 0, path: [] };
+
+function pathOf(frames: readonly Frame[], last: string, within: Within): string {
+  return [...within.path, ...frames.slice(0, -1).map((f) => String(f.at)), last].join('.');
 }
 
 function refuse(detail: string, path: string, message: string): RegistryError {
@@ -52,7 +60,7 @@ function refuse(detail: string, path: string, message: string): RegistryError {
  * duplicate key or a prototype key. Strings are skipped with indexOf, and keys are decoded only
  * when they hold an escape (so `"sc\u006fpes"` is the same key as `"scopes"`).
  */
-function checkJsonText(text: string, maxDepth: number): void {
+function checkJsonText(text: string, maxDepth: number, within: Within): void {
   const frames: Frame[] = [];
   const length = text.length;
   for (let i = 0; i < length; i++) {
@@ -65,10 +73,10 @@ function checkJsonText(text: string, maxDepth: number): void {
         const key = raw.includes('\\') ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
         const parent = frames.at(-2);
         if (key === '__proto__' || (key === 'prototype' && parent?.keys && parent.at === 'constructor')) {
-          throw refuse(`the request body has a "${key}" key, which is not accepted`, pathOf(frames, key), 'key not accepted');
+          throw refuse(`the request body has a "${key}" key, which is not accepted`, pathOf(frames, key, within), 'key not accepted');
         }
         if (top.keys.has(key)) {
-          const path = pathOf(frames, key);
+          const path = pathOf(frames, key, within);
           throw refuse(`the request body gives the key "${path}" twice`, path, 'duplicate key');
         }
         top.keys.add(key);
@@ -77,8 +85,8 @@ function checkJsonText(text: string, maxDepth: number): void {
       }
       i = end;
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      if (frames.length >= maxDepth) {
-        const path = frames.map((f) => String(f.at)).join('.');
+      if (within.depth + frames.length >= maxDepth) {
+        const path = [...within.path, ...frames.map((f) => String(f.at))].join('.');
         throw refuse(`the request body nests deeper than ${maxDepth} levels (JSON_MAX_DEPTH)`, path, `nesting deeper than ${maxDepth} levels`);
       }
       frames.push(c === 0x7b ? { keys: new Set(), at: '', expectKey: true } : { keys: null, at: 0, expectKey: false });
@@ -93,7 +101,7 @@ function checkJsonText(text: string, maxDepth: number): void {
 }
 
 /** Parses a JSON request body: the syntax first, then depth, duplicates and prototype keys. */
-function parseJsonBody(text: string, maxDepth: number): unknown {
+export function parseJsonBody(text: string, maxDepth: number, within: Within = TOP): unknown {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -101,7 +109,7 @@ function parseJsonBody(text: string, maxDepth: number): unknown {
     throw new RegistryError('TR_ERR_INVALID_JSON', text.trim() === '' ? 'the request body is empty' : 'the request body is not valid JSON');
   }
   // Scalars cannot nest or repeat keys.
-  if (typeof value === 'object' && value !== null) checkJsonText(text, maxDepth);
+  if (typeof value === 'object' && value !== null) checkJsonText(text, maxDepth, within);
   return value;
 }
 

@@ -4,12 +4,18 @@ import type { Config } from '../../config.js';
 import { ExportBundleSchema, ImportBundleDescriptorSchema, ImportSummarySchema, type StoredToolDescriptor } from '../../model/api.js';
 import { adminOnly, adminReadProblems, headers, json, writeProblems } from '../openapi/responses.js';
 import { actorOf } from '../plugins/audit.js';
+import { parseJsonSliced } from '../sliced-json.js';
 import { documentedOnly } from '../validation.js';
 
 /** Bulk import (one transaction, all or nothing) and export in the same bundle form. */
 const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const security = adminOnly(config.adminScope);
+
+  // In this plugin only: JSON bodies are kept as bytes (up to IMPORT_BODY_LIMIT) and parsed
+  // in slices by the route, so that a bundle of tens of MiB never holds the event loop.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: config.importBodyLimit }, (_request, body, done) => done(null, body));
 
   app.post(
     '/import',
@@ -31,7 +37,8 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
       },
     },
     async (request, reply) => {
-      const summary = await app.registry.importBundle(request.body, actorOf(request));
+      const bundle = await parseJsonSliced(request.body as unknown as Buffer, { maxDepth: config.jsonMaxDepth });
+      const summary = await app.registry.importBundle(bundle, actorOf(request));
       reply.header('x-registry-index', String(summary.index));
       return summary;
     },
