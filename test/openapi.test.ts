@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -20,7 +20,7 @@ import { MAX_PAGE } from '../src/catalog/listing.js';
 import { documentYaml } from '../src/http/openapi/document.js';
 import { json } from '../src/http/openapi/responses.js';
 import { MAX_PAGE_SIZE } from '../src/model/api.js';
-import { ERRORS } from '../src/model/errors.js';
+import { ERRORS, problemType } from '../src/model/errors.js';
 import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
 
@@ -302,6 +302,35 @@ function expectChangeFeed(document: OpenApiDocument, events: ChangeFeedEvent[], 
   }
   return groups;
 }
+
+/**
+ * Sends `request` as raw bytes on a fresh connection and reads the answer until the server closes
+ * it (every answer given before a route runs closes its connection): for what app.inject cannot
+ * show, Node's own refusals and the connection limits.
+ */
+function rawExchange(port: number, request: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const [statusLine = '', ...lines] = head.split('\r\n');
+      const headers: IncomingHttpHeaders = {};
+      for (const line of lines) {
+        const colon = line.indexOf(':');
+        headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      const body = rest.join('\r\n\r\n');
+      resolve({ statusCode: Number(statusLine.split(' ')[1]), headers, body, json: () => JSON.parse(body) as unknown });
+    });
+  });
+}
+
+/** A concrete path for a documented one (`{name}` -> `x`). */
+const concrete = (path: string, value = 'x') => path.replace(/\{[A-Za-z0-9_]+\}/g, value);
 
 // -------------------------------------------------------------------------------------------
 // A tiny HTTP tool for the invoke route: POST /echo answers {echo: <arguments>}, POST /fail
@@ -869,6 +898,110 @@ describe('the OpenAPI document', () => {
     } finally {
       await limited.close();
     }
+  });
+
+  describe('answers given before any route runs', () => {
+    /** Operations rate limiting does not count (src/http/routes: `rateLimit: false`). */
+    const UNLIMITED = new Set(['GET /healthz', 'GET /readyz', 'GET /.well-known/oauth-protected-resource', 'GET /openapi.json', 'GET /openapi.yaml']);
+    /** What a probe-only connection still answers (src/http/plugins/connections.ts). */
+    const PROBES = new Set(['GET /healthz', 'GET /readyz']);
+
+    function preRouteStatuses(op: string): Record<string, string> {
+      const [method = '', path = ''] = op.split(' ');
+      const statuses: Record<string, string> = { 400: 'MalformedRequest', 408: 'RequestTimeout', 431: 'HeadersTooLarge' };
+      if (method !== 'GET') Object.assign(statuses, { 413: 'PayloadTooLarge', 415: 'UnsupportedMediaType' });
+      if (path.includes('{')) statuses[414] = 'PathSegmentTooLong';
+      if (!UNLIMITED.has(op)) statuses[429] = 'TooManyRequests';
+      if (!PROBES.has(op)) statuses[503] = 'ProbeOnlyConnection';
+      return statuses;
+    }
+
+    it('are listed on every operation they can reach, each in its own words', () => {
+      const seen = new Set<string>();
+      for (const op of document.operations()) {
+        const [method = '', path = ''] = op.split(' ');
+        const operation = document.operation(path, method.toLowerCase());
+        for (const [status, name] of Object.entries(preRouteStatuses(op))) {
+          seen.add(status);
+          expect(document.at(`${operation}/responses/${status}`), `${op} lists ${status}`).toBeDefined();
+          const response = document.resolve(`${operation}/responses/${status}`);
+          const own = document.at(`/components/responses/${name}/description`);
+          expect(typeof own === 'string' && own.length > 0, name).toBe(true);
+          expect(document.at(`${response}/description`), `${op} ${status} says what ${name} says`).toContain(own);
+          expect(document.at(`${response}/content/application~1problem+json/schema`), `${op} ${status}`).toEqual({ $ref: '#/components/schemas/Problem' });
+        }
+      }
+      expect([...seen].sort()).toEqual(['400', '408', '413', '414', '415', '429', '431', '503']);
+      for (const name of ['MalformedRequest', 'RequestTimeout', 'PayloadTooLarge', 'PathSegmentTooLong', 'UnsupportedMediaType', 'HeadersTooLarge', 'ProbeOnlyConnection']) {
+        const example = document.at(`/components/responses/${name}/content/application~1problem+json/example`) as Json | undefined;
+        expect(example, `${name} has an example`).toBeDefined();
+        const code = example?.['code'] as keyof typeof ERRORS;
+        expect(example, `${name}'s example is the catalogue's ${code}`).toMatchObject({ type: problemType(code), title: ERRORS[code].title, status: ERRORS[code].status });
+      }
+    });
+
+    it('are what the server answers (414, 431, 400, 408)', async () => {
+      const quick = await createTestApp({ HEADERS_TIMEOUT_MS: '100' });
+      try {
+        await quick.app.listen({ port: 0, host: '127.0.0.1' });
+        const port = (quick.app.server.address() as AddressInfo).port;
+        for (const op of document.operations()) {
+          const [method = '', path = ''] = op.split(' ');
+          const check = (res: Answer, status: number) => {
+            expect(res.statusCode, `${op}: ${res.body.slice(0, 200)}`).toBe(status);
+            expectDocumented(document, path, method.toLowerCase(), res);
+          };
+          // The router's limit on a path parameter; 200 characters are still taken.
+          if (path.includes('{')) {
+            check(await quick.app.inject({ method: method as InjectOptions['method'], url: concrete(path, 'a'.repeat(201)) }), 414);
+            expect((await quick.app.inject({ method: method as InjectOptions['method'], url: concrete(path, 'a'.repeat(200)) })).statusCode, op).not.toBe(414);
+          }
+          // Node's, before it knows the route.
+          check(await rawExchange(port, `${method} ${concrete(path)} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`), 431);
+          check(await rawExchange(port, `${method} ${concrete(path)} HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n`), 400);
+        }
+        // Headers that never end: all at once, as each waits out HEADERS_TIMEOUT_MS.
+        const ops = [...document.operations()].map((op) => op.split(' ') as [string, string]);
+        const slow = await Promise.all(ops.map(([method, path]) => rawExchange(port, `${method} ${concrete(path)} HTTP/1.1\r\nHost: x\r\n`)));
+        slow.forEach((res, i) => {
+          const [method, path] = ops[i] ?? ['', ''];
+          expect(res.statusCode, `${method} ${path}`).toBe(408);
+          expectDocumented(document, path, method.toLowerCase(), res);
+        });
+      } finally {
+        await quick.close();
+      }
+    });
+
+    it('are what the server answers on a probe-only connection (503)', async () => {
+      const small = await createTestApp({ MAX_CONNECTIONS_PER_ADDRESS: '1' });
+      let held: Socket | undefined;
+      try {
+        await small.app.listen({ port: 0, host: '127.0.0.1' });
+        const port = (small.app.server.address() as AddressInfo).port;
+        // The one ordinary connection this address may hold: every later one is probe-only.
+        held = await new Promise<Socket>((resolve) => {
+          const socket = connect(port, '127.0.0.1', () => resolve(socket));
+        });
+        for (let i = 0; i < 100 && small.app.connections.heldBy('127.0.0.1') < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+        expect(small.app.connections.heldBy('127.0.0.1')).toBe(1);
+        for (const op of document.operations()) {
+          const [method = '', path = ''] = op.split(' ');
+          const res = await rawExchange(port, `${method} ${concrete(path)} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n`);
+          if (PROBES.has(op)) {
+            expect(res.statusCode, op).toBe(200);
+          } else {
+            expect(res.statusCode, op).toBe(503);
+            expect(res.json(), op).toMatchObject({ code: 'TR_ERR_UNAVAILABLE' });
+            expect(res.headers['retry-after'], op).toBe('5');
+          }
+          expectDocumented(document, path, method.toLowerCase(), res);
+        }
+      } finally {
+        held?.destroy();
+        await small.close();
+      }
+    });
   });
 
   it('lists discovery entries with every property PublicTool requires', async () => {

@@ -7,6 +7,13 @@ import type { Caller } from '../model/caller.js';
 import { RegistryError } from '../model/errors.js';
 
 /**
+ * RFC 6749 section 3.3 scope-token. Every scope the registry compares a caller's with (tools',
+ * ADMIN_SCOPE, STATS_READ_SCOPE, ROLE_SCOPES) is one (ScopeSchema), so any other value, one
+ * with control characters among them, could grant nothing: it is not kept in the Caller.
+ */
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+
+/**
  * Merges the scope claims different providers use: `scope` (RFC 9068), `scp` (Okta, Entra),
  * `scopes` (the article). With a role map, `roles`, `groups` and Keycloak's
  * `realm_access.roles` values that the map names add their scopes.
@@ -15,9 +22,9 @@ function scopesFromClaims(claims: Record<string, unknown>, roleScopes?: Readonly
   const scopes = new Set<string>();
   const add = (value: unknown) => {
     if (typeof value === 'string') {
-      for (const s of value.split(' ')) if (s !== '') scopes.add(s);
+      for (const s of value.split(' ')) if (SCOPE_TOKEN.test(s)) scopes.add(s);
     } else if (Array.isArray(value)) {
-      for (const item of value) if (typeof item === 'string' && item !== '') scopes.add(item);
+      for (const item of value) if (typeof item === 'string' && SCOPE_TOKEN.test(item)) scopes.add(item);
     }
   };
   add(claims['scope']);
@@ -51,6 +58,56 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 /** Longer than any real access token; refusing early keeps garbage off the verifier. */
 const MAX_TOKEN_LENGTH = 8192;
 
+/**
+ * The claims callerFromClaims copies into the Caller as its identity, from where they reach the
+ * audit log, the request log, `/stats` (`usage_by_agent`), the per-caller budget keys and the
+ * `user` property of message-bus calls.
+ */
+const IDENTITY_CLAIMS = ['sub', 'iss'] as const;
+// C0, DEL and C1, as src/model/schemas.ts refuses them in text (no exception: an identifier has
+// no use for a tab or a line feed).
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_CHARACTER = /[\x00-\x1F\x7F-\x9F]/;
+const BACKSLASH = 0x5c;
+const DEL = 0x7f;
+/** UTF-8's lead byte of U+0080 to U+00BF, C1 among them. */
+const C1_LEAD = 0xc2;
+
+/**
+ * Refuses (401, invalid_token) a token whose `sub` or `iss` holds a control character, before
+ * it is verified: such a value would write raw escapes and line breaks into every place the
+ * identity goes. Refused rather than escaped because these claims are identifiers (RFC 7519
+ * StringOrURI), which no identity provider issues with control characters, and an escaped form
+ * would be a second, different identity: the one the audit log, `/stats` and the tool services
+ * (the bus's `user`) would see would no longer be the token's, and escaping the escape character
+ * too would change ordinary subjects such as `DOMAIN\user`.
+ *
+ * Only the payload is decoded, not verified: a refusal needs no trust, and a token that passes
+ * here is verified as before. JSON text holds a control character only as an escape (after a
+ * backslash) or raw as DEL or a UTF-8 C1 (lead byte 0xC2), so a payload without those bytes,
+ * which is most of them, is not parsed at all. Measured on a typical token (best of 10 x 100,000
+ * calls, busy 2-core machine): bearerToken took 0.5 us before this check and 1.6 us with it.
+ */
+function refuseControlCharactersInIdentity(token: string): void {
+  const start = token.indexOf('.');
+  const end = token.indexOf('.', start + 1);
+  // Not a JWS: the verifier refuses it in its own words.
+  if (start < 0 || end < 0) return;
+  const payload = Buffer.from(token.slice(start + 1, end), 'base64url');
+  if (!payload.includes(BACKSLASH) && !payload.includes(DEL) && !payload.includes(C1_LEAD)) return;
+  let claims: unknown;
+  try {
+    claims = JSON.parse(payload.toString('utf8'));
+  } catch {
+    return;
+  }
+  if (typeof claims !== 'object' || claims === null) return;
+  for (const claim of IDENTITY_CLAIMS) {
+    const value: unknown = (claims as Record<string, unknown>)[claim];
+    if (typeof value === 'string' && CONTROL_CHARACTER.test(value)) throw invalidToken(`the token's ${claim} claim contains control characters`);
+  }
+}
+
 function invalidToken(description: string, cause?: unknown): RegistryError {
   return new RegistryError('TR_ERR_INVALID_TOKEN', description, {
     challenge: { error: 'invalid_token', description },
@@ -82,7 +139,8 @@ export function refuseRepeatedAuthorization(rawHeaders: readonly string[]): void
  * The bearer token of a request that presents credentials (a header, or `access_token` in the
  * query), or a RegistryError (400 or 401) saying why it cannot be used. Only the Authorization
  * header is accepted: APIs must not take tokens from the query string (RFC 6750 section 2.3,
- * and the MCP rules).
+ * and the MCP rules). Cheap refusals come here, before any signature check: too long a token,
+ * and identity claims with control characters.
  */
 export function bearerToken(authorization: string | undefined, queryToken: boolean): string {
   if (queryToken && authorization !== undefined) {
@@ -101,6 +159,7 @@ export function bearerToken(authorization: string | undefined, queryToken: boole
     );
   }
   if (match[1].length > MAX_TOKEN_LENGTH) throw invalidToken('the token is too long');
+  refuseControlCharactersInIdentity(match[1]);
   return match[1];
 }
 

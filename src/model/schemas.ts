@@ -18,12 +18,52 @@ const notProto = (value: string) => value !== '__proto__';
 const NOT_PROTO = { message: 'must not be "__proto__"' };
 
 /**
- * Control characters (C0, DEL, C1) would reach operators' terminals raw; descriptions may keep
- * line feeds and tabs. Names, ids, scopes, hosts and topics have ASCII-only patterns already.
+ * Control characters would reach operators' terminals (the CLI, pretty logs) and agents'
+ * prompts raw, where an escape sequence can rewrite the screen and a carriage return overwrite
+ * a line. One rule for every free-form string a descriptor carries, whether a text field
+ * (descriptions, `returns`, config values) or any string inside a free-form JSON value
+ * (parameter `enum`, `default` and `items`, the agent hints), object keys included: no C0
+ * control character but tab and line feed, which text uses for layout (carriage return is
+ * refused: a line ends with a line feed alone), no DEL and no C1. Names, ids, scopes, hosts,
+ * endpoints and topics have ASCII-only patterns already.
  */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const NO_CONTROL_BUT_NL_TAB = /^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$/;
+// eslint-disable-next-line no-control-regex -- the same set, to find one
+const CONTROL_CHARACTER = /[\x00-\x08\x0B-\x1F\x7F-\x9F]/;
 const CONTROL_MESSAGE = 'must not contain control characters';
+
+/** Free-form text of at most `max` characters, under the rule above. */
+const text = (max: number) => z.string().max(max).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE);
+
+/** A key as a path segment: a key with control characters is named in its JSON-escaped form. */
+const keySegment = (key: string) => (CONTROL_CHARACTER.test(key) ? JSON.stringify(key).slice(1, -1) : key);
+
+/**
+ * The rule above for every string inside a JSON value, keys included, one issue per string
+ * with its path. Iterative, so that no nesting the body parser lets through can overflow it.
+ */
+function refuseControlCharacters(value: unknown, ctx: z.RefinementCtx): void {
+  const stack: [unknown, PropertyKey[]][] = [[value, []]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [node, path] = next;
+    if (typeof node === 'string') {
+      if (CONTROL_CHARACTER.test(node)) ctx.addIssue({ code: 'custom', path, message: CONTROL_MESSAGE });
+    } else if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], [...path, i]]);
+    } else if (typeof node === 'object' && node !== null) {
+      const entries = Object.entries(node);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, child] = entries[i] as [string, unknown];
+        if (CONTROL_CHARACTER.test(key)) ctx.addIssue({ code: 'custom', path: [...path, keySegment(key)], message: `key ${CONTROL_MESSAGE}` });
+        stack.push([child, [...path, keySegment(key)]]);
+      }
+    }
+  }
+}
+
+/** A free-form JSON value (enum values, defaults, item schemas, agent hints), under the rule above. */
+const jsonText = () => z.json().superRefine(refuseControlCharacters);
 
 export const ToolNameSchema = z
   .string()
@@ -59,7 +99,7 @@ export const TopicLocalNameSchema = z
 export const JsonTypeSchema = z.enum(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
 export type JsonType = z.infer<typeof JsonTypeSchema>;
 
-const DescriptionSchema = z.string().min(1, 'must not be empty').max(8192).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE);
+const DescriptionSchema = text(8192).min(1, 'must not be empty');
 
 // ---------------------------------------------------------------------------------------------
 // Tool service (tier 1)
@@ -151,7 +191,7 @@ export const ArgumentSchema = z.strictObject({
 export type Argument = z.infer<typeof ArgumentSchema>;
 
 /** A config value a tool gives for one of its service's config params. */
-export const ConfigValueSchema = z.union([z.string().max(8192).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE), z.number(), z.boolean()]);
+export const ConfigValueSchema = z.union([text(8192), z.number(), z.boolean()]);
 /** @public */
 export type ConfigValue = z.infer<typeof ConfigValueSchema>;
 
@@ -170,9 +210,9 @@ export const BusToolFieldsSchema = z.object({
   /** How long a call may wait for its answer. */
   timeoutMs: z.number().int().min(1).max(600_000).optional(),
   /** Agent-side grouping and state machine hints, kept as given. */
-  group: z.json().optional(),
-  state: z.json().optional(),
-  'applicable-states': z.json().optional(),
+  group: jsonText().optional(),
+  state: jsonText().optional(),
+  'applicable-states': jsonText().optional(),
 });
 
 export const BUS_TOOL_FIELDS: ReadonlySet<string> = new Set(Object.keys(BusToolFieldsSchema.shape));
@@ -184,7 +224,7 @@ const RESERVED_TOOL_KEYS: ReadonlySet<string> = new Set([...BUS_TOOL_FIELDS, 'co
  * The message-bus tool as sent: known fields plus one top-level key per config value. Which
  * extra keys are allowed depends on the service, so resolve.ts finishes the check.
  */
-export const BusToolInputSchema = BusToolFieldsSchema.catchall(z.unknown()).superRefine((value, ctx) => {
+export const BusToolInputSchema = BusToolFieldsSchema.catchall(z.unknown().superRefine(refuseControlCharacters)).superRefine((value, ctx) => {
   const seen = new Set<string>();
   value.arguments.forEach((arg, i) => {
     if (seen.has(arg.name)) ctx.addIssue({ code: 'custom', path: ['arguments', i, 'name'], message: `duplicate argument "${arg.name}"` });
@@ -207,10 +247,11 @@ export const ParameterSchema = z.strictObject({
   /** Whether the model must give it; defaults to true. */
   required: z.boolean().optional(),
   /** Allowed values. */
-  enum: z.array(z.json()).optional(),
+  enum: z.array(jsonText()).optional(),
   /** Item schema of an array parameter. */
-  items: z.record(z.string(), z.json()).optional(),
-  default: z.json().optional(),
+  items: z.record(z.string(), z.json()).superRefine(refuseControlCharacters).optional(),
+  /** The value the tool takes when the model gives none. */
+  default: jsonText().optional(),
 });
 /** @public */
 export type Parameter = z.infer<typeof ParameterSchema>;
@@ -236,7 +277,7 @@ export const HttpToolSchema = z
       )
       .default({}),
     /** What the tool gives back, in words. */
-    returns: z.string().max(8192).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE).default(''),
+    returns: text(8192).default(''),
     host: z
       .string()
       .regex(/^(\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9]([a-zA-Z0-9.-]{0,251}[a-zA-Z0-9])?)$/, 'must be a host name or IP address')

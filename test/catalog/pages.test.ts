@@ -202,7 +202,8 @@ describe('walks over HTTP', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res = await t.app.inject({ method: 'GET', url: `/?updated_since=2000-01-01T00:00:00Z&limit=100${cursor ? `&cursor=${cursor}` : ''}` });
+      const url: string = `/?updated_since=2000-01-01T00:00:00Z&limit=100${cursor ? `&cursor=${cursor}` : ''}`;
+      const res = await t.app.inject({ method: 'GET', url });
       expect(res.statusCode, res.body).toBe(200);
       seen.push(...res.json().tools.map((x: { name: string }) => x.name));
       cursor = res.json().nextCursor;

@@ -41,7 +41,14 @@ scope plus those any of whose scopes it holds; anonymous callers follow
 **Errors.** Every 4xx and 5xx answer is \`application/problem+json\` (RFC 9457) with a stable
 \`code\` and a \`type\` URI derived from it (\`urn:tool-registry:error:...\`). A query parameter,
 path parameter or header that does not fit its schema is \`400\` (\`TR_ERR_BAD_REQUEST\`), with one
-entry in \`errors\` per problem, its \`path\` the parameter's name.
+entry in \`errors\` per problem, its \`path\` the parameter's name. What is refused before any
+route runs is listed on every operation it can reach: \`400\` for a request that is not valid
+HTTP or has a malformed URL, \`408\` past \`HEADERS_TIMEOUT_MS\` or \`REQUEST_TIMEOUT_MS\`, \`414\`
+for a path parameter over 200 characters, \`431\` past \`MAX_HEADER_SIZE\` (the request line
+included), \`413\` past \`BODY_LIMIT\` and \`415\` for a body that is not JSON (with any method
+but GET and HEAD), \`429\` where rate limiting counts, and \`503\` on a connection kept for
+health probes (past \`MAX_CONNECTIONS_PER_ADDRESS\` or \`MAX_CONNECTIONS\`), where only
+\`/healthz\` and \`/readyz\` are answered.
 
 **Calling tools.** \`POST /tools/{name}/invoke\` needs a bearer token, and one of the tool's
 own scopes when it has any (the admin scope plays no part). The answer is JSON, or a stream

@@ -112,7 +112,7 @@ const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
 /** Problem responses, by the name `components.responses` gives them. */
 export const problems = {
   BadRequest: problem(
-    'The request is malformed: most often a malformed `Authorization` header (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge), or a bad URL (`TR_ERR_BAD_REQUEST`).',
+    'The request is malformed: most often a malformed `Authorization` header (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge), or a path or query parameter that does not fit its schema (`TR_ERR_BAD_REQUEST`).',
     {
       headers: malformedAuthorization,
       example: {
@@ -179,16 +179,30 @@ export const problems = {
     example: { type: 'urn:tool-registry:error:not-found', title: 'Not found', status: 404, detail: 'no tool "calculator"', code: 'TR_ERR_NOT_FOUND' },
   }),
   WriteConflict: problem('The write conflicts with the stored registry (`TR_ERR_CONFLICT`, a storage constraint).'),
-  PayloadTooLarge: problem('The body is larger than `BODY_LIMIT` (`TR_ERR_BODY_TOO_LARGE`).'),
-  UnsupportedMediaType: problem('The body is not `application/json` (`TR_ERR_UNSUPPORTED_MEDIA_TYPE`).', {
-    example: {
-      type: 'urn:tool-registry:error:unsupported-media-type',
-      title: 'Unsupported content type',
-      status: 415,
-      detail: 'send the body as application/json',
-      code: 'TR_ERR_UNSUPPORTED_MEDIA_TYPE',
+  PayloadTooLarge: problem(
+    'The body is larger than `BODY_LIMIT` (`TR_ERR_BODY_TOO_LARGE`): refused before any route runs, on its `Content-Length` or as it is read. Fastify reads a body sent with any method but GET and HEAD, so a DELETE that carries one may get this too.',
+    {
+      example: {
+        type: 'urn:tool-registry:error:body-too-large',
+        title: 'The request body is too large',
+        status: 413,
+        detail: 'Request body is too large',
+        code: 'TR_ERR_BODY_TOO_LARGE',
+      },
     },
-  }),
+  ),
+  UnsupportedMediaType: problem(
+    'The body is not `application/json` (`TR_ERR_UNSUPPORTED_MEDIA_TYPE`): refused before any route runs. Fastify reads a body sent with any method but GET and HEAD, so a DELETE that carries one may get this too.',
+    {
+      example: {
+        type: 'urn:tool-registry:error:unsupported-media-type',
+        title: 'Unsupported content type',
+        status: 415,
+        detail: 'send the body as application/json',
+        code: 'TR_ERR_UNSUPPORTED_MEDIA_TYPE',
+      },
+    },
+  ),
   TooManyRequests: problem(
     'The caller (token subject, or client address when anonymous) went over its rate limit (`TR_ERR_TOO_MANY_REQUESTS`). `Retry-After` says when to retry; the IETF `RateLimit-*` headers give the limit, what is left and when the window resets.',
     {
@@ -208,6 +222,70 @@ export const problems = {
     },
   ),
   Unavailable: problem('The database is busy or does not take writes (`TR_ERR_UNAVAILABLE`); retry shortly.'),
+
+  // Answered before any route runs (src/http/openapi/pre-route.ts puts them on the operations).
+  MalformedRequest: problem(
+    'Refused before any route runs: the request is not valid HTTP (an invalid method or `Content-Length`), or its URL is malformed (`TR_ERR_BAD_REQUEST`). What Node refuses is answered on the raw connection, which is then closed.',
+    {
+      example: {
+        type: 'urn:tool-registry:error:bad-request',
+        title: 'Bad request',
+        status: 400,
+        detail: 'the Content-Length header is not valid',
+        code: 'TR_ERR_BAD_REQUEST',
+      },
+    },
+  ),
+  RequestTimeout: problem(
+    'Refused before any route runs: the request line and headers did not arrive within `HEADERS_TIMEOUT_MS`, or the whole request, body included, within `REQUEST_TIMEOUT_MS` (`TR_ERR_REQUEST_TIMEOUT`). Answered on the raw connection, which is then closed.',
+    {
+      example: {
+        type: 'urn:tool-registry:error:request-timeout',
+        title: 'The request was not received in time',
+        status: 408,
+        detail: 'the request was not received in time',
+        code: 'TR_ERR_REQUEST_TIMEOUT',
+      },
+    },
+  ),
+  PathSegmentTooLong: problem(
+    'Refused before any route runs: a path parameter is longer than the router takes, 200 characters (`TR_ERR_URI_TOO_LONG`). A request line longer than `MAX_HEADER_SIZE` as a whole is `431`.',
+    {
+      example: {
+        type: 'urn:tool-registry:error:uri-too-long',
+        title: 'A path segment is too long',
+        status: 414,
+        detail: 'a path segment is longer than this registry accepts',
+        code: 'TR_ERR_URI_TOO_LONG',
+      },
+    },
+  ),
+  HeadersTooLarge: problem(
+    'Refused before any route runs: the request line and headers together are larger than `MAX_HEADER_SIZE` (`TR_ERR_HEADERS_TOO_LARGE`), a long URL included. Answered on the raw connection, which is then closed.',
+    {
+      example: {
+        type: 'urn:tool-registry:error:headers-too-large',
+        title: 'The request headers are too large',
+        status: 431,
+        detail: 'the request headers are larger than this registry accepts (MAX_HEADER_SIZE)',
+        code: 'TR_ERR_HEADERS_TOO_LARGE',
+      },
+    },
+  ),
+  ProbeOnlyConnection: problem(
+    'Refused before any route runs, credentials unread: the request came on a connection kept for health probes (`PROBE_CONNECTIONS`), which the registry gives a client address that already holds `MAX_CONNECTIONS_PER_ADDRESS` connections, or anyone once `MAX_CONNECTIONS` are open (`TR_ERR_UNAVAILABLE`, with `Retry-After`). Only `/healthz` and `/readyz` are answered on such a connection, and it is closed after one answer: close idle connections, or retry after the delay.',
+    {
+      headers: { 'Retry-After': headers['Retry-After'] },
+      example: {
+        type: 'urn:tool-registry:error:unavailable',
+        title: 'Service unavailable',
+        status: 503,
+        detail:
+          'this client address holds its share of connections, or the registry holds as many as it takes; only health probes are answered on this one',
+        code: 'TR_ERR_UNAVAILABLE',
+      },
+    },
+  ),
 } as const satisfies Record<string, ResponseDoc>;
 
 /** Every response of an admin read (the admin scope is checked before anything else). */

@@ -2,14 +2,17 @@
  * How @fastify/swagger turns the routes' zod schemas into the document. The type provider's
  * `jsonSchemaTransform` converts the request parts and the zod registry's named schemas; what
  * @fastify/swagger cannot express from a route's `response` map (a media type per status,
- * `required` headers, responses and headers shared through `components`) is written here.
+ * `required` headers, responses and headers shared through `components`) is written here, and
+ * so are the answers the server gives before any route runs (pre-route.ts), on every operation
+ * they can reach.
  */
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger';
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { documentedSchema } from '../validation.js';
-import { headers as sharedHeaderDocs, problems as sharedResponseDocs, type HeaderDoc, type MediaDoc } from './responses.js';
+import { mergeResponses, PRE_ROUTE_ANSWERS } from './pre-route.js';
+import { headers as sharedHeaderDocs, problems as sharedResponseDocs, type HeaderDoc, type ResponseDoc } from './responses.js';
 
 type Json = Record<string, unknown>;
 type OpenapiObject = Parameters<typeof jsonSchemaTransformObject>[0] & { openapiObject: Json };
@@ -22,6 +25,13 @@ interface OperationExtras {
 }
 
 const SCHEMAS = '#/components/schemas/';
+const RESPONSES = '#/components/responses/';
+/**
+ * In place of a response until the whole document is known: a shared response of the route
+ * with an answer the server gives before any route runs merged in (`[route's, pre-route's]`
+ * names). transformObject names it.
+ */
+const MERGED = 'x-registry-merged';
 const responseNames = new Map<object, string>(Object.entries(sharedResponseDocs).map(([name, doc]) => [doc, name]));
 const headerNames = new Map<object, string>(Object.entries(sharedHeaderDocs).map(([name, doc]) => [doc, name]));
 
@@ -46,19 +56,19 @@ function headerObject(doc: HeaderDoc, document: OpenapiObject): Json {
   return { description: doc.description, ...(doc.required && { required: true }), schema: jsonSchemaOf(doc.schema, document) };
 }
 
-function responseObject(doc: Json, document: OpenapiObject): Json {
-  const result: Json = { description: doc['description'] };
-  if (isObject(doc['headers'])) {
+function responseObject(doc: ResponseDoc, document: OpenapiObject): Json {
+  const result: Json = { description: doc.description };
+  if (doc.headers !== undefined) {
     result['headers'] = Object.fromEntries(
-      Object.entries(doc['headers'] as Record<string, HeaderDoc>).map(([name, header]) => {
+      Object.entries(doc.headers).map(([name, header]) => {
         const shared = headerNames.get(header);
         return [name, shared === undefined ? headerObject(header, document) : { $ref: `#/components/headers/${shared}` }];
       }),
     );
   }
-  if (isObject(doc['content'])) {
+  if (doc.content !== undefined) {
     result['content'] = Object.fromEntries(
-      Object.entries(doc['content'] as Record<string, MediaDoc>).map(([type, media]) => [
+      Object.entries(doc.content).map(([type, media]) => [
         type,
         {
           schema: jsonSchemaOf(media.schema, document),
@@ -101,13 +111,26 @@ export const transform: SwaggerTransform = (input) => {
   );
   const converted = jsonSchemaTransform({ ...input, schema: { ...rest, ...requestParts } });
   const documentedBody = requestParts['body'];
+  const own = response as Record<string, ResponseDoc>;
+  const reference = (doc: ResponseDoc): Json => {
+    const shared = responseNames.get(doc);
+    return shared === undefined ? responseObject(doc, document) : { $ref: RESPONSES + shared };
+  };
+  // Integer-like keys enumerate in ascending order, so the statuses stay sorted.
+  const responses: Json = Object.fromEntries(Object.entries(own).map(([status, doc]) => [status, reference(doc)]));
+  for (const { status, name, reaches } of PRE_ROUTE_ANSWERS) {
+    if (!reaches(route)) continue;
+    const preRoute = sharedResponseDocs[name];
+    const doc = own[status];
+    if (doc === undefined || doc === preRoute) {
+      responses[status] = reference(preRoute);
+      continue;
+    }
+    const shared = responseNames.get(doc);
+    responses[status] = shared === undefined ? responseObject(mergeResponses(doc, preRoute), document) : { [MERGED]: [shared, name] };
+  }
   const extras: OperationExtras = {
-    responses: Object.fromEntries(
-      Object.entries(response as Record<string, Json>).map(([status, doc]) => {
-        const shared = responseNames.get(doc);
-        return [status, shared === undefined ? responseObject(doc, document) : { $ref: `#/components/responses/${shared}` }];
-      }),
-    ),
+    responses,
     // A body schema that takes no body at all documents an optional body.
     requestBodyRequired: !(documentedBody instanceof z.ZodType && documentedBody.safeParse(undefined).success),
   };
@@ -217,6 +240,39 @@ function tidySchemas(document: Json, generated: Record<string, Json>): Record<st
   return kept;
 }
 
+/**
+ * Names the shared responses that had a pre-route answer merged in (MERGED): after the route's
+ * response when that one is used nowhere unmerged, else `{route's}Or{pre-route's}`. Returns the
+ * `components.responses` to write.
+ */
+function nameMergedResponses(paths: Json, document: OpenapiObject): Json {
+  const placeholders: Json[] = [];
+  const plain = new Set<string>();
+  walk(paths, (object) => {
+    const ref = object['$ref'];
+    if (Array.isArray(object[MERGED])) placeholders.push(object);
+    else if (typeof ref === 'string' && ref.startsWith(RESPONSES)) plain.add(ref.slice(RESPONSES.length));
+  });
+  const docs: Record<string, ResponseDoc> = sharedResponseDocs;
+  const merged = new Map<string, ResponseDoc>();
+  for (const placeholder of placeholders) {
+    const [own = '', preRoute = ''] = placeholder[MERGED] as string[];
+    const name = plain.has(own) ? `${own}Or${preRoute}` : own;
+    const ownDoc = docs[own];
+    const preRouteDoc = docs[preRoute];
+    if (ownDoc === undefined || preRouteDoc === undefined) throw new Error(`no shared response ${own} or ${preRoute}`);
+    if (!merged.has(name)) merged.set(name, mergeResponses(ownDoc, preRouteDoc));
+    delete placeholder[MERGED];
+    placeholder['$ref'] = RESPONSES + name;
+  }
+  const responses: Json = {};
+  for (const [name, doc] of Object.entries(docs)) {
+    responses[name] = responseObject(merged.get(name) ?? doc, document);
+    for (const [mergedName, mergedDoc] of merged) if (mergedName.startsWith(`${name}Or`)) responses[mergedName] = responseObject(mergedDoc, document);
+  }
+  return responses;
+}
+
 export const transformObject: SwaggerTransformObject = (input) => {
   const document = input as OpenapiObject;
   const withSchemas = jsonSchemaTransformObject(document) as Json;
@@ -233,7 +289,7 @@ export const transformObject: SwaggerTransformObject = (input) => {
   const components = (withSchemas['components'] ?? {}) as Json;
   const rest = Object.fromEntries(Object.entries(components).filter(([key]) => !['schemas', 'responses', 'headers'].includes(key)));
   const shared = {
-    responses: Object.fromEntries(Object.entries(sharedResponseDocs).map(([name, doc]) => [name, responseObject(doc, document)])),
+    responses: nameMergedResponses(paths, document),
     headers: Object.fromEntries(Object.entries(sharedHeaderDocs).map(([name, doc]) => [name, headerObject(doc, document)])),
   };
   const schemas = tidySchemas({ paths, shared }, (components['schemas'] ?? {}) as Record<string, Json>);

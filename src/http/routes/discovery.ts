@@ -56,15 +56,21 @@ and \`wait\` are ignored.
   \`cursor\` for the next page (\`null\` on the last). A walk is pinned to the registry index
   of its first page, so writes during the walk neither skip nor repeat a tool: tools
   created after page one are left out, tools deleted since are still listed, as
-  tombstones (\`status: deleted\`), and tools changed since are listed as they are now.
+  tombstones (\`status: deleted\`), and tools changed since are listed as they are now. This
+  holds for names deleted and registered again any number of times, and across restarts of
+  the registry. A page costs what it holds, whatever the size of the catalogue.
 - *Search* (\`q\`): live tools whose name or description has a word starting with each
   word of \`q\` (only its first 16 words count), best match first, names weighing more
   than descriptions; the first \`limit\` results in the caller's view. There is no cursor
   (\`nextCursor\` is \`null\`, \`cursor\` is ignored); an empty \`q\` finds nothing.
-- *Filters*: \`scope\` keeps the tools that list that scope among theirs; \`updated_since\`
-  keeps the tools created, replaced or deleted at or after that time, tombstones of
-  deleted tools included (except with \`q\`, which finds live tools only). Filters
-  combine with each other, with pages and with \`q\`, and never widen the caller's view.
+- *Changes* (\`updated_since\`): the tools created, replaced or deleted at or after that
+  time (tombstones of deleted tools included), in the order the changes were made, each
+  once, as it is now. The walk follows writes made during it: a tool changed again after it
+  was served comes again, later, with its new content, so a mirror that applies pages in
+  order ends up current. Its cursor is not interchangeable with a name-order cursor (\`400\`).
+- *Filters*: \`scope\` keeps the tools that list that scope among theirs. Filters combine
+  with each other, with pages and with \`q\` (which finds live tools only), and never widen
+  the caller's view.
 
 A malformed query parameter is \`400\`, after the view's own refusal (\`401\` under
 \`ANONYMOUS_DISCOVERY=none\`).`;
