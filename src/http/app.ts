@@ -44,7 +44,8 @@ function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServ
     requestIdHeader: false,
     genReqId: requestIdOf,
     ...serverTimeouts(config).fastify,
-    return503OnClosing: true,
+    // Requests arriving while closing get a problem+json 503 (src/http/plugins/security-headers.ts).
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // Problem details also for what is refused before any route runs.

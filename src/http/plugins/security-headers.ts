@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config.js';
+import { RegistryError } from '../../model/errors.js';
 
 /**
  * The headers every answer carries: `X-Content-Type-Options: nosniff`, so that no body is run
@@ -33,10 +34,21 @@ export default fp<{ config: Config }>(
     // microsecond), in Fastify's header object: raw.setHeader made Node merge two header sets
     // per answer. Streams written after reply.hijack() set them in their own writeHead
     // (SSE_HEADERS in src/http/sse.ts).
+    //
+    // Once the server is closing, a request that still arrives on an open connection is
+    // refused here in the problem shape (Fastify's own return503OnClosing answers in another
+    // shape), and the connection is closed after the answer.
+    let closing = false;
+    app.addHook('preClose', (done) => {
+      closing = true;
+      done();
+    });
     app.addHook('onRequest', (request, reply, done) => {
       reply.header('x-request-id', request.id);
       reply.header('x-content-type-options', 'nosniff');
-      done();
+      if (!closing) return done();
+      reply.header('connection', 'close');
+      done(new RegistryError('TR_ERR_UNAVAILABLE', 'the registry is shutting down; retry shortly', { retryAfterS: 5 }));
     });
     // Only the documentation routes serve HTML, so only they pay for the content-type check.
     const addCsp = (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
