@@ -4,7 +4,7 @@
  * (autocannon's own histogram has 1 ms resolution, too coarse for sub-millisecond answers).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import autocannon from 'autocannon';
 
@@ -107,6 +107,25 @@ export function cpuMs(pid: number): number {
   }
 }
 
+/** Pids of a process's children (from /proc/<pid>/task/<tid>/children); empty when unknown. */
+function childPids(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
+        .split(' ')
+        .filter((p) => p.trim() !== '')
+        .map(Number),
+    );
+  } catch {
+    return [];
+  }
+}
+
+/** CPU time of a process and its descendants (a node:cluster primary and its workers), in ms. */
+export function treeCpuMs(pid: number): number {
+  return cpuMs(pid) + childPids(pid).reduce((sum, child) => sum + treeCpuMs(child), 0);
+}
+
 /** VmRSS of a process, in MiB. */
 export function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -180,7 +199,7 @@ export interface LoadOptions {
   /** Per-request rewrite (token rotation, distinct names); called on the load generator. */
   setupRequest?: (request: autocannon.Request) => autocannon.Request;
   expectStatus: number;
-  /** The server's pid, to report its CPU per request. */
+  /** The server's pid, to report its CPU per request (with its child processes', if any). */
   serverPid?: number;
 }
 
@@ -190,7 +209,7 @@ export async function load(options: LoadOptions): Promise<RunResult> {
   const statuses: Record<string, number> = {};
   let good = 0;
   let bad = 0;
-  const cpuBefore = options.serverPid === undefined ? NaN : cpuMs(options.serverPid);
+  const cpuBefore = options.serverPid === undefined ? NaN : treeCpuMs(options.serverPid);
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
       {
@@ -219,7 +238,7 @@ export async function load(options: LoadOptions): Promise<RunResult> {
   // autocannon v8 reports `duration` in seconds.
   const elapsedS = result.duration > 0 ? result.duration : options.durationS;
   const { p50, p99 } = latencies.percentiles();
-  const cpuUsPerReq = options.serverPid === undefined ? undefined : ((cpuMs(options.serverPid) - cpuBefore) * 1000) / Math.max(1, good + bad);
+  const cpuUsPerReq = options.serverPid === undefined ? undefined : ((treeCpuMs(options.serverPid) - cpuBefore) * 1000) / Math.max(1, good + bad);
   return { rps: good / elapsedS, p50, p99, errors: bad + result.errors + result.timeouts, total: good + bad, statuses, ...(cpuUsPerReq !== undefined && { cpuUsPerReq }) };
 }
 
