@@ -9,7 +9,7 @@ import type { ViewKey } from '../model/visibility.js';
 import { CatalogSnapshot, type CatalogTool, type SnapshotData } from './snapshot.js';
 import { CatalogViews, type CatalogView } from './views.js';
 
-export { CatalogTool } from './snapshot.js';
+export type { CatalogTool } from './snapshot.js';
 export type { CatalogView } from './views.js';
 
 export interface CatalogOptions {

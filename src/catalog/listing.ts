@@ -67,19 +67,6 @@ function decodeCursor(text: string): Cursor {
   });
 }
 
-/** User words -> an FTS5 query: every word must match, as a prefix, quoted so syntax cannot break it. */
-function ftsQuery(q: string): string | null {
-  // Control characters (a NUL ends an FTS5 string early) are separators, never query text.
-  const words = q
-    // eslint-disable-next-line no-control-regex -- matching control characters is the point
-    .replace(/[\u0000-\u001f\u007f]/g, ' ')
-    .split(/\s+/)
-    .filter((w) => w !== '')
-    .slice(0, 16);
-  if (words.length === 0) return null;
-  return words.map((w) => `"${w.replaceAll('"', '""')}"*`).join(' ');
-}
-
 /** One tool of a page: its discovery entry and that entry's bytes. */
 export interface ListedTool {
   view: PublicTool;
@@ -88,12 +75,10 @@ export interface ListedTool {
 
 export class CatalogListing {
   readonly #catalog: Catalog;
-  readonly #search: (match: string, limit: number) => string[];
   readonly #publicUrl: URL;
 
-  constructor(catalog: Catalog, search: (match: string, limit: number) => string[], publicUrl: URL) {
+  constructor(catalog: Catalog, publicUrl: URL) {
     this.#catalog = catalog;
-    this.#search = search;
     this.#publicUrl = publicUrl;
   }
 
@@ -104,18 +89,10 @@ export class CatalogListing {
     const inView = (scopes: readonly string[]) => visibleScopes(scopes, key) && (scope === undefined || scopes.includes(scope));
 
     if (query.q !== undefined) {
-      // Ranked by relevance, then filtered by the view: no cursor, the first `limit` results.
-      const match = ftsQuery(query.q);
-      const names = match === null ? [] : this.#search(match, MAX_PAGE * 4);
-      const tools: ListedTool[] = [];
-      for (const name of names) {
-        const entry = this.#catalog.getTool(name);
-        if (!entry || !inView(entry.tool.scopes)) continue;
-        if (query.updatedSince !== undefined && entry.record.updatedAt < query.updatedSince) continue;
-        tools.push(entry);
-        if (tools.length >= limit) break;
-      }
-      return listing(tools, null, index);
+      // Ranked by relevance among the tools of the view (and filters): no cursor, the first `limit`.
+      const since = query.updatedSince;
+      const found = this.#catalog.search(query.q, limit, (entry) => inView(entry.tool.scopes) && (since === undefined || entry.record.updatedAt >= since));
+      return listing(found, null, index);
     }
 
     const cursor = query.cursor !== undefined ? decodeCursor(query.cursor) : undefined;

@@ -10,6 +10,7 @@ import { normaliseTool, type Tool } from '../model/normalise.js';
 import { publicToolView, type PublicTool } from '../model/public-view.js';
 import type { Change, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
+import { SearchIndex, type SearchDocument } from './search-index.js';
 import { compareNames, SortedNames } from './sorted-names.js';
 
 /** One live tool (or a tombstone's entry): its normalised form, its record and its discovery entry. */
@@ -38,6 +39,20 @@ export class CatalogTool {
     this.#etag ??= `"${createHash('sha256').update(this.bytes).digest('base64url').slice(0, 27)}"`;
     return this.#etag;
   }
+}
+
+/** Tools indexed for search per turn of the event loop after a big write (about 15 ms of work). */
+const SEARCH_SLICE = 2000;
+
+/** What search sees of a tool: its name, description, title hint, and parameter names. */
+function searchDocument(entry: CatalogTool): SearchDocument {
+  const title = entry.tool.hints['title'];
+  return {
+    name: entry.tool.name,
+    ...(typeof title === 'string' && { title }),
+    description: entry.tool.description,
+    keywords: Object.keys(entry.tool.parameters),
+  };
 }
 
 /** A tool's change, in the order of changes (for `updated_since`). */
@@ -100,6 +115,14 @@ export class CatalogSnapshot {
   #staleMarks = 0;
   /** The lives of names that were deleted and registered again, oldest first. */
   readonly #lives = new Map<string, Life[]>();
+  /** Full-text search over live tools (src/catalog/search-index.ts). */
+  #search = new SearchIndex();
+  /**
+   * Names written but not yet (re)indexed for search: a big write (an import) is indexed in
+   * slices after it is applied, so that it does not hold the event loop; small ones at once.
+   */
+  #searchBacklog = new Set<string>();
+  #searchScheduled = false;
 
   constructor(publicUrl: URL) {
     this.#publicUrl = publicUrl;
@@ -154,6 +177,9 @@ export class CatalogSnapshot {
     this.#deletions = [...this.#tombstones.values()].map((t) => ({ name: t.name, index: t.index })).sort((a, b) => a.index - b.index);
     this.#rebuildChangeMarks();
     this.#loadLives(data.toolHistory ?? []);
+    this.#search = new SearchIndex();
+    this.#searchBacklog.clear();
+    this.#search.upsertMany([...this.#tools.values()].map(searchDocument));
     this.#scopeSetChangedAt = data.index;
     this.#changed(data.index);
   }
@@ -200,6 +226,8 @@ export class CatalogSnapshot {
       if (previous) this.#unindex(previous, removed, note);
       if (t.status === 'deleted') {
         this.#tools.delete(t.name);
+        this.#search.remove(t.name);
+        this.#searchBacklog.delete(t.name);
         if (previous) this.#endLife(t.name, previous.record.createIndex, t.index);
         this.#tombstones.set(t.name, t);
         this.#deletions.push({ name: t.name, index: t.index });
@@ -213,6 +241,7 @@ export class CatalogSnapshot {
           this.#tombstones.delete(t.name);
         }
         this.#reindex(entry, added, note);
+        this.#searchBacklog.add(t.name);
         after = entry.tool.scopes;
       }
       this.#mark(t, known);
@@ -233,6 +262,7 @@ export class CatalogSnapshot {
       if (known !== names.size > 0) scopeSetChanged = true;
     }
     if (this.#staleMarks > 1024 && this.#staleMarks > this.#changeMarks.length / 2) this.#rebuildChangeMarks();
+    this.#indexForSearch();
     if (scopeSetChanged) this.#scopeSetChangedAt = index;
     this.#changed(index);
     return changes;
@@ -295,6 +325,46 @@ export class CatalogSnapshot {
       const record = entry?.record ?? this.#tombstones.get(mark.name);
       if (record && record.index === mark.index) yield { record, entry };
     }
+  }
+
+  /**
+   * Live tool names matching `query`, best first (see SearchIndex), at most `limit` of those
+   * `accept` takes. A tool written moments ago by a big write may not be found yet (it is
+   * indexed within about a second of the write); a deleted one never is.
+   */
+  search(query: string, limit: number, accept: (entry: CatalogTool) => boolean): CatalogTool[] {
+    const names = this.#search.search(query, {
+      limit,
+      accept: (name) => {
+        const entry = this.#tools.get(name);
+        return entry !== undefined && accept(entry);
+      },
+    });
+    return names.map((name) => this.#tools.get(name) as CatalogTool);
+  }
+
+  /** Indexes written tools for search: at once when few, else in slices between other work. */
+  #indexForSearch(): void {
+    if (this.#searchBacklog.size <= SEARCH_SLICE) return this.#drainSearch(SEARCH_SLICE);
+    if (this.#searchScheduled) return;
+    this.#searchScheduled = true;
+    const slice = () => {
+      this.#drainSearch(SEARCH_SLICE);
+      if (this.#searchBacklog.size > 0) setImmediate(slice);
+      else this.#searchScheduled = false;
+    };
+    setImmediate(slice);
+  }
+
+  #drainSearch(max: number): void {
+    const docs: SearchDocument[] = [];
+    for (const name of this.#searchBacklog) {
+      if (docs.length === max) break;
+      this.#searchBacklog.delete(name);
+      const entry = this.#tools.get(name);
+      if (entry) docs.push(searchDocument(entry));
+    }
+    this.#search.upsertMany(docs);
   }
 
   getTool(name: string): CatalogTool | undefined {

@@ -76,7 +76,7 @@ class Model {
 function catalogOf(model: Model) {
   const catalog = new Catalog({ publicUrl: PUBLIC_URL, serviceName: 'tool-registry', viewCacheBytes: 1 << 20 });
   catalog.load(model.snapshot());
-  return { catalog, listing: new CatalogListing(catalog, () => [], PUBLIC_URL) };
+  return { catalog, listing: new CatalogListing(catalog, PUBLIC_URL) };
 }
 
 const visible = (name: string, key: ViewKey) => key.kind === 'all' || scopesOf(name).length === 0 || (key.kind === 'scopes' && scopesOf(name).some((s) => key.scopes.has(s)));

@@ -70,7 +70,7 @@ export default fp<RegistryPluginOptions>(
       maxPerCaller: config.maxWaitersPerCaller,
     });
     app.decorate('waiters', waiters);
-    app.decorate('listing', new CatalogListing(catalog, (match, limit) => store.search(match, limit), config.publicUrl));
+    app.decorate('listing', new CatalogListing(catalog, config.publicUrl));
     // Before the server stops accepting: answer held requests so that close does not wait on them.
     app.addHook('preClose', async () => waiters.releaseAll());
     app.addHook('onClose', async () => {

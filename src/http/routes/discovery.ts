@@ -59,10 +59,14 @@ and \`wait\` are ignored.
   tombstones (\`status: deleted\`), and tools changed since are listed as they are now. This
   holds for names deleted and registered again any number of times, and across restarts of
   the registry. A page costs what it holds, whatever the size of the catalogue.
-- *Search* (\`q\`): live tools whose name or description has a word starting with each
-  word of \`q\` (only its first 16 words count), best match first, names weighing more
-  than descriptions; the first \`limit\` results in the caller's view. There is no cursor
-  (\`nextCursor\` is \`null\`, \`cursor\` is ignored); an empty \`q\` finds nothing.
+- *Search* (\`q\`): live tools ranked by how well they match the words of \`q\` (its
+  first 16): a tool named exactly \`q\` first, then tools matching more of the words, then
+  by relevance (BM25, a word in the name weighing five times one in the description).
+  Words match their inflections (\`add\` finds "adds", "adding"), names are split into
+  their words (\`fetch_weather\`, \`fetchWeather\`), and the last word also matches as the
+  start of a longer one (\`weath\`). The first \`limit\` results in the caller's view; no
+  cursor (\`nextCursor\` is \`null\`, \`cursor\` is ignored); a \`q\` with no words finds
+  nothing. A tool written by a large import is found within about a second of it.
 - *Changes* (\`updated_since\`): the tools created, replaced or deleted at or after that
   time (tombstones of deleted tools included), in the order the changes were made, each
   once, as it is now. The walk follows writes made during it: a tool changed again after it
