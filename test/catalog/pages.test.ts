@@ -217,6 +217,27 @@ describe('walks over HTTP', () => {
     expect(res.statusCode).toBe(400);
   });
 
+  it('finds tools by words inside names and by inflections, best match first, in the caller\'s view', async () => {
+    t = await createTestApp({ ANONYMOUS_DISCOVERY: 'public' });
+    const admin = bearer(t.token(['registry:write']));
+    const tools = [
+      { ...tool('adding_numbers', 'Adds numbers together and returns the sum'), scopes: [] },
+      { ...tool('subtract', 'Subtracts one number from another'), scopes: [] },
+      { ...tool('secret_adder', 'Adds two numbers, for finance only'), scopes: ['finance'] },
+      { ...tool('weather', 'Forecast for a city'), scopes: [] },
+    ];
+    await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { 'tool-services': [], tools } });
+    const names = async (q: string, headers = {}) => ((await t.app.inject({ method: 'GET', url: `/?q=${encodeURIComponent(q)}`, headers })).json().tools as { name: string }[]).map((x) => x.name);
+    expect((await names('add two numbers'))[0]).toBe('adding_numbers');
+    expect(await names('add two numbers')).not.toContain('secret_adder');
+    // Matching all three words ranks above matching two.
+    expect((await names('add two numbers', bearer(t.token(['finance'])))).slice(0, 2)).toEqual(['secret_adder', 'adding_numbers']);
+    expect(await names('weath')).toEqual(['weather']);
+    expect(await names('!!! ...')).toEqual([]);
+    await t.app.inject({ method: 'DELETE', url: '/tools/adding_numbers', headers: admin });
+    expect(await names('add two numbers')).not.toContain('adding_numbers');
+  });
+
   it('answers one tool with a strong ETag and 304 on revalidation, changing with the tool', async () => {
     t = await createTestApp();
     const admin = bearer(t.token(['registry:write']));
