@@ -11,7 +11,7 @@ import { publicToolView, type PublicTool } from '../model/public-view.js';
 import type { Change, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
 import { SearchIndex, type SearchDocument } from './search-index.js';
-import { compareNames, SortedNames } from './sorted-names.js';
+import { compareNames, SortedNames, strictlyAscending } from './sorted-names.js';
 
 /** One live tool (or a tombstone's entry): its normalised form, its record and its discovery entry. */
 export class CatalogTool {
@@ -217,7 +217,7 @@ export class CatalogSnapshot {
       if (names) names.push(name);
       else into.set(index, [name]);
     };
-    const ordered = tools.length > 1 ? [...tools].sort((a, b) => compareNames(a.name, b.name)) : tools;
+    const ordered = tools.length > 1 && !strictlyAscending(tools.map((t) => t.name)) ? [...tools].sort((a, b) => compareNames(a.name, b.name)) : tools;
     for (const t of ordered) {
       const previous = this.#tools.get(t.name);
       const known = previous !== undefined || this.#tombstones.has(t.name);

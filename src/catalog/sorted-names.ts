@@ -7,6 +7,11 @@ export function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+export function strictlyAscending(names: readonly string[]): boolean {
+  for (let i = 1; i < names.length; i++) if (!((names[i - 1] as string) < (names[i] as string))) return false;
+  return true;
+}
+
 /** Above this share of the array, a bulk change is merged in one pass instead of spliced. */
 const MERGE_SHARE = 1 / 64;
 
@@ -62,7 +67,8 @@ export class SortedNames {
       return;
     }
     const gone = new Set(removed);
-    const incoming = [...new Set(added)].sort(compareNames);
+    // Writes come in name order (the catalogue sorts a write's tools once): no sort then.
+    const incoming = strictlyAscending(added) ? added : [...new Set(added)].sort(compareNames);
     const merged: string[] = [];
     let i = 0;
     let j = 0;
