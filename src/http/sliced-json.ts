@@ -9,8 +9,8 @@
  * Quotes, backslashes and brackets are ASCII, and UTF-8 never uses ASCII bytes inside a
  * multi-byte character, so value boundaries are found on the bytes without decoding them.
  */
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { RegistryError } from '../model/errors.js';
+import { TimeSlices } from '../registry/time-slices.js';
 import { parseJsonBody } from './json-body.js';
 
 const QUOTE = 0x22;
@@ -78,12 +78,7 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
   };
   skip();
   if (buf[i] !== 0x7b) return parseJsonBody(buf.toString('utf8'), options.maxDepth);
-  let sliceStart = performance.now();
-  const maybeYield = async () => {
-    if (performance.now() - sliceStart < sliceMs) return;
-    await yieldToLoop();
-    sliceStart = performance.now();
-  };
+  const slices = new TimeSlices(sliceMs);
   // Depth counts as in json-body.ts: the top-level object is one level, an array in it two.
   const parse = (start: number, end: number, depth: number, path: string[]) => parseJsonBody(buf.toString('utf8', start, end), options.maxDepth, { depth, path });
   const result = Object.create(null) as Record<string, unknown>;
@@ -125,7 +120,7 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
               i++;
               break;
             } else throw invalid();
-            await maybeYield();
+            await slices.turn();
           }
         }
         result[key] = items;

@@ -11,6 +11,11 @@ export interface AuditLogOptions {
   retentionDays: number;
   onError: (err: unknown, what: string) => void;
   onPruned?: (removed: number) => void;
+  /**
+   * The registry index reads may show entries through: writes whose commit still waits for its
+   * fsync are left out, like everywhere else (RegistryStore.visibleThrough).
+   */
+  visibleThrough?: () => number;
 }
 
 const DAY_MS = 86_400_000;
@@ -30,6 +35,7 @@ export class AuditLog {
       maxBatch: 1000,
       maxPending: 10_000,
       onError: (err) => options.onError(err, 'writing audit entries failed'),
+      gate: store.gate,
     });
     this.prune();
     this.#pruneTimer = setInterval(() => this.prune(), PRUNE_EVERY_MS).unref();
@@ -43,7 +49,7 @@ export class AuditLog {
   /** Newest first, keyset-paged; includes refusals still waiting in the batch. */
   list(query: AuditQuery): AuditEntry[] {
     this.#refusals.flush();
-    return this.#store.list(query);
+    return this.#store.list({ ...query, throughIndex: this.#options.visibleThrough?.() });
   }
 
   prune(): void {

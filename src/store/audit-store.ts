@@ -5,6 +5,7 @@
  */
 import type { AuditEntry, AuditEntryInput, AuditOutcome } from '../model/records.js';
 import type { SqliteDatabase } from './database.js';
+import { writeGateOf, type WriteGate } from './write-gate.js';
 
 export interface AuditQuery {
   /** Entries with an id below this (the cursor). */
@@ -16,6 +17,8 @@ export interface AuditQuery {
   target?: string | undefined;
   since?: string | undefined;
   until?: string | undefined;
+  /** Leaves out entries of writes after this registry index (not yet durable). */
+  throughIndex?: number | undefined;
 }
 
 interface AuditRow {
@@ -54,10 +57,16 @@ export class AuditStore {
   readonly #list;
   readonly #prune;
 
+  /** Held by an import written in slices: batched inserts and pruning wait for it. */
+  readonly gate: WriteGate;
+
   constructor(db: SqliteDatabase) {
     this.#db = db;
+    this.gate = writeGateOf(db);
+    // Positional parameters: this runs once per registry write, and binding by name (after
+    // spreading the entry) took 11-13 us a row against 7-10 us positional (50,000 rows).
     this.#insert = db.prepare(`INSERT INTO audit_log (at, sub, iss, client, action, target, outcome, status, detail, registry_index, request_id)
-      VALUES (@at, @sub, @iss, @client, @action, @target, @outcome, @status, @detail, @registryIndex, @requestId)`);
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     // One statement for every filter combination: a NULL parameter disables its filter.
     this.#list = db.prepare(`SELECT * FROM audit_log
       WHERE id < @beforeId
@@ -67,13 +76,15 @@ export class AuditStore {
         AND (@target IS NULL OR target = @target)
         AND (@since IS NULL OR at >= @since)
         AND (@until IS NULL OR at < @until)
+        AND (registry_index IS NULL OR registry_index <= @throughIndex)
       ORDER BY id DESC LIMIT @limit`);
     this.#prune = db.prepare('DELETE FROM audit_log WHERE at < ?');
   }
 
   /** Inserts one entry; call inside a write's transaction to make it atomic with the write. */
   insert(entry: AuditEntryInput, registryIndex: number | null = null): void {
-    this.#insert.run({ ...entry, registryIndex });
+    const { at, sub, iss, client, action, target, outcome, status, detail, requestId } = entry;
+    this.#insert.run(at, sub, iss, client, action, target, outcome, status, detail, registryIndex, requestId);
   }
 
   /** Inserts many entries in one transaction. */
@@ -93,12 +104,15 @@ export class AuditStore {
       target: query.target ?? null,
       since: query.since ?? null,
       until: query.until ?? null,
+      throughIndex: query.throughIndex ?? Number.MAX_SAFE_INTEGER,
     }) as AuditRow[];
     return rows.map(fromRow);
   }
 
   /** Deletes entries older than `before` (ISO time); returns how many went. */
   prune(before: string): number {
+    // Skipped while an import holds the connection; the next round prunes.
+    if (this.gate.held) return 0;
     return this.#prune.run(before).changes;
   }
 }

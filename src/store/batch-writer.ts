@@ -10,6 +10,8 @@ export interface BatchWriterOptions {
   maxBatch: number;
   maxPending: number;
   onError?: (err: unknown) => void;
+  /** While this is held (a write spanning many turns, src/store/write-gate.ts), flushes wait. */
+  gate?: { readonly held: boolean };
 }
 
 export class BatchWriter<T> {
@@ -40,6 +42,10 @@ export class BatchWriter<T> {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     if (this.#pending.length === 0) return;
+    if (this.#options.gate?.held) {
+      this.#timer = setTimeout(() => this.flush(), this.#options.flushIntervalMs).unref();
+      return;
+    }
     const batch = this.#pending;
     this.#pending = [];
     try {

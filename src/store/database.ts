@@ -12,7 +12,8 @@ export interface OpenOptions {
 /**
  * Opens the registry database with the pragmas the store relies on. WAL lets reads go on during
  * a write; synchronous=FULL makes each acknowledged commit survive power loss as well as a
- * killed process, at the cost of one fsync per write transaction.
+ * killed process, at the cost of one fsync per write transaction. The registry's group commit
+ * moves that fsync off the main thread (src/store/wal-sync.ts) without weakening it.
  */
 export function openDatabase(path: string, options: OpenOptions = {}): SqliteDatabase {
   if (path !== ':memory:' && !path.startsWith('file:')) mkdirSync(dirname(path), { recursive: true });

@@ -11,6 +11,8 @@ import type { ToolDescriptor, ToolKind, ToolService } from '../model/schemas.js'
 import type { AuditEntryInput, ChangeRecord, PutResult, ServiceRecord, ToolRecord, ToolStatus } from '../model/records.js';
 import type { AuditStore } from './audit-store.js';
 import type { SqliteDatabase } from './database.js';
+import { WalSync, type Fdatasync } from './wal-sync.js';
+import { writeGateOf, type WriteGate } from './write-gate.js';
 
 /**
  * Readiness wants room for writes, not only a write that succeeds: the probe rewrites one row in
@@ -29,6 +31,39 @@ export interface ToolWrite {
   kind: ToolKind;
   serviceId: string | null;
   descriptor: ToolDescriptor;
+}
+
+export interface RegistryStoreOptions {
+  /** The fdatasync that makes deferred commits durable (tests pass a fake to watch or fail it). */
+  fdatasync?: Fdatasync;
+}
+
+export interface GroupOptions {
+  /**
+   * Commit without waiting for the disk; the caller must await `sync()` before telling anyone
+   * (see src/store/wal-sync.ts). Ignored where there is no WAL file to sync: those commits
+   * stay synchronous=FULL.
+   */
+  deferSync?: boolean;
+}
+
+/** A tool's row before a write: whether it is live, its life's start, its scopes (JSON). */
+interface ToolBefore {
+  status: ToolStatus;
+  create_index: number;
+  scopes: string | null;
+}
+
+/** A write spanning many turns of the event loop (see RegistryStore.beginSliced). */
+export interface SlicedWrite {
+  /** The registry index every record of the write gets. */
+  readonly index: number;
+  putServices(services: readonly ToolService[], now: string): PutResult<ServiceRecord>[];
+  putTools(tools: readonly ToolWrite[], now: string): PutResult<ToolRecord>[];
+  /** Commits (with the audit entry, if any); with `deferSync`, `sync()` must be awaited before anyone hears of it. */
+  commit(audit?: AuditEntryInput): void;
+  /** Undoes everything written so far; safe to call after a failed commit, and twice. */
+  rollback(): void;
 }
 
 export interface ImportResult {
@@ -77,6 +112,13 @@ const changeFromRow = (r: ChangeRow): ChangeRecord => ({
   scopesAfter: r.scopes_after === null ? null : (JSON.parse(r.scopes_after) as string[]),
 });
 
+/** The registry cannot promise durability any more (see src/store/wal-sync.ts). */
+function notDurable(cause: unknown): RegistryError {
+  return new RegistryError('TR_ERR_UNAVAILABLE', 'the database could not make a write durable; restart the registry to recover from what is on disk', {
+    cause,
+  });
+}
+
 const scopesOf = (descriptor: ToolDescriptor): string[] => [...((descriptor as { scopes?: string[] }).scopes ?? [])];
 
 const serviceFromRow = (row: ServiceRow): ServiceRecord => ({
@@ -100,11 +142,17 @@ const toolFromRow = (row: ToolRow): ToolRecord => ({
 });
 
 export class RegistryStore {
+  /** Held by a sliced write (an import): other writers on the connection wait for it. */
+  readonly gate: WriteGate;
   readonly #db: SqliteDatabase;
   readonly #stmts;
   readonly #audit: AuditStore | undefined;
+  readonly #wal: WalSync | null;
+  /** The registry index of the last commit, and the last one known to be on disk. */
+  #committedIndex: number;
+  #durableIndex: number;
 
-  constructor(db: SqliteDatabase, audit?: AuditStore) {
+  constructor(db: SqliteDatabase, audit?: AuditStore, options: RegistryStoreOptions = {}) {
     this.#db = db;
     this.#audit = audit;
     this.#stmts = {
@@ -114,6 +162,9 @@ export class RegistryStore {
       liveTools: db.prepare("SELECT * FROM tools WHERE status != 'deleted' ORDER BY name"),
       getService: db.prepare('SELECT * FROM tool_services WHERE id = ?'),
       getTool: db.prepare('SELECT * FROM tools WHERE name = ?'),
+      // What a put needs of the row it replaces, without reading and parsing its descriptor.
+      toolBefore: db.prepare("SELECT status, create_index, json_extract(descriptor, '$.scopes') AS scopes FROM tools WHERE name = ?"),
+      serviceBefore: db.prepare('SELECT status, create_index FROM tool_services WHERE id = ?'),
       upsertService: db.prepare(`
         INSERT INTO tool_services (id, descriptor, status, create_index, modify_index, updated_at)
         VALUES (@id, @descriptor, 'active', @index, @index, @now)
@@ -122,8 +173,7 @@ export class RegistryStore {
           status = 'active',
           create_index = CASE WHEN tool_services.status = 'deleted' THEN excluded.create_index ELSE tool_services.create_index END,
           modify_index = excluded.modify_index,
-          updated_at = excluded.updated_at
-        RETURNING *`),
+          updated_at = excluded.updated_at`),
       upsertTool: db.prepare(`
         INSERT INTO tools (name, kind, service_id, descriptor, status, create_index, modify_index, updated_at)
         VALUES (@name, @kind, @serviceId, @descriptor, 'active', @index, @index, @now)
@@ -134,8 +184,7 @@ export class RegistryStore {
           status = 'active',
           create_index = CASE WHEN tools.status = 'deleted' THEN excluded.create_index ELSE tools.create_index END,
           modify_index = excluded.modify_index,
-          updated_at = excluded.updated_at
-        RETURNING *`),
+          updated_at = excluded.updated_at`),
       tombstoneService: db.prepare(
         "UPDATE tool_services SET status = 'deleted', modify_index = ?, updated_at = ? WHERE id = ? AND status != 'deleted' RETURNING *",
       ),
@@ -146,8 +195,8 @@ export class RegistryStore {
       change: db.prepare(
         'INSERT INTO changes (registry_index, kind, name, op, scopes_before, scopes_after) VALUES (?, ?, ?, ?, ?, ?)',
       ),
-      changesSince: db.prepare('SELECT * FROM changes WHERE registry_index > ? ORDER BY seq LIMIT ?'),
-      changesAt: db.prepare('SELECT * FROM changes WHERE registry_index = ? ORDER BY seq'),
+      changesSince: db.prepare('SELECT * FROM changes WHERE registry_index > ? AND registry_index <= ? ORDER BY seq LIMIT ?'),
+      changesAt: db.prepare('SELECT * FROM changes WHERE registry_index = ? AND registry_index <= ? ORDER BY seq'),
       tombstones: db.prepare("SELECT * FROM tools WHERE status = 'deleted' ORDER BY name"),
       search: db.prepare(`SELECT t.name FROM tools_fts f JOIN tools t ON t.rowid = f.rowid
         WHERE tools_fts MATCH ? AND t.status != 'deleted' ORDER BY bm25(tools_fts, 4.0, 1.0) LIMIT ?`).pluck(),
@@ -156,6 +205,20 @@ export class RegistryStore {
       ).pluck(),
       probe: db.prepare('INSERT INTO health_probe (id, probed_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at'),
     };
+    this.gate = writeGateOf(db);
+    this.#committedIndex = this.registryIndex();
+    this.#durableIndex = this.#committedIndex;
+    // After a first read: that opens (or creates) the WAL file.
+    this.#wal = WalSync.open(db, options.fdatasync);
+  }
+
+  /**
+   * Readers of SQLite (the change log, the audit log) see writes up to this index: the last one
+   * known to be on disk. This connection would also show them a write still in its transaction
+   * (a sliced import spans turns of the event loop) or waiting for its fsync; both are left out.
+   */
+  get visibleThrough(): number {
+    return this.#durableIndex;
   }
 
   /** The registry index: the number of writes ever committed. */
@@ -204,12 +267,12 @@ export class RegistryStore {
 
   /** Change-log rows after `index`, oldest first. */
   changesSince(index: number, limit: number): ChangeRecord[] {
-    return (this.#stmts.changesSince.all(index, limit) as ChangeRow[]).map(changeFromRow);
+    return (this.#stmts.changesSince.all(index, this.visibleThrough, limit) as ChangeRow[]).map(changeFromRow);
   }
 
   /** Every change-log row of one write. */
   changesAt(index: number): ChangeRecord[] {
-    return (this.#stmts.changesAt.all(index) as ChangeRow[]).map(changeFromRow);
+    return (this.#stmts.changesAt.all(index, this.visibleThrough) as ChangeRow[]).map(changeFromRow);
   }
 
   /**
@@ -278,10 +341,41 @@ export class RegistryStore {
 
   /**
    * Runs several writes in one transaction, each in a savepoint of its own (the store's write
-   * transactions nest), so that they share one commit and one fsync: group commit.
+   * transactions nest), so that they share one commit and one fsync: group commit. With
+   * `deferSync` the commit does not wait for the disk, and `sync()` must be awaited before
+   * anyone hears of the writes.
    */
-  group<T>(fn: () => T): T {
-    return this.#translate(() => this.#db.transaction(fn).immediate());
+  group<T>(fn: () => T, options: GroupOptions = {}): T {
+    this.#refuseAfterSyncFailure();
+    const topLevel = !this.#db.inTransaction;
+    const deferred = options.deferSync === true && topLevel && this.#wal !== null;
+    // Prepared statements would not do: SQLite applies PRAGMA synchronous when it compiles it.
+    if (deferred) this.#db.exec('PRAGMA synchronous = NORMAL');
+    try {
+      const result = this.#translate(() => this.#db.transaction(fn).immediate());
+      if (topLevel) this.#committed(deferred);
+      return result;
+    } finally {
+      if (deferred) this.#db.exec('PRAGMA synchronous = FULL');
+    }
+  }
+
+  /**
+   * Resolves once every commit made so far is on disk: at once after synchronous=FULL commits,
+   * after an fdatasync of the WAL (off the main thread) after deferred ones. Rejects with
+   * TR_ERR_UNAVAILABLE if that fdatasync fails; the store then refuses every later write.
+   */
+  sync(): Promise<void> {
+    const through = this.#committedIndex;
+    if (this.#wal === null || through <= this.#durableIndex) return Promise.resolve();
+    return this.#wal.sync().then(
+      () => {
+        if (through > this.#durableIndex) this.#durableIndex = through;
+      },
+      (err: unknown) => {
+        throw notDurable(err);
+      },
+    );
   }
 
   /**
@@ -289,11 +383,78 @@ export class RegistryStore {
    * MIN_ROOM_BYTES free on its disk and under its max_page_count.
    */
   probeWrite(now: string): void {
+    this.#refuseAfterSyncFailure();
     const room = this.#roomBytes();
     if (room < MIN_ROOM_BYTES) {
       throw new RegistryError('TR_ERR_UNAVAILABLE', `the database has ${room} bytes of room left, under the ${MIN_ROOM_BYTES} readiness needs`);
     }
+    // While an import holds the connection its transaction is the proof; the probe would join it.
+    if (this.gate.held) return;
     this.#translate(() => this.#stmts.probe.run(now));
+  }
+
+  /**
+   * Starts a write that spans many turns of the event loop (an import written in slices, so
+   * that reads keep answering): one IMMEDIATE transaction under one registry index, all or
+   * nothing. It holds the connection's write gate until it commits or rolls back, so that the
+   * batched writers (usage records, refused-write audit entries), pruning and the readiness
+   * probe wait instead of slipping into it; the caller holds every other registry write back.
+   */
+  beginSliced(options: GroupOptions = {}): SlicedWrite {
+    this.#refuseAfterSyncFailure();
+    if (this.#db.inTransaction) throw new Error('a sliced write cannot run inside another transaction');
+    const release = this.gate.hold();
+    const deferred = options.deferSync === true && this.#wal !== null;
+    let open = false;
+    const end = () => {
+      if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
+      if (deferred) this.#db.exec('PRAGMA synchronous = FULL');
+      release();
+    };
+    let index: number;
+    try {
+      if (deferred) this.#db.exec('PRAGMA synchronous = NORMAL');
+      this.#translate(() => this.#db.exec('BEGIN IMMEDIATE'));
+      open = true;
+      index = this.#translate(() => this.#stmts.bump.get() as number);
+    } catch (err) {
+      end();
+      throw err;
+    }
+    const live = () => {
+      if (!open) throw new Error('the sliced write has ended');
+    };
+    return {
+      index,
+      putServices: (services, now) => {
+        live();
+        return this.#translate(() => services.map((s) => this.#putService(s, index, now)));
+      },
+      putTools: (tools, now) => {
+        live();
+        return this.#translate(() => tools.map((t) => this.#putTool(t, index, now)));
+      },
+      commit: (audit) => {
+        live();
+        open = false;
+        try {
+          this.#translate(() => {
+            if (audit && this.#audit) this.#audit.insert(audit, index);
+            this.#db.exec('COMMIT');
+          });
+        } catch (err) {
+          end();
+          throw err;
+        }
+        end();
+        this.#committed(deferred);
+      },
+      rollback: () => {
+        if (!open) return;
+        open = false;
+        end();
+      },
+    };
   }
 
   /** Bytes the database can still grow by: pages under max_page_count, and the disk's free space. */
@@ -306,29 +467,62 @@ export class RegistryStore {
 
   close(): void {
     if (this.#db.open) this.#db.close();
+    this.#wal?.close();
   }
 
+  #committed(deferred: boolean): void {
+    this.#committedIndex = this.registryIndex();
+    if (!deferred) this.#durableIndex = this.#committedIndex;
+  }
+
+  #refuseAfterSyncFailure(): void {
+    const failure = this.#wal?.failure;
+    if (failure) throw notDurable(failure);
+  }
+
+  // The records a put returns are built from what was written rather than read back (RETURNING
+  // *): the descriptor is parsed from the very text stored, so the record equals what a restart
+  // loads, without copying the row back out of SQLite.
+
   #putService(service: ToolService, index: number, now: string): PutResult<ServiceRecord> {
-    const before = this.#stmts.getService.get(service.id) as ServiceRow | undefined;
-    const row = this.#stmts.upsertService.get({ id: service.id, descriptor: JSON.stringify(service), index, now }) as ServiceRow;
+    const before = this.#stmts.serviceBefore.get(service.id) as Pick<ServiceRow, 'status' | 'create_index'> | undefined;
+    const live = before !== undefined && before.status !== 'deleted';
+    const descriptor = JSON.stringify(service);
+    this.#stmts.upsertService.run({ id: service.id, descriptor, index, now });
     // Tool services are admin-only topology: '[]' marks them as present for the change log.
-    this.#stmts.change.run(index, 'tool-service', service.id, 'upsert', before && before.status !== 'deleted' ? '[]' : null, '[]');
-    return { record: serviceFromRow(row), created: !before || before.status === 'deleted' };
+    this.#stmts.change.run(index, 'tool-service', service.id, 'upsert', live ? '[]' : null, '[]');
+    return {
+      record: {
+        id: service.id,
+        descriptor: JSON.parse(descriptor) as ToolService,
+        status: 'active',
+        createIndex: live ? before.create_index : index,
+        index,
+        updatedAt: now,
+      },
+      created: !live,
+    };
   }
 
   #putTool(tool: ToolWrite, index: number, now: string): PutResult<ToolRecord> {
-    const before = this.#stmts.getTool.get(tool.name) as ToolRow | undefined;
-    const row = this.#stmts.upsertTool.get({
-      name: tool.name,
-      kind: tool.kind,
-      serviceId: tool.serviceId,
-      descriptor: JSON.stringify(tool.descriptor),
-      index,
-      now,
-    }) as ToolRow;
-    const scopesBefore = before && before.status !== 'deleted' ? JSON.stringify(scopesOf(JSON.parse(before.descriptor) as ToolDescriptor)) : null;
-    this.#stmts.change.run(index, 'tool', tool.name, 'upsert', scopesBefore, JSON.stringify(scopesOf(tool.descriptor)));
-    return { record: toolFromRow(row), created: !before || before.status === 'deleted' };
+    const before = this.#stmts.toolBefore.get(tool.name) as ToolBefore | undefined;
+    const live = before !== undefined && before.status !== 'deleted';
+    const descriptor = JSON.stringify(tool.descriptor);
+    this.#stmts.upsertTool.run({ name: tool.name, kind: tool.kind, serviceId: tool.serviceId, descriptor, index, now });
+    this.#stmts.change.run(index, 'tool', tool.name, 'upsert', live ? (before.scopes ?? '[]') : null, JSON.stringify(scopesOf(tool.descriptor)));
+    return {
+      record: {
+        name: tool.name,
+        kind: tool.kind,
+        serviceId: tool.serviceId,
+        descriptor: JSON.parse(descriptor) as ToolDescriptor,
+        status: 'active',
+        createIndex: live ? before.create_index : index,
+        index,
+        updatedAt: now,
+      },
+      created: !live,
+    };
   }
 
   /**
@@ -336,7 +530,9 @@ export class RegistryStore {
    * commits with the write, so an acknowledged write is never missing from the log.
    */
   #write<T>(fn: (index: number) => T, audit?: AuditFor<T>): T {
-    return this.#translate(() =>
+    const topLevel = !this.#db.inTransaction;
+    if (topLevel) this.#refuseAfterSyncFailure();
+    const result = this.#translate(() =>
       this.#db
         .transaction(() => {
           const index = this.#stmts.bump.get() as number;
@@ -346,6 +542,9 @@ export class RegistryStore {
         })
         .immediate(),
     );
+    // On its own (not in a group) the write committed under synchronous=FULL: it is on disk.
+    if (topLevel) this.#committed(false);
+    return result;
   }
 
   #translate<T>(fn: () => T): T {

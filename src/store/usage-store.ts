@@ -1,5 +1,6 @@
 import type { CallOutcome, CallRecord } from '../model/records.js';
 import type { SqliteDatabase } from './database.js';
+import { writeGateOf, type WriteGate } from './write-gate.js';
 
 /** Tool-call records in SQLite: written in batches, aggregated once at startup. */
 export class UsageStore {
@@ -8,9 +9,12 @@ export class UsageStore {
   readonly #counts;
   readonly #recent;
   readonly #prune;
+  /** Held by an import written in slices: flushes and pruning wait for it. */
+  readonly gate: WriteGate;
 
   constructor(db: SqliteDatabase) {
     this.#db = db;
+    this.gate = writeGateOf(db);
     this.#insert = db.prepare('INSERT INTO tool_calls (at, tool, sub, outcome, duration_ms) VALUES (@at, @tool, @sub, @outcome, @durationMs)');
     this.#counts = db.prepare('SELECT tool, sub, outcome, count(*) AS n FROM tool_calls GROUP BY tool, sub, outcome');
     this.#recent = db.prepare(`SELECT tool, duration_ms AS durationMs FROM (
@@ -21,6 +25,8 @@ export class UsageStore {
 
   /** Deletes records older than `before` (ISO time); returns how many went. */
   prune(before: string): number {
+    // Skipped while an import holds the connection; the next round prunes.
+    if (this.gate.held) return 0;
     return this.#prune.run(before).changes;
   }
 

@@ -81,6 +81,7 @@ export class UsageTracker {
       maxBatch: 1000,
       maxPending: 100_000,
       onError: (err) => options.onError?.(err, 'writing usage records failed'),
+      gate: store.gate,
     });
     this.prune();
     this.#pruneTimer = setInterval(() => this.prune(), PRUNE_EVERY_MS).unref();

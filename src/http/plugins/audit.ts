@@ -45,6 +45,7 @@ export default fp<{ config: Config }>(
       retentionDays: config.auditRetentionDays,
       onError: (err, what) => app.log.error({ err }, what),
       onPruned: (removed) => app.log.info({ removed }, 'pruned audit entries past retention'),
+      visibleThrough: () => app.store.visibleThrough,
     });
     app.decorate('auditLog', auditLog);
     app.decorateRequest('problemCode', null);

@@ -1,0 +1,123 @@
+/**
+ * A big import is done in slices: reads keep answering while it runs and see the catalogue as
+ * it was until the import is whole, writes sent meanwhile wait for it and apply after it, and
+ * one that fails half-way (a full disk) leaves nothing behind and lets every writer go on.
+ */
+import type { AddressInfo } from 'node:net';
+import type Database from 'better-sqlite3';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type * as DatabaseModule from '../src/store/database.js';
+import { createTestApp, type TestApp } from './helpers/app.js';
+import { seed } from './helpers/fixtures.js';
+
+// The app's own connection, so that a test can give it a tiny max_page_count (a full disk).
+const opened = vi.hoisted(() => ({ dbs: [] as Database.Database[] }));
+vi.mock('../src/store/database.js', async (importOriginal) => {
+  const original = await importOriginal<typeof DatabaseModule>();
+  return {
+    ...original,
+    openDatabase: (...args: Parameters<typeof original.openDatabase>) => {
+      const db = original.openDatabase(...args);
+      opened.dbs.push(db);
+      return db;
+    },
+  };
+});
+
+let t: TestApp;
+afterEach(async () => t?.close());
+
+async function serve(): Promise<{ base: string; admin: Record<string, string> }> {
+  t = await createTestApp({ IMPORT_BODY_LIMIT: String(256 * 1024 * 1024) });
+  await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+  return { base, admin: { authorization: `Bearer ${t.token(['registry:write'])}`, 'content-type': 'application/json' } };
+}
+
+const tool = (name: string, description = `Tool ${name} adds numbers`) => ({ ...seed('calculator'), name, description, scopes: [] });
+
+describe('a big import', () => {
+  it('lets reads answer while it runs, and shows nothing of it until it is whole', async () => {
+    const { base, admin } = await serve();
+    await fetch(`${base}/tools/register`, { method: 'POST', headers: admin, body: JSON.stringify(tool('before')) });
+    const tools = Array.from({ length: 30_000 }, (_, i) => tool(`bulk_${String(i).padStart(5, '0')}`));
+    let done = false;
+    const importing = fetch(`${base}/import`, { method: 'POST', headers: admin, body: JSON.stringify({ 'tool-services': [], tools }) }).then(async (res) => {
+      done = true;
+      return res;
+    });
+    const during: number[] = [];
+    while (!done) {
+      const res = await fetch(`${base}/?limit=5`);
+      const body = (await res.json()) as { tools: { name: string }[] };
+      if (!done) during.push(body.tools.length);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const res = await importing;
+    expect(res.status, await res.clone().text()).toBe(200);
+    // Reads were answered while the import ran, and each saw the catalogue as it was before.
+    expect(during.length).toBeGreaterThan(3);
+    expect(new Set(during)).toEqual(new Set([1]));
+    const after = (await (await fetch(`${base}/?limit=2`)).json()) as { tools: { name: string }[] };
+    expect(after.tools.map((x) => x.name)).toEqual(['before', 'bulk_00000']);
+    // Search indexes a big write in slices after it: found within moments.
+    const found = async () => ((await (await fetch(`${base}/?q=bulk_29999`)).json()) as { tools: { name: string }[] }).tools[0]?.name;
+    const deadline = Date.now() + 10_000;
+    while ((await found()) !== 'bulk_29999' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await found()).toBe('bulk_29999');
+  }, 120_000);
+
+  it('orders writes sent meanwhile before or after it, never inside it', async () => {
+    const { base, admin } = await serve();
+    const tools = Array.from({ length: 10_000 }, (_, i) => tool(`bulk_${i}`));
+    const importing = fetch(`${base}/import`, { method: 'POST', headers: admin, body: JSON.stringify({ 'tool-services': [], tools }) });
+    const puts = [];
+    for (let i = 0; i < 20; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+      puts.push(fetch(`${base}/tools/bulk_${i}`, { method: 'PUT', headers: admin, body: JSON.stringify(tool(`bulk_${i}`, `put ${i}`)) }));
+    }
+    const imported = (await (await importing).json()) as { index: number };
+    for (const [i, pending] of puts.entries()) {
+      const put = await pending;
+      const index = Number(put.headers.get('x-registry-index'));
+      expect(index).not.toBe(imported.index);
+      // Before the import: created, then replaced by it. After: replacing the import's tool.
+      expect(put.status).toBe(index < imported.index ? 201 : 200);
+      const now = (await (await fetch(`${base}/tools/bulk_${i}`)).json()) as { description: string };
+      expect(now.description).toBe(index < imported.index ? `Tool bulk_${i} adds numbers` : `put ${i}`);
+    }
+  }, 60_000);
+
+  it('leaves nothing behind when the disk fills half-way, and every writer goes on after it', async () => {
+    const { base, admin } = await serve();
+    const db = opened.dbs.at(-1);
+    if (!db) throw new Error('no database opened');
+    // Room for some slices of the import, not all of them.
+    db.pragma(`max_page_count = ${(db.pragma('page_count', { simple: true }) as number) + 400}`);
+    const tools = Array.from({ length: 4_000 }, (_, i) => tool(`bulk_${i}`, `Tool ${i} ${'x'.repeat(2_000)}`));
+    const res = await fetch(`${base}/import`, { method: 'POST', headers: admin, body: JSON.stringify({ 'tool-services': [], tools }) });
+    expect(res.status).toBe(503);
+    db.pragma('max_page_count = 1073741823');
+    expect(((await (await fetch(`${base}/`)).json()) as { tools: unknown[] }).tools).toEqual([]);
+    expect((await fetch(`${base}/tools/bulk_0`)).status).toBe(404);
+    // The connection is free again: a write, and a refused write's audit entry, go through.
+    expect((await fetch(`${base}/tools/register`, { method: 'POST', headers: admin, body: JSON.stringify(tool('after')) })).status).toBe(201);
+    const refused = await fetch(`${base}/tools/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(tool('nope')) });
+    expect(refused.status).toBe(401);
+    const audit = await fetch(`${base}/audit?limit=5`, { headers: admin });
+    expect(audit.status).toBe(200);
+    expect(((await (await fetch(`${base}/export`, { headers: admin })).json()) as { tools: { name: string }[] }).tools.map((x) => x.name)).toEqual(['after']);
+  }, 60_000);
+
+  it('takes a body past BODY_LIMIT up to IMPORT_BODY_LIMIT, and refuses one past that with 413', async () => {
+    t = await createTestApp({ BODY_LIMIT: '4096', IMPORT_BODY_LIMIT: '200000' });
+    const admin = { authorization: `Bearer ${t.token(['registry:write'])}` };
+    const tools = Array.from({ length: 100 }, (_, i) => tool(`t${i}`));
+    const ok = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { 'tool-services': [], tools } });
+    expect(ok.statusCode, ok.body).toBe(200);
+    const big = Array.from({ length: 1000 }, (_, i) => tool(`t${i}`));
+    const refused = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { 'tool-services': [], tools: big } });
+    expect(refused.statusCode).toBe(413);
+    expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('x', 'y'.repeat(5000)) })).statusCode).toBe(413);
+  });
+});
