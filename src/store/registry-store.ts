@@ -198,8 +198,6 @@ export class RegistryStore {
       changesSince: db.prepare('SELECT * FROM changes WHERE registry_index > ? AND registry_index <= ? ORDER BY seq LIMIT ?'),
       changesAt: db.prepare('SELECT * FROM changes WHERE registry_index = ? AND registry_index <= ? ORDER BY seq'),
       tombstones: db.prepare("SELECT * FROM tools WHERE status = 'deleted' ORDER BY name"),
-      search: db.prepare(`SELECT t.name FROM tools_fts f JOIN tools t ON t.rowid = f.rowid
-        WHERE tools_fts MATCH ? AND t.status != 'deleted' ORDER BY bm25(tools_fts, 4.0, 1.0) LIMIT ?`).pluck(),
       room: db.prepare(
         'SELECT (m.max_page_count - c.page_count + f.freelist_count) * s.page_size FROM pragma_max_page_count() m, pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s',
       ).pluck(),
@@ -273,14 +271,6 @@ export class RegistryStore {
   /** Every change-log row of one write. */
   changesAt(index: number): ChangeRecord[] {
     return (this.#stmts.changesAt.all(index, this.visibleThrough) as ChangeRow[]).map(changeFromRow);
-  }
-
-  /**
-   * Live tool names matching a full-text query (FTS5 syntax), best first; names weigh more
-   * than descriptions.
-   */
-  search(match: string, limit: number): string[] {
-    return this.#translate(() => this.#stmts.search.all(match, limit) as string[]);
   }
 
   getService(id: string): ServiceRecord | undefined {
