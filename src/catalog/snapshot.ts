@@ -86,6 +86,9 @@ export interface SnapshotData {
   toolHistory?: ToolLifeEvent[];
 }
 
+/** Names joining or leaving name indexes in one write: a SortedNames, or a scope's by its name. */
+type IndexChanges = Map<SortedNames | string, string[]>;
+
 /** A span of registry indexes during which a name was live: [from, until). */
 type Life = [from: number, until: number];
 
@@ -210,20 +213,15 @@ export class CatalogSnapshot {
     }
     const tools = change.tools ?? [];
     // Name-order index updates are gathered, so that a big write (an import) merges once.
-    const added = new Map<SortedNames | string, string[]>();
-    const removed = new Map<SortedNames | string, string[]>();
-    const note = (into: Map<SortedNames | string, string[]>, index: SortedNames | string, name: string) => {
-      const names = into.get(index);
-      if (names) names.push(name);
-      else into.set(index, [name]);
-    };
+    const added: IndexChanges = new Map();
+    const removed: IndexChanges = new Map();
     const ordered = tools.length > 1 && !strictlyAscending(tools.map((t) => t.name)) ? [...tools].sort((a, b) => compareNames(a.name, b.name)) : tools;
     for (const t of ordered) {
       const previous = this.#tools.get(t.name);
       const known = previous !== undefined || this.#tombstones.has(t.name);
       const before = previous?.tool.scopes ?? null;
       let after: readonly string[] | null = null;
-      if (previous) this.#unindex(previous, removed, note);
+      if (previous) this.#noteIndexes(previous, removed, 'out');
       if (t.status === 'deleted') {
         this.#tools.delete(t.name);
         this.#search.remove(t.name);
@@ -240,7 +238,7 @@ export class CatalogSnapshot {
           this.#startLife(t.name, tombstone, t.createIndex);
           this.#tombstones.delete(t.name);
         }
-        this.#reindex(entry, added, note);
+        this.#noteIndexes(entry, added, 'in');
         this.#searchBacklog.add(t.name);
         after = entry.tool.scopes;
       }
@@ -424,20 +422,22 @@ export class CatalogSnapshot {
     return names;
   }
 
-  #unindex(entry: CatalogTool, removed: Map<SortedNames | string, string[]>, note: (into: Map<SortedNames | string, string[]>, index: SortedNames | string, name: string) => void): void {
+  /**
+   * Notes the name indexes a tool is in (every tool, public, one per scope) as changing for
+   * it, to be merged once per write; its service's index changes at once.
+   */
+  #noteIndexes(entry: CatalogTool, changes: IndexChanges, direction: 'in' | 'out'): void {
     const name = entry.tool.name;
-    note(removed, this.#all, name);
-    if (entry.tool.scopes.length === 0) note(removed, this.#public, name);
-    for (const scope of new Set(entry.tool.scopes)) note(removed, scope, name);
-    this.#indexService(name, null, entry.tool.serviceId);
-  }
-
-  #reindex(entry: CatalogTool, added: Map<SortedNames | string, string[]>, note: (into: Map<SortedNames | string, string[]>, index: SortedNames | string, name: string) => void): void {
-    const name = entry.tool.name;
-    note(added, this.#all, name);
-    if (entry.tool.scopes.length === 0) note(added, this.#public, name);
-    for (const scope of new Set(entry.tool.scopes)) note(added, scope, name);
-    this.#indexService(name, entry.tool.serviceId, null);
+    const note = (index: SortedNames | string) => {
+      const names = changes.get(index);
+      if (names) names.push(name);
+      else changes.set(index, [name]);
+    };
+    note(this.#all);
+    if (entry.tool.scopes.length === 0) note(this.#public);
+    for (const scope of new Set(entry.tool.scopes)) note(scope);
+    if (direction === 'in') this.#indexService(name, entry.tool.serviceId, null);
+    else this.#indexService(name, null, entry.tool.serviceId);
   }
 
   #indexService(name: string, into: string | null | undefined, outOf: string | null | undefined): void {

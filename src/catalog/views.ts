@@ -16,7 +16,20 @@ import { walkView } from './walk.js';
  */
 const ENTRY_FORMAT = 2;
 const COMMA = Buffer.from(',');
-const TAIL = Buffer.from(']}');
+
+/**
+ * The article's document (and a page of it) from its entries' bytes: no serialisation but of
+ * the head, and `after` (a page's extra fields, as JSON text starting with a comma) at the end.
+ */
+export function discoveryBody(serviceName: string, entries: readonly Buffer[], after = ''): Buffer {
+  const parts: Buffer[] = [Buffer.from(`{"service":${JSON.stringify(serviceName)},"protocol":"tool-discovery","tools":[`)];
+  entries.forEach((entry, i) => {
+    if (i > 0) parts.push(COMMA);
+    parts.push(entry);
+  });
+  parts.push(Buffer.from(`]${after}}`));
+  return Buffer.concat(parts);
+}
 
 export interface CatalogView {
   /** The exact response bytes of `GET /` for this view. */
@@ -90,16 +103,9 @@ export class CatalogViews {
    * those is far cheaper than hashing the body (tens of MiB at 100,000 tools).
    */
   #serialise(tools: readonly CatalogTool[]): { body: Buffer; etag: string } {
-    const head = Buffer.from(`{"service":${JSON.stringify(this.#serviceName)},"protocol":"tool-discovery","tools":[`);
-    const parts: Buffer[] = [head];
     const identity: string[] = [`${ENTRY_FORMAT}\u0000${this.#serviceName}\u0000${this.#snapshot.publicUrl.href}`];
-    tools.forEach((t, i) => {
-      if (i > 0) parts.push(COMMA);
-      parts.push(t.bytes);
-      identity.push(`${t.record.name}\u0000${t.record.index}\u0000${t.record.updatedAt}`);
-    });
-    parts.push(TAIL);
-    const body = Buffer.concat(parts);
+    for (const t of tools) identity.push(`${t.record.name}\u0000${t.record.index}\u0000${t.record.updatedAt}`);
+    const body = discoveryBody(this.#serviceName, tools.map((t) => t.bytes));
     identity.push(String(body.length));
     return { body, etag: `"${createHash('sha256').update(identity.join('\n')).digest('base64url').slice(0, 32)}"` };
   }

@@ -25,6 +25,7 @@ import type { AuditFor, RegistryStore } from '../store/registry-store.js';
 import type { Catalog, CatalogTool } from '../catalog/catalog.js';
 import type { ChangeBus } from './change-bus.js';
 import { TimeSlices } from './time-slices.js';
+import { compareNames } from '../catalog/sorted-names.js';
 
 export interface ImportSummary {
   index: number;
@@ -76,8 +77,6 @@ function isoNow(): string {
 /** Tools written per slice of an import (a few milliseconds of SQLite work). */
 const IMPORT_SLICE = 256;
 
-/** Code-point order, as the catalogue sorts names. */
-const compareNames = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export class RegistryService {
   readonly #store: RegistryStore;

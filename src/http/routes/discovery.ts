@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogView } from '../../catalog/catalog.js';
+import { discoveryBody } from '../../catalog/views.js';
 import type { Config } from '../../config.js';
 import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_WAIT_MS } from '../../model/api.js';
 import { viewKeyFor } from '../../model/visibility.js';
@@ -79,19 +80,6 @@ and \`wait\` are ignored.
 A malformed query parameter is \`400\`, after the view's own refusal (\`401\` under
 \`ANONYMOUS_DISCOVERY=none\`).`;
 
-const COMMA = Buffer.from(',');
-
-/** A `DiscoveryPage` from its entries' bytes. */
-function pageBody(serviceName: string, parts: readonly Buffer[], nextCursor: string | null): Buffer {
-  const chunks: Buffer[] = [Buffer.from(`{"service":${JSON.stringify(serviceName)},"protocol":"tool-discovery","tools":[`)];
-  parts.forEach((part, i) => {
-    if (i > 0) chunks.push(COMMA);
-    chunks.push(part);
-  });
-  chunks.push(Buffer.from(`],"nextCursor":${JSON.stringify(nextCursor)}}`));
-  return Buffer.concat(chunks);
-}
-
 /**
  * `GET /`: the caller's view, served as precomputed bytes with a strong ETag. With `index`
  * (and `wait`), a blocking query; with `limit`/`cursor`, `q`, `scope` or `updated_since`, a
@@ -160,7 +148,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         cacheHeaders(reply, tokenView);
         reply.header('x-registry-index', String(listing.index));
         // The entries' bytes as they were serialised once per write: nothing is serialised here.
-        return reply.type('application/json; charset=utf-8').send(pageBody(app.catalog.serviceName, listing.parts, listing.nextCursor));
+        return reply.type('application/json; charset=utf-8').send(discoveryBody(app.catalog.serviceName, listing.parts, `,"nextCursor":${JSON.stringify(listing.nextCursor)}`));
       }
 
       let view: CatalogView;
