@@ -145,7 +145,7 @@ describe('acknowledged writes survive a SIGKILL', { timeout: 60_000 }, () => {
     for (const a of acknowledged) for (const s of new Set(a.scopes)) expectedScopeUsage[s] = (expectedScopeUsage[s] ?? 0) + 1;
     expect(stats.total_tools).toBe(SEED_TOOLS.length + BURST);
     expect(stats.total_tool_services).toBe(SERVICES.length);
-    expect(stats.tools_by_kind).toEqual({ http: 5 + BURST, 'tool-service': 3 });
+    expect(stats.tools_by_kind).toEqual({ http: 5 + BURST, 'tool-service': 3, mcp: 0 });
     expect(stats.scope_usage).toEqual(expectedScopeUsage);
 
     // The token minted before the crash still works: the dev secret file persisted too.

@@ -4,9 +4,9 @@
  * here and drops every cached view at once; who hears of the write is the change bus's job
  * (src/registry/change-bus.ts), not the catalogue's.
  */
-import type { Change, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { Change } from '../model/records.js';
 import type { ViewKey } from '../model/visibility.js';
-import { CatalogSnapshot, type CatalogTool, type SnapshotData } from './snapshot.js';
+import { CatalogSnapshot, type CatalogTool, type CatalogWrite, type SnapshotData } from './snapshot.js';
 import { CatalogViews, type CatalogView } from './views.js';
 
 export type { CatalogTool } from './snapshot.js';
@@ -50,7 +50,7 @@ export class Catalog extends CatalogSnapshot {
     this.#views.invalidate();
   }
 
-  override apply(index: number, change: { services?: readonly ServiceRecord[]; tools?: readonly ToolRecord[] }, prepared?: ReadonlyMap<string, CatalogTool>): Change[] {
+  override apply(index: number, change: CatalogWrite, prepared?: ReadonlyMap<string, CatalogTool>): Change[] {
     const changes = super.apply(index, change, prepared);
     this.#views.invalidate();
     return changes;
@@ -73,6 +73,7 @@ export class Catalog extends CatalogSnapshot {
     const byKind = new Map<string, number>([
       ['http', 0],
       ['tool-service', 0],
+      ['mcp', 0],
     ]);
     for (const { tool } of tools) {
       byKind.set(tool.kind, (byKind.get(tool.kind) ?? 0) + 1);

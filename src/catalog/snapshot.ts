@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { normaliseTool, type Tool } from '../model/normalise.js';
 import { publicToolView, type PublicTool } from '../model/public-view.js';
-import type { Change, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { Change, McpServerRecord, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
 import { SearchIndex, type SearchDocument } from './search-index.js';
 import { compareNames, SortedNames, strictlyAscending } from './sorted-names.js';
@@ -46,7 +46,7 @@ const SEARCH_SLICE = 2000;
 
 /** What search sees of a tool: its name, description, title hint, and parameter names. */
 function searchDocument(entry: CatalogTool): SearchDocument {
-  const title = entry.tool.hints['title'];
+  const title = entry.tool.title ?? entry.tool.hints['title'];
   return {
     name: entry.tool.name,
     ...(typeof title === 'string' && { title }),
@@ -80,10 +80,18 @@ export interface ToolLifeEvent {
 export interface SnapshotData {
   index: number;
   services: ServiceRecord[];
+  mcpServers?: McpServerRecord[];
   tools: ToolRecord[];
   tombstones?: ToolRecord[];
   /** Every change of the names that were ever deleted, in order: a name's lives before this one. */
   toolHistory?: ToolLifeEvent[];
+}
+
+/** What one committed write stored, as records. */
+export interface CatalogWrite {
+  services?: readonly ServiceRecord[];
+  mcpServers?: readonly McpServerRecord[];
+  tools?: readonly ToolRecord[];
 }
 
 /** Names joining or leaving name indexes in one write: a SortedNames, or a scope's by its name. */
@@ -96,12 +104,15 @@ export class CatalogSnapshot {
   readonly #publicUrl: URL;
   readonly #tools = new Map<string, CatalogTool>();
   readonly #services = new Map<string, ServiceRecord>();
+  readonly #mcpServers = new Map<string, McpServerRecord>();
   #index = 0;
   /** Live tools in name order: every tool, those needing no scope, those needing each scope. */
   #all = new SortedNames();
   #public = new SortedNames();
   readonly #byScope = new Map<string, SortedNames>();
   readonly #byService = new Map<string, Set<string>>();
+  /** Live mcp tools by MCP server id (ids of services and of MCP servers are apart). */
+  readonly #byMcpServer = new Map<string, Set<string>>();
   /** Live tools in name order, as entries; rebuilt lazily (in O(n), from #all) after a write. */
   #sorted: CatalogTool[] | null = null;
   /** The same, sorted; rebuilt lazily after a write. */
@@ -158,8 +169,11 @@ export class CatalogSnapshot {
     this.#tombstones.clear();
     this.#byScope.clear();
     this.#byService.clear();
+    this.#byMcpServer.clear();
+    this.#mcpServers.clear();
     this.#lives.clear();
     for (const s of data.services) this.#services.set(s.id, s);
+    for (const m of data.mcpServers ?? []) this.#mcpServers.set(m.id, m);
     const publicNames: string[] = [];
     const scopeNames = new Map<string, string[]>();
     for (const t of data.tools) {
@@ -171,7 +185,7 @@ export class CatalogSnapshot {
         if (names) names.push(t.name);
         else scopeNames.set(scope, [t.name]);
       }
-      this.#indexService(t.name, entry.tool.serviceId, null);
+      this.#indexService(entry, 'in');
     }
     this.#all = new SortedNames(this.#tools.keys());
     this.#public = new SortedNames(publicNames);
@@ -202,9 +216,14 @@ export class CatalogSnapshot {
    * Applies stored records (upserts or tombstones) from one committed write; `prepared` holds
    * entries built by prepare() for some of them (any whose record differs is built again).
    */
-  apply(index: number, change: { services?: readonly ServiceRecord[]; tools?: readonly ToolRecord[] }, prepared?: ReadonlyMap<string, CatalogTool>): Change[] {
+  apply(index: number, change: CatalogWrite, prepared?: ReadonlyMap<string, CatalogTool>): Change[] {
     const changes: Change[] = [];
     let scopeSetChanged = false;
+    // MCP servers are admin configuration, not in the change log: their tools' changes are.
+    for (const m of change.mcpServers ?? []) {
+      if (m.status === 'deleted') this.#mcpServers.delete(m.id);
+      else this.#mcpServers.set(m.id, m);
+    }
     for (const s of change.services ?? []) {
       const before = this.#services.has(s.id) ? [] : null;
       if (s.status === 'deleted') this.#services.delete(s.id);
@@ -400,6 +419,20 @@ export class CatalogSnapshot {
     return [...(this.#byService.get(id) ?? [])].sort(compareNames);
   }
 
+  getMcpServer(id: string): McpServerRecord | undefined {
+    return this.#mcpServers.get(id);
+  }
+
+  /** Live MCP servers, sorted by id. */
+  mcpServers(): McpServerRecord[] {
+    return [...this.#mcpServers.values()].sort((a, b) => compareNames(a.id, b.id));
+  }
+
+  /** Names of the live tools of an MCP server, in name order. */
+  toolsOfMcpServer(id: string): string[] {
+    return [...(this.#byMcpServer.get(id) ?? [])].sort(compareNames);
+  }
+
   /**
    * The names of every scope some live tool requires: what the visibility rules list in the
    * challenge under ANONYMOUS_DISCOVERY=none. Bound once, so a request passes it without
@@ -436,21 +469,20 @@ export class CatalogSnapshot {
     note(this.#all);
     if (entry.tool.scopes.length === 0) note(this.#public);
     for (const scope of new Set(entry.tool.scopes)) note(scope);
-    if (direction === 'in') this.#indexService(name, entry.tool.serviceId, null);
-    else this.#indexService(name, null, entry.tool.serviceId);
+    this.#indexService(entry, direction);
   }
 
-  #indexService(name: string, into: string | null | undefined, outOf: string | null | undefined): void {
-    if (outOf) {
-      const names = this.#byService.get(outOf);
+  /** Adds a tool to, or takes it out of, its tool service's or MCP server's index. */
+  #indexService(entry: CatalogTool, direction: 'in' | 'out'): void {
+    const { name, serviceId, kind } = entry.tool;
+    if (!serviceId) return;
+    const index = kind === 'mcp' ? this.#byMcpServer : this.#byService;
+    const names = index.get(serviceId);
+    if (direction === 'out') {
       names?.delete(name);
-      if (names?.size === 0) this.#byService.delete(outOf);
-    }
-    if (into) {
-      const names = this.#byService.get(into);
-      if (names) names.add(name);
-      else this.#byService.set(into, new Set([name]));
-    }
+      if (names?.size === 0) index.delete(serviceId);
+    } else if (names) names.add(name);
+    else index.set(serviceId, new Set([name]));
   }
 
   /** Appends a change's mark; a name's mark before it (if it had a record) is stale from now on. */

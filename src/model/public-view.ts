@@ -3,7 +3,7 @@
  * then the registry's own. Queue names and config values are never here: they are backend
  * topology, not something a model needs.
  */
-import type { JsonSchemaObject, Tool, ToolParameter } from './normalise.js';
+import type { JsonSchemaObject, Tool, ToolParameter, UpstreamInputSchema } from './normalise.js';
 import type { ToolKind } from './schemas.js';
 import type { ToolRecord, ToolStatus } from './records.js';
 
@@ -17,14 +17,14 @@ export interface PublicTool {
   host: string;
   port: number;
   kind: ToolKind;
-  inputSchema: JsonSchemaObject;
+  inputSchema: JsonSchemaObject | UpstreamInputSchema;
   status: ToolStatus;
   index: number;
   updatedAt: string;
   [hint: string]: unknown;
 }
 
-/** Where the registry's own invoke route is reached, for message-bus tools. */
+/** Where the registry's own invoke route is reached, for message-bus and mcp tools. */
 function invokeLocation(publicUrl: URL, toolName: string): { endpoint: string; host: string; port: number } {
   const base = publicUrl.pathname.replace(/\/+$/, '');
   const port = publicUrl.port !== '' ? Number(publicUrl.port) : publicUrl.protocol === 'https:' ? 443 : 80;

@@ -1,4 +1,4 @@
-import type { ServiceRecord, ToolRecord } from './records.js';
+import type { McpServerRecord, ServiceRecord, ToolRecord } from './records.js';
 
 /** The admin view of a stored tool: its descriptor as stored, with registry metadata. */
 export function toolRecordBody(record: ToolRecord) {
@@ -22,5 +22,20 @@ export function serviceRecordBody(record: ServiceRecord) {
     createdIndex: record.createIndex,
     updatedAt: record.updatedAt,
     descriptor: record.descriptor,
+  };
+}
+
+/**
+ * The admin view of a stored MCP server. The credential is never shown: `credential: {set:
+ * true}` says there is one (and, sent back in a PUT, keeps it).
+ */
+export function mcpServerRecordBody(record: McpServerRecord) {
+  return {
+    id: record.id,
+    status: record.status,
+    index: record.index,
+    createdIndex: record.createIndex,
+    updatedAt: record.updatedAt,
+    descriptor: { ...record.descriptor, ...(record.hasCredential && { credential: { set: true as const } }) },
   };
 }

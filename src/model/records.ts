@@ -2,6 +2,7 @@
  * What the registry keeps: stored descriptors with their registry metadata, change-log rows,
  * tool-call records and audit entries. Storage fills these; every layer above reads them.
  */
+import type { McpServer } from './mcp-schemas.js';
 import type { ToolDescriptor, ToolKind, ToolService } from './schemas.js';
 
 export type ToolStatus = 'active' | 'deprecated' | 'deleted';
@@ -13,6 +14,17 @@ export interface ServiceRecord {
   /** Registry index of the write that (re)created it. */
   createIndex: number;
   /** Registry index of the last write that touched it. */
+  index: number;
+  updatedAt: string;
+}
+
+/** An upstream MCP server; its credential stays in the store, only whether it has one is here. */
+export interface McpServerRecord {
+  id: string;
+  descriptor: McpServer;
+  hasCredential: boolean;
+  status: 'active' | 'deleted';
+  createIndex: number;
   index: number;
   updatedAt: string;
 }

@@ -4,6 +4,7 @@
  * fit the service) live in resolve.ts because they need the catalogue.
  */
 import { z } from 'zod';
+import type { McpTool } from './mcp-schemas.js';
 
 /** Valid as a function name for every model vendor's function calling. */
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -14,8 +15,8 @@ const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
  * names of Object.prototype members (`constructor`, `toString`) are fine: nothing indexes a
  * plain object with a name.
  */
-const notProto = (value: string) => value !== '__proto__';
-const NOT_PROTO = { message: 'must not be "__proto__"' };
+export const notProto = (value: string) => value !== '__proto__';
+export const NOT_PROTO = { message: 'must not be "__proto__"' };
 
 /**
  * Control characters would reach operators' terminals (the CLI, pretty logs) and agents'
@@ -34,7 +35,7 @@ const CONTROL_CHARACTER = /[\x00-\x08\x0B-\x1F\x7F-\x9F]/;
 const CONTROL_MESSAGE = 'must not contain control characters';
 
 /** Free-form text of at most `max` characters, under the rule above. */
-const text = (max: number) => z.string().max(max).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE);
+export const text = (max: number) => z.string().max(max).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE);
 
 /** A key as a path segment: a key with control characters is named in its JSON-escaped form. */
 const keySegment = (key: string) => (CONTROL_CHARACTER.test(key) ? JSON.stringify(key).slice(1, -1) : key);
@@ -43,7 +44,7 @@ const keySegment = (key: string) => (CONTROL_CHARACTER.test(key) ? JSON.stringif
  * The rule above for every string inside a JSON value, keys included, one issue per string
  * with its path. Iterative, so that no nesting the body parser lets through can overflow it.
  */
-function refuseControlCharacters(value: unknown, ctx: z.RefinementCtx): void {
+export function refuseControlCharacters(value: unknown, ctx: z.RefinementCtx): void {
   const stack: [unknown, PropertyKey[]][] = [[value, []]];
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
     const [node, path] = next;
@@ -99,7 +100,7 @@ export const TopicLocalNameSchema = z
 export const JsonTypeSchema = z.enum(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
 export type JsonType = z.infer<typeof JsonTypeSchema>;
 
-const DescriptionSchema = text(8192).min(1, 'must not be empty');
+export const DescriptionSchema = text(8192).min(1, 'must not be empty');
 
 // ---------------------------------------------------------------------------------------------
 // Tool service (tier 1)
@@ -295,8 +296,9 @@ export const HttpToolSchema = z
   });
 export type HttpTool = z.output<typeof HttpToolSchema>;
 
-export type ToolKind = 'http' | 'tool-service';
-export type ToolDescriptor = HttpTool | BusTool;
+/** `mcp`: a tool of an upstream MCP server (src/model/mcp-schemas.ts), written by the registry's sync only. */
+export type ToolKind = 'http' | 'tool-service' | 'mcp';
+export type ToolDescriptor = HttpTool | BusTool | McpTool;
 
 // ---------------------------------------------------------------------------------------------
 // Bulk import / export

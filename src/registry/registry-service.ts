@@ -20,9 +20,12 @@ import { RegistryError, type FieldError } from '../model/errors.js';
 import { parseTool, parseToolService, type ParsedTool } from '../model/resolve.js';
 import { ImportBundleSchema, type ToolService } from '../model/schemas.js';
 import { fieldErrorsFrom } from '../model/resolve.js';
-import type { Actor, AuditEntryInput, Change, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
+import { parseMcpServer, type McpTool } from '../model/mcp-schemas.js';
+import { planMcpSync, type McpSyncPlan } from '../model/mcp-tools.js';
+import type { Actor, AuditEntryInput, Change, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { AuditFor, RegistryStore } from '../store/registry-store.js';
 import type { Catalog, CatalogTool } from '../catalog/catalog.js';
+import type { CatalogWrite } from '../catalog/snapshot.js';
 import type { ChangeBus } from './change-bus.js';
 import { TimeSlices } from './time-slices.js';
 import { compareNames } from '../catalog/sorted-names.js';
@@ -43,10 +46,19 @@ interface QueuedWrite {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-interface CatalogChange {
-  services?: ServiceRecord[];
-  tools?: ToolRecord[];
+type CatalogChange = CatalogWrite;
+
+/** What a sync of an MCP server's tools did (src/registry/mcp-sync.ts). */
+export interface McpSyncResult {
+  /** The server was replaced or deleted since its tools were listed: nothing was written. */
+  stale: boolean;
+  /** The registry index of the write; null when nothing changed (no write at all). */
+  index: number | null;
+  plan: McpSyncPlan | null;
 }
+
+/** Who writes when the registry syncs an MCP server's tools on its own. */
+const REGISTRY_ITSELF: Actor = { sub: null, iss: null, client: null, requestId: null };
 
 /** One group commit, from its transaction until its writers are answered. */
 interface Batch {
@@ -54,6 +66,7 @@ interface Batch {
   outcomes: Outcome[];
   /** What its successful writes left, by id and name (newest wins): what later writes see. */
   services: Map<string, ServiceRecord>;
+  mcpServers: Map<string, McpServerRecord>;
   tools: Map<string, ToolRecord>;
   /** Its successful writes, in index order, for the catalogue. */
   changes: { index: number; change: CatalogChange }[];
@@ -116,6 +129,25 @@ export class RegistryService {
     return this.#enqueue(() => this.#deleteService(id, actor));
   }
 
+  /** `PUT /mcp-servers/{id}`; its tools follow with the server's next sync. */
+  putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>> {
+    return this.#enqueue(() => this.#putMcpServer(input, pathId, actor));
+  }
+
+  /** Deletes an MCP server and every tool of it, in one write. */
+  deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }> {
+    return this.#enqueue(() => this.#deleteMcpServer(id, actor));
+  }
+
+  /**
+   * Brings an MCP server's stored tools in line with `wanted`, listed while the server's record
+   * was at `serverIndex`: one write, or none when nothing changed. Planned inside the batch, so
+   * that it sees the writes queued before it.
+   */
+  syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult> {
+    return this.#enqueue(() => this.#syncMcpTools(serverId, serverIndex, wanted));
+  }
+
   /**
    * Imports run alone, in slices: validation, the SQLite writes (one transaction held across
    * turns of the event loop) and the catalogue's entries are done a few milliseconds at a time,
@@ -162,7 +194,7 @@ export class RegistryService {
     }
     // Writes queued after an exclusive one wait for it.
     const cut = this.#queue.findIndex((item) => item.exclusive !== undefined);
-    const batch: Batch = { items: cut < 0 ? this.#queue : this.#queue.slice(0, cut), outcomes: [], services: new Map(), tools: new Map(), changes: [] };
+    const batch: Batch = { items: cut < 0 ? this.#queue : this.#queue.slice(0, cut), outcomes: [], services: new Map(), mcpServers: new Map(), tools: new Map(), changes: [] };
     this.#queue = cut < 0 ? [] : this.#queue.slice(cut);
     this.#staged = batch;
     try {
@@ -231,6 +263,7 @@ export class RegistryService {
     const batch = this.#staged;
     if (!batch) throw new Error('a write ran outside a batch');
     for (const s of change.services ?? []) batch.services.set(s.id, s);
+    for (const m of change.mcpServers ?? []) batch.mcpServers.set(m.id, m);
     for (const t of change.tools ?? []) batch.tools.set(t.name, t);
     batch.changes.push({ index, change });
   }
@@ -243,6 +276,32 @@ export class RegistryService {
   }
 
   readonly #lookupService = (id: string): ToolService | undefined => this.#service(id);
+
+  /** A live MCP server as the writes so far leave it, staged ones included. */
+  #mcpServer(id: string): McpServerRecord | undefined {
+    const record = this.#staged?.mcpServers.get(id);
+    if (record) return record.status === 'deleted' ? undefined : record;
+    return this.#catalog.getMcpServer(id);
+  }
+
+  /** Live tools of an MCP server, staged writes included. */
+  #toolsOfMcpServer(id: string): string[] {
+    const names = new Set(this.#catalog.toolsOfMcpServer(id));
+    for (const [name, record] of this.#staged?.tools ?? []) {
+      if (record.status !== 'deleted' && record.kind === 'mcp' && record.serviceId === id) names.add(name);
+      else names.delete(name);
+    }
+    return [...names];
+  }
+
+  /** Operators may not write a tool an MCP server manages: its sync would undo the write. */
+  #refuseManaged(name: string): void {
+    const record = this.#tool(name);
+    if (record?.kind !== 'mcp') return;
+    throw new RegistryError('TR_ERR_CONFLICT', `tool "${name}" belongs to MCP server "${record.serviceId ?? ''}", which manages it: change or delete the server instead`, {
+      extra: { mcpServer: record.serviceId },
+    });
+  }
 
   /** A live tool's record as the writes so far leave it, staged ones included. */
   #tool(name: string): ToolRecord | undefined {
@@ -276,6 +335,7 @@ export class RegistryService {
 
   #putTool(input: unknown, pathName?: string, actor?: Actor): PutResult<ToolRecord> {
     const parsed = parseTool(withPathKey(input, 'name', pathName), this.#lookupService);
+    this.#refuseManaged(parsed.name);
     const at = this.#stamp();
     const result = this.#store.putTool(parsed, at, this.#audit(actor, at, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200]));
     this.#stage(result.record.index, { tools: [result.record] });
@@ -283,6 +343,7 @@ export class RegistryService {
   }
 
   #deleteTool(name: string, actor?: Actor): ToolRecord {
+    this.#refuseManaged(name);
     const at = this.#stamp();
     const record = this.#store.deleteTool(name, at, this.#audit(actor, at, 'tool.delete', (r) => [r.name, 200]));
     this.#stage(record.index, { tools: [record] });
@@ -320,6 +381,37 @@ export class RegistryService {
     return record;
   }
 
+  #putMcpServer(input: unknown, pathId?: string, actor?: Actor): PutResult<McpServerRecord> {
+    const { server, credential } = parseMcpServer(withPathKey(input, 'id', pathId));
+    const at = this.#stamp();
+    // The audit entry names the server only: never its credential.
+    const result = this.#store.putMcpServer(server, credential, at, this.#audit(actor, at, 'mcp-server.put', (r) => [r.record.id, r.created ? 201 : 200]));
+    this.#stage(result.record.index, { mcpServers: [result.record] });
+    return result;
+  }
+
+  #deleteMcpServer(id: string, actor?: Actor): { server: McpServerRecord; tools: ToolRecord[] } {
+    const at = this.#stamp();
+    const describe = (r: { server: McpServerRecord; tools: ToolRecord[] }): [string, number, string] => [r.server.id, 200, `${r.tools.length} tool(s) deleted with it`];
+    const result = this.#store.deleteMcpServer(id, at, this.#audit(actor, at, 'mcp-server.delete', describe));
+    this.#stage(result.server.index, { mcpServers: [result.server], tools: result.tools });
+    return result;
+  }
+
+  #syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): McpSyncResult {
+    if (this.#mcpServer(serverId)?.index !== serverIndex) return { stale: true, index: null, plan: null };
+    const plan = planMcpSync(serverId, wanted, (name) => this.#tool(name), this.#toolsOfMcpServer(serverId));
+    // The same list as last time writes nothing: no index, no change event.
+    if (plan.upserts.length === 0 && plan.deletes.length === 0) return { stale: false, index: null, plan };
+    const at = this.#stamp();
+    const detail = `${plan.upserts.length} tool(s) written, ${plan.deletes.length} deleted`;
+    const writes = plan.upserts.map((tool) => ({ name: tool.name, kind: 'mcp' as const, serviceId: serverId, descriptor: tool }));
+    const records = this.#store.writeMcpTools(writes, plan.deletes, at, this.#audit(REGISTRY_ITSELF, at, 'mcp-server.sync', () => [serverId, 200, detail]));
+    const index = records[0]?.index ?? null;
+    if (index !== null) this.#stage(index, { tools: records });
+    return { stale: false, index, plan };
+  }
+
   /**
    * Imports services and tools in one transaction, all or nothing, under one registry index.
    * Tools may use services from the bundle or already registered ones. Every problem is
@@ -350,6 +442,7 @@ export class RegistryService {
       collect(errors, () => {
         const tool = parseTool(rawTools[i], lookup, ['tools', i]);
         if (tools.has(tool.name)) throw duplicate(['tools', i, 'name'], `tool "${tool.name}"`);
+        if (this.#tool(tool.name)?.kind === 'mcp') throw managedInBundle(['tools', i, 'name'], tool.name);
         tools.set(tool.name, tool);
       });
       await slices.turn();
@@ -406,7 +499,8 @@ export class RegistryService {
   exportBundle(): { 'tool-services': ToolService[]; tools: unknown[] } {
     return {
       'tool-services': this.#catalog.services().map((s) => s.descriptor),
-      tools: this.#catalog.tools().map((t) => t.record.descriptor),
+      // An MCP server's tools come from the server (its credential is never exported either).
+      tools: this.#catalog.tools().filter((t) => t.record.kind !== 'mcp').map((t) => t.record.descriptor),
     };
   }
 
@@ -461,6 +555,12 @@ function collect(errors: FieldError[], fn: () => void): void {
     if (!(err instanceof RegistryError)) throw err;
     errors.push(...(err.fieldErrors ?? [{ path: '', message: err.message }]));
   }
+}
+
+function managedInBundle(path: PropertyKey[], name: string): RegistryError {
+  return new RegistryError('TR_ERR_VALIDATION', `tool "${name}" belongs to an MCP server`, {
+    fieldErrors: [{ path: path.map(String).join('.'), message: `tool "${name}" belongs to an MCP server, which manages it` }],
+  });
 }
 
 function duplicate(path: PropertyKey[], what: string): RegistryError {

@@ -8,7 +8,9 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { RegistryError } from '../model/errors.js';
 import type { ToolDescriptor, ToolKind, ToolService } from '../model/schemas.js';
-import type { AuditEntryInput, ChangeRecord, PutResult, ServiceRecord, ToolRecord, ToolStatus } from '../model/records.js';
+import type { CredentialChange, McpServer } from '../model/mcp-schemas.js';
+import type { AuditEntryInput, ChangeRecord, McpServerRecord, PutResult, ServiceRecord, ToolRecord, ToolStatus } from '../model/records.js';
+import { McpServerRows } from './mcp-server-rows.js';
 import type { AuditStore } from './audit-store.js';
 import type { SqliteDatabase } from './database.js';
 import { WalSync, type Fdatasync } from './wal-sync.js';
@@ -85,6 +87,7 @@ interface ToolRow {
   name: string;
   kind: ToolKind;
   service_id: string | null;
+  mcp_server_id: string | null;
   descriptor: string;
   status: ToolStatus;
   create_index: number;
@@ -133,7 +136,7 @@ const serviceFromRow = (row: ServiceRow): ServiceRecord => ({
 const toolFromRow = (row: ToolRow): ToolRecord => ({
   name: row.name,
   kind: row.kind,
-  serviceId: row.service_id,
+  serviceId: row.service_id ?? row.mcp_server_id,
   descriptor: JSON.parse(row.descriptor) as ToolDescriptor,
   status: row.status,
   createIndex: row.create_index,
@@ -148,6 +151,7 @@ export class RegistryStore {
   readonly #stmts;
   readonly #audit: AuditStore | undefined;
   readonly #wal: WalSync | null;
+  readonly #mcpServers: McpServerRows;
   /** The registry index of the last commit, and the last one known to be on disk. */
   #committedIndex: number;
   #durableIndex: number;
@@ -175,11 +179,12 @@ export class RegistryStore {
           modify_index = excluded.modify_index,
           updated_at = excluded.updated_at`),
       upsertTool: db.prepare(`
-        INSERT INTO tools (name, kind, service_id, descriptor, status, create_index, modify_index, updated_at)
-        VALUES (@name, @kind, @serviceId, @descriptor, 'active', @index, @index, @now)
+        INSERT INTO tools (name, kind, service_id, mcp_server_id, descriptor, status, create_index, modify_index, updated_at)
+        VALUES (@name, @kind, @serviceId, @mcpServerId, @descriptor, 'active', @index, @index, @now)
         ON CONFLICT (name) DO UPDATE SET
           kind = excluded.kind,
           service_id = excluded.service_id,
+          mcp_server_id = excluded.mcp_server_id,
           descriptor = excluded.descriptor,
           status = 'active',
           create_index = CASE WHEN tools.status = 'deleted' THEN excluded.create_index ELSE tools.create_index END,
@@ -203,6 +208,7 @@ export class RegistryStore {
       ).pluck(),
       probe: db.prepare('INSERT INTO health_probe (id, probed_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at'),
     };
+    this.#mcpServers = new McpServerRows(db);
     this.gate = writeGateOf(db);
     this.#committedIndex = this.registryIndex();
     this.#durableIndex = this.#committedIndex;
@@ -225,10 +231,11 @@ export class RegistryStore {
   }
 
   /** Everything not deleted, for building the in-memory catalogue at startup. */
-  loadLive(): { index: number; services: ServiceRecord[]; tools: ToolRecord[] } {
+  loadLive(): { index: number; services: ServiceRecord[]; mcpServers: McpServerRecord[]; tools: ToolRecord[] } {
     return this.#db.transaction(() => ({
       index: this.registryIndex(),
       services: (this.#stmts.liveServices.all() as ServiceRow[]).map(serviceFromRow),
+      mcpServers: this.#mcpServers.live(),
       tools: (this.#stmts.liveTools.all() as ToolRow[]).map(toolFromRow),
     }))();
   }
@@ -246,6 +253,7 @@ export class RegistryStore {
   loadSnapshot(): {
     index: number;
     services: ServiceRecord[];
+    mcpServers: McpServerRecord[];
     tools: ToolRecord[];
     tombstones: ToolRecord[];
     toolHistory: { name: string; index: number; op: 'upsert' | 'delete' }[];
@@ -308,13 +316,29 @@ export class RegistryStore {
   }
 
   deleteTool(name: string, now: string, audit?: AuditFor<ToolRecord>): ToolRecord {
+    return this.#write((index) => this.#tombstoneTool(name, index, now), audit);
+  }
+
+  /** The bearer credential of a live MCP server: read only to connect to it. */
+  mcpServerCredential(id: string): string | undefined {
+    return this.#mcpServers.credential(id);
+  }
+
+  putMcpServer(server: McpServer, credential: CredentialChange, now: string, audit?: AuditFor<PutResult<McpServerRecord>>): PutResult<McpServerRecord> {
+    return this.#write((index) => this.#mcpServers.put(server, credential, index, now), audit);
+  }
+
+  /** Tombstones an MCP server and every live tool of it, in one write. */
+  deleteMcpServer(id: string, now: string, audit?: AuditFor<{ server: McpServerRecord; tools: ToolRecord[] }>): { server: McpServerRecord; tools: ToolRecord[] } {
     return this.#write((index) => {
-      const row = this.#stmts.tombstoneTool.get(index, now, name) as ToolRow | undefined;
-      if (!row) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${name}"`);
-      const record = toolFromRow(row);
-      this.#stmts.change.run(index, 'tool', name, 'delete', JSON.stringify(scopesOf(record.descriptor)), null);
-      return record;
+      const tools = this.#mcpServers.toolNames(id).map((name) => this.#tombstoneTool(name, index, now));
+      return { server: this.#mcpServers.tombstone(id, index, now), tools };
     }, audit);
+  }
+
+  /** A sync of an MCP server's tools: its new and changed tools and the ones it no longer lists, in one write. */
+  writeMcpTools(upserts: readonly ToolWrite[], deletes: readonly string[], now: string, audit?: AuditFor<ToolRecord[]>): ToolRecord[] {
+    return this.#write((index) => [...upserts.map((t) => this.#putTool(t, index, now).record), ...deletes.map((name) => this.#tombstoneTool(name, index, now))], audit);
   }
 
   /** Services then tools, all under one registry index, all or nothing. */
@@ -494,11 +518,21 @@ export class RegistryStore {
     };
   }
 
+  #tombstoneTool(name: string, index: number, now: string): ToolRecord {
+    const row = this.#stmts.tombstoneTool.get(index, now, name) as ToolRow | undefined;
+    if (!row) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${name}"`);
+    const record = toolFromRow(row);
+    this.#stmts.change.run(index, 'tool', name, 'delete', JSON.stringify(scopesOf(record.descriptor)), null);
+    return record;
+  }
+
   #putTool(tool: ToolWrite, index: number, now: string): PutResult<ToolRecord> {
     const before = this.#stmts.toolBefore.get(tool.name) as ToolBefore | undefined;
     const live = before !== undefined && before.status !== 'deleted';
     const descriptor = JSON.stringify(tool.descriptor);
-    this.#stmts.upsertTool.run({ name: tool.name, kind: tool.kind, serviceId: tool.serviceId, descriptor, index, now });
+    // An mcp tool's "service" is its MCP server, which has a column (and a foreign key) of its own.
+    const [serviceId, mcpServerId] = tool.kind === 'mcp' ? [null, tool.serviceId] : [tool.serviceId, null];
+    this.#stmts.upsertTool.run({ name: tool.name, kind: tool.kind, serviceId, mcpServerId, descriptor, index, now });
     this.#stmts.change.run(index, 'tool', tool.name, 'upsert', live ? (before.scopes ?? '[]') : null, JSON.stringify(scopesOf(tool.descriptor)));
     return {
       record: {

@@ -178,7 +178,19 @@ export const problems = {
   NotFound: problem("No such live tool or tool service, or the tool is not in the caller's view (`TR_ERR_NOT_FOUND`).", {
     example: { type: 'urn:tool-registry:error:not-found', title: 'Not found', status: 404, detail: 'no tool "calculator"', code: 'TR_ERR_NOT_FOUND' },
   }),
-  WriteConflict: problem('The write conflicts with the stored registry (`TR_ERR_CONFLICT`, a storage constraint).'),
+  WriteConflict: problem(
+    'The write conflicts with the stored registry (`TR_ERR_CONFLICT`): a storage constraint, or a tool write to a tool of an upstream MCP server, which only the server changes (`mcpServer` names it).',
+    {
+      example: {
+        type: 'urn:tool-registry:error:conflict',
+        title: 'Conflict',
+        status: 409,
+        detail: 'tool "gh_search" belongs to MCP server "github", which manages it: change or delete the server instead',
+        code: 'TR_ERR_CONFLICT',
+        mcpServer: 'github',
+      },
+    },
+  ),
   PayloadTooLarge: problem(
     'The body is larger than `BODY_LIMIT` (`TR_ERR_BODY_TOO_LARGE`): refused before any route runs, on its `Content-Length` or as it is read. Fastify reads a body sent with any method but GET and HEAD, so a DELETE that carries one may get this too.',
     {

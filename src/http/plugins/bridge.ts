@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import { ToolBridge } from '../../bridge/bridge.js';
 import { BusTransport } from '../../bridge/bus-transport.js';
 import { HttpTransport } from '../../bridge/http-transport.js';
+import { McpTransport } from '../../bridge/mcp-transport.js';
 import { PulsarWsClient } from '../../bridge/pulsar-ws.js';
 import type { Config } from '../../config.js';
 import { UsageTracker } from '../../usage/tracker.js';
@@ -39,6 +40,8 @@ export default fp<{ config: Config }>(
       transports: {
         http: new HttpTransport(MAX_RESPONSE_BYTES),
         'tool-service': new BusTransport(client, app.catalog.lookupService),
+        // Over the connections the MCP server sync keeps (src/http/plugins/mcp-upstreams.ts).
+        mcp: new McpTransport((id) => app.mcpUpstreams.connection(id), MAX_RESPONSE_BYTES),
       },
       usage,
       defaultTimeoutMs: callTimeoutMs,
@@ -53,5 +56,5 @@ export default fp<{ config: Config }>(
       usage.close();
     });
   },
-  { name: 'bridge', dependencies: ['registry'] },
+  { name: 'bridge', dependencies: ['registry', 'mcp-upstreams'] },
 );

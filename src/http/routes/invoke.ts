@@ -31,7 +31,9 @@ An HTTP tool gets the arguments POSTed as JSON to \`http://{host}:{port}{endpoin
 with the caller's \`Authorization\` header unless the tool sets
 \`forwardAuthorization: false\` (a token carrying the admin scope is never forwarded); a
 message-bus tool's call is carried over its tool service's queues (this needs
-\`PULSAR_WS_URL\`; without it such calls answer \`503\`). The call waits at most the tool's
+\`PULSAR_WS_URL\`; without it such calls answer \`503\`); an mcp tool's call is a
+\`tools/call\` to its upstream MCP server, with the server's own credential (never the
+caller's token). The call waits at most the tool's
 \`timeoutMs\` (default \`TOOL_CALL_TIMEOUT_MS\`); a caller that hangs up cancels it.
 
 **Answers.** By default the answer is one JSON object (\`InvokeResult\`) once the call
@@ -146,7 +148,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
           415: problems.UnsupportedMediaType,
           429: problems.TooManyRequests,
           502: problem(
-            "The tool answered with an error, or could not be reached (`TR_ERR_TOOL_SERVICE`). `serviceError` carries the tool's own error type and message: the service's error for message-bus tools; `http-{status}` for an HTTP tool that answered with an error status or a redirect, `tool-unreachable`, `invalid-response` or `response-too-large`.",
+            "The tool answered with an error, or could not be reached (`TR_ERR_TOOL_SERVICE`). `serviceError` carries the tool's own error type and message: the service's error for message-bus tools; `http-{status}` for an HTTP tool that answered with an error status or a redirect, `tool-unreachable`, `invalid-response` or `response-too-large`; `mcp-tool-error` (the answer had `isError`, its text is the message) or `mcp-error` for an mcp tool.",
             {
               example: {
                 type: 'urn:tool-registry:error:tool-service',
@@ -159,7 +161,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
             },
           ),
           503: problem(
-            "The tool cannot be reached now (`TR_ERR_BUS_UNAVAILABLE`: no message bus is configured, the broker is down or did not take the request, or the tool's service is not registered), or the registry already carries `MAX_INFLIGHT_CALLS` calls, or this caller `MAX_INFLIGHT_CALLS_PER_CALLER` (`TR_ERR_TOO_MANY_CALLS`). `Retry-After` says when to retry.",
+            "The tool cannot be reached now (`TR_ERR_BUS_UNAVAILABLE`: no message bus is configured, the broker is down or did not take the request, the tool's service is not registered, or the mcp tool's MCP server is down), or the registry already carries `MAX_INFLIGHT_CALLS` calls, or this caller `MAX_INFLIGHT_CALLS_PER_CALLER` (`TR_ERR_TOO_MANY_CALLS`). `Retry-After` says when to retry.",
             {
               headers: { 'Retry-After': headers['Retry-After'] },
               example: {

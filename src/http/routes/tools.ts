@@ -203,6 +203,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
           401: problems.Unauthorized,
           403: problems.Forbidden,
           404: problems.NotFound,
+          409: problems.WriteConflict,
           429: problems.TooManyRequests,
           503: problems.Unavailable,
         },

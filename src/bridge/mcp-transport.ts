@@ -1,0 +1,81 @@
+/**
+ * Tools of upstream MCP servers: `tools/call` with the upstream's name for the tool, over the
+ * server's one connection (kept by src/registry/mcp-sync.ts), with the server's credential and
+ * never the caller's token. The answer becomes the observation text: structured content as
+ * its JSON text, else the text parts joined by line feeds, other parts named in brackets.
+ */
+import type { McpTool } from '../model/mcp-schemas.js';
+import { BridgeUnavailableError, ToolServiceError } from './errors.js';
+import type { CallToolResult, McpUpstreamClient } from './mcp-client.js';
+import type { ToolTransport, TransportCall } from './transport.js';
+
+/** The server's connection while it is usable; otherwise why not. */
+export type McpConnectionLookup = (serverId: string) => { client: McpUpstreamClient } | { down: string };
+
+type ContentPart = CallToolResult['content'][number];
+
+/** Bytes of base64 data, without decoding it. */
+function base64Bytes(data: string): number {
+  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
+  return Math.floor((data.length * 3) / 4) - padding;
+}
+
+function partText(part: ContentPart): string {
+  switch (part.type) {
+    case 'text':
+      return part.text;
+    case 'image':
+    case 'audio':
+      return `[${part.type} ${part.mimeType}, ${base64Bytes(part.data)} bytes]`;
+    case 'resource_link':
+      return `[resource ${part.uri}]`;
+    case 'resource':
+      return 'text' in part.resource ? part.resource.text : `[resource ${part.resource.uri}, ${base64Bytes(part.resource.blob)} bytes]`;
+    default:
+      return '[content the registry cannot show]';
+  }
+}
+
+/** The observation of a successful call. */
+function observationOf(result: CallToolResult): string {
+  if (result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);
+  return result.content.map(partText).join('\n');
+}
+
+export class McpTransport implements ToolTransport {
+  /** Each server has its own state (GET /mcp-servers/{id}); there is no one connection to report. */
+  readonly state = 'connected' as const;
+  readonly #lookup: McpConnectionLookup;
+  readonly #maxResponseBytes: number;
+
+  constructor(lookup: McpConnectionLookup, maxResponseBytes: number) {
+    this.#lookup = lookup;
+    this.#maxResponseBytes = maxResponseBytes;
+  }
+
+  async call(call: TransportCall): Promise<string> {
+    const tool = call.descriptor as McpTool;
+    const connection = this.#lookup(tool.server);
+    if ('down' in connection) throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${connection.down}`);
+    const { client } = connection;
+    let result: CallToolResult;
+    try {
+      result = await client.callTool(tool.upstreamName, call.arguments, call.signal);
+    } catch (err) {
+      if (call.signal.aborted) throw call.signal.reason;
+      if (client.lost !== null) throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${client.lost}`);
+      // A JSON-RPC error (an unknown tool, invalid arguments) or an HTTP error status.
+      throw new ToolServiceError('mcp-error', err instanceof Error ? err.message.slice(0, 1000) : 'the MCP server failed the call');
+    }
+    if (result.isError === true) {
+      throw new ToolServiceError('mcp-tool-error', result.content.map(partText).join('\n').slice(0, 1000) || 'the tool reported an error');
+    }
+    const text = observationOf(result);
+    if (Buffer.byteLength(text) > this.#maxResponseBytes) throw new ToolServiceError('response-too-large', 'the tool sent more than the registry keeps for one call');
+    call.onChunk?.(text);
+    return text;
+  }
+
+  /** The connections belong to the sync, which closes them. */
+  close(): void {}
+}

@@ -1,0 +1,111 @@
+/**
+ * Upstream MCP servers (issue 11): the descriptor operators register, and the tools of kind
+ * `mcp` the registry derives from the server's `tools/list` (src/model/mcp-tools.ts). The
+ * server's credential is a secret: it is parsed here but stored apart from the descriptor
+ * (migrations/008_mcp_servers.sql) and never part of any answer, log line or export.
+ */
+import { z } from 'zod';
+import { RegistryError } from './errors.js';
+import { fieldErrorsFrom } from './resolve.js';
+import { DescriptionSchema, NOT_PROTO, notProto, refuseControlCharacters, ScopeSchema, ServiceIdSchema, text, ToolNameSchema } from './schemas.js';
+
+/** A tool's name at its upstream: MCP allows more than the registry's names (which may be prefixed). */
+const UpstreamToolNameSchema = z
+  .string()
+  .regex(/^[\x21-\x7E]{1,128}$/, 'must be 1 to 128 printable ASCII characters')
+  .refine(notProto, NOT_PROTO);
+
+/** A JSON Schema of `type: "object"`, kept as the upstream gave it, under the control-character rule. */
+const ObjectJsonSchema = z
+  .looseObject({ type: z.literal('object') })
+  .superRefine(refuseControlCharacters)
+  .superRefine((value, ctx) => {
+    // Parsed JSON may carry an own `__proto__` key; nothing downstream should meet one.
+    const stack: unknown[] = [value];
+    for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+      if (typeof node !== 'object' || node === null) continue;
+      if (!Array.isArray(node) && Object.hasOwn(node, '__proto__')) {
+        ctx.addIssue({ code: 'custom', message: 'must not have a "__proto__" key' });
+        return;
+      }
+      stack.push(...Object.values(node));
+    }
+  });
+
+/** A tool of an upstream MCP server, as the registry stores it (kind `mcp`). */
+export const McpToolSchema = z.strictObject({
+  type: z.literal('mcp'),
+  /** The registry's name: the server's prefix, then the upstream's name. */
+  name: ToolNameSchema,
+  /** The id of the MCP server that lists it. */
+  server: ServiceIdSchema,
+  /** Its name at the upstream, which calls use. */
+  upstreamName: UpstreamToolNameSchema,
+  title: text(512).optional(),
+  description: DescriptionSchema,
+  /** The upstream's JSON Schema of the arguments, as given. */
+  inputSchema: ObjectJsonSchema,
+  /** The upstream's JSON Schema of the structured answer, where it declares one. */
+  outputSchema: ObjectJsonSchema.optional(),
+  /** OAuth scopes any one of which grants the tool: the server's `toolScopes` entry, else its `scopes`. */
+  scopes: z.array(ScopeSchema).max(64),
+  /** The server's `timeoutMs`, where it sets one. */
+  timeoutMs: z.number().int().min(1).max(600_000).optional(),
+});
+export type McpTool = z.infer<typeof McpToolSchema>;
+
+/** Only http and https, without userinfo (the credential has its own field) or fragment. */
+const McpUrlSchema = z
+  .string()
+  .max(2048)
+  // The URL parser drops tabs and line feeds rather than refusing them: refused here first.
+  .regex(/^[\x21-\x7E]+$/, 'must be a URL of printable ASCII characters')
+  .pipe(z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }))
+  .refine((value) => {
+    const url = new URL(value);
+    return url.username === '' && url.password === '' && url.hash === '';
+  }, 'must not carry a user, password or fragment (give a credential as "credential")');
+
+/** What the registry stores of a server: everything but its credential. */
+export const McpServerSchema = z.strictObject({
+  id: ServiceIdSchema,
+  /** The server's Streamable HTTP endpoint: the only URL the registry sends its requests to. */
+  url: McpUrlSchema,
+  /** Prepended to every upstream tool name; a result that is not a valid tool name is skipped. */
+  prefix: z.string().regex(/^[a-zA-Z0-9_-]{1,32}$/, 'must be 1 to 32 letters, digits, "_" or "-"').optional(),
+  /** Scopes for every tool of the server; none means every caller. */
+  scopes: z.array(ScopeSchema).max(64).default([]),
+  /** Scopes per upstream tool name; an entry wins over `scopes`. */
+  toolScopes: z
+    .record(UpstreamToolNameSchema, z.array(ScopeSchema).max(64))
+    .refine((value) => Object.keys(value).length <= 10_000, 'must have at most 10000 entries')
+    .default({}),
+  /** Seconds between full refreshes of its tool list (default MCP_UPSTREAM_REFRESH_S). */
+  refreshIntervalS: z.number().int().min(5).max(86_400).optional(),
+  /** How long a call to one of its tools may wait for its answer (default TOOL_CALL_TIMEOUT_MS). */
+  timeoutMs: z.number().int().min(1).max(600_000).optional(),
+});
+export type McpServer = z.infer<typeof McpServerSchema>;
+
+/** `{ bearer }` sets the credential; `{ set: true }` (what reads show) keeps the stored one. */
+const CredentialInputSchema = z.union([
+  z.strictObject({ bearer: z.string().regex(/^[\x21-\x7E]{1,4096}$/, 'must be 1 to 4096 printable ASCII characters') }),
+  z.strictObject({ set: z.literal(true) }),
+]);
+
+export const McpServerInputSchema = McpServerSchema.extend({ credential: CredentialInputSchema.optional() });
+
+/** What a write does with the stored credential. */
+export type CredentialChange = { bearer: string } | 'keep' | 'none';
+
+/** Parses an operator's descriptor into what is stored and what happens to the credential. */
+export function parseMcpServer(input: unknown): { server: McpServer; credential: CredentialChange } {
+  const result = McpServerInputSchema.safeParse(input);
+  if (!result.success) {
+    const errors = fieldErrorsFrom(result.error);
+    const first = errors[0];
+    throw new RegistryError('TR_ERR_VALIDATION', `invalid MCP server: ${first ? `${first.path || '(body)'}: ${first.message}` : 'invalid'}`, { fieldErrors: errors });
+  }
+  const { credential, ...server } = result.data;
+  return { server, credential: credential === undefined ? 'none' : 'bearer' in credential ? { bearer: credential.bearer } : 'keep' };
+}

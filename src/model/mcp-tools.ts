@@ -1,0 +1,113 @@
+/**
+ * From an upstream MCP server's `tools/list` to the registry's tools of kind `mcp`, and from
+ * those to the one write that brings the stored tools in line. Plain functions: the sync
+ * (src/registry/mcp-sync.ts) does the listing, the registry service the write.
+ */
+import { fieldErrorsFrom } from './resolve.js';
+import { McpToolSchema, type McpServer, type McpTool } from './mcp-schemas.js';
+import type { ToolDescriptor, ToolKind } from './schemas.js';
+
+/** A tool as an upstream lists it (the SDK has checked the shape of the list). */
+export interface UpstreamTool {
+  name: string;
+  title?: string | undefined;
+  description?: string | undefined;
+  inputSchema: { type: 'object'; [keyword: string]: unknown };
+  outputSchema?: { type: 'object'; [keyword: string]: unknown } | undefined;
+}
+
+/** An upstream tool the registry does not list, and why. */
+export interface SkippedTool {
+  name: string;
+  reason: string;
+}
+
+/**
+ * The tools the server's list makes, under its prefix and scopes. A tool whose name or
+ * descriptor does not fit the registry's rules is skipped with the reason, not the whole list.
+ */
+export function mcpToolsOf(server: McpServer, upstream: readonly UpstreamTool[]): { tools: McpTool[]; skipped: SkippedTool[] } {
+  const tools: McpTool[] = [];
+  const skipped: SkippedTool[] = [];
+  const seen = new Set<string>();
+  // User-keyed (house style 14): looked up in a Map, never on the parsed object.
+  const toolScopes = new Map(Object.entries(server.toolScopes));
+  for (const tool of upstream) {
+    if (seen.has(tool.name)) {
+      skipped.push({ name: tool.name, reason: 'the upstream lists this name more than once' });
+      continue;
+    }
+    seen.add(tool.name);
+    const description = tool.description?.trim() || tool.title?.trim() || `${tool.name}, a tool of MCP server "${server.id}"`;
+    const candidate = {
+      type: 'mcp',
+      name: `${server.prefix ?? ''}${tool.name}`,
+      server: server.id,
+      upstreamName: tool.name,
+      ...(tool.title !== undefined && { title: tool.title }),
+      description,
+      inputSchema: tool.inputSchema,
+      ...(tool.outputSchema !== undefined && { outputSchema: tool.outputSchema }),
+      scopes: toolScopes.get(tool.name) ?? server.scopes,
+      ...(server.timeoutMs !== undefined && { timeoutMs: server.timeoutMs }),
+    };
+    const parsed = McpToolSchema.safeParse(candidate);
+    if (parsed.success) {
+      tools.push(parsed.data);
+      continue;
+    }
+    const first = fieldErrorsFrom(parsed.error)[0];
+    const reason = first?.path === 'name' ? `"${candidate.name}" is not a valid tool name: ${first.message}` : `${first?.path || '(tool)'}: ${first?.message ?? 'invalid'}`;
+    skipped.push({ name: tool.name, reason });
+  }
+  return { tools, skipped };
+}
+
+/** A live stored tool, as the plan needs to see it. */
+export interface StoredTool {
+  kind: ToolKind;
+  serviceId: string | null;
+  descriptor: ToolDescriptor;
+}
+
+export interface McpSyncPlan {
+  upserts: McpTool[];
+  /** Names of the server's tools the upstream no longer lists (or that no longer fit). */
+  deletes: string[];
+  /** Upstream tools whose name another tool already has. */
+  clashes: SkippedTool[];
+  unchanged: number;
+}
+
+/**
+ * What one write must do so that the server's stored tools are `wanted`: new and changed tools
+ * (compared as canonical JSON, so that an upstream that reorders keys writes nothing), the
+ * server's tools no longer wanted, and names another tool has (never taken over).
+ */
+export function planMcpSync(serverId: string, wanted: readonly McpTool[], stored: (name: string) => StoredTool | undefined, own: readonly string[]): McpSyncPlan {
+  const plan: McpSyncPlan = { upserts: [], deletes: [], clashes: [], unchanged: 0 };
+  const kept = new Set<string>();
+  for (const tool of wanted) {
+    const existing = stored(tool.name);
+    if (existing && !(existing.kind === 'mcp' && existing.serviceId === serverId)) {
+      const holder = existing.kind === 'mcp' ? `a tool of MCP server "${existing.serviceId ?? ''}"` : `a tool of kind ${existing.kind}`;
+      plan.clashes.push({ name: tool.upstreamName, reason: `"${tool.name}" is taken by ${holder}` });
+      continue;
+    }
+    kept.add(tool.name);
+    if (existing && canonicalJson(existing.descriptor) === canonicalJson(tool)) plan.unchanged++;
+    else plan.upserts.push(tool);
+  }
+  for (const name of own) if (!kept.has(name)) plan.deletes.push(name);
+  return plan;
+}
+
+/** JSON with every object's keys sorted: equal for values that differ only in key order. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
+    const sorted = Object.create(null) as Record<string, unknown>;
+    for (const key of Object.keys(v).sort()) sorted[key] = (v as Record<string, unknown>)[key];
+    return sorted;
+  });
+}

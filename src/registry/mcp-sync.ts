@@ -1,0 +1,291 @@
+/**
+ * Keeps the tools of every registered upstream MCP server in the registry (issue 11): one
+ * connection per server, its tool list read on connect, on `notifications/tools/list_changed`
+ * and every refresh interval, and the difference written as one registry write (none when
+ * nothing changed). A server that cannot be reached is `down` (calls to its tools answer 503)
+ * and is retried with backoff, so it comes back without a restart. Nothing here waits for an
+ * upstream on the registry's behalf: startup and writes never do.
+ *
+ * The connection itself (the MCP SDK) is the bridge's (src/bridge/mcp-client.ts); it is passed
+ * in as a factory, so that this room stays free of transports.
+ */
+import type { McpServer, McpTool } from '../model/mcp-schemas.js';
+import { mcpToolsOf, type SkippedTool, type UpstreamTool } from '../model/mcp-tools.js';
+import type { ChangeListener, McpServerRecord } from '../model/records.js';
+import type { McpSyncResult } from './registry-service.js';
+
+/** What the sync needs of a connection. */
+export interface UpstreamConnection {
+  connect(): Promise<void>;
+  listTools(): Promise<UpstreamTool[]>;
+  close(): Promise<void>;
+  /** Why the connection was lost, or null while it is usable. */
+  readonly lost: string | null;
+}
+
+export interface ConnectionEvents {
+  onToolsChanged(): void;
+  onLost(reason: string): void;
+}
+
+type LogFn = (details: object, message: string) => void;
+
+export interface McpSyncOptions<C extends UpstreamConnection> {
+  registry: { syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult> };
+  catalog: { mcpServers(): McpServerRecord[]; toolsOfMcpServer(id: string): string[] };
+  /** The change bus: every committed write, MCP server puts and deletes included. */
+  subscribe: (listener: ChangeListener) => () => void;
+  credentialOf: (id: string) => string | undefined;
+  connect: (server: McpServer, credential: string | undefined, events: ConnectionEvents) => C;
+  /** MCP_UPSTREAM_REFRESH_S, for servers that set no `refreshIntervalS`. */
+  defaultRefreshS: number;
+  log: { info: LogFn; warn: LogFn; error: LogFn };
+}
+
+export type UpstreamState = 'connecting' | 'connected' | 'down';
+
+export interface UpstreamStatus {
+  state: UpstreamState;
+  lastSyncAt: string | null;
+  lastError: string | null;
+  tools: number;
+  skipped: SkippedTool[];
+}
+
+/** Reconnect delays: at once after a healthy spell, else 0.5 s doubling to 30 s. */
+const FIRST_RETRY_MS = 500;
+const MAX_RETRY_MS = 30_000;
+/** A connection up this long counts as healthy: losing it retries at once. */
+const HEALTHY_MS = 10_000;
+/** A call to a down server brings its next attempt forward, at most this often. */
+const KICK_EVERY_MS = 1000;
+
+// eslint-disable-next-line no-control-regex -- the characters to escape
+const CONTROL = /[\x00-\x1F\x7F-\x9F]/g;
+
+/** Upstream text for logs and answers: control characters escaped, bounded. */
+function printable(text: string, max = 500): string {
+  const escaped = text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return escaped.length > max ? `${escaped.slice(0, max)}...` : escaped;
+}
+
+class Upstream<C extends UpstreamConnection> {
+  state: UpstreamState = 'connecting';
+  connection: C | null = null;
+  connectedAt = 0;
+  attempts = 0;
+  lastAttemptAt = 0;
+  retry: NodeJS.Timeout | null = null;
+  refresh: NodeJS.Timeout | null = null;
+  syncing = false;
+  resync = false;
+  closed = false;
+  lastSyncAt: string | null = null;
+  lastError: string | null = null;
+  skipped: SkippedTool[] = [];
+  skippedKey = '[]';
+
+  constructor(
+    readonly record: McpServerRecord,
+    /** Kept to redact it from any error text an upstream sends back. */
+    readonly credential: string | undefined,
+  ) {}
+
+  /** Upstream text with the credential taken out. */
+  redact(text: string): string {
+    return printable(this.credential === undefined ? text : text.replaceAll(this.credential, '[redacted]'));
+  }
+}
+
+export class McpSync<C extends UpstreamConnection> {
+  readonly #options: McpSyncOptions<C>;
+  readonly #upstreams = new Map<string, Upstream<C>>();
+  #unsubscribe: (() => void) | null = null;
+
+  constructor(options: McpSyncOptions<C>) {
+    this.#options = options;
+  }
+
+  /** Connects to every registered server (without waiting) and follows puts and deletes. */
+  start(): void {
+    this.#unsubscribe ??= this.#options.subscribe(() => this.#reconcile());
+    this.#reconcile();
+  }
+
+  close(): void {
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    for (const upstream of this.#upstreams.values()) this.#drop(upstream);
+    this.#upstreams.clear();
+  }
+
+  status(id: string): UpstreamStatus | undefined {
+    const upstream = this.#upstreams.get(id);
+    if (!upstream) return undefined;
+    const { state, lastSyncAt, lastError, skipped } = upstream;
+    return { state, lastSyncAt, lastError, tools: this.#options.catalog.toolsOfMcpServer(id).length, skipped };
+  }
+
+  /** The server's connection for a call, or why there is none (a down server is tried again soon). */
+  connection(id: string): { client: C } | { down: string } {
+    const upstream = this.#upstreams.get(id);
+    if (!upstream) return { down: 'it is not registered' };
+    const connection = upstream.connection;
+    if (upstream.state === 'connected' && connection && connection.lost === null) return { client: connection };
+    if (upstream.state === 'down' && Date.now() - upstream.lastAttemptAt >= KICK_EVERY_MS) this.#retryNow(upstream);
+    return { down: upstream.state === 'connecting' ? 'connecting' : (upstream.lastError ?? 'down') };
+  }
+
+  /** Opens servers that are new or changed, drops those that are gone. */
+  #reconcile(): void {
+    const live = new Map(this.#options.catalog.mcpServers().map((record) => [record.id, record]));
+    for (const [id, upstream] of this.#upstreams) {
+      const record = live.get(id);
+      // Any change of the descriptor (URL, credential, prefix, scopes) makes a new connection and listing.
+      if (record?.index === upstream.record.index) continue;
+      this.#drop(upstream);
+      this.#upstreams.delete(id);
+    }
+    for (const [id, record] of live) {
+      if (this.#upstreams.has(id)) continue;
+      const upstream = new Upstream<C>(record, this.#options.credentialOf(id));
+      this.#upstreams.set(id, upstream);
+      void this.#open(upstream);
+    }
+  }
+
+  async #open(upstream: Upstream<C>): Promise<void> {
+    upstream.state = 'connecting';
+    upstream.lastAttemptAt = Date.now();
+    const { record, credential } = upstream;
+    let connection: C;
+    try {
+      connection = this.#options.connect(record.descriptor, credential, {
+        onToolsChanged: () => {
+          if (upstream.connection === connection) void this.#sync(upstream);
+        },
+        onLost: (reason) => {
+          if (upstream.connection === connection) this.#down(upstream, reason);
+        },
+      });
+    } catch (err) {
+      this.#down(upstream, (err as Error).message);
+      return;
+    }
+    upstream.connection = connection;
+    try {
+      await connection.connect();
+    } catch (err) {
+      // Unless onLost has already taken it down.
+      if (upstream.connection === connection) this.#down(upstream, (err as Error).message);
+      return;
+    }
+    if (upstream.closed || upstream.connection !== connection) return;
+    upstream.state = 'connected';
+    upstream.connectedAt = Date.now();
+    this.#options.log.info({ mcpServer: record.id }, 'MCP server connected');
+    const refreshMs = (record.descriptor.refreshIntervalS ?? this.#options.defaultRefreshS) * 1000;
+    upstream.refresh = setInterval(() => void this.#sync(upstream), refreshMs).unref();
+    await this.#sync(upstream);
+  }
+
+  /** Lists the server's tools and writes the difference; a request meanwhile runs once more after. */
+  async #sync(upstream: Upstream<C>): Promise<void> {
+    if (upstream.syncing) {
+      upstream.resync = true;
+      return;
+    }
+    upstream.syncing = true;
+    try {
+      do {
+        upstream.resync = false;
+        const connection = upstream.connection;
+        if (upstream.closed || upstream.state !== 'connected' || !connection) return;
+        let tools: UpstreamTool[];
+        try {
+          tools = await connection.listTools();
+        } catch (err) {
+          // A lost connection is handled by onLost; anything else (a bound broken, an error
+          // answer) leaves what is stored as it is until the next refresh.
+          if (connection.lost === null && !upstream.closed) this.#failed(upstream, `listing its tools failed: ${(err as Error).message}`);
+          return;
+        }
+        if (upstream.closed) return;
+        await this.#write(upstream, tools);
+      } while (upstream.resync && !upstream.closed);
+    } finally {
+      upstream.syncing = false;
+    }
+  }
+
+  async #write(upstream: Upstream<C>, tools: UpstreamTool[]): Promise<void> {
+    const { record } = upstream;
+    const { tools: wanted, skipped } = mcpToolsOf(record.descriptor, tools);
+    let result: McpSyncResult;
+    try {
+      result = await this.#options.registry.syncMcpTools(record.id, record.index, wanted);
+    } catch (err) {
+      this.#failed(upstream, `storing its tools failed: ${(err as Error).message}`, 'error');
+      return;
+    }
+    // Replaced or deleted meanwhile: the new record's own sync follows.
+    if (result.stale || !result.plan) return;
+    upstream.lastSyncAt = new Date().toISOString();
+    upstream.lastError = null;
+    upstream.skipped = [...skipped, ...result.plan.clashes].map((s) => ({ name: printable(s.name, 200), reason: printable(s.reason) }));
+    const key = JSON.stringify(upstream.skipped);
+    if (key !== upstream.skippedKey && upstream.skipped.length > 0) {
+      this.#options.log.warn({ mcpServer: record.id, skipped: upstream.skipped }, 'MCP server tools skipped');
+    }
+    upstream.skippedKey = key;
+    if (result.index !== null) {
+      const { upserts, deletes } = result.plan;
+      this.#options.log.info({ mcpServer: record.id, index: result.index, written: upserts.length, deleted: deletes.length }, 'MCP server tools synced');
+    }
+  }
+
+  #failed(upstream: Upstream<C>, reason: string, level: 'warn' | 'error' = 'warn'): void {
+    upstream.lastError = upstream.redact(reason);
+    this.#options.log[level]({ mcpServer: upstream.record.id, reason: upstream.lastError }, 'MCP server sync failed');
+  }
+
+  /** The server cannot be reached: its calls answer 503 until a retry (with backoff) connects. */
+  #down(upstream: Upstream<C>, reason: string): void {
+    if (upstream.closed) return;
+    const wasConnected = upstream.state === 'connected';
+    this.#disconnect(upstream);
+    upstream.state = 'down';
+    upstream.lastError = upstream.redact(reason);
+    // A connection that stays up only briefly keeps backing off (a server that ends its
+    // notification stream at once would otherwise be reconnected in a loop).
+    const healthy = wasConnected && Date.now() - upstream.connectedAt >= HEALTHY_MS;
+    if (healthy) upstream.attempts = 0;
+    const delay = healthy ? 0 : Math.min(FIRST_RETRY_MS * 2 ** upstream.attempts, MAX_RETRY_MS);
+    upstream.attempts++;
+    const level = wasConnected || upstream.attempts === 1 ? 'warn' : 'info';
+    this.#options.log[level]({ mcpServer: upstream.record.id, reason: upstream.lastError, retryInMs: delay }, 'MCP server down');
+    upstream.retry = setTimeout(() => this.#retryNow(upstream), delay).unref();
+  }
+
+  #retryNow(upstream: Upstream<C>): void {
+    if (upstream.closed || upstream.state !== 'down') return;
+    if (upstream.retry) clearTimeout(upstream.retry);
+    upstream.retry = null;
+    void this.#open(upstream);
+  }
+
+  #disconnect(upstream: Upstream<C>): void {
+    if (upstream.refresh) clearInterval(upstream.refresh);
+    if (upstream.retry) clearTimeout(upstream.retry);
+    upstream.refresh = null;
+    upstream.retry = null;
+    const connection = upstream.connection;
+    upstream.connection = null;
+    connection?.close().catch(() => undefined);
+  }
+
+  #drop(upstream: Upstream<C>): void {
+    upstream.closed = true;
+    this.#disconnect(upstream);
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * A real MCP server (the official SDK's low-level `Server` over Streamable HTTP, stateful
+ * sessions) on 127.0.0.1, for tests of registered upstream MCP servers: tools listed in small
+ * pages, a tool added at runtime with `notifications/tools/list_changed`, the Authorization
+ * headers it received, and stop/start on the same port.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { createSigner } from 'fast-jwt';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig, type SettingName } from '../../src/config.js';
+import { buildApp } from '../../src/http/app.js';
+import { TEST_SECRET } from './app.js';
+
+export interface UpstreamToolDef {
+  tool: Tool;
+  handler: (args: Record<string, unknown>, signal: AbortSignal) => Promise<CallToolResult> | CallToolResult;
+}
+
+export interface McpUpstream {
+  url: string;
+  port: number;
+  /** Every Authorization header received (empty string when none). */
+  authorizations: string[];
+  /** Every tools/call, with its arguments. */
+  calls: { name: string; arguments: Record<string, unknown> }[];
+  /** Adds a tool and tells every session its list changed. */
+  addTool(def: UpstreamToolDef): Promise<void>;
+  /** Tells every session its list changed, without changing it. */
+  listChanged(): Promise<void>;
+  /** Stops listening and drops every connection and session, as a crash would. */
+  stop(): Promise<void>;
+  /** Listens again on the same port, with no sessions. */
+  start(): Promise<void>;
+}
+
+export async function startMcpUpstream(options: { tools: UpstreamToolDef[]; pageSize?: number; bearer?: string }): Promise<McpUpstream> {
+  const tools = [...options.tools];
+  const pageSize = options.pageSize ?? 100;
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
+  const authorizations: string[] = [];
+  const calls: McpUpstream['calls'] = [];
+
+  const session = async (): Promise<StreamableHTTPServerTransport> => {
+    const server = new Server({ name: 'test-upstream', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+    server.setRequestHandler(ListToolsRequestSchema, (request) => {
+      const start = request.params?.cursor === undefined ? 0 : Number(request.params.cursor);
+      const end = start + pageSize;
+      return { tools: tools.slice(start, end).map((d) => d.tool), ...(end < tools.length && { nextCursor: String(end) }) };
+    });
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const args = request.params.arguments ?? {};
+      calls.push({ name: request.params.name, arguments: args });
+      const def = tools.find((d) => d.tool.name === request.params.name);
+      if (!def) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
+      return def.handler(args, extra.signal);
+    });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { transport, server });
+      },
+    });
+    await server.connect(transport);
+    return transport;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    authorizations.push(req.headers.authorization ?? '');
+    if (options.bearer !== undefined && req.headers.authorization !== `Bearer ${options.bearer}`) {
+      res.writeHead(401).end();
+      return;
+    }
+    const id = req.headers['mcp-session-id'];
+    if (typeof id === 'string') {
+      const known = sessions.get(id);
+      if (!known) res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+      else await known.transport.handleRequest(req, res);
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.writeHead(400).end();
+      return;
+    }
+    await (await session()).handleRequest(req, res);
+  };
+
+  const listChanged = async () => {
+    await Promise.all([...sessions.values()].map(({ server }) => server.sendToolListChanged()));
+  };
+
+  let http: HttpServer | null = null;
+  let port = 0;
+  const start = async () => {
+    const server = createServer((req, res) => void handle(req, res));
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+    http = server;
+  };
+  await start();
+
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    port,
+    authorizations,
+    calls,
+    async addTool(def) {
+      tools.push(def);
+      await listChanged();
+    },
+    listChanged,
+    async stop() {
+      const server = http;
+      http = null;
+      if (!server) return;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      const open = [...sessions.values()];
+      sessions.clear();
+      await Promise.all(open.map(({ server: s }) => s.close().catch(() => undefined)));
+      await closed;
+    },
+    start,
+  };
+}
+
+/** The registry app as createTestApp builds it, with every log line kept (to look for secrets). */
+export interface LoggedTestApp {
+  app: FastifyInstance;
+  logs: string[];
+  token(scopes: string[]): string;
+  /** Closes the app and builds it again on the same database, without waiting for upstreams. */
+  restart(): Promise<FastifyInstance>;
+  close(): Promise<void>;
+}
+
+export async function createLoggedTestApp(settings: Partial<Record<SettingName, string>> = {}): Promise<LoggedTestApp> {
+  const dir = mkdtempSync(join(tmpdir(), 'tool-registry-mcp-'));
+  const config = loadConfig({}, { DATABASE_PATH: join(dir, 'registry.db'), JWT_SECRET: TEST_SECRET, ...settings });
+  const logs: string[] = [];
+  const build = async () => {
+    const app = await buildApp(config, { logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } });
+    await app.ready();
+    return app;
+  };
+  const sign = createSigner({ key: TEST_SECRET, expiresIn: 3_600_000, header: { alg: 'HS256', typ: 'at+jwt' } });
+  const handle: LoggedTestApp = {
+    app: await build(),
+    logs,
+    token: (scopes) => sign({ sub: 'test-agent', scope: scopes.join(' ') }),
+    async restart() {
+      await handle.app.close();
+      handle.app = await build();
+      return handle.app;
+    },
+    async close() {
+      await handle.app.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return handle;
+}
