@@ -42,6 +42,11 @@ const integer = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
 
+const BOOLEAN_WORDS = { true: true, false: false, '1': true, '0': false, on: true, off: false, yes: true, no: false } as const;
+const boolean = z
+  .enum(Object.keys(BOOLEAN_WORDS) as [keyof typeof BOOLEAN_WORDS], { error: 'must be true or false' })
+  .transform((word) => BOOLEAN_WORDS[word]);
+
 const list = z
   .string()
   .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== ''));
@@ -92,7 +97,7 @@ export const EnvSchema = z.object({
   ),
   JWT_PUBLIC_KEY: optional('PEM public key (RSA, EC or Ed25519; RS256, ES256/384/512 or EdDSA), or the path of a PEM file', pemKey),
   JWT_ISSUER: optional('required token issuer (iss); without a secret or key, its metadata names the JWKS', z.url({ error: 'must be the issuer URL' })),
-  JWT_AUDIENCE: optional('accepted token audiences (aud), comma-separated (default with a JWKS: RESOURCE_URL)', list),
+  JWT_AUDIENCE: optional('accepted token audiences (aud), comma-separated (default with a JWKS: RESOURCE_URL and RESOURCE_URL/mcp, the MCP endpoint\'s own identifier)', list),
   JWKS_URL: optional(
     'URL of the authorization server\'s JWKS (instead of discovery from JWT_ISSUER)',
     z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).transform((v) => new URL(v)),
@@ -143,6 +148,13 @@ export const EnvSchema = z.object({
   MAX_INFLIGHT_CALLS: setting('calls carried at once; past it calls get 503 with Retry-After', '1000', integer(1, 1_000_000)),
   MAX_INFLIGHT_CALLS_PER_CALLER: setting('calls one caller (token issuer and subject, or client address) may have in flight at once; past it 503 with Retry-After', '100', integer(1, 1_000_000)),
   BUS_CONNECT_TIMEOUT_MS: setting('how long opening a bus producer or subscription may take', '3000', integer(100, 60_000)),
+  MCP_UPSTREAM_REFRESH_S: setting(
+    "seconds between full refreshes of a registered MCP server's tool list, unless the server sets refreshIntervalS (list_changed notifications refresh it at once)",
+    '300',
+    integer(5, 86_400),
+  ),
+  MCP_UPSTREAM_MAX_TOOLS: setting('most tools one registered MCP server may list; a longer list is refused whole and what is stored stays', '10000', integer(1, 100_000)),
+  MCP_UPSTREAM_MAX_LIST_BYTES: setting("most bytes of JSON a registered MCP server's tool list may take", String(16 * 1024 * 1024), integer(1024, 1024 ** 3)),
   RATE_LIMIT_MAX: setting('requests per window per caller (token sub, or client address); 0 turns limits off', '1200', integer(0, 10_000_000)),
   RATE_LIMIT_WRITE_MAX: setting('writes per window per caller', '300', integer(0, 10_000_000)),
   RATE_LIMIT_WINDOW_S: setting('rate-limit window in seconds', '60', integer(1, 86_400)),
@@ -154,6 +166,28 @@ export const EnvSchema = z.object({
     'bytes a change stream may have waiting for a client that does not read; past it the stream is cut off (the client resumes with Last-Event-ID)',
     String(1024 * 1024),
     integer(16 * 1024, 1024 ** 3),
+  ),
+  MCP_ALLOW_ANONYMOUS: setting(
+    'let MCP clients without a token use /mcp, seeing what ANONYMOUS_DISCOVERY shows them (false: 401 with the resource-metadata link, so clients start OAuth)',
+    'false',
+    boolean,
+  ),
+  MCP_MAX_SESSIONS: setting('MCP sessions held at once; past it new sessions get 503 with Retry-After', '2000', integer(1, 1_000_000)),
+  MCP_SESSIONS_PER_CALLER: setting(
+    "MCP sessions one caller (token issuer and subject, or client address) may hold; a new one past it ends that caller's least recently used session",
+    '16',
+    integer(1, 10_000),
+  ),
+  MCP_SESSION_IDLE_S: setting('seconds an MCP session without requests or an open stream is kept', '3600', integer(10, 604_800)),
+  MCP_PAGE_SIZE: setting('tools per page of MCP tools/list', '500', integer(1, 1000)),
+  MCP_FORWARD_AUTHORIZATION: setting(
+    "forward the MCP client's own token to HTTP tools that take it (false: a tool host never receives a token from /mcp, as the MCP security best practices require)",
+    'false',
+    boolean,
+  ),
+  MCP_ALLOWED_ORIGINS: optional(
+    'browser origins allowed to call /mcp, comma-separated (default: the origin of PUBLIC_URL); requests with another Origin get 403',
+    list,
   ),
   ANONYMOUS_MAX_AGE_S: setting('seconds shared caches may keep the anonymous discovery view (0: always revalidate)', '0', integer(0, 86_400)),
   VIEW_CACHE_BYTES: setting('bytes of serialised discovery views kept in memory', String(64 * 1024 * 1024), integer(0, 16 * 1024 ** 3)),
@@ -189,6 +223,7 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
   // A wildcard address is not one to reach the registry at; an IPv6 literal needs brackets.
   const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   const publicUrl = env.PUBLIC_URL ?? new URL(`http://${publicHost}:${env.PORT}`);
+  const resource = env.RESOURCE_URL ?? publicUrl.href.replace(/\/$/, '');
   return {
     port: env.PORT,
     host,
@@ -214,7 +249,7 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       roleScopes: env.ROLE_SCOPES,
     },
     /** This API's resource identifier (RFC 8707, RFC 9728). */
-    resource: env.RESOURCE_URL ?? publicUrl.href.replace(/\/$/, ''),
+    resource,
     authorizationServers: env.AUTHORIZATION_SERVERS ?? (env.JWT_ISSUER === undefined ? [] : [env.JWT_ISSUER]),
     bridge: {
       pulsarWsUrl: env.PULSAR_WS_URL,
@@ -241,10 +276,23 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       idleTimeoutMs: env.IDLE_TIMEOUT_MS,
     },
     viewCacheBytes: env.VIEW_CACHE_BYTES,
+    /** Registered upstream MCP servers (src/registry/mcp-sync.ts). */
+    mcpUpstream: { refreshS: env.MCP_UPSTREAM_REFRESH_S, maxTools: env.MCP_UPSTREAM_MAX_TOOLS, maxListBytes: env.MCP_UPSTREAM_MAX_LIST_BYTES },
     maxWaiters: env.MAX_WAITERS,
     maxWaitersPerCaller: env.MAX_WAITERS_PER_CALLER,
     changeStreamBufferBytes: env.CHANGE_STREAM_BUFFER_BYTES,
     anonymousMaxAgeS: env.ANONYMOUS_MAX_AGE_S,
+    mcp: {
+      /** The MCP endpoint's own resource identifier (RFC 8707): what MCP clients ask tokens for. */
+      resource: `${resource.replace(/\/+$/, '')}/mcp`,
+      allowAnonymous: env.MCP_ALLOW_ANONYMOUS,
+      maxSessions: env.MCP_MAX_SESSIONS,
+      sessionsPerCaller: env.MCP_SESSIONS_PER_CALLER,
+      sessionIdleMs: env.MCP_SESSION_IDLE_S * 1000,
+      pageSize: env.MCP_PAGE_SIZE,
+      forwardAuthorization: env.MCP_FORWARD_AUTHORIZATION,
+      allowedOrigins: env.MCP_ALLOWED_ORIGINS ?? [publicUrl.origin],
+    },
   };
 });
 export type Config = z.infer<typeof ConfigSchema>;

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,4 +14,9 @@ export function packageRoot(): string {
     if (parent === dir) throw new Error('cannot find the tool-registry package root (migrations/ folder)');
     dir = parent;
   }
+}
+
+/** The package's version, from its package.json. */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }

@@ -521,7 +521,8 @@ describe('the OpenAPI document', () => {
           const response = document.resolve(`${operation}/responses/${status}`);
           expect(document.at(`${response}/description`), `${op} ${status} description`).not.toBe('Default Response');
           const content = document.at(`${response}/content`) as Json | undefined;
-          if (status === '304') expect(content, `${op} 304 has no body`).toBeUndefined();
+          // 304, and the MCP transport's 202 (a notification taken) and 204 (a session ended).
+          if (['202', '204', '304'].includes(status)) expect(content, `${op} ${status} has no body`).toBeUndefined();
           else expect(Object.keys(content ?? {}).length, `${op} ${status} has a body schema`).toBeGreaterThan(0);
           if (Number(status) >= 400) expect(Object.keys(content ?? {}), `${op} ${status}`).toEqual(['application/problem+json']);
         }
@@ -590,6 +591,17 @@ describe('the OpenAPI document', () => {
     const breaking = { topic: 'joke', 'config-params': [{ name: 'mood', required: true }] };
     expect((await putService('joke-service', breaking)).res.statusCode).toBe(409);
     expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(409);
+
+    // Upstream MCP servers (nothing listens at the URL: its state is then `down`).
+    const mcpServer = { url: 'http://127.0.0.1:9/mcp', credential: { bearer: 'not-shown' }, prefix: 'up_' };
+    const putMcp = (payload: unknown) => call('/mcp-servers/{id}', { method: 'PUT', url: '/mcp-servers/up', headers: admin, payload: payload as never });
+    expect((await putMcp(mcpServer)).res.statusCode).toBe(201);
+    expect((await putMcp({ ...mcpServer, credential: { set: true } })).res.statusCode).toBe(200);
+    expect((await putMcp({ ...mcpServer, url: 'ftp://127.0.0.1/mcp' })).res.statusCode).toBe(400);
+    expect((await call('/mcp-servers', { method: 'GET', url: '/mcp-servers', headers: admin })).res.statusCode).toBe(200);
+    expect((await call('/mcp-servers/{id}', { method: 'GET', url: '/mcp-servers/up', headers: admin })).res.statusCode).toBe(200);
+    expect((await call('/mcp-servers/{id}', { method: 'GET', url: '/mcp-servers/nope', headers: admin })).res.statusCode).toBe(404);
+    expect((await call('/mcp-servers/{id}', { method: 'DELETE', url: '/mcp-servers/up', headers: admin })).res.statusCode).toBe(200);
 
     // Bulk.
     const bundle: unknown = JSON.parse(readFileSync(join(ROOT, 'examples', 'seed.json'), 'utf8'));
@@ -860,6 +872,28 @@ describe('the OpenAPI document', () => {
     expect((await call('/openapi.yaml', { method: 'GET', url: '/openapi.yaml' })).res.statusCode).toBe(200);
     expect((await call('/openapi.json', { method: 'GET', url: '/openapi.json' })).res.statusCode).toBe(200);
 
+    // MCP: a session opened, a list, its notification stream (over the socket), its end.
+    const mcpBase = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'openapi-test', version: '1' } } };
+    const initialized = await call('/mcp', { method: 'POST', url: '/mcp', headers: { ...agent, ...mcpBase }, payload: initialize });
+    expect(initialized.res.statusCode).toBe(200);
+    expect(String(initialized.body)).toContain('"protocolVersion":"2025-11-25"');
+    const session = { ...agent, ...mcpBase, 'mcp-session-id': String(initialized.res.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
+    expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: session, payload: { jsonrpc: '2.0', method: 'notifications/initialized' } })).res.statusCode).toBe(202);
+    const listed = await call('/mcp', { method: 'POST', url: '/mcp', headers: session, payload: { jsonrpc: '2.0', id: 2, method: 'tools/list' } });
+    expect(listed.res.statusCode).toBe(200);
+    expect(String(listed.body)).toMatch(/^event: message\ndata: \{"result":\{"tools":\[/);
+    const notices = await openStream(port, '/mcp', { ...session, accept: 'text/event-stream' });
+    expectDocumented(document, '/mcp', 'get', notices.answer());
+    notices.close();
+    const { 'content-type': _bodyless, ...sessionHeaders } = session;
+    expect((await call('/mcp', { method: 'DELETE', url: '/mcp', headers: sessionHeaders })).res.statusCode).toBe(204);
+    expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: session, payload: { jsonrpc: '2.0', id: 3, method: 'tools/list' } })).res.statusCode).toBe(404);
+    expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: mcpBase, payload: initialize })).res.statusCode).toBe(401);
+    expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: { ...agent, 'content-type': 'application/json', accept: 'application/json' }, payload: initialize })).res.statusCode).toBe(406);
+    const mcpMetadata = '/.well-known/oauth-protected-resource/mcp';
+    expect((await call(mcpMetadata, { method: 'GET', url: mcpMetadata })).res.statusCode).toBe(200);
+
     expect([...document.operations()].filter((op) => !exercised.has(op)), 'operations no check saw succeed').toEqual([]);
   });
 
@@ -902,7 +936,14 @@ describe('the OpenAPI document', () => {
 
   describe('answers given before any route runs', () => {
     /** Operations rate limiting does not count (src/http/routes: `rateLimit: false`). */
-    const UNLIMITED = new Set(['GET /healthz', 'GET /readyz', 'GET /.well-known/oauth-protected-resource', 'GET /openapi.json', 'GET /openapi.yaml']);
+    const UNLIMITED = new Set([
+      'GET /healthz',
+      'GET /readyz',
+      'GET /.well-known/oauth-protected-resource',
+      'GET /.well-known/oauth-protected-resource/mcp',
+      'GET /openapi.json',
+      'GET /openapi.yaml',
+    ]);
     /** What a probe-only connection still answers (src/http/plugins/connections.ts). */
     const PROBES = new Set(['GET /healthz', 'GET /readyz']);
 

@@ -23,9 +23,10 @@ export interface TokenRules {
 
 export function tokenRules(config: Config, keys: TokenKeys): TokenRules {
   const { issuer } = config.jwt;
-  // With a JWKS the audience defaults to this API's resource identifier (RFC 8707): a token
-  // minted for another API is not accepted here.
-  const audience = config.jwt.audience ?? (keys.mode === 'jwks' ? [config.resource] : undefined);
+  // With a JWKS the audience defaults to this API's resource identifiers (RFC 8707): the
+  // registry's, and its MCP endpoint's (MCP clients ask for a token for the URL they connect
+  // to). A token minted for another API is not accepted here.
+  const audience = config.jwt.audience ?? (keys.mode === 'jwks' ? [config.resource, config.mcp.resource] : undefined);
   // fast-jwt checks iss and aud only when present: a configured issuer or audience must be there.
   const requiredClaims = ['exp', ...(issuer !== undefined ? ['iss'] : []), ...(audience !== undefined ? ['aud'] : [])];
   return {

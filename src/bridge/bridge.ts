@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { requireScope, type Caller } from '../model/caller.js';
 import { normaliseTool } from '../model/normalise.js';
 import { mayLearnOf, type VisibilityPolicy } from '../model/visibility.js';
-import type { Catalog } from '../catalog/catalog.js';
+import type { Catalog, CatalogTool } from '../catalog/catalog.js';
 import type { ToolKind } from '../model/schemas.js';
 import { RegistryError } from '../model/errors.js';
 import type { CallOutcome } from '../model/records.js';
@@ -75,36 +75,47 @@ export class ToolBridge {
     for (const transport of Object.values(this.#options.transports)) transport.close();
   }
 
-  async invoke(request: InvokeRequest): Promise<InvokeResult> {
-    const { catalog, usage, visibility } = this.#options;
-    const found = catalog.getTool(request.toolName);
+  /**
+   * The checks every call passes first, in this order: the caller may know of the tool, may call
+   * it (a token, holding one of its scopes), and the tool is live. Throws the refusal `invoke`
+   * would give (a refusal at the scope check counts as a denied call), so that a front can
+   * answer it in its own terms before the call starts (MCP's 403 insufficient_scope).
+   */
+  admit(toolName: string, caller: Caller): CatalogTool {
+    const { catalog, visibility } = this.#options;
+    const found = catalog.getTool(toolName);
     // What a caller may not list, it cannot learn exists: a tool outside what it may know of is
     // answered exactly as a name never registered (no scopes, no 403, no 410).
-    const entry = found && mayLearnOf(found.tool.scopes, request.caller, visibility) ? found : undefined;
-    if (!entry) throw this.#unknownTool(request.toolName, request.caller);
+    const entry = found && mayLearnOf(found.tool.scopes, caller, visibility) ? found : undefined;
+    if (!entry) throw this.#unknownTool(toolName, caller);
     const { tool, record } = entry;
-    const sub = request.caller.kind === 'token' ? (request.caller.sub ?? null) : null;
+    try {
+      // Anonymous callers never call tools, even ones that need no scope; a token needs one of
+      // the tool's scopes, if it has any.
+      if (caller.kind === 'anonymous' && tool.scopes.length === 0) {
+        throw new RegistryError('TR_ERR_UNAUTHENTICATED', `calling ${tool.name} needs a bearer token`, { challenge: {} });
+      }
+      requireScope(caller, tool.scopes, `calling ${tool.name}`);
+    } catch (err) {
+      this.#options.usage.record({ at: new Date().toISOString(), tool: tool.name, sub: subOf(caller), outcome: 'denied', durationMs: 0 });
+      throw err;
+    }
+    if (record.status !== 'active') {
+      throw new RegistryError('TR_ERR_GONE', `tool "${tool.name}" is ${record.status} and can no longer be called`);
+    }
+    return entry;
+  }
+
+  async invoke(request: InvokeRequest): Promise<InvokeResult> {
+    const { usage } = this.#options;
+    const { tool, record } = this.admit(request.toolName, request.caller);
+    const sub = subOf(request.caller);
     const started = performance.now();
     const finish = (outcome: CallOutcome) => {
       const durationMs = performance.now() - started;
       usage.record({ at: new Date().toISOString(), tool: tool.name, sub, outcome, durationMs });
       return durationMs;
     };
-
-    try {
-      // Anonymous callers never call tools, even ones that need no scope; a token needs one of
-      // the tool's scopes, if it has any.
-      if (request.caller.kind === 'anonymous' && tool.scopes.length === 0) {
-        throw new RegistryError('TR_ERR_UNAUTHENTICATED', `calling ${tool.name} needs a bearer token`, { challenge: {} });
-      }
-      requireScope(request.caller, tool.scopes, `calling ${tool.name}`);
-    } catch (err) {
-      finish('denied');
-      throw err;
-    }
-    if (record.status !== 'active') {
-      throw new RegistryError('TR_ERR_GONE', `tool "${tool.name}" is ${record.status} and can no longer be called`);
-    }
     const args = request.arguments ?? {};
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
       throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', 'the arguments must be a JSON object', {
@@ -208,3 +219,5 @@ export class ToolBridge {
 }
 
 const round = (ms: number) => Math.round(ms * 100) / 100;
+
+const subOf = (caller: Caller) => (caller.kind === 'token' ? (caller.sub ?? null) : null);

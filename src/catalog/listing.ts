@@ -25,6 +25,8 @@ export interface Listing {
   tools: PublicTool[];
   /** The same tools' discovery entries as JSON bytes, for fronts that send bytes. */
   parts: Buffer[];
+  /** The same tools as the catalogue holds them (tombstones for tools deleted during a pinned walk), for fronts with their own shapes. */
+  entries: readonly CatalogTool[];
   nextCursor: string | null;
   index: number;
 }
@@ -67,12 +69,6 @@ function decodeCursor(text: string): Cursor {
   });
 }
 
-/** One tool of a page: its discovery entry and that entry's bytes. */
-export interface ListedTool {
-  view: PublicTool;
-  bytes: Buffer;
-}
-
 export class CatalogListing {
   readonly #catalog: Catalog;
   readonly #publicUrl: URL;
@@ -111,17 +107,17 @@ export class CatalogListing {
     if (pinned > index) throw badCursor('the cursor is from a registry index ahead of this one; start the walk again');
     const after = cursor?.a;
     const catalog = this.#catalog;
-    const tombstones: ListedTool[] = [];
+    const tombstones: CatalogTool[] = [];
     for (const record of catalog.deletedAfter(pinned)) {
       if ((after !== undefined && record.name <= after) || !catalog.existedAt(record.name, pinned)) continue;
       const entry = this.#tombstoneEntry(record);
       if (inView(entry.tool.scopes)) tombstones.push(entry);
     }
     tombstones.sort((a, b) => (a.view.name < b.view.name ? -1 : 1));
-    const page: ListedTool[] = [];
+    const page: CatalogTool[] = [];
     let t = 0;
     let more = false;
-    const take = (entry: ListedTool): boolean => {
+    const take = (entry: CatalogTool): boolean => {
       if (page.length === limit) {
         more = true;
         return false;
@@ -131,12 +127,12 @@ export class CatalogListing {
     };
     for (const entry of walkView(catalog, key, { after, scope })) {
       if (!catalog.existedAt(entry.tool.name, pinned)) continue;
-      while (t < tombstones.length && (tombstones[t] as ListedTool).view.name < entry.tool.name) {
-        if (!take(tombstones[t++] as ListedTool)) break;
+      while (t < tombstones.length && (tombstones[t] as CatalogTool).view.name < entry.tool.name) {
+        if (!take(tombstones[t++] as CatalogTool)) break;
       }
       if (more || !take(entry)) break;
     }
-    while (!more && t < tombstones.length) take(tombstones[t++] as ListedTool);
+    while (!more && t < tombstones.length) take(tombstones[t++] as CatalogTool);
     const last = page.at(-1)?.view.name;
     return listing(page, more && last !== undefined ? encodeCursor({ s: pinned, a: last }) : null, index);
   }
@@ -148,7 +144,7 @@ export class CatalogListing {
    */
   #changes(since: string, cursor: Cursor | undefined, limit: number, inView: (scopes: readonly string[]) => boolean, index: number): Listing {
     if (cursor !== undefined && !('u' in cursor)) throw badCursor('this cursor continues a walk in name order; leave updated_since out, or start again');
-    const page: ListedTool[] = [];
+    const page: CatalogTool[] = [];
     let more = false;
     for (const { record, entry } of this.#catalog.changedSince(since, cursor && { index: cursor.u, name: cursor.a })) {
       const listed = entry ?? this.#tombstoneEntry(record);
@@ -169,8 +165,8 @@ export class CatalogListing {
   }
 }
 
-function listing(tools: readonly ListedTool[], nextCursor: string | null, index: number): Listing {
-  return { tools: tools.map((t) => t.view), parts: tools.map((t) => t.bytes), nextCursor, index };
+function listing(tools: readonly CatalogTool[], nextCursor: string | null, index: number): Listing {
+  return { tools: tools.map((t) => t.view), parts: tools.map((t) => t.bytes), entries: tools, nextCursor, index };
 }
 
 function badCursor(message: string): RegistryError {

@@ -11,6 +11,7 @@ import authPlugin from './plugins/auth.js';
 import bridgePlugin from './plugins/bridge.js';
 import connectionsPlugin, { serverTimeouts } from './plugins/connections.js';
 import errorsPlugin from './plugins/errors.js';
+import mcpUpstreamsPlugin from './plugins/mcp-upstreams.js';
 import openapiPlugin from './plugins/openapi.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import registryPlugin from './plugins/registry.js';
@@ -22,6 +23,8 @@ import discoveryRoutes from './routes/discovery.js';
 import healthRoutes from './routes/health.js';
 import importExportRoutes from './routes/import-export.js';
 import invokeRoutes from './routes/invoke.js';
+import mcpRoutes from './routes/mcp.js';
+import mcpServerRoutes from './routes/mcp-servers.js';
 import openapiRoutes from './routes/openapi.js';
 import statsRoutes from './routes/stats.js';
 import toolServiceRoutes from './routes/tool-services.js';
@@ -73,6 +76,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(openapiPlugin, { config });
   await app.register(rateLimitPlugin, { config });
   await app.register(auditPlugin, { config });
+  // Before the bridge, whose mcp transport uses its connections.
+  await app.register(mcpUpstreamsPlugin, { config });
   await app.register(bridgePlugin, { config });
   // In the order the document lists them.
   await app.register(discoveryRoutes, { config });
@@ -80,7 +85,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(statsRoutes, { config });
   await app.register(toolRoutes, { config });
   await app.register(invokeRoutes);
+  await app.register(mcpRoutes, { config });
   await app.register(toolServiceRoutes, { config });
+  await app.register(mcpServerRoutes, { config });
   await app.register(importExportRoutes, { config });
   await app.register(auditRoutes, { config });
   await app.register(healthRoutes);

@@ -22,6 +22,7 @@ import {
   ToolServiceSchema,
   TopicLocalNameSchema,
 } from './schemas.js';
+import { McpServerInputSchema, McpServerSchema, McpToolSchema } from './mcp-schemas.js';
 
 // ---------------------------------------------------------------------------------------------
 // Names for the descriptor schemas (they stay as schemas.ts defines them; this only documents)
@@ -78,9 +79,16 @@ export const ToolDescriptorSchema = z.union([HttpToolSchema.in, BusToolSchema]).
   description: 'Either tool form, as sent to `POST /tools/register`, `PUT /tools/{name}` and `POST /import`.',
 });
 
-const StoredToolDescriptorSchema = z.union([StoredHttpToolSchema, BusToolSchema]).meta({
+const McpToolDocSchema = McpToolSchema.meta({
+  id: 'McpTool',
+  title: 'MCP tool',
+  description:
+    "A tool of an upstream MCP server, written by the registry when it lists the server's tools (operators change it through the server, never through `/tools`): the prefixed `name`, the `upstreamName` calls use, and the upstream's `title`, `description`, `inputSchema` and `outputSchema` as given.",
+});
+
+const StoredToolDescriptorSchema = z.union([StoredHttpToolSchema, BusToolSchema, McpToolDocSchema]).meta({
   id: 'StoredToolDescriptor',
-  description: 'Either tool form, as stored: every default filled in, no `type` marker on HTTP tools.',
+  description: 'Any tool form, as stored: every default filled in, no `type` marker on HTTP tools.',
 });
 /**
  * A stored descriptor as the answers declare it. resolve.ts lets only config values of the
@@ -166,7 +174,11 @@ export const AuditQuerySchema = z.strictObject({
     .optional()
     .describe('The `nextCursor` of the previous page (opaque).'),
   sub: z.string().max(512).optional().describe('Only entries by this token subject.'),
-  action: z.string().max(64).optional().describe('e.g. `tool.put`, `tool.delete`, `tool-service.put`, `tool-service.delete`, `import`, `tool.invoke`.'),
+  action: z
+    .string()
+    .max(64)
+    .optional()
+    .describe('e.g. `tool.put`, `tool.delete`, `tool-service.put`, `tool-service.delete`, `mcp-server.put`, `mcp-server.delete`, `mcp-server.sync` (the registry storing an MCP server\'s tools), `import`, `tool.invoke`.'),
   outcome: AuditOutcomeSchema.optional(),
   target: z.string().max(200).optional().describe('Tool name or service id.'),
   since: z.iso.datetime().optional().describe('ISO 8601 time, inclusive.'),
@@ -187,7 +199,7 @@ export const ServiceIdParamsSchema = z.object({
 // Discovery
 
 const ToolStatusSchema = z.enum(['active', 'deprecated', 'deleted']);
-const ToolKindSchema = z.enum(['http', 'tool-service']).describe('`http` for HTTP tools, `tool-service` for message-bus tools.');
+const ToolKindSchema = z.enum(['http', 'tool-service', 'mcp']).describe('`http` for HTTP tools, `tool-service` for message-bus tools, `mcp` for tools of upstream MCP servers.');
 const DateTimeSchema = z.iso.datetime();
 
 const ToolParameterSchema = z
@@ -207,6 +219,10 @@ const InputSchemaSchema = z
   })
   .meta({ id: 'InputSchema', description: "The tool's arguments as a closed JSON Schema object, for function calling." });
 
+const UpstreamInputSchemaSchema = z
+  .looseObject({ type: z.literal('object') })
+  .meta({ id: 'UpstreamInputSchema', description: "An mcp tool's arguments: the upstream MCP server's JSON Schema, as given." });
+
 const AgentHintSchema = z.json().describe("Agent hint, as given in a message-bus tool's descriptor.");
 
 /** The key order is public-view.ts's, so that answers built here read like the cached views. */
@@ -221,7 +237,7 @@ export const PublicToolSchema = z
     host: z.string(),
     port: z.number().int().min(1).max(65535),
     kind: ToolKindSchema,
-    inputSchema: InputSchemaSchema,
+    inputSchema: z.union([InputSchemaSchema, UpstreamInputSchemaSchema]),
     group: AgentHintSchema.optional(),
     state: AgentHintSchema.optional(),
     'applicable-states': AgentHintSchema.optional(),
@@ -234,7 +250,7 @@ export const PublicToolSchema = z
   .meta({
     id: 'PublicTool',
     description:
-      "What discovery shows of a tool: the article's fields first, then the registry's own. Queue names and config values never appear here. For message-bus tools, `endpoint`, `host` and `port` point at the registry's invoke route (`{PUBLIC_URL path}/tools/{name}/invoke` on the `PUBLIC_URL` host), `returns` is fixed text, and the hints `group`, `state` and `applicable-states` appear when the descriptor gives them.",
+      "What discovery shows of a tool: the article's fields first, then the registry's own. Queue names and config values never appear here. For message-bus and mcp tools, `endpoint`, `host` and `port` point at the registry's invoke route (`{PUBLIC_URL path}/tools/{name}/invoke` on the `PUBLIC_URL` host), `returns` is fixed text, and the hints `group`, `state` and `applicable-states` appear when the descriptor gives them.",
   });
 
 const ServiceNameSchema = z.string().describe("The registry's name.");
@@ -301,6 +317,51 @@ export const ServiceRecordSchema = z
 
 export const ToolServiceListSchema = z.strictObject({ toolServices: z.array(ServiceRecordSchema) }).meta({ id: 'ToolServiceList' });
 
+// ---------------------------------------------------------------------------------------------
+// Upstream MCP servers (admin only)
+
+export const McpServerIdParamsSchema = z.object({
+  id: z.string().describe("The MCP server's id (1 to 128 letters, digits, `_`, `.` or `-`; any other id is answered like an unknown one)."),
+});
+
+export const McpServerDescriptorSchema = McpServerInputSchema.meta({
+  id: 'McpServerDescriptor',
+  description:
+    'An upstream MCP server as operators send it: its Streamable HTTP `url`, and optionally a `credential` the registry sends as `Authorization: Bearer` to that URL only (`{"bearer": "..."}`; `{"set": true}`, as reads show it, keeps the stored one), a `prefix` for its tool names, `scopes` for all its tools and `toolScopes` per upstream tool name (an entry wins). On `PUT /mcp-servers/{id}` the `id` may be omitted.',
+});
+
+const McpServerViewSchema = McpServerSchema.extend({
+  credential: z.strictObject({ set: z.literal(true) }).optional().describe('Present when a credential is stored; the credential itself is never shown.'),
+}).meta({ id: 'McpServer', description: 'A stored MCP server, its credential hidden.' });
+
+const McpUpstreamStatusSchema = z
+  .strictObject({
+    state: z
+      .enum(['connecting', 'connected', 'down'])
+      .describe('`down`: the server cannot be reached; calls to its tools answer `503` until it can, which the registry retries with backoff.'),
+    lastSyncAt: DateTimeSchema.nullable().describe('When its tool list was last read and stored.'),
+    lastError: z.string().nullable().describe('Why the last connection or listing failed, if it did.'),
+    tools: z.number().int().min(0).describe('Its live tools in the registry.'),
+    skipped: z
+      .array(z.strictObject({ name: z.string().describe("The upstream's tool name."), reason: z.string() }))
+      .describe('Upstream tools not listed: a name that is no valid tool name with the prefix, one another tool has, or a descriptor the registry refuses.'),
+  })
+  .meta({ id: 'McpUpstreamStatus', description: "What this registry process knows of its connection to the server." });
+
+export const McpServerRecordSchema = z
+  .strictObject({
+    id: ServiceIdSchema,
+    status: z.enum(['active', 'deleted']),
+    index: WriteIndexSchema.describe('Registry index of the last write that touched the server.'),
+    createdIndex: WriteIndexSchema.describe('Registry index of the write that (re)created the server.'),
+    updatedAt: DateTimeSchema,
+    descriptor: McpServerViewSchema,
+    upstream: McpUpstreamStatusSchema.optional().describe('Absent on a tombstone.'),
+  })
+  .meta({ id: 'McpServerRecord', description: 'The admin view of an upstream MCP server.' });
+
+export const McpServerListSchema = z.strictObject({ mcpServers: z.array(McpServerRecordSchema) }).meta({ id: 'McpServerList' });
+
 export const AccessExplanationSchema = z
   .strictObject({
     tool: ToolNameSchema,
@@ -338,7 +399,7 @@ export const StatsSchema = z
     tools_by_name: z.array(ToolNameSchema),
     scope_usage: z.record(z.string(), CallsSchema).describe('How many tools in the view require each scope.'),
     unique_scopes: CountSchema,
-    tools_by_kind: z.record(z.string(), CountSchema).describe('Tools in the view by kind (`http`, `tool-service`).'),
+    tools_by_kind: z.record(z.string(), CountSchema).describe('Tools in the view by kind (`http`, `tool-service`, `mcp`).'),
     total_tool_services: CountSchema.describe('Every live tool service, whatever the caller\'s view.'),
     registry_index: CountSchema,
     total_tool_calls: CountSchema.describe(
@@ -378,7 +439,7 @@ export const InvokeResultSchema = z
     result: z
       .string()
       .describe(
-        "The observation as text: an HTTP tool's JSON string answer as is, any other JSON answer as JSON text, a non-JSON answer as sent; a message-bus tool's answer chunks joined.",
+        "The observation as text: an HTTP tool's JSON string answer as is, any other JSON answer as JSON text, a non-JSON answer as sent; a message-bus tool's answer chunks joined; an mcp tool's `structuredContent` as JSON text, else its text content joined by line feeds (other content named in brackets, e.g. `[image image/png, 1234 bytes]`).",
       ),
     durationMs: z.number().min(0).describe('How long the call took, in milliseconds (two decimals).'),
   })
@@ -520,11 +581,41 @@ export const ProblemSchema = z
       .strictObject({
         type: z
           .string()
-          .describe("The service's error type, or `http-{status}`, `tool-unreachable`, `invalid-response`, `response-too-large`."),
+          .describe("The service's error type, or `http-{status}`, `tool-unreachable`, `invalid-response`, `response-too-large`; for mcp tools `mcp-tool-error` (the tool's answer had `isError`) or `mcp-error` (the server refused the call)."),
         message: z.string(),
       })
       .optional()
       .describe('`TR_ERR_TOOL_SERVICE` only: the error the tool or its service answered with.'),
+    mcpServer: z.string().optional().describe('`TR_ERR_CONFLICT` on a tool write: the MCP server whose tool it is, which alone may change it.'),
+    jsonrpc: z.literal('2.0').optional().describe('`/mcp` only: with `error` and `id`, the same refusal as a JSON-RPC error, for MCP clients that read one.'),
+    error: z
+      .strictObject({ code: z.number().int(), message: z.string(), data: z.unknown().optional() })
+      .optional()
+      .describe('`/mcp` only: the JSON-RPC error object.'),
+    id: z.union([z.string(), z.number(), z.null()]).optional().describe('`/mcp` only: the JSON-RPC id (null: the refusal answers no one request).'),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details, served as `application/problem+json`.' });
 export type Problem = z.infer<typeof ProblemSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// MCP (the Streamable HTTP transport's messages, documented; the SDK checks them)
+
+export const JsonRpcMessageSchema = z
+  .looseObject({
+    jsonrpc: z.literal('2.0'),
+    id: z.union([z.string(), z.number()]).optional().describe('Present on requests and responses; absent on notifications.'),
+    method: z.string().optional().describe('Requests and notifications: `initialize`, `tools/list`, `tools/call`, `notifications/initialized`, ...'),
+    params: z.record(z.string(), z.unknown()).optional(),
+    result: z.record(z.string(), z.unknown()).optional(),
+    error: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: 'JsonRpcMessage', description: 'One JSON-RPC 2.0 message of the Model Context Protocol.' });
+
+export const McpHeadersSchema = z.object({
+  'mcp-session-id': z
+    .string()
+    .max(200)
+    .optional()
+    .describe('The session id the `initialize` answer gave; required on every request after it.'),
+  'mcp-protocol-version': z.string().max(40).optional().describe('The protocol revision agreed at `initialize`, e.g. `2025-11-25`.'),
+});

@@ -37,6 +37,8 @@ export const ERRORS = {
   TR_ERR_NOT_FOUND: { status: 404, title: 'Not found' },
   TR_ERR_ROUTE_NOT_FOUND: { status: 404, title: 'No such route' },
   TR_ERR_METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
+  TR_ERR_NOT_ACCEPTABLE: { status: 406, title: 'The answer cannot be given in an accepted media type' },
+  TR_ERR_ORIGIN_NOT_ALLOWED: { status: 403, title: 'Requests from this browser origin are not allowed' },
   TR_ERR_CONFLICT: { status: 409, title: 'Conflict' },
   TR_ERR_GONE: { status: 410, title: 'The tool was deleted' },
   TR_ERR_IN_USE: { status: 409, title: 'The tool service is still used by tools' },

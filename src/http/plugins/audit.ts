@@ -30,7 +30,7 @@ export function actorOf(request: FastifyRequest): Actor {
   };
 }
 
-function outcomeOf(status: number): AuditOutcome {
+export function outcomeOf(status: number): AuditOutcome {
   if (status === 401 || status === 403 || status === 429) return 'denied';
   return status >= 500 ? 'error' : 'invalid';
 }

@@ -92,7 +92,10 @@ export function problemBody(code: ErrorCode, detail: string, error?: RegistryErr
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, error?: RegistryError) {
   reply.request.problemCode = code;
   if (error?.retryAfterS !== undefined) reply.header('retry-after', String(error.retryAfterS));
-  if (error?.challenge) reply.header('www-authenticate', bearerChallenge(error.challenge, reply.server.resourceMetadataUrl));
+  if (error?.challenge) {
+    const resourceMetadata = reply.request.routeOptions.config.resourceMetadataUrl ?? reply.server.resourceMetadataUrl;
+    reply.header('www-authenticate', bearerChallenge(error.challenge, resourceMetadata));
+  }
   return reply.code(ERRORS[code].status).type(PROBLEM_CONTENT_TYPE).send(problemBody(code, detail, error));
 }
 
@@ -108,6 +111,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The problem detail when the route's query string, path or headers fail their schema. */
     invalidRequest?: string;
+    /** Where the RFC 9728 metadata of a route with its own resource identifier is (`/mcp`). */
+    resourceMetadataUrl?: string;
   }
 }
 

@@ -1,9 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import swagger from '@fastify/swagger';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config.js';
-import { packageRoot } from '../../package-root.js';
+import { packageVersion } from '../../package-root.js';
 import { documentBase } from '../openapi/document.js';
 import { transform, transformObject } from '../openapi/transform.js';
 
@@ -18,7 +16,7 @@ export const DOCS_PREFIX = '/docs';
  */
 export default fp<{ config: Config }>(
   async (app, { config }) => {
-    const { version } = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
+    const version = packageVersion();
     app.addHook('onRoute', (route) => {
       if (route.url === DOCS_PREFIX || route.url.startsWith(`${DOCS_PREFIX}/`)) route.config = { ...route.config, auth: false, rateLimit: false };
     });

@@ -39,6 +39,32 @@ const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
   app.get('/.well-known/oauth-protected-resource', options('getProtectedResourceMetadata'), handler);
   const path = new URL(config.resource).pathname.replace(/\/+$/, '');
   if (path !== '') app.get(`/.well-known/oauth-protected-resource${path}`, options('getProtectedResourceMetadataForPath'), handler);
+
+  // The MCP endpoint is a resource of its own (what MCP clients ask tokens for), so its metadata
+  // is at its own path-suffixed address. Nothing on /mcp needs the admin scope, so it is not
+  // offered: MCP clients ask for every scope listed when a challenge names none.
+  app.get(
+    new URL(resourceMetadataUrl(config.mcp.resource)).pathname,
+    {
+      config: { auth: false, rateLimit: false },
+      schema: {
+        tags: ['mcp'],
+        operationId: 'getMcpProtectedResourceMetadata',
+        summary: 'OAuth protected-resource metadata of the MCP endpoint (RFC 9728)',
+        description:
+          'The metadata MCP clients read (the `resource_metadata` link of every `/mcp` challenge): `resource` is the MCP endpoint\'s own identifier (`RESOURCE_URL` followed by `/mcp`), which clients name when they ask for a token (RFC 8707), and `scopes_supported` lists the scopes live tools require (not the admin scope: nothing on `/mcp` writes). Ignores credentials and is not rate limited.',
+        security: [],
+        response: { 200: json(ProtectedResourceMetadataSchema, 'The metadata.') },
+      },
+    },
+    async () => ({
+      resource: config.mcp.resource,
+      authorization_servers: config.authorizationServers,
+      scopes_supported: [...app.catalog.knownScopes().keys()].sort(),
+      bearer_methods_supported: ['header' as const],
+      resource_name: 'tool-registry' as const,
+    }),
+  );
 };
 
 export default wellKnownRoutes;

@@ -1,0 +1,140 @@
+/**
+ * One MCP server per session, built on the SDK's own `Server`: `tools/list` from the catalogue's
+ * pages in the caller's view, `tools/call` through the same bridge as
+ * `POST /tools/{name}/invoke`. Who is asking comes with every HTTP request (its verified
+ * token), not from the session: a session outlives tokens, and a refreshed token may see more.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { ToolBridge } from '../../bridge/bridge.js';
+import type { Catalog, CatalogTool, CatalogView } from '../../catalog/catalog.js';
+import type { CatalogListing } from '../../catalog/listing.js';
+import type { Caller } from '../../model/caller.js';
+import { RegistryError } from '../../model/errors.js';
+import { mcpResultOf, mcpToolOf, type McpToolEntry } from '../../model/mcp-tool.js';
+import { viewKeyFor, type VisibilityPolicy } from '../../model/visibility.js';
+
+/** What the route knows about the HTTP request a message came in. */
+export interface McpRequestContext {
+  caller: Caller;
+  /** Whose share of the in-flight calls a call uses. */
+  callerKey: string;
+  /** The request's Authorization header, forwarded to HTTP tools only when the operator allows it. */
+  authorization: string | undefined;
+  /** Aborted when the HTTP request's client goes away. */
+  signal: AbortSignal;
+  /** Called when a call fails, with the refusal's code and HTTP status, for the audit log. */
+  onCallFailed: (toolName: string, code: string, status: number) => void;
+}
+
+export interface McpServerDeps {
+  catalog: Catalog;
+  listing: CatalogListing;
+  bridge: ToolBridge;
+  visibility: VisibilityPolicy;
+  knownScopes: () => Iterable<string>;
+  pageSize: number;
+  forwardAuthorization: boolean;
+  version: string;
+}
+
+const INSTRUCTIONS =
+  'A registry of tools. tools/list shows the tools your token may use; tools/call runs one through the registry, which checks your scopes again at call time. The list changes at runtime: follow notifications/tools/list_changed.';
+
+/** The elicitation validator the SDK builds per server; nothing here elicits, so one is shared. */
+let sharedValidator: AjvJsonSchemaValidator | undefined;
+
+/** A whole view's MCP list, built once per view (views are rebuilt after every write). */
+const listed = new WeakMap<CatalogView, McpToolEntry[]>();
+
+/** MCP entries are built once per write of a tool, when first listed. */
+const entries = new WeakMap<CatalogTool, McpToolEntry>();
+
+function entryOf(tool: CatalogTool): McpToolEntry {
+  let entry = entries.get(tool);
+  if (!entry) entries.set(tool, (entry = mcpToolOf(tool.tool)));
+  return entry;
+}
+
+export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unknown) => McpRequestContext | undefined): Server {
+  sharedValidator ??= new AjvJsonSchemaValidator();
+  const server = new Server(
+    { name: 'tool-registry', title: 'Tool registry', version: deps.version },
+    { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator },
+  );
+  const context = (authInfo: unknown): McpRequestContext => {
+    const found = contextOf(authInfo);
+    if (!found) throw new McpError(ErrorCode.InternalError, 'no request context');
+    return found;
+  };
+
+  server.setRequestHandler(ListToolsRequestSchema, (request, extra) => {
+    const { caller } = context(extra.authInfo);
+    const key = viewKeyFor(caller, deps.visibility, deps.knownScopes);
+    const cursor = request.params?.cursor;
+    // A view that fits in one page is the catalogue's cached view (built once per write, shared
+    // with GET /), and its MCP list is built once too: no walk, no entries built per request.
+    if (cursor === undefined) {
+      const view = deps.catalog.view(key);
+      if (view.tools.length <= deps.pageSize) {
+        let tools = listed.get(view);
+        if (!tools) listed.set(view, (tools = view.tools.map(entryOf)));
+        return { tools };
+      }
+    }
+    let page;
+    try {
+      page = deps.listing.list(key, { limit: deps.pageSize, cursor });
+    } catch (err) {
+      if (err instanceof RegistryError) throw new McpError(ErrorCode.InvalidParams, err.message);
+      throw err;
+    }
+    // A pinned walk also returns tools deleted during it (as tombstones): MCP lists live tools.
+    const tools = page.entries.filter((e) => e.record.status === 'active').map(entryOf);
+    // No `nextCursor: null` on the last page: the SDK's schema refuses it.
+    return page.nextCursor === null ? { tools } : { tools, nextCursor: page.nextCursor };
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const ctx = context(extra.authInfo);
+    const name = request.params.name;
+    const progressToken = extra._meta?.progressToken;
+    let progress = 0;
+    try {
+      const { tool } = deps.bridge.admit(name, ctx.caller);
+      const result = await deps.bridge.invoke({
+        toolName: name,
+        arguments: request.params.arguments ?? {},
+        caller: ctx.caller,
+        authorization: deps.forwardAuthorization ? ctx.authorization : undefined,
+        callerKey: ctx.callerKey,
+        signal: AbortSignal.any([extra.signal, ctx.signal]),
+        // Streamed output becomes progress notifications, on this request's own stream.
+        onChunk:
+          progressToken === undefined
+            ? undefined
+            : (text) => {
+                extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: text } }).catch(() => undefined);
+              },
+      });
+      const answer = mcpResultOf(tool, result.result);
+      if (answer) return answer;
+      ctx.onCallFailed(name, 'TR_ERR_TOOL_SERVICE', 502);
+      return failed(`${name} answered with something other than the JSON object its output schema describes: ${result.result.slice(0, 1000)}`);
+    } catch (err) {
+      if (!(err instanceof RegistryError)) throw err;
+      const status = err.status;
+      ctx.onCallFailed(name, err.code, status);
+      // A name the caller may not know of is a protocol error, as for any unknown tool.
+      if (err.code === 'TR_ERR_NOT_FOUND' || err.code === 'TR_ERR_GONE') throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      return failed(err.message);
+    }
+  });
+  return server;
+}
+
+/** A call that failed, as MCP reports it to the model: a readable message and `isError`. */
+function failed(message: string): CallToolResult {
+  return { content: [{ type: 'text', text: message }], isError: true };
+}

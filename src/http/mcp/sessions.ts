@@ -1,0 +1,157 @@
+/**
+ * The MCP sessions this registry holds: one SDK server and transport each, bound to the caller
+ * that opened it (token issuer and subject, or client address), bounded per caller and in all,
+ * ended when idle, and told `notifications/tools/list_changed` when a write changes the view of
+ * the token that last used it, and never for writes outside that view.
+ */
+import type { ServerResponse } from 'node:http';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { RegistryError } from '../../model/errors.js';
+import type { Change } from '../../model/records.js';
+import { changeInView, viewKeyString, type ViewKey } from '../../model/visibility.js';
+
+export interface McpSession {
+  /** Given by the transport when `initialize` succeeds; empty until then. */
+  id: string;
+  /** The caller key that opened it; no other caller may use it. */
+  readonly owner: string;
+  readonly server: Server;
+  readonly transport: WebStandardStreamableHTTPServerTransport;
+  /** The view of the token that last used the session: list_changed follows it. */
+  view: ViewKey;
+  lastSeen: number;
+  /** The open standalone stream (GET /mcp) that carries notifications, if any. */
+  stream: ServerResponse | null;
+  /** Ids of the requests being answered (as JSON text): a second request with one would never be. */
+  readonly inflight: Set<string>;
+}
+
+export interface McpSessionsOptions {
+  maxSessions: number;
+  perCaller: number;
+  idleMs: number;
+  /** How long list_changed waits to fold a burst of writes into one notification. */
+  debounceMs?: number;
+}
+
+export class McpSessions {
+  readonly #options: McpSessionsOptions;
+  readonly #byId = new Map<string, McpSession>();
+  /** Owner -> its sessions (present only while it holds one). */
+  readonly #byOwner = new Map<string, Set<McpSession>>();
+  /** Sessions with a list_changed queued. */
+  readonly #pending = new Set<McpSession>();
+  #flush: NodeJS.Timeout | null = null;
+  readonly #sweeper: NodeJS.Timeout;
+
+  constructor(options: McpSessionsOptions) {
+    this.#options = options;
+    this.#sweeper = setInterval(() => this.sweep(Date.now()), Math.min(60_000, Math.max(1000, options.idleMs / 4))).unref();
+  }
+
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  heldBy(owner: string): number {
+    return this.#byOwner.get(owner)?.size ?? 0;
+  }
+
+  /** The session, when `owner` holds it: another caller's session is as unknown as none. */
+  get(id: string, owner: string): McpSession | undefined {
+    const session = this.#byId.get(id);
+    return session?.owner === owner ? session : undefined;
+  }
+
+  /**
+   * Makes room for one more session of `owner`: past its share its least recently used session
+   * ends (a client that lost its session id only hurts itself); past the total, idle sessions
+   * end, and if none is idle the new session is refused.
+   */
+  makeRoom(owner: string, now: number): void {
+    const mine = this.#byOwner.get(owner);
+    if (mine !== undefined && mine.size >= this.#options.perCaller) {
+      let oldest: McpSession | undefined;
+      for (const session of mine) if (oldest === undefined || session.lastSeen < oldest.lastSeen) oldest = session;
+      if (oldest) this.close(oldest);
+    }
+    if (this.#byId.size < this.#options.maxSessions) return;
+    this.sweep(now);
+    if (this.#byId.size >= this.#options.maxSessions) {
+      throw new RegistryError('TR_ERR_UNAVAILABLE', `the registry holds ${this.#byId.size} MCP sessions, the most it keeps; retry shortly`, { retryAfterS: 5 });
+    }
+  }
+
+  add(session: McpSession): void {
+    this.#byId.set(session.id, session);
+    let mine = this.#byOwner.get(session.owner);
+    if (!mine) this.#byOwner.set(session.owner, (mine = new Set()));
+    mine.add(session);
+  }
+
+  /** Ends a session: forgets it first, then closes its server (which ends its streams). */
+  close(session: McpSession): void {
+    if (this.#byId.get(session.id) !== session) return;
+    this.#byId.delete(session.id);
+    this.#pending.delete(session);
+    const mine = this.#byOwner.get(session.owner);
+    mine?.delete(session);
+    if (mine?.size === 0) this.#byOwner.delete(session.owner);
+    session.server.close().catch(() => undefined);
+  }
+
+  /** Ends sessions unused for the idle time; one with an open stream is in use. */
+  sweep(now: number): void {
+    for (const session of this.#byId.values()) {
+      if (session.stream === null && now - session.lastSeen > this.#options.idleMs) this.close(session);
+    }
+  }
+
+  closeAll(): void {
+    clearInterval(this.#sweeper);
+    if (this.#flush) clearTimeout(this.#flush);
+    for (const session of [...this.#byId.values()]) this.close(session);
+  }
+
+  /**
+   * After a committed write: each distinct view is checked once, stopping at the first change
+   * it sees, and its sessions get one list_changed for the burst. Tool services are not tools:
+   * they change no MCP list.
+   */
+  changed(index: number, changes: readonly Change[]): void {
+    if (this.#byId.size === 0) return;
+    const seen = new Map<string, boolean>();
+    for (const session of this.#byId.values()) {
+      const key = viewKeyString(session.view);
+      let affected = seen.get(key);
+      if (affected === undefined) {
+        affected = changes.some((change) => change.kind === 'tool' && changeInView(change, index, session.view, false) !== null);
+        seen.set(key, affected);
+      }
+      if (affected) this.#pending.add(session);
+    }
+    if (this.#pending.size > 0 && this.#flush === null) {
+      this.#flush = setTimeout(() => this.#notifyPending(), this.#options.debounceMs ?? 20);
+      this.#flush.unref();
+    }
+  }
+
+  #notifyPending(): void {
+    this.#flush = null;
+    const sessions = [...this.#pending];
+    this.#pending.clear();
+    for (const session of sessions) {
+      const stream = session.stream;
+      // Notifications go out on the session's standalone stream; without one there is no one to tell.
+      if (stream === null) continue;
+      // A client that lets even these small notices pile up is not reading: its stream is cut
+      // off, and it reconnects (and lists again) when it reads.
+      if (stream.writableNeedDrain) {
+        stream.destroy();
+        continue;
+      }
+      session.server.sendToolListChanged().catch(() => undefined);
+    }
+  }
+}
