@@ -10,7 +10,7 @@
  *   --only=a,b,...          run only these groups (below); default: all of them
  *   --no-<group>            leave one group out (--no-scenarios, --no-growth, --no-bridge,
  *                           --no-waiters, --no-pages, --no-lookup, --no-search, --no-filters,
- *                           --no-import, --no-writes, --no-cores)
+ *                           --no-import, --no-writes, --no-cores, --no-mcp)
  *   --sizes=1000,10000      catalogue sizes of the classic scenarios (default 1000,10000); given
  *                           alone, also the sizes of pages, lookup, search, filters and writes
  *   --scale-sizes=...       sizes of pages, lookup, search, filters and writes (default
@@ -53,6 +53,11 @@
  *              catalogue's memory (bench/import-reads.ts).
  *   cores      The ceiling as 1 and as --cores-processes processes on one port (node:cluster)
  *              next to the registry, for a lookup and the full list (bench/cores.ts).
+ *   Issue 11 (bench/mcp.ts):
+ *   mcp        One registry with 1,000 generated tools and an echo HTTP tool (bench/echo-server.ts):
+ *              tools/list over /mcp (one initialized session, one page) against GET / with the
+ *              same token, and tools/call of the echo tool over /mcp against POST
+ *              /tools/{name}/invoke with the same arguments and token; ratios MCP / HTTP.
  *
  * Runs alternate registry and ceiling after a warm-up of each; every figure is the median of the
  * runs. Prints tables (ratios, and each goal with pass/miss), and writes the raw results to
@@ -65,6 +70,7 @@ import { cores, coresSection, type CoresRow } from './cores.js';
 import { growth, growthSections, type GrowthRow } from './growth.js';
 import { importDuringReads, importSection, type ImportReadsResult } from './import-reads.js';
 import { killAllChildren, REPO_ROOT } from './lib.js';
+import { mcpBench, mcpSection, type McpResult } from './mcp.js';
 import { log, opts, TARGETS } from './options.js';
 import { f0, machine, table, type Section } from './report.js';
 import { scale, scaleSections, type ScaleGroup, type ScaleRow } from './scale.js';
@@ -101,6 +107,7 @@ async function main(): Promise<void> {
     scale: ScaleRow[];
     importDuringReads: ImportReadsResult | Failed | null;
     cores: CoresRow[] | Failed | null;
+    mcp: McpResult | Failed | null;
     elapsedS?: number;
   } = {
     date: startedAt.toISOString(),
@@ -115,6 +122,7 @@ async function main(): Promise<void> {
     scale: [],
     importDuringReads: null,
     cores: null,
+    mcp: null,
   };
   const g = opts.groups;
   log(`options: ${JSON.stringify(opts)}`);
@@ -147,6 +155,14 @@ async function main(): Promise<void> {
     } catch (err) {
       results.cores = failed(err);
       log(`cores: ${results.cores.skipped}`);
+    }
+  }
+  if (g.mcp) {
+    try {
+      results.mcp = await mcpBench();
+    } catch (err) {
+      results.mcp = failed(err);
+      log(`mcp: ${results.mcp.skipped}`);
     }
   }
   if (g.growth) {
@@ -184,6 +200,10 @@ async function main(): Promise<void> {
   if (results.cores) {
     const c = results.cores;
     sections.push('skipped' in c ? skippedSection('Every core', c) : coresSection(c));
+  }
+  if (results.mcp) {
+    const r = results.mcp;
+    sections.push('skipped' in r ? skippedSection('MCP over /mcp', r) : mcpSection(r));
   }
   if (results.bridge) sections.push(bridgeSection(results.bridge));
   if (results.waiters) {

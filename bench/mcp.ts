@@ -1,0 +1,348 @@
+/**
+ * Issue 11, the MCP endpoint: `tools/list` and a bridged `tools/call` over `/mcp` (Streamable
+ * HTTP), each measured side by side with its plain HTTP counterpart on the same registry, with
+ * the same token, connections and duration: `GET /` for the list, `POST /tools/{name}/invoke`
+ * for the call. The figure is the ratio MCP / HTTP.
+ *
+ * One registry process, seeded with 1,000 generated HTTP tools and one echo tool whose host is
+ * bench/echo-server.ts (its own process, answers the arguments back at once). Two tokens: the
+ * lister holds all 50 generated scopes (sees exactly the 1,000 generated tools, one MCP page with
+ * MCP_PAGE_SIZE=1000), the caller holds only the echo tool's scope. Each opens one MCP session
+ * (`initialize`, then `notifications/initialized`, with plain fetch), and every load-test request
+ * on it carries its own JSON-RPC id (one session serves concurrent POSTs, but ids must differ:
+ * the SDK's transport routes each answer by its request id). Each answer is checked before the
+ * runs and again after them.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type autocannon from 'autocannon';
+import { httpTool, SCOPE_COUNT, scopeName, token } from './data.js';
+import { freePort, spawnNode, type Child } from './lib.js';
+import { loader, measureSides, type LoadSpec, type Side } from './measure.js';
+import { log, opts } from './options.js';
+import { f0, f1, f2, pct, table, type Section } from './report.js';
+import { importBundle, startRegistry, type Registry } from './servers.js';
+
+/** Generated tools in the catalogue (and in the lister's view): one MCP page at most (1,000). */
+const TOOLS = 1000;
+const PROTOCOL_VERSION = '2025-11-25';
+const ECHO = 'bench_echo';
+const ECHO_SCOPE = 'bench:echo';
+const ECHO_ARGS = { text: 'bench echo' };
+/** What the echo tool answers (its arguments as JSON), and so the text of both calls' results. */
+const ECHO_TEXT = JSON.stringify(ECHO_ARGS);
+
+export interface McpRow {
+  row: string;
+  /** What the MCP side sends, and the HTTP request it is compared with. */
+  mcpRequest: string;
+  httpRequest: string;
+  /** Body bytes of one answer of each side. */
+  mcpBytes: number;
+  httpBytes: number;
+  connections: number;
+  mcp: Side;
+  http: Side;
+  /** MCP / HTTP throughput. */
+  ratio: number;
+  note?: string;
+}
+
+export interface McpResult {
+  tools: number;
+  rows: McpRow[];
+}
+
+interface RpcAnswer {
+  status: number;
+  bytes: number;
+  contentType: string;
+  message: { jsonrpc?: string; id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } } | null;
+}
+
+/** The JSON-RPC message of an answer: the body as JSON, or the `data` of its `message` event. */
+function parseRpc(contentType: string, text: string): RpcAnswer['message'] {
+  try {
+    if (contentType.includes('text/event-stream')) {
+      const data = text
+        .split('\n\n')
+        .map((event) =>
+          event
+            .split('\n')
+            .filter((line) => line.startsWith('data:'))
+            .map((line) => line.slice(5).trimStart())
+            .join('\n'),
+        )
+        .filter((d) => d !== '');
+      // Progress notifications may come first; the response is the last event.
+      const last = data.at(-1);
+      return last === undefined ? null : (JSON.parse(last) as RpcAnswer['message']);
+    }
+    return text === '' ? null : (JSON.parse(text) as RpcAnswer['message']);
+  } catch {
+    return null;
+  }
+}
+
+class McpSession {
+  #nextId = 1;
+  constructor(
+    readonly base: string,
+    readonly authorization: string,
+    public id = '',
+  ) {}
+
+  headers(): Record<string, string> {
+    return {
+      authorization: this.authorization,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': PROTOCOL_VERSION,
+      ...(this.id !== '' && { 'mcp-session-id': this.id }),
+    };
+  }
+
+  body(method: string, params?: unknown, id: number | null = this.#nextId++): string {
+    return JSON.stringify({ jsonrpc: '2.0', ...(id !== null && { id }), method, ...(params !== undefined && { params }) });
+  }
+
+  async post(body: string): Promise<RpcAnswer & { headers: Headers }> {
+    const res = await fetch(`${this.base}/mcp`, { method: 'POST', headers: this.headers(), body });
+    const text = await res.text();
+    const contentType = res.headers.get('content-type') ?? '';
+    return { status: res.status, bytes: Buffer.byteLength(text), contentType, message: parseRpc(contentType, text), headers: res.headers };
+  }
+
+  /** `initialize`, then `notifications/initialized`; keeps the session id the server gave. */
+  async open(): Promise<void> {
+    const init = await this.post(
+      this.body('initialize', { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'tool-registry-bench', version: '1.0.0' } }),
+    );
+    const id = init.headers.get('mcp-session-id');
+    if (init.status !== 200 || id === null || !init.message?.result) {
+      throw new Error(`MCP initialize answered ${init.status} (session id ${id ?? 'none'}): ${JSON.stringify(init.message).slice(0, 300)}`);
+    }
+    const version = init.message.result['protocolVersion'];
+    if (version !== PROTOCOL_VERSION) throw new Error(`MCP initialize negotiated ${String(version)}, not ${PROTOCOL_VERSION}`);
+    this.id = id;
+    const done = await this.post(this.body('notifications/initialized', undefined, null));
+    if (done.status !== 202) throw new Error(`notifications/initialized answered ${done.status}`);
+  }
+
+  /**
+   * A load spec that posts `method` on this session, each request with its own JSON-RPC id
+   * (concurrent requests with one id would have their answers mixed up by the transport).
+   */
+  spec(method: string, params: unknown, connections: number): LoadSpec {
+    const tail = params === undefined ? '' : `,"params":${JSON.stringify(params)}`;
+    let id = 1_000_000;
+    return {
+      path: '/mcp',
+      connections,
+      method: 'POST',
+      headers: this.headers(),
+      expectStatus: 200,
+      setupRequest: (request: autocannon.Request) => {
+        request.body = `{"jsonrpc":"2.0","id":${++id},"method":"${method}"${tail}}`;
+        return request;
+      },
+    };
+  }
+}
+
+/** Leaves the request as is; given to the HTTP side so both sides build requests the same way. */
+const unchanged = (request: autocannon.Request): autocannon.Request => request;
+
+async function startEcho(): Promise<{ child: Child; port: number }> {
+  const port = await freePort();
+  const child = spawnNode('bench/echo-server.ts', [String(port)], {});
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the echo tool did not get ready:\n${child.output()}`)), 60_000);
+    child.proc.stdout?.on('data', (d: Buffer) => {
+      if (d.toString().includes('ready')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the echo tool exited (${code}):\n${child.output()}`));
+    });
+  });
+  return { child, port };
+}
+
+/** Throws unless `tools/list` holds exactly `names`, in one page. */
+async function checkList(session: McpSession, names: string[]): Promise<number> {
+  const a = await session.post(session.body('tools/list'));
+  const result = a.message?.result;
+  const tools = result?.['tools'];
+  if (a.status !== 200 || !Array.isArray(tools)) throw new Error(`MCP tools/list answered ${a.status}: ${JSON.stringify(a.message).slice(0, 300)}`);
+  if (result?.['nextCursor'] !== undefined) throw new Error(`MCP tools/list gave a nextCursor with ${tools.length} tools (MCP_PAGE_SIZE not applied?)`);
+  const got = (tools as { name?: unknown }[]).map((t) => String(t.name)).sort();
+  const want = [...names].sort();
+  if (got.length !== want.length || got.some((n, k) => n !== want[k])) {
+    throw new Error(`MCP tools/list holds ${got.length} tools, not the ${want.length} GET / shows the same token`);
+  }
+  return a.bytes;
+}
+
+/** Throws unless `tools/call` of the echo tool gives back the echo text, not as an error. */
+async function checkCall(session: McpSession): Promise<number> {
+  const a = await session.post(session.body('tools/call', { name: ECHO, arguments: ECHO_ARGS }));
+  const result = a.message?.result;
+  const content = result?.['content'] as { type?: string; text?: string }[] | undefined;
+  if (a.status !== 200 || !result || result['isError'] === true || content?.[0]?.text !== ECHO_TEXT) {
+    throw new Error(`MCP tools/call answered ${a.status}: ${JSON.stringify(a.message).slice(0, 300)}`);
+  }
+  return a.bytes;
+}
+
+async function checkInvoke(base: string, authorization: string): Promise<number> {
+  const res = await fetch(`${base}/tools/${ECHO}/invoke`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify(ECHO_ARGS) });
+  const text = await res.text();
+  let result: unknown;
+  try {
+    result = (JSON.parse(text) as { result?: unknown }).result;
+  } catch {
+    result = undefined;
+  }
+  if (res.status !== 200 || result !== ECHO_TEXT) throw new Error(`POST /tools/${ECHO}/invoke answered ${res.status}: ${text.slice(0, 300)}`);
+  return Buffer.byteLength(text);
+}
+
+async function viewNames(base: string, authorization: string): Promise<{ names: string[]; bytes: number }> {
+  const res = await fetch(`${base}/`, { headers: { authorization } });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`GET / answered ${res.status}: ${text.slice(0, 300)}`);
+  const tools = (JSON.parse(text) as { tools?: { name: string }[] }).tools ?? [];
+  return { names: tools.map((t) => t.name), bytes: Buffer.byteLength(text) };
+}
+
+export async function mcpBench(): Promise<McpResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'tool-registry-bench-'));
+  let registry: Registry | undefined;
+  let echo: { child: Child; port: number } | undefined;
+  try {
+    echo = await startEcho();
+    log(`mcp: starting the registry (${TOOLS} tools and ${ECHO} on 127.0.0.1:${echo.port})`);
+    registry = await startRegistry(dir, { MCP_PAGE_SIZE: String(TOOLS), MCP_SESSIONS_PER_CALLER: '64' });
+    const tools: Record<string, unknown>[] = Array.from({ length: TOOLS }, (_, i) => httpTool(i));
+    tools.push({
+      name: ECHO,
+      endpoint: '/echo',
+      host: '127.0.0.1',
+      port: echo.port,
+      // Neither path sends the caller's token to the tool: the two calls are the same on the wire.
+      forwardAuthorization: false,
+      scopes: [ECHO_SCOPE],
+      description: 'Answers its arguments back at once',
+      parameters: { text: { type: 'string', description: 'Anything' } },
+    });
+    await importBundle(registry, JSON.stringify({ 'tool-services': [], tools }));
+    const base = registry.base;
+    const pid = registry.child.pid;
+
+    const lister = `Bearer ${token('bench-mcp-lister', Array.from({ length: SCOPE_COUNT }, (_, k) => scopeName(k)))}`;
+    const caller = `Bearer ${token('bench-mcp-caller', [ECHO_SCOPE])}`;
+
+    const view = await viewNames(base, lister);
+    if (view.names.length !== TOOLS) throw new Error(`GET / shows the lister ${view.names.length} tools, not ${TOOLS}`);
+    const listSession = new McpSession(base, lister);
+    await listSession.open();
+    const callSession = new McpSession(base, caller);
+    await callSession.open();
+    const listBytes = await checkList(listSession, view.names);
+    const callBytes = await checkCall(callSession);
+    const invokeBytes = await checkInvoke(base, caller);
+
+    const rows: McpRow[] = [];
+    const measure = async (row: Omit<McpRow, 'mcp' | 'http' | 'ratio' | 'note'>, mcpSpec: LoadSpec, httpSpec: LoadSpec, recheck: () => Promise<unknown>) => {
+      const [m, h] = await measureSides(`mcp: ${row.row}`, [
+        ['mcp', loader(base, mcpSpec, pid)],
+        ['http', loader(base, httpSpec, pid)],
+      ]);
+      if (!m || !h) throw new Error('mcp: missing side');
+      // The session still answers right after the runs (not ended, not mixed up).
+      let note: string | undefined;
+      try {
+        await recheck();
+      } catch (err) {
+        note = `after the runs: ${err instanceof Error ? err.message : String(err)}`;
+        log(`mcp: ${row.row}: ${note}`);
+      }
+      rows.push({ ...row, mcp: m, http: h, ratio: m.rps / h.rps, ...(note !== undefined && { note }) });
+    };
+
+    await measure(
+      {
+        row: `tools/list (${TOOLS.toLocaleString('en-US')} tools, one page)`,
+        mcpRequest: 'POST /mcp tools/list',
+        httpRequest: 'GET /',
+        mcpBytes: listBytes,
+        httpBytes: view.bytes,
+        connections: opts.readConnections,
+      },
+      listSession.spec('tools/list', undefined, opts.readConnections),
+      { path: '/', connections: opts.readConnections, headers: { authorization: lister }, expectStatus: 200, setupRequest: unchanged },
+      () => checkList(listSession, view.names),
+    );
+    await measure(
+      {
+        row: `tools/call ${ECHO} (HTTP tool, echo)`,
+        mcpRequest: 'POST /mcp tools/call',
+        httpRequest: `POST /tools/${ECHO}/invoke`,
+        mcpBytes: callBytes,
+        httpBytes: invokeBytes,
+        connections: opts.bridgeConcurrency,
+      },
+      callSession.spec('tools/call', { name: ECHO, arguments: ECHO_ARGS }, opts.bridgeConcurrency),
+      {
+        path: `/tools/${ECHO}/invoke`,
+        connections: opts.bridgeConcurrency,
+        method: 'POST',
+        headers: { authorization: caller, 'content-type': 'application/json' },
+        body: JSON.stringify(ECHO_ARGS),
+        expectStatus: 200,
+        setupRequest: unchanged,
+      },
+      () => checkCall(callSession),
+    );
+    return { tools: TOOLS, rows };
+  } finally {
+    await registry?.child.stop();
+    await echo?.child.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function mcpSection(r: McpResult): Section {
+  const t = table(
+    ['row', 'MCP request', 'compared with', 'answer bytes MCP / HTTP', 'conns', 'MCP req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'HTTP req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'MCP / HTTP', 'errors MCP / HTTP', 'note'],
+    r.rows.map((x) => [
+      x.row,
+      x.mcpRequest,
+      x.httpRequest,
+      x.mcpBytes > 10_000 ? `${f1(x.mcpBytes / 1024)} / ${f1(x.httpBytes / 1024)} KiB` : `${f0(x.mcpBytes)} / ${f0(x.httpBytes)}`,
+      f0(x.connections),
+      f0(x.mcp.rps),
+      f2(x.mcp.p50),
+      f2(x.mcp.p99),
+      f0(x.mcp.cpuUsPerReq),
+      f0(x.http.rps),
+      f2(x.http.p50),
+      f2(x.http.p99),
+      f0(x.http.cpuUsPerReq),
+      pct(x.ratio),
+      `${f0(x.mcp.errors)} / ${f0(x.http.errors)}`,
+      x.note ?? '',
+    ]),
+    3,
+    ['note'],
+  );
+  return {
+    title: `MCP over /mcp against the HTTP API (issue 11; one registry, ${f0(r.tools)} tools, same token and connections per row; median of ${opts.runs} x ${opts.durationS} s; errors = answers other than 200)`,
+    ...t,
+  };
+}
