@@ -9,6 +9,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Change } from '../src/model/records.js';
 import { bearer } from './helpers/app.js';
+import { connect, listAll, mcpUrl } from './mcp/support.js';
 import { createLoggedTestApp, startMcpUpstream, type LoggedTestApp, type McpUpstream, type UpstreamToolDef } from './helpers/mcp-upstream.js';
 
 const CREDENTIAL = 'upstream-secret-4f1c9e2a7b';
@@ -139,6 +140,26 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
     const denied = await call({ method: 'POST', url: '/tools/gh_fail/invoke', headers: bearer(reader), payload: {} });
     expect(denied.statusCode).toBe(403);
     expect(upstream.calls.filter((c) => c.name === 'fail')).toHaveLength(1);
+  });
+
+  it('serves its tools through /mcp: title and outputSchema listed, structured answers and failures passed on', async () => {
+    const client = await connect(await mcpUrl(app), registry.token(['gh:read', 'gh:admin']));
+    try {
+      const { tools } = await listAll(client.client);
+      expect(tools.find((t) => t.name === 'gh_search')).toMatchObject({ title: 'Search', description: 'Searches the code.', inputSchema: TOOLS[0]?.tool.inputSchema });
+      expect(tools.find((t) => t.name === 'gh_stats')).toMatchObject({ outputSchema: TOOLS[1]?.tool.outputSchema });
+      // The SDK client checks structuredContent against the output schema itself.
+      const stats = await client.client.callTool({ name: 'gh_stats', arguments: {} });
+      expect(stats).toMatchObject({ structuredContent: { count: 42 }, content: [{ type: 'text', text: '{"count":42}' }] });
+      expect(stats.isError).toBeFalsy();
+      const found = await client.client.callTool({ name: 'gh_search', arguments: { query: 'via mcp' } });
+      expect(found.content).toEqual([{ type: 'text', text: 'found: via mcp' }]);
+      expect(upstream.calls.at(-1)).toEqual({ name: 'search', arguments: { query: 'via mcp' } });
+      const failed = await client.client.callTool({ name: 'gh_fail', arguments: {} });
+      expect(failed).toMatchObject({ isError: true, content: [{ type: 'text', text: 'gh_fail failed: upstream says no' }] });
+    } finally {
+      await client.close();
+    }
   });
 
   it('writes nothing when a listing finds the same tools', async () => {
