@@ -4,8 +4,8 @@
  * for a server that is down and picks it up when it comes back.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { bearer } from './helpers/app.js';
-import { createLoggedTestApp, startMcpUpstream, type LoggedTestApp, type McpUpstream, type UpstreamToolDef } from './helpers/mcp-upstream.js';
+import { bearer, createTestApp, type TestApp } from './helpers/app.js';
+import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from './helpers/mcp-upstream.js';
 
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
 const tool = (name: string, handler: UpstreamToolDef['handler'] = () => text(name)): UpstreamToolDef => ({
@@ -18,10 +18,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setUp(settings: Record<string, string> = {}, tools: UpstreamToolDef[] = [tool('one')]): Promise<{ registry: LoggedTestApp; upstream: McpUpstream; admin: Record<string, string> }> {
+async function setUp(settings: Record<string, string> = {}, tools: UpstreamToolDef[] = [tool('one')]): Promise<{ registry: TestApp; upstream: McpUpstream; admin: Record<string, string> }> {
   const upstream = await startMcpUpstream({ tools, pageSize: 2 });
   cleanups.push(() => upstream.stop());
-  const registry = await createLoggedTestApp(settings);
+  const registry = await createTestApp(settings, { keepLogs: true });
   cleanups.push(() => registry.close());
   return { registry, upstream, admin: bearer(registry.token(['registry:write'])) };
 }

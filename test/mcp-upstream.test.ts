@@ -8,9 +8,9 @@
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Change } from '../src/model/records.js';
-import { bearer } from './helpers/app.js';
+import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { connect, listAll, mcpUrl } from './mcp/support.js';
-import { createLoggedTestApp, startMcpUpstream, type LoggedTestApp, type McpUpstream, type UpstreamToolDef } from './helpers/mcp-upstream.js';
+import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from './helpers/mcp-upstream.js';
 
 const CREDENTIAL = 'upstream-secret-4f1c9e2a7b';
 
@@ -41,7 +41,7 @@ const TOOLS: UpstreamToolDef[] = [
 ];
 
 let upstream: McpUpstream;
-let registry: LoggedTestApp;
+let registry: TestApp;
 let app: FastifyInstance;
 /** Every answer the registry gave in this file, to look for the credential. */
 const answers: string[] = [];
@@ -76,7 +76,7 @@ const touches = (name: string, op: 'upsert' | 'delete' = 'upsert') => (changes: 
 
 beforeAll(async () => {
   upstream = await startMcpUpstream({ tools: TOOLS, pageSize: 2, bearer: CREDENTIAL });
-  registry = await createLoggedTestApp();
+  registry = await createTestApp({}, { keepLogs: true });
   app = registry.app;
 });
 

@@ -16,6 +16,8 @@ export interface TestApp {
   app: FastifyInstance;
   config: Config;
   dir: string;
+  /** Every log line (at debug level) when built with `keepLogs`, to look for secrets; else empty. */
+  logs: string[];
   /** Mints an HS256 at+jwt with the given scopes (space-joined into `scope`). */
   token(scopes: string[], claims?: Record<string, unknown>): string;
   /** Closes the app, reopens it on the same database file, and returns the new app. */
@@ -27,20 +29,23 @@ function tempDir(prefix = 'tool-registry-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-export async function createTestApp(settings: Partial<Record<SettingName, string>> = {}): Promise<TestApp> {
+export async function createTestApp(settings: Partial<Record<SettingName, string>> = {}, options: { keepLogs?: boolean } = {}): Promise<TestApp> {
   const dir = tempDir();
   const config = loadConfig({}, { DATABASE_PATH: join(dir, 'registry.db'), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', ...settings });
+  const logs: string[] = [];
+  const build = () => buildApp(config, options.keepLogs ? { logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } } : {});
   const handle: TestApp = {
-    app: await buildApp(config),
+    app: await build(),
     config,
     dir,
+    logs,
     token(scopes, claims = {}) {
       const sign = createSigner({ key: TEST_SECRET, expiresIn: 3_600_000, header: { alg: 'HS256', typ: 'at+jwt' } });
       return sign({ sub: 'test-agent', scope: scopes.join(' '), ...claims });
     },
     async restart() {
       await handle.app.close();
-      handle.app = await buildApp(config);
+      handle.app = await build();
       return handle.app;
     },
     async close() {

@@ -5,19 +5,11 @@
  * headers it received, and stop/start on the same port.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { createSigner } from 'fast-jwt';
-import type { FastifyInstance } from 'fastify';
-import { loadConfig, type SettingName } from '../../src/config.js';
-import { buildApp } from '../../src/http/app.js';
-import { TEST_SECRET } from './app.js';
 
 export interface UpstreamToolDef {
   tool: Tool;
@@ -129,41 +121,4 @@ export async function startMcpUpstream(options: { tools: UpstreamToolDef[]; page
     },
     start,
   };
-}
-
-/** The registry app as createTestApp builds it, with every log line kept (to look for secrets). */
-export interface LoggedTestApp {
-  app: FastifyInstance;
-  logs: string[];
-  token(scopes: string[]): string;
-  /** Closes the app and builds it again on the same database, without waiting for upstreams. */
-  restart(): Promise<FastifyInstance>;
-  close(): Promise<void>;
-}
-
-export async function createLoggedTestApp(settings: Partial<Record<SettingName, string>> = {}): Promise<LoggedTestApp> {
-  const dir = mkdtempSync(join(tmpdir(), 'tool-registry-mcp-'));
-  const config = loadConfig({}, { DATABASE_PATH: join(dir, 'registry.db'), JWT_SECRET: TEST_SECRET, ...settings });
-  const logs: string[] = [];
-  const build = async () => {
-    const app = await buildApp(config, { logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } });
-    await app.ready();
-    return app;
-  };
-  const sign = createSigner({ key: TEST_SECRET, expiresIn: 3_600_000, header: { alg: 'HS256', typ: 'at+jwt' } });
-  const handle: LoggedTestApp = {
-    app: await build(),
-    logs,
-    token: (scopes) => sign({ sub: 'test-agent', scope: scopes.join(' ') }),
-    async restart() {
-      await handle.app.close();
-      handle.app = await build();
-      return handle.app;
-    },
-    async close() {
-      await handle.app.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-  return handle;
 }
