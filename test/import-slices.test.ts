@@ -4,25 +4,13 @@
  * one that fails half-way (a full disk) leaves nothing behind and lets every writer go on.
  */
 import type { AddressInfo } from 'node:net';
-import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type * as DatabaseModule from '../src/store/database.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
+import { openedDatabases } from './helpers/opened-databases.js';
 import { seed } from './helpers/fixtures.js';
 
-// The app's own connection, so that a test can give it a tiny max_page_count (a full disk).
-const opened = vi.hoisted(() => ({ dbs: [] as Database.Database[] }));
-vi.mock('../src/store/database.js', async (importOriginal) => {
-  const original = await importOriginal<typeof DatabaseModule>();
-  return {
-    ...original,
-    openDatabase: (...args: Parameters<typeof original.openDatabase>) => {
-      const db = original.openDatabase(...args);
-      opened.dbs.push(db);
-      return db;
-    },
-  };
-});
+// The app's own connections, so that a test can give one a tiny max_page_count (a full disk).
+vi.mock('../src/store/database.js', async (original) => (await import('./helpers/opened-databases.js')).recordingDatabaseModule(original));
 
 let t: TestApp;
 afterEach(async () => t?.close());
@@ -90,7 +78,7 @@ describe('a big import', () => {
 
   it('leaves nothing behind when the disk fills half-way, and every writer goes on after it', async () => {
     const { base, admin } = await serve();
-    const db = opened.dbs.at(-1);
+    const db = openedDatabases.at(-1);
     if (!db) throw new Error('no database opened');
     // Room for some slices of the import, not all of them.
     db.pragma(`max_page_count = ${(db.pragma('page_count', { simple: true }) as number) + 400}`);

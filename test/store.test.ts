@@ -86,7 +86,12 @@ describe('registry store', () => {
     const good = parseTool(seed('calculator'), () => undefined);
     // A bus tool whose service is not in the database violates the foreign key mid-import.
     const orphan = parseTool(seed('tell-joke'), () => parseToolService(seed('joke-service')));
-    expect(() => store.importBundle([], [good, orphan], NOW)).toThrow();
+    const write = store.beginSliced();
+    expect(() => {
+      write.putTools([good, orphan], NOW);
+      write.commit();
+    }).toThrow();
+    write.rollback();
     expect(store.registryIndex()).toBe(0);
     expect(store.getTool('calculator')).toBeUndefined();
   });

@@ -1,17 +1,14 @@
 /**
- * Who hears of a write, and when: every front (waiters, the change feed, MCP sessions, the
- * dashboard) subscribes here. A write is published only after its commit, and a write whose
- * commit fails is never published: `afterCommit` holds everything published while it runs and
- * releases it when the commit returns, or drops it when the commit throws. The hold/release
- * protocol lives here so that no write path has to remember it.
+ * Who hears of a write: every front (waiters, the change feed, MCP sessions, the dashboard)
+ * subscribes here. The registry service publishes a write only once its commit is on disk
+ * (src/registry/registry-service.ts stages a batch until its fsync returns), so a write whose
+ * commit fails is never published and nobody hears of a write a crash could still lose.
  */
 import type { Change, ChangeListener } from '../model/records.js';
 
 export class ChangeBus {
   readonly #listeners = new Set<ChangeListener>();
   readonly #onListenerError: (err: unknown) => void;
-  /** While a commit runs: what was published, held until it has committed. */
-  #held: [number, readonly Change[]][] | null = null;
 
   /** A listener that throws is reported here; the others still hear of the write. */
   constructor(onListenerError: (err: unknown) => void = () => undefined) {
@@ -30,29 +27,9 @@ export class ChangeBus {
     return this.#listeners.size;
   }
 
-  /** Tells every listener of a write (at once, or when the running commit has returned). */
+  /** Tells every listener of a committed write. */
   publish(index: number, changes: readonly Change[]): void {
-    if (this.#held) this.#held.push([index, changes]);
-    else this.#notify(index, changes);
-  }
-
-  /**
-   * Runs `commit`, holding every publication made meanwhile; releases them if it returns and
-   * drops them (then rethrows) if it throws.
-   */
-  afterCommit<T>(commit: () => T): T {
-    if (this.#held) return commit(); // nested: the outer commit decides
-    this.#held = [];
-    let held: [number, readonly Change[]][];
-    try {
-      const result = commit();
-      held = this.#held;
-      this.#held = null;
-      for (const [index, changes] of held) this.#notify(index, changes);
-      return result;
-    } finally {
-      this.#held = null;
-    }
+    this.#notify(index, changes);
   }
 
   #notify(index: number, changes: readonly Change[]): void {

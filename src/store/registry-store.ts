@@ -68,12 +68,6 @@ export interface SlicedWrite {
   rollback(): void;
 }
 
-export interface ImportResult {
-  index: number;
-  services: PutResult<ServiceRecord>[];
-  tools: PutResult<ToolRecord>[];
-}
-
 interface ServiceRow {
   id: string;
   descriptor: string;
@@ -339,18 +333,6 @@ export class RegistryStore {
   /** A sync of an MCP server's tools: its new and changed tools and the ones it no longer lists, in one write. */
   writeMcpTools(upserts: readonly ToolWrite[], deletes: readonly string[], now: string, audit?: AuditFor<ToolRecord[]>): ToolRecord[] {
     return this.#write((index) => [...upserts.map((t) => this.#putTool(t, index, now).record), ...deletes.map((name) => this.#tombstoneTool(name, index, now))], audit);
-  }
-
-  /** Services then tools, all under one registry index, all or nothing. */
-  importBundle(services: ToolService[], tools: ToolWrite[], now: string, audit?: AuditFor<ImportResult>): ImportResult {
-    return this.#write(
-      (index) => ({
-        index,
-        services: services.map((s) => this.#putService(s, index, now)),
-        tools: tools.map((t) => this.#putTool(t, index, now)),
-      }),
-      audit,
-    );
   }
 
   /**

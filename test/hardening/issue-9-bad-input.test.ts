@@ -7,26 +7,14 @@
  */
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import type Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import type * as DatabaseModule from '../../src/store/database.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { openedDatabases } from '../helpers/opened-databases.js';
 import { seed } from '../helpers/fixtures.js';
 
-// The app's own connection, so that a test can give it a tiny max_page_count (a full disk).
-const opened = vi.hoisted(() => ({ dbs: [] as Database.Database[] }));
-vi.mock('../../src/store/database.js', async (importOriginal) => {
-  const original = await importOriginal<typeof DatabaseModule>();
-  return {
-    ...original,
-    openDatabase: (...args: Parameters<typeof original.openDatabase>) => {
-      const db = original.openDatabase(...args);
-      opened.dbs.push(db);
-      return db;
-    },
-  };
-});
+// The app's own connections, so that a test can give one a tiny max_page_count (a full disk).
+vi.mock('../../src/store/database.js', async (original) => (await import('../helpers/opened-databases.js')).recordingDatabaseModule(original));
 
 const PROTO_NAMES = ['constructor', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'] as const;
 
@@ -296,7 +284,7 @@ describe('issue 9: /readyz on a full database', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     expect((await send('GET', '/readyz')).status).toBe(200);
     const before = await exported();
-    const db = opened.dbs.at(-1);
+    const db = openedDatabases.at(-1);
     if (!db) throw new Error('no database opened');
     db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
     const tools = Array.from({ length: 50 }, (_, i) => ({ ...seed('calculator'), name: `no-room-${i}`, description: 'x'.repeat(8_000) }));

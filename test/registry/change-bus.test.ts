@@ -1,5 +1,5 @@
 /**
- * The change bus's hold/release protocol and the change feed's replay-to-live hand-over, on
+ * The change bus's delivery and the change feed's replay-to-live hand-over, on
  * fakes of our own (a change log in an array): no database, no HTTP.
  */
 import { describe, expect, it } from 'vitest';
@@ -23,35 +23,6 @@ describe('ChangeBus', () => {
     bus.subscribe((index) => heard.push(index));
     bus.publish(1, [tool('a')]);
     expect(heard).toEqual([1]);
-  });
-
-  it('holds what is published during a commit until the commit returns', () => {
-    const bus = new ChangeBus();
-    const heard: number[] = [];
-    bus.subscribe((index) => heard.push(index));
-    const result = bus.afterCommit(() => {
-      bus.publish(1, [tool('a')]);
-      bus.publish(2, [tool('b')]);
-      expect(heard).toEqual([]);
-      return 'committed';
-    });
-    expect(result).toBe('committed');
-    expect(heard).toEqual([1, 2]);
-  });
-
-  it('drops what was published when the commit throws, and tells nobody', () => {
-    const bus = new ChangeBus();
-    const heard: number[] = [];
-    bus.subscribe((index) => heard.push(index));
-    expect(() =>
-      bus.afterCommit(() => {
-        bus.publish(1, [tool('a')]);
-        throw new Error('disk full');
-      }),
-    ).toThrow('disk full');
-    expect(heard).toEqual([]);
-    bus.publish(2, [tool('b')]);
-    expect(heard).toEqual([2]);
   });
 
   it('keeps telling the other listeners when one throws, and reports it', () => {
