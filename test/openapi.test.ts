@@ -891,6 +891,10 @@ describe('the OpenAPI document', () => {
     expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: session, payload: { jsonrpc: '2.0', id: 3, method: 'tools/list' } })).res.statusCode).toBe(404);
     expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: mcpBase, payload: initialize })).res.statusCode).toBe(401);
     expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: { ...agent, 'content-type': 'application/json', accept: 'application/json' }, payload: initialize })).res.statusCode).toBe(406);
+    const preflight = await call('/mcp', { method: 'OPTIONS', url: '/mcp', headers: { origin: handle.config.publicUrl.origin, 'access-control-request-method': 'POST' } });
+    expect(preflight.res.statusCode).toBe(204);
+    expect(preflight.res.headers['access-control-allow-origin']).toBe(handle.config.publicUrl.origin);
+    expect((await call('/mcp', { method: 'OPTIONS', url: '/mcp', headers: { origin: 'http://elsewhere.example' } })).res.statusCode).toBe(403);
     const mcpMetadata = '/.well-known/oauth-protected-resource/mcp';
     expect((await call(mcpMetadata, { method: 'GET', url: mcpMetadata })).res.statusCode).toBe(200);
 

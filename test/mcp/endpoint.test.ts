@@ -251,6 +251,25 @@ describe('the MCP endpoint', () => {
     });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { code: string }).code).toBe('TR_ERR_ORIGIN_NOT_ALLOWED');
+    expect(res.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('a browser on an allowed origin gets CORS answers it can read, the session id included', async () => {
+    const origin = t.config.publicUrl.origin;
+    const preflight = await fetch(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, mcp-session-id' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(origin);
+    expect(preflight.headers.get('access-control-allow-headers')).toContain('Mcp-Session-Id');
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.token(['alpha'], { sub: 'browser' })}`, origin, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'browser', version: '1' } } }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('access-control-allow-origin')).toBe(origin);
+    expect(res.headers.get('access-control-expose-headers')).toContain('Mcp-Session-Id');
+    expect(res.headers.get('mcp-session-id')).toMatch(/^[0-9a-f-]{36}$/);
+    await res.text();
   });
 
   it("the SDK's own refusals are problem details that keep the JSON-RPC error", async () => {

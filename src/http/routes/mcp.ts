@@ -119,6 +119,17 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   const routeConfig = { resourceMetadataUrl: resourceMetadataUrl(mcp.resource) };
   const allowedOrigins = new Set(mcp.allowedOrigins);
 
+  // Browser clients on an allowed origin may read the answers (CORS), the session id included.
+  app.addHook('onRequest', (request, reply, done) => {
+    const origin = request.headers.origin;
+    if (origin !== undefined && allowedOrigins.has(origin)) {
+      reply.header('access-control-allow-origin', origin);
+      reply.header('access-control-expose-headers', 'Mcp-Session-Id, WWW-Authenticate, Retry-After');
+      reply.header('vary', 'Origin');
+    }
+    done();
+  });
+
   /** Who may come in: an allowed origin (DNS rebinding), and a token unless anonymous use is on. */
   const enter = (request: FastifyRequest) => {
     const origin = request.headers.origin;
@@ -326,6 +337,40 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         arm();
       }
       return answer(reply, response);
+    },
+  );
+
+  // A browser's preflight carries no credentials: it is answered for allowed origins only.
+  app.options(
+    '/mcp',
+    {
+      config: { ...routeConfig, auth: false },
+      schema: {
+        tags: ['mcp'],
+        operationId: 'mcpPreflight',
+        summary: 'CORS preflight for browser MCP clients',
+        description: 'Answers a browser\'s preflight for `/mcp` from an origin in `MCP_ALLOWED_ORIGINS` (default: the origin of `PUBLIC_URL`): the methods and request headers the MCP transport uses. Other origins get `403`.',
+        security: [],
+        response: {
+          204: empty('The origin may call `/mcp` with these methods and headers.', {
+            'Access-Control-Allow-Origin': { description: 'The requesting origin.', required: true, schema: z.string() },
+            'Access-Control-Allow-Methods': { description: '`GET, POST, DELETE`.', required: true, schema: z.string() },
+            'Access-Control-Allow-Headers': { description: 'The headers the MCP transport sends.', required: true, schema: z.string() },
+          }),
+          403: problem('No `Origin`, or one not in `MCP_ALLOWED_ORIGINS` (`TR_ERR_ORIGIN_NOT_ALLOWED`).'),
+          429: problems.TooManyRequests,
+        },
+      },
+    },
+    async (request, reply) => {
+      const origin = request.headers.origin;
+      if (origin === undefined || !allowedOrigins.has(origin)) {
+        throw new RegistryError('TR_ERR_ORIGIN_NOT_ALLOWED', 'only origins in MCP_ALLOWED_ORIGINS may call /mcp from a browser');
+      }
+      reply.header('access-control-allow-methods', 'GET, POST, DELETE');
+      reply.header('access-control-allow-headers', 'Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID');
+      reply.header('access-control-max-age', '600');
+      return (reply as FastifyReply).code(204).send();
     },
   );
 
