@@ -51,12 +51,14 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
       expect(res.statusCode, res.body).toBe(201);
     };
     await register({});
-    await register({ name: 'structured', endpoint: '/tools/structured', scopes: [] });
-    await register({ name: 'plain', endpoint: '/tools/plain', scopes: [], forwardAuthorization: false });
-    await register({ name: 'broken', endpoint: '/tools/broken', scopes: [] });
-    await register({ name: 'slow', endpoint: '/tools/slow', scopes: [], timeoutMs: 300 });
-    await register({ name: 'unreachable', endpoint: '/x', scopes: [], port: 1 });
-    await register({ name: 'cut', endpoint: '/tools/cut', scopes: [] });
+    // Tools called with no arguments take none: calls are checked against the input schema (issue 12).
+    const none = { scopes: [], parameters: {} };
+    await register({ ...none, name: 'structured', endpoint: '/tools/structured' });
+    await register({ ...none, name: 'plain', endpoint: '/tools/plain', forwardAuthorization: false });
+    await register({ ...none, name: 'broken', endpoint: '/tools/broken' });
+    await register({ ...none, name: 'slow', endpoint: '/tools/slow', timeoutMs: 300 });
+    await register({ ...none, name: 'unreachable', endpoint: '/x', port: 1 });
+    await register({ ...none, name: 'cut', endpoint: '/tools/cut' });
   });
   afterAll(async () => {
     await t.close();

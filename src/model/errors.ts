@@ -7,7 +7,7 @@
  */
 
 export interface FieldError {
-  /** Dotted path into the request body, e.g. `arguments.0.name`. */
+  /** Dotted path into the request body, e.g. `arguments.0.name`; a call's arguments: a JSON pointer, `/items/0/name`. */
   path: string;
   message: string;
 }
@@ -29,7 +29,7 @@ export const ERRORS = {
   TR_ERR_VALIDATION: { status: 400, title: 'The request body is not a valid descriptor' },
   TR_ERR_BAD_REQUEST: { status: 400, title: 'Bad request' },
   TR_ERR_INVALID_JSON: { status: 400, title: 'The request body is not valid JSON' },
-  TR_ERR_INVALID_ARGUMENTS: { status: 400, title: 'The arguments must be a JSON object' },
+  TR_ERR_INVALID_ARGUMENTS: { status: 400, title: "The arguments do not fit the tool's input schema" },
   TR_ERR_INVALID_REQUEST: { status: 400, title: 'Malformed Authorization header' },
   TR_ERR_UNAUTHENTICATED: { status: 401, title: 'A bearer token is required' },
   TR_ERR_INVALID_TOKEN: { status: 401, title: 'The bearer token is not valid' },

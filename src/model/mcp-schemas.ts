@@ -7,30 +7,13 @@
 import { z } from 'zod';
 import { RegistryError } from './errors.js';
 import { fieldErrorsFrom } from './resolve.js';
-import { DescriptionSchema, NOT_PROTO, notProto, refuseControlCharacters, ScopeSchema, ServiceIdSchema, text, ToolNameSchema } from './schemas.js';
+import { DescriptionSchema, NOT_PROTO, notProto, ObjectJsonSchema, ScopeSchema, ServiceIdSchema, text, ToolNameSchema } from './schemas.js';
 
 /** A tool's name at its upstream: MCP allows more than the registry's names (which may be prefixed). */
 const UpstreamToolNameSchema = z
   .string()
   .regex(/^[\x21-\x7E]{1,128}$/, 'must be 1 to 128 printable ASCII characters')
   .refine(notProto, NOT_PROTO);
-
-/** A JSON Schema of `type: "object"`, kept as the upstream gave it, under the control-character rule. */
-const ObjectJsonSchema = z
-  .looseObject({ type: z.literal('object') })
-  .superRefine(refuseControlCharacters)
-  .superRefine((value, ctx) => {
-    // Parsed JSON may carry an own `__proto__` key; nothing downstream should meet one.
-    const stack: unknown[] = [value];
-    for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
-      if (typeof node !== 'object' || node === null) continue;
-      if (!Array.isArray(node) && Object.hasOwn(node, '__proto__')) {
-        ctx.addIssue({ code: 'custom', message: 'must not have a "__proto__" key' });
-        return;
-      }
-      stack.push(...Object.values(node));
-    }
-  });
 
 /** A tool of an upstream MCP server, as the registry stores it (kind `mcp`). */
 export const McpToolSchema = z.strictObject({

@@ -5,17 +5,17 @@
 import type { McpTool } from './mcp-schemas.js';
 import { JsonTypeSchema, type BusTool, type HttpTool, type JsonType, type ToolDescriptor, type ToolKind } from './schemas.js';
 
+/** A JSON Schema whose top is an object: a tool's arguments, or its structured answer. */
 export interface JsonSchemaObject {
   type: 'object';
-  properties: Record<string, Record<string, unknown>>;
-  required: string[];
-  additionalProperties: boolean;
+  [keyword: string]: unknown;
 }
 
-/** An upstream MCP server's JSON Schema of a tool's arguments, kept as given. */
-export interface UpstreamInputSchema {
-  type: 'object';
-  [keyword: string]: unknown;
+/** The closed input schema made from the article's `parameters` (or a bus tool's `arguments`). */
+interface DerivedInputSchema extends JsonSchemaObject {
+  properties: Record<string, Record<string, unknown>>;
+  required: string[];
+  additionalProperties: false;
 }
 
 export interface ToolParameter {
@@ -34,10 +34,14 @@ export interface Tool {
   /** The article's `parameters` map, also derived for message-bus tools from `arguments`. */
   parameters: Record<string, ToolParameter>;
   returns: string;
-  /** Closed and derived from `parameters`, except for mcp tools: the upstream's own, as given. */
-  inputSchema: JsonSchemaObject | UpstreamInputSchema;
+  /**
+   * What calls are checked against (src/json-schema/arguments.ts): the schema the tool declares
+   * (an HTTP tool's `inputSchema`, an mcp tool's upstream schema), as given, else the closed
+   * schema made from `parameters` or `arguments`.
+   */
+  inputSchema: JsonSchemaObject;
   /** A JSON Schema of the tool's structured answer, where the tool declares one. */
-  outputSchema?: Record<string, unknown> | undefined;
+  outputSchema?: JsonSchemaObject | undefined;
   /** Where an HTTP tool is reached; message-bus tools are reached through the registry. */
   http: { endpoint: string; host: string; port: number; forwardAuthorization: boolean } | null;
   /** The service a message-bus tool's calls go to; for an mcp tool, its MCP server's id. */
@@ -53,21 +57,29 @@ const BUS_TOOL_RETURNS = 'The tool service\'s observation, as text';
 const MCP_STRUCTURED_RETURNS = "The tool's structured answer as JSON text, which its outputSchema describes";
 const MCP_TEXT_RETURNS = "The tool's text content, its parts joined by line feeds";
 
-function inputSchemaOf(parameters: Record<string, ToolParameter & { required?: boolean }>): JsonSchemaObject {
+function inputSchemaOf(parameters: Record<string, ToolParameter & { required?: boolean }>): DerivedInputSchema {
   const properties = dictionary<Record<string, unknown>>();
   const required: string[] = [];
   for (const [name, { required: isRequired, ...schema }] of Object.entries(parameters)) {
     properties[name] = schema;
     if (isRequired !== false) required.push(name);
   }
-  // Arguments are passed through untyped and the service validates them, but models do best
-  // with a closed schema; extra keys are still forwarded if a model sends them.
+  // Closed, as models do best with, and enforced as served: a call with a key the tool does not
+  // list is refused (400) before it reaches the tool, like any other argument that does not fit.
   return { type: 'object', properties, required, additionalProperties: false };
 }
 
 function normaliseHttpTool(tool: HttpTool): Tool {
-  const parameters = dictionary<ToolParameter>();
-  for (const [name, param] of Object.entries(tool.parameters)) parameters[name] = stripUndefined(param);
+  let parameters: Record<string, ToolParameter>;
+  let inputSchema: JsonSchemaObject;
+  if (tool.inputSchema !== undefined) {
+    inputSchema = tool.inputSchema;
+    parameters = parametersOf(inputSchema);
+  } else {
+    parameters = dictionary<ToolParameter>();
+    for (const [name, param] of Object.entries(tool.parameters ?? {})) parameters[name] = stripUndefined(param);
+    inputSchema = inputSchemaOf(parameters);
+  }
   return {
     name: tool.name,
     kind: 'http',
@@ -75,7 +87,8 @@ function normaliseHttpTool(tool: HttpTool): Tool {
     scopes: [...tool.scopes],
     parameters,
     returns: tool.returns,
-    inputSchema: inputSchemaOf(parameters),
+    inputSchema,
+    outputSchema: tool.outputSchema,
     http: { endpoint: tool.endpoint, host: tool.host, port: tool.port, forwardAuthorization: tool.forwardAuthorization },
     serviceId: null,
     timeoutMs: tool.timeoutMs,
@@ -100,6 +113,8 @@ function normaliseBusTool(tool: BusTool): Tool {
     parameters: withRequired,
     returns: BUS_TOOL_RETURNS,
     inputSchema: inputSchemaOf(withRequired),
+    // Only an object: a stored tool whose service had a config param of this name keeps it as a value.
+    outputSchema: isObject(tool.outputSchema) ? tool.outputSchema : undefined,
     http: null,
     serviceId: tool.service,
     timeoutMs: tool.timeoutMs,
@@ -110,28 +125,61 @@ function normaliseBusTool(tool: BusTool): Tool {
 const JSON_TYPES: ReadonlySet<string> = new Set(JsonTypeSchema.options);
 
 /**
- * The article's type of one upstream property. Where the schema names none (`anyOf`, say) one
- * is inferred from its keywords; `inputSchema` stays the exact contract.
+ * The article's type of one property of a declared schema. Where the schema names none (`anyOf`,
+ * a local `$ref`) one is inferred from its keywords; `inputSchema` stays the exact contract.
  */
-function jsonTypeOf(schema: Record<string, unknown>): JsonType {
-  const types = (Array.isArray(schema['type']) ? schema['type'] : [schema['type']]).filter((t): t is JsonType => typeof t === 'string' && JSON_TYPES.has(t));
+function jsonTypeOf(schema: Record<string, unknown>, root: JsonSchemaObject): JsonType {
+  // Local references and first branches, a few steps deep (a reference may loop).
+  let node = schema;
+  for (let step = 0; step < 8; step++) {
+    const ref = node['$ref'];
+    const branches = node['anyOf'] ?? node['oneOf'] ?? node['allOf'];
+    const next = typeof ref === 'string' ? resolveLocal(root, ref) : Array.isArray(branches) ? branches.find((b) => isObject(b) && b['type'] !== 'null') : undefined;
+    if (node['type'] !== undefined || !isObject(next)) break;
+    node = next;
+  }
+  const types = (Array.isArray(node['type']) ? node['type'] : [node['type']]).filter((t): t is JsonType => typeof t === 'string' && JSON_TYPES.has(t));
   const type = types.find((t) => t !== 'null') ?? types[0];
   if (type !== undefined) return type;
-  if (isObject(schema['properties'])) return 'object';
-  if (schema['items'] !== undefined) return 'array';
+  if (isObject(node['properties'])) return 'object';
+  if (node['items'] !== undefined) return 'array';
   return 'string';
 }
 
-function normaliseMcpTool(tool: McpTool): Tool {
-  const properties = isObject(tool.inputSchema['properties']) ? tool.inputSchema['properties'] : {};
-  const requiredNames = tool.inputSchema['required'];
+/** The value a local `$ref` (`#/$defs/a`) points at in `root`, if any. */
+function resolveLocal(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#/')) return ref === '#' ? root : undefined;
+  let node = root;
+  for (const raw of ref.slice(2).split('/')) {
+    let segment: string;
+    try {
+      segment = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
+    } catch {
+      return undefined;
+    }
+    if (Array.isArray(node) && /^\d+$/.test(segment)) node = node[Number(segment)];
+    else if (isObject(node) && Object.hasOwn(node, segment)) node = node[segment];
+    else return undefined;
+  }
+  return node;
+}
+
+/** The article's `parameters` map of a declared input schema, from its top-level `properties`. */
+function parametersOf(inputSchema: JsonSchemaObject): Record<string, ToolParameter> {
+  const properties = isObject(inputSchema['properties']) ? inputSchema['properties'] : {};
+  const requiredNames = inputSchema['required'];
   const required = new Set(Array.isArray(requiredNames) ? requiredNames.filter((n) => typeof n === 'string') : []);
   const parameters = dictionary<ToolParameter>();
   for (const [name, raw] of Object.entries(properties)) {
     const schema = isObject(raw) ? raw : {};
     const description = typeof schema['description'] === 'string' ? schema['description'] : undefined;
-    parameters[name] = stripUndefined({ type: jsonTypeOf(schema), description, required: required.has(name) ? undefined : false });
+    parameters[name] = stripUndefined({ type: jsonTypeOf(schema, inputSchema), description, required: required.has(name) ? undefined : false });
   }
+  return parameters;
+}
+
+function normaliseMcpTool(tool: McpTool): Tool {
+  const parameters = parametersOf(tool.inputSchema);
   return {
     name: tool.name,
     kind: 'mcp',

@@ -3,7 +3,7 @@
  * then the registry's own. Queue names and config values are never here: they are backend
  * topology, not something a model needs.
  */
-import type { JsonSchemaObject, Tool, ToolParameter, UpstreamInputSchema } from './normalise.js';
+import type { JsonSchemaObject, Tool, ToolParameter } from './normalise.js';
 import type { ToolKind } from './schemas.js';
 import type { ToolRecord, ToolStatus } from './records.js';
 
@@ -17,7 +17,9 @@ export interface PublicTool {
   host: string;
   port: number;
   kind: ToolKind;
-  inputSchema: JsonSchemaObject | UpstreamInputSchema;
+  inputSchema: JsonSchemaObject;
+  /** Where the tool declares one. */
+  outputSchema?: JsonSchemaObject;
   status: ToolStatus;
   index: number;
   updatedAt: string;
@@ -45,6 +47,7 @@ export function publicToolView(tool: Tool, record: ToolRecord, publicUrl: URL): 
     port: location.port,
     kind: tool.kind,
     inputSchema: tool.inputSchema,
+    ...(tool.outputSchema !== undefined && { outputSchema: tool.outputSchema }),
     ...tool.hints,
     status: record.status,
     index: record.index,

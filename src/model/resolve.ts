@@ -32,7 +32,8 @@ export function fieldErrorsFrom(error: z.ZodError, prefix: readonly PropertyKey[
   });
 }
 
-function validationError(what: string, errors: FieldError[]): RegistryError {
+/** A `TR_ERR_VALIDATION` naming the first problem, with every one as a field error. */
+export function validationError(what: string, errors: FieldError[]): RegistryError {
   const first = errors[0];
   const summary = first ? `${first.path === '' ? '(body)' : first.path}: ${first.message}` : 'invalid';
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';

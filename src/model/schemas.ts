@@ -44,7 +44,7 @@ const keySegment = (key: string) => (CONTROL_CHARACTER.test(key) ? JSON.stringif
  * The rule above for every string inside a JSON value, keys included, one issue per string
  * with its path. Iterative, so that no nesting the body parser lets through can overflow it.
  */
-export function refuseControlCharacters(value: unknown, ctx: z.RefinementCtx): void {
+function refuseControlCharacters(value: unknown, ctx: z.RefinementCtx): void {
   const stack: [unknown, PropertyKey[]][] = [[value, []]];
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
     const [node, path] = next;
@@ -101,6 +101,28 @@ export const JsonTypeSchema = z.enum(['string', 'number', 'integer', 'boolean', 
 export type JsonType = z.infer<typeof JsonTypeSchema>;
 
 export const DescriptionSchema = text(8192).min(1, 'must not be empty');
+
+/**
+ * A JSON Schema whose top is `type: "object"`: a tool's arguments or structured answer, kept
+ * as given, under the control-character rule and without `__proto__` keys. Whether it is a
+ * valid schema (issue 12) is checked with Ajv by the write side (src/json-schema), since this
+ * room imports nothing but zod.
+ */
+export const ObjectJsonSchema = z
+  .looseObject({ type: z.literal('object') })
+  .superRefine(refuseControlCharacters)
+  .superRefine((value, ctx) => {
+    // Parsed JSON may carry an own `__proto__` key; nothing downstream should meet one.
+    const stack: unknown[] = [value];
+    for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+      if (typeof node !== 'object' || node === null) continue;
+      if (!Array.isArray(node) && Object.hasOwn(node, '__proto__')) {
+        ctx.addIssue({ code: 'custom', message: 'must not have a "__proto__" key' });
+        return;
+      }
+      stack.push(...Object.values(node));
+    }
+  });
 
 // ---------------------------------------------------------------------------------------------
 // Tool service (tier 1)
@@ -204,8 +226,10 @@ export const BusToolFieldsSchema = z.object({
   description: DescriptionSchema,
   /** The id of the tool service that carries the call. */
   service: ServiceIdSchema,
-  /** What the model passes; forwarded untyped, the service validates. */
+  /** What the model passes: the input schema discovery serves, which calls are checked against. */
   arguments: z.array(ArgumentSchema).max(256).default([]),
+  /** A JSON Schema of the service's answer when it is a JSON object (MCP's `structuredContent`). */
+  outputSchema: ObjectJsonSchema.optional(),
   /** OAuth scopes any one of which grants the tool; none means every caller. */
   scopes: z.array(ScopeSchema).max(64).default([]),
   /** How long a call may wait for its answer. */
@@ -249,7 +273,7 @@ export const ParameterSchema = z.strictObject({
   required: z.boolean().optional(),
   /** Allowed values. */
   enum: z.array(jsonText()).optional(),
-  /** Item schema of an array parameter. */
+  /** Item schema of an array parameter: JSON Schema, checked as part of the input schema (issue 12). */
   items: z.record(z.string(), z.json()).superRefine(refuseControlCharacters).optional(),
   /** The value the tool takes when the model gives none. */
   default: jsonText().optional(),
@@ -270,13 +294,17 @@ export const HttpToolSchema = z
     /** OAuth scopes any one of which grants the tool; none means every caller. */
     scopes: z.array(ScopeSchema).max(64).default([]),
     description: DescriptionSchema,
-    /** Parameter name to its JSON Schema type and description. */
+    /** Parameter name to its JSON Schema type and description (or give `inputSchema`); default `{}`. */
     parameters: z
       .record(
         z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'parameter names must be 1 to 64 letters, digits, "_" or "-"').refine(notProto, NOT_PROTO),
         ParameterSchema,
       )
-      .default({}),
+      .optional(),
+    /** The arguments as a full JSON Schema (draft 2020-12), instead of `parameters`. */
+    inputSchema: ObjectJsonSchema.optional(),
+    /** A JSON Schema of the tool's answer when it is a JSON object (MCP's `structuredContent`). */
+    outputSchema: ObjectJsonSchema.optional(),
     /** What the tool gives back, in words. */
     returns: text(8192).default(''),
     host: z
@@ -289,10 +317,17 @@ export const HttpToolSchema = z
     /** Forward the caller's Authorization header to the tool (the article's tools check it). */
     forwardAuthorization: z.boolean().default(true),
   })
-  .transform((value) => {
-    // Drop the optional marker so the stored form is the article's shape.
+  .transform((value, ctx) => {
+    if (value.parameters !== undefined && value.inputSchema !== undefined) {
+      for (const path of ['parameters', 'inputSchema']) {
+        ctx.addIssue({ code: 'custom', path: [path], message: 'give either "parameters" or "inputSchema", not both' });
+      }
+      return z.NEVER;
+    }
+    // Drop the optional marker so the stored form is the article's shape; a tool without an
+    // `inputSchema` has `parameters`, `{}` by default, so that an export imports again as is.
     const { type: _type, ...rest } = value;
-    return rest;
+    return rest.inputSchema === undefined ? { ...rest, parameters: rest.parameters ?? {} } : rest;
   });
 export type HttpTool = z.output<typeof HttpToolSchema>;
 

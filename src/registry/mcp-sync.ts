@@ -13,6 +13,7 @@ import type { McpServer, McpTool } from '../model/mcp-schemas.js';
 import { mcpToolsOf, type SkippedTool, type UpstreamTool } from '../model/mcp-tools.js';
 import type { ChangeListener, McpServerRecord } from '../model/records.js';
 import type { McpSyncResult } from './registry-service.js';
+import { toolSchemaErrors } from '../json-schema/tool-schemas.js';
 
 /** What the sync needs of a connection. */
 export interface UpstreamConnection {
@@ -220,7 +221,14 @@ export class McpSync<C extends UpstreamConnection> {
 
   async #write(upstream: Upstream<C>, tools: UpstreamTool[]): Promise<void> {
     const { record } = upstream;
-    const { tools: wanted, skipped } = mcpToolsOf(record.descriptor, tools);
+    const { tools: listed, skipped } = mcpToolsOf(record.descriptor, tools);
+    // The same check as an operator's tool gets: a schema the registry would refuse is skipped.
+    const wanted: McpTool[] = [];
+    for (const tool of listed) {
+      const first = toolSchemaErrors('mcp', tool)[0];
+      if (first) skipped.push({ name: tool.upstreamName, reason: `${first.path}: ${first.message}` });
+      else wanted.push(tool);
+    }
     let result: McpSyncResult;
     try {
       result = await this.#options.registry.syncMcpTools(record.id, record.index, wanted);

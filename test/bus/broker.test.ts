@@ -46,7 +46,11 @@ if (pulsar.skip) {
       try {
         const admin = bearer(t.token(['registry:write']));
         expect((await t.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic, 'config-params': [{ name: 'style', required: false }] } })).statusCode).toBe(201);
-        expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('tell-joke'), service: topic, timeoutMs: 2000 } })).statusCode).toBe(201);
+        // The service's test hook `fail` is an argument the tool declares, so that the registry's
+        // argument check lets it through to the service.
+        const joke = seed('tell-joke') as { arguments: unknown[] };
+        const fail = { name: 'fail', type: 'string', description: 'Makes the test service raise this text', required: false };
+        expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...joke, arguments: [...joke.arguments, fail], service: topic, timeoutMs: 2000 } })).statusCode).toBe(201);
         // Non-persistent requests sent before the service has subscribed are dropped, so retry
         // until the service is up (it starts in a few seconds).
         const deadline = Date.now() + 90_000;
@@ -56,7 +60,7 @@ if (pulsar.skip) {
         }
         expect(res.statusCode, `${res.body}\n--- python stderr ---\n${stderr}`).toBe(200);
         expect(res.json().result).toBe("Hey alice! Here's a pun for you: Why do programmers prefer dark mode? Because light attracts bugs!");
-        const failing = await t.app.inject({ method: 'POST', url: '/tools/tell-joke/invoke', headers: bearer(t.token([])), payload: { fail: 'boom' } });
+        const failing = await t.app.inject({ method: 'POST', url: '/tools/tell-joke/invoke', headers: bearer(t.token([])), payload: { topic: 'errors', fail: 'boom' } });
         expect(failing.statusCode).toBe(502);
         expect(failing.json().serviceError).toEqual({ type: 'tool-service-error', message: 'boom' });
       } finally {

@@ -175,7 +175,9 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
       const a = `multi-a-${randomUUID().slice(0, 8)}`;
       const b = `multi-b-${randomUUID().slice(0, 8)}`;
       for (const topic of [a, b]) {
-        await registerService(topic, { ...seed('tell-joke'), name: topic });
+        // `n` is an argument too: calls are checked against the input schema (issue 12).
+        const args = [...(seed('tell-joke')['arguments'] as unknown[]), { name: 'n', type: 'integer', description: 'The call number', required: false }];
+        await registerService(topic, { ...seed('tell-joke'), name: topic, arguments: args });
         await startService(topic, async (_user, _config, args) => {
           await new Promise((r) => setTimeout(r, Math.random() * 30));
           return `${topic}:${String(args['n'])}`;

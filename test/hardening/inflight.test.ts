@@ -27,7 +27,7 @@ describe('issue 9: each caller gets a bounded share of the in-flight calls', () 
       method: 'POST',
       url: '/tools/register',
       headers: bearer(t.token(['registry:write'])),
-      payload: { ...seed('calculator'), name: 'held', scopes: [], host: '127.0.0.1', port: (tool.address() as AddressInfo).port, timeoutMs: 60_000 },
+      payload: { ...seed('calculator'), name: 'held', scopes: [], parameters: {}, host: '127.0.0.1', port: (tool.address() as AddressInfo).port, timeoutMs: 60_000 },
     });
     expect(res.statusCode, res.body).toBe(201);
     await t.app.listen({ port: 0, host: '127.0.0.1' });

@@ -128,8 +128,9 @@ describe('issue 9: per-agent usage and the operators\' view', () => {
     tool = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('ok'));
     await new Promise<void>((resolve) => tool.listen(0, '127.0.0.1', resolve));
     const port = (tool.address() as AddressInfo).port;
-    await register(t, { ...seed('calculator'), name: 'echo', scopes: [], host: '127.0.0.1', port });
-    await register(t, { ...seed('calculator'), name: 'vault', scopes: ['vault:open'], host: '127.0.0.1', port });
+    // They take no arguments: calls are checked against the input schema (issue 12).
+    await register(t, { ...seed('calculator'), name: 'echo', scopes: [], parameters: {}, host: '127.0.0.1', port });
+    await register(t, { ...seed('calculator'), name: 'vault', scopes: ['vault:open'], parameters: {}, host: '127.0.0.1', port });
     const called = await invoke(base, 'echo', t.token([], { sub: 'agent-smith' }));
     expect(called.status, called.text).toBe(200);
     expect((await invoke(base, 'vault', t.token(['vault:open'], { sub: 'agent-jones' }))).status).toBe(200);

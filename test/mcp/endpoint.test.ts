@@ -125,7 +125,7 @@ describe('the MCP endpoint', () => {
 
   it('a tool that fails gives isError with a readable message, and the failure is audited', async () => {
     const c = await open(['alpha']);
-    const result = await c.client.callTool({ name: 'failing', arguments: {} });
+    const result = await c.client.callTool({ name: 'failing', arguments: { text: 'x' } });
     expect(result.isError).toBe(true);
     expect(result.content).toEqual([{ type: 'text', text: 'failing failed: the tool broke' }]);
     const audit = await t.app.inject({ method: 'GET', url: '/audit?action=tool.invoke', headers: bearer(admin) });
@@ -159,7 +159,7 @@ describe('the MCP endpoint', () => {
       accept: 'application/json, text/event-stream',
       'mcp-session-id': c.transport.sessionId ?? '',
     };
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 'same', method: 'tools/call', params: { name: 'slow_tool', arguments: {} } });
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 'same', method: 'tools/call', params: { name: 'slow_tool', arguments: { text: 'x' } } });
     const first = fetch(url, { method: 'POST', headers, body });
     await new Promise((r) => setTimeout(r, 50));
     const second = await fetch(url, { method: 'POST', headers, body });

@@ -49,7 +49,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         operationId: 'registerTool',
         summary: 'Register or replace a tool (either form)',
         description:
-          "The article's runtime registration. The body is an HTTP tool or a message-bus tool (`type: \"tool-service\"`); a message-bus tool is checked against its tool service (the service must exist, its required config values must be given, and every top-level key that is not a tool field must be one of its config params). Answers `201` when the name is new (or was deleted) and `200` when an existing tool was replaced.",
+          "The article's runtime registration. The body is an HTTP tool or a message-bus tool (`type: \"tool-service\"`); a message-bus tool is checked against its tool service (the service must exist, its required config values must be given, and every top-level key that is not a tool field must be one of its config params). Every JSON Schema the tool carries (`inputSchema`, `outputSchema`, or the input schema its `parameters` make, `items` included) is checked too: valid against its meta-schema, keywords and formats the registry knows, local `$ref`s only, at most 64 KiB and 32 subschemas deep; a problem is a `400` whose `errors` name its path (`inputSchema.properties.x.items.type`). Answers `201` when the name is new (or was deleted) and `200` when an existing tool was replaced.",
         security: admin,
         body: DescriptorBody,
         response: {
