@@ -15,19 +15,21 @@ const MAY_IMPORT = {
   config: ['model'], //                the one settings schema
   store: ['package-root', 'model'], // storage
   catalog: ['model'], //               the read model: fed records, never reads SQL (a read never waits on SQL)
+  'json-schema': ['model'], //         tools' JSON Schemas with Ajv: the check at registration, argument validators
   usage: ['store', 'model'],
   auth: ['config', 'model'],
-  registry: ['catalog', 'store', 'model'], // the write side feeds the catalogue after commit
-  bridge: ['catalog', 'usage', 'model'], //   plus store types only, below
+  registry: ['catalog', 'json-schema', 'store', 'model'], // the write side feeds the catalogue after commit
+  bridge: ['catalog', 'json-schema', 'usage', 'model'], //   plus store types only, below
   toolkit: ['bridge', 'model'], //             a tool service in TypeScript, over the bridge's client
   http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'config', 'package-root', 'model'],
-  server: ['http', 'config', 'model'],
+  telemetry: ['config', 'package-root'], // the OpenTelemetry SDK, started by the server
+  server: ['http', 'telemetry', 'config', 'model'],
   cli: ['server', 'http', 'auth', 'store', 'config', 'model'],
   index: ['http', 'toolkit', 'bridge', 'config', 'model'], // the package's library API
 };
 
-const FOLDERS = ['model', 'store', 'catalog', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit'];
-const FILES = { config: 'src/config.ts', 'package-root': 'src/package-root.ts', server: 'src/server.ts', index: 'src/index.ts' };
+const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit'];
+const FILES = { config: 'src/config.ts', 'package-root': 'src/package-root.ts', telemetry: 'src/telemetry.ts', server: 'src/server.ts', index: 'src/index.ts' };
 
 // Fastify and its plugins belong to src/http only; src/server.ts may name FastifyInstance.
 const FASTIFY = ['fastify', 'fastify-plugin', 'fastify-type-provider-zod', '@fastify/*'];

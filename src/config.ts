@@ -191,6 +191,21 @@ export const EnvSchema = z.object({
   ),
   ANONYMOUS_MAX_AGE_S: setting('seconds shared caches may keep the anonymous discovery view (0: always revalidate)', '0', integer(0, 86_400)),
   VIEW_CACHE_BYTES: setting('bytes of serialised discovery views kept in memory', String(64 * 1024 * 1024), integer(0, 16 * 1024 ** 3)),
+  METRICS_PORT: optional(
+    'serve the Prometheus /metrics on this port instead, open to anyone who reaches it (for scrapers on a private network; 0 picks a free port); unset: /metrics on PORT, for tokens with the admin scope or STATS_READ_SCOPE',
+    integer(0, 65535),
+  ),
+  METRICS_HOST: optional('address the METRICS_PORT listener binds (default HOST)', z.string().min(1)),
+  METRICS_MAX_TOOL_LABELS: setting(
+    'distinct tool names (and token subjects) the call metrics label apart; calls of further ones count under "(other)", so that series stay bounded',
+    '1000',
+    integer(1, 100_000),
+  ),
+  METRICS_SUBJECT_LABELS: setting(
+    'also count calls per token subject (tool_registry_tool_calls_by_subject_total{sub}): subjects identify people or agents, so off unless an operator turns it on',
+    'false',
+    boolean,
+  ),
 });
 export type Env = z.infer<typeof EnvSchema>;
 
@@ -217,6 +232,10 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       message: `set only one of JWT_SECRET, JWT_PUBLIC_KEY and JWKS_URL (got ${keySettings.join(' and ')})`,
       params: { echo: false },
     });
+    return z.NEVER;
+  }
+  if (env.METRICS_PORT !== undefined && env.METRICS_PORT !== 0 && env.METRICS_PORT === env.PORT) {
+    ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT (unset it to serve /metrics on PORT)' });
     return z.NEVER;
   }
   const host = env.HOST;
@@ -282,6 +301,14 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     maxWaitersPerCaller: env.MAX_WAITERS_PER_CALLER,
     changeStreamBufferBytes: env.CHANGE_STREAM_BUFFER_BYTES,
     anonymousMaxAgeS: env.ANONYMOUS_MAX_AGE_S,
+    /** Prometheus metrics (src/http/plugins/metrics.ts). */
+    metrics: {
+      /** A listener of its own, open; undefined: /metrics on the main port for operators. */
+      port: env.METRICS_PORT,
+      host: env.METRICS_HOST ?? host,
+      maxToolLabels: env.METRICS_MAX_TOOL_LABELS,
+      subjectLabels: env.METRICS_SUBJECT_LABELS,
+    },
     mcp: {
       /** The MCP endpoint's own resource identifier (RFC 8707): what MCP clients ask tokens for. */
       resource: `${resource.replace(/\/+$/, '')}/mcp`,

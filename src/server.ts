@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './http/app.js';
 import { redactText, redactUrl } from './http/redact-url.js';
 import type { Config } from './config.js';
+import { startTelemetry } from './telemetry.js';
 
 /** Headers that carry credentials, wherever a log line might hold a copy of them. */
 const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'x-auth-token'];
@@ -44,7 +45,17 @@ export function loggerOptions(config: Config, pretty: boolean) {
 }
 
 export async function startServer(config: Config): Promise<FastifyInstance> {
-  const app = await buildApp(config, { logger: loggerOptions(config, Boolean(process.stdout.isTTY)) });
+  // Tracing only when the OTEL_* variables ask for it; started before the app so that the first
+  // request has a provider, and shut down (flushed) by the app when it closes.
+  const telemetry = startTelemetry(process.env);
+  let app: FastifyInstance;
+  try {
+    app = await buildApp(config, { logger: loggerOptions(config, Boolean(process.stdout.isTTY)), ...(telemetry && { tracing: telemetry }) });
+  } catch (err) {
+    await telemetry?.shutdown();
+    throw err;
+  }
+  telemetry?.logTo(app.log);
   let closing = false;
   const shutdown = (signal: NodeJS.Signals) => {
     if (closing) return;
@@ -63,6 +74,6 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   // Connection caps and socket timeouts are set by buildApp (src/http/plugins/connections.ts),
   // so that tests which listen get them too.
   await app.listen({ port: config.port, host: config.host });
-  app.log.info({ publicUrl: config.publicUrl.href, anonymousDiscovery: config.anonymousDiscovery }, 'tool-registry ready');
+  app.log.info({ publicUrl: config.publicUrl.href, anonymousDiscovery: config.anonymousDiscovery, tracing: telemetry !== null }, 'tool-registry ready');
   return app;
 }

@@ -82,6 +82,8 @@ export class JwksKeySource {
   #timer: NodeJS.Timeout | undefined;
   /** Fetches of the key set made so far, failed ones included (for tests and metrics). */
   fetches = 0;
+  /** Fetches that failed: the endpoint, the document or discovery (for metrics). */
+  failedFetches = 0;
 
   constructor(options: JwksOptions) {
     if (!options.jwksUrl && !options.issuer) throw new Error('JWKS needs a jwksUrl or an issuer');
@@ -171,6 +173,7 @@ export class JwksKeySource {
       this.#keys = { json, select: createLocalJWKSet(jwks), pems: new Map() };
     } catch (err) {
       // Keep the keys we had.
+      this.failedFetches++;
       this.#options.onError?.(err, this.#jwksUrl?.href ?? this.#options.issuer ?? '');
     }
   }

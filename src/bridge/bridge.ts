@@ -5,15 +5,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import { requireScope, type Caller } from '../model/caller.js';
-import { normaliseTool } from '../model/normalise.js';
+import { normaliseTool, type Tool } from '../model/normalise.js';
 import { mayLearnOf, type VisibilityPolicy } from '../model/visibility.js';
 import type { Catalog, CatalogTool } from '../catalog/catalog.js';
 import type { ToolKind } from '../model/schemas.js';
-import { RegistryError } from '../model/errors.js';
+import { RegistryError, type FieldError } from '../model/errors.js';
+import { ArgumentValidators, UncompilableSchemaError } from '../json-schema/arguments.js';
 import type { CallOutcome } from '../model/records.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import { BridgeUnavailableError, CallerGoneError, CallTimeoutError, RequestTooLargeError, ToolServiceError } from './errors.js';
 import type { ToolTransport, TransportState } from './transport.js';
+import { annotateInvoke, traceInvoke } from './tracing.js';
 
 export interface BridgeOptions {
   catalog: Catalog;
@@ -26,6 +28,8 @@ export interface BridgeOptions {
   maxInflightPerCaller: number;
   /** Who may learn which tools exist; its admin scope's tokens are not forwarded to tools. */
   visibility: VisibilityPolicy;
+  /** Checks arguments against tools' input schemas (default: a new set, compiled on first call). */
+  argumentValidators?: ArgumentValidators;
 }
 
 export interface InvokeRequest {
@@ -54,12 +58,14 @@ export type BridgeState = TransportState;
 
 export class ToolBridge {
   readonly #options: BridgeOptions;
+  readonly #validators: ArgumentValidators;
   #inflight = 0;
   /** In-flight calls per caller (callerKey); a caller's entry goes when its last call ends. */
   readonly #inflightBy = new Map<string, number>();
 
   constructor(options: BridgeOptions) {
     this.#options = options;
+    this.#validators = options.argumentValidators ?? new ArgumentValidators();
   }
 
   get inflight(): number {
@@ -106,7 +112,12 @@ export class ToolBridge {
     return entry;
   }
 
-  async invoke(request: InvokeRequest): Promise<InvokeResult> {
+  /** One call, in a span of its own whose child is the transport's (src/bridge/tracing.ts). */
+  invoke(request: InvokeRequest): Promise<InvokeResult> {
+    return traceInvoke(request.toolName, () => this.#invoke(request));
+  }
+
+  async #invoke(request: InvokeRequest): Promise<InvokeResult> {
     const { usage } = this.#options;
     const { tool, record } = this.admit(request.toolName, request.caller);
     const sub = subOf(request.caller);
@@ -122,6 +133,7 @@ export class ToolBridge {
         fieldErrors: [{ path: '', message: 'must be a JSON object of argument name to value' }],
       });
     }
+    this.#checkArguments(tool, args as Record<string, unknown>, finish);
     if (this.#inflight >= this.#options.maxInflight) {
       finish('unavailable');
       throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `${this.#inflight} calls are in flight, the most this registry carries at once; retry shortly`, {
@@ -138,6 +150,7 @@ export class ToolBridge {
     }
 
     const id = randomUUID();
+    annotateInvoke(tool.name, tool.kind, id);
     const timeoutMs = tool.timeoutMs ?? this.#options.defaultTimeoutMs;
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new CallTimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
@@ -167,6 +180,26 @@ export class ToolBridge {
       if (left > 0) this.#inflightBy.set(callerKey, left);
       else this.#inflightBy.delete(callerKey);
     }
+  }
+
+  /**
+   * The arguments against the input schema discovery serves, before anything reaches the tool.
+   * A refusal is not a call (like arguments that are not an object, it is not counted in usage);
+   * a stored schema that cannot be compiled is the tool's fault, a failed call (502).
+   */
+  #checkArguments(tool: Tool, args: Record<string, unknown>, finish: (outcome: CallOutcome) => number): void {
+    let errors: FieldError[];
+    try {
+      errors = this.#validators.check(tool, args);
+    } catch (err) {
+      if (!(err instanceof UncompilableSchemaError)) throw err;
+      finish('service-error');
+      const message = `the tool's stored input schema cannot be checked against (${err.message}); an operator must register the tool again with a valid schema`;
+      throw new RegistryError('TR_ERR_TOOL_SERVICE', `${tool.name} failed: ${message}`, { extra: { serviceError: { type: 'invalid-input-schema', message } } });
+    }
+    if (errors.length === 0) return;
+    const listed = errors.map((e) => `${e.path || '(arguments)'}: ${e.message}`).join('; ');
+    throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', `the arguments do not fit the input schema of ${tool.name}: ${listed}`, { fieldErrors: errors });
   }
 
   /**

@@ -6,6 +6,7 @@ import { configValuesOf } from '../model/resolve.js';
 import type { BusTool, ToolService } from '../model/schemas.js';
 import { BridgeUnavailableError } from './errors.js';
 import type { PulsarWsClient } from './pulsar-ws.js';
+import { traceTransport } from './tracing.js';
 import type { ToolTransport, TransportCall, TransportState } from './transport.js';
 
 export class BusTransport implements ToolTransport {
@@ -29,21 +30,33 @@ export class BusTransport implements ToolTransport {
     const serviceId = call.tool.serviceId ?? '';
     const service = this.#lookupService(serviceId);
     if (!service) throw new BridgeUnavailableError(`tool service "${serviceId}" is not registered`);
-    return client.call(
-      {
-        id: call.id,
-        requestQueue: service['request-queue'],
-        responseQueue: service['response-queue'],
-        // The reference wire: config and arguments as JSON text; `user` carries the caller to
-        // services that read it and is ignored by those that do not.
-        body: {
-          user: call.sub ?? '',
-          config: JSON.stringify(configValuesOf(call.descriptor as BusTool, service)),
-          arguments: JSON.stringify(call.arguments),
+    const requestQueue = service['request-queue'];
+    // The messaging conventions' client span: `send {destination}`, the correlation id as the
+    // conversation id; its `traceparent` goes as a message property beside `id`.
+    const attributes = {
+      'messaging.system': 'pulsar',
+      'messaging.operation.type': 'send',
+      'messaging.destination.name': requestQueue,
+      'messaging.message.conversation_id': call.id,
+    };
+    return traceTransport(`send ${requestQueue}`, attributes, (properties) =>
+      client.call(
+        {
+          id: call.id,
+          requestQueue,
+          responseQueue: service['response-queue'],
+          // The reference wire: config and arguments as JSON text; `user` carries the caller to
+          // services that read it and is ignored by those that do not.
+          body: {
+            user: call.sub ?? '',
+            config: JSON.stringify(configValuesOf(call.descriptor as BusTool, service)),
+            arguments: JSON.stringify(call.arguments),
+          },
+          ...(call.onChunk && { onChunk: call.onChunk }),
+          properties,
         },
-        ...(call.onChunk && { onChunk: call.onChunk }),
-      },
-      call.signal,
+        call.signal,
+      ),
     );
   }
 

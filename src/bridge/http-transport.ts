@@ -4,6 +4,7 @@
  * tool services check the same tokens) unless the descriptor turns that off.
  */
 import { ToolServiceError } from './errors.js';
+import { annotateActive, traceTransport } from './tracing.js';
 import type { ToolTransport, TransportCall } from './transport.js';
 
 export interface HttpCall {
@@ -14,6 +15,8 @@ export interface HttpCall {
   /** The caller's Authorization header, when it is to be forwarded. */
   authorization: string | undefined;
   maxResponseBytes: number;
+  /** W3C trace context of the call's span (`traceparent`), empty when tracing is off. */
+  traceHeaders: Record<string, string>;
 }
 
 function toolUrl(call: HttpCall): URL {
@@ -23,7 +26,7 @@ function toolUrl(call: HttpCall): URL {
 
 /** Returns the observation text: a JSON string as is, any other JSON as JSON text. */
 async function callHttpTool(call: HttpCall, signal: AbortSignal): Promise<string> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/plain;q=0.9' };
+  const headers: Record<string, string> = { ...call.traceHeaders, 'content-type': 'application/json', accept: 'application/json, text/plain;q=0.9' };
   if (call.authorization !== undefined) headers['authorization'] = call.authorization;
   let response: Response;
   try {
@@ -33,6 +36,7 @@ async function callHttpTool(call: HttpCall, signal: AbortSignal): Promise<string
     const code = (err as { cause?: { code?: string } }).cause?.code;
     throw new ToolServiceError('tool-unreachable', `the tool's endpoint cannot be reached${code ? ` (${code})` : ''}`);
   }
+  annotateActive('http.response.status_code', response.status);
   let text: string;
   try {
     text = await readLimited(response, call.maxResponseBytes);
@@ -80,9 +84,11 @@ export class HttpTransport implements ToolTransport {
   async call(call: TransportCall): Promise<string> {
     const http = call.tool.http;
     if (!http) throw new TypeError(`${call.tool.name} is not an HTTP tool`);
-    const result = await callHttpTool(
-      { ...http, arguments: call.arguments, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes },
-      call.signal,
+    // The HTTP client span (OpenTelemetry's conventions: named after the method; no query in
+    // its attributes, which a descriptor's endpoint could carry a credential in).
+    const attributes = { 'http.request.method': 'POST', 'server.address': http.host, 'server.port': http.port, 'url.path': http.endpoint.split('?')[0] ?? '' };
+    const result = await traceTransport('POST', attributes, (traceHeaders) =>
+      callHttpTool({ ...http, arguments: call.arguments, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes, traceHeaders }, call.signal),
     );
     call.onChunk?.(result);
     return result;

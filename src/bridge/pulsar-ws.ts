@@ -40,6 +40,8 @@ export interface BusRequest {
   body: Record<string, unknown>;
   /** Called with each `response` chunk as it arrives. */
   onChunk?: (text: string) => void;
+  /** More message properties (the W3C `traceparent`); services ignore those they do not know. */
+  properties?: Record<string, string>;
 }
 
 interface Pending {
@@ -353,7 +355,7 @@ export class PulsarWsClient {
       });
       // Settled by the races below or dropped with the call; never an unhandled rejection.
       result.catch(() => undefined);
-      await Promise.race([this.#producer(request.requestQueue).publish(JSON.stringify(request.body), { id }), aborted]);
+      await Promise.race([this.#producer(request.requestQueue).publish(JSON.stringify(request.body), { ...request.properties, id }), aborted]);
       return await Promise.race([result, aborted]);
     } finally {
       subscription.pending.delete(id);

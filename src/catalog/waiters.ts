@@ -63,6 +63,11 @@ export class ViewWaiters {
     return this.#count + this.#reserved;
   }
 
+  /** Reserved stream slots (GET /changes and MCP streams); `size` minus these are blocking queries. */
+  get streams(): number {
+    return this.#reserved;
+  }
+
   /** What one holder (caller key) holds now. */
   heldBy(holder: string): number {
     return this.#held.get(holder) ?? 0;

@@ -18,6 +18,7 @@
  */
 import { RegistryError, type FieldError } from '../model/errors.js';
 import { parseTool, parseToolService, type ParsedTool } from '../model/resolve.js';
+import { parseCheckedTool } from '../json-schema/tool-schemas.js';
 import { ImportBundleSchema, type ToolService } from '../model/schemas.js';
 import { fieldErrorsFrom } from '../model/resolve.js';
 import { parseMcpServer, type McpTool } from '../model/mcp-schemas.js';
@@ -29,6 +30,8 @@ import type { CatalogWrite } from '../catalog/snapshot.js';
 import type { ChangeBus } from './change-bus.js';
 import { TimeSlices } from './time-slices.js';
 import { compareNames } from '../catalog/sorted-names.js';
+import { callerSpan, CommitTelemetry, type CommitObserver } from './commit-telemetry.js';
+import type { SpanContext } from '@opentelemetry/api';
 
 export interface ImportSummary {
   index: number;
@@ -42,6 +45,8 @@ interface QueuedWrite {
   exclusive?: () => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
+  /** The span of the request that queued it, linked from its commit's span. */
+  span?: SpanContext | undefined;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -104,6 +109,8 @@ export class RegistryService {
   #staged: Batch | null = null;
   /** The last write time given out. */
   #lastStamp = '';
+  /** Group commits' spans and their observers (metrics). */
+  readonly #commits = new CommitTelemetry();
 
   constructor(store: RegistryStore, catalog: Catalog, bus: ChangeBus, now: () => string = isoNow) {
     this.#store = store;
@@ -160,9 +167,14 @@ export class RegistryService {
     });
   }
 
+  /** Calls `observer` after every group commit (its size, time and outcome); returns the unsubscribe. */
+  observeCommits(observer: CommitObserver): () => void {
+    return this.#commits.observe(observer);
+  }
+
   #enqueue<T>(run: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      this.#queue.push({ run, resolve: resolve as (value: unknown) => void, reject, span: callerSpan() });
       this.#schedule();
     });
   }
@@ -197,6 +209,7 @@ export class RegistryService {
     const batch: Batch = { items: cut < 0 ? this.#queue : this.#queue.slice(0, cut), outcomes: [], services: new Map(), mcpServers: new Map(), tools: new Map(), changes: [] };
     this.#queue = cut < 0 ? [] : this.#queue.slice(cut);
     this.#staged = batch;
+    const committed = this.#commits.start(batch.items);
     try {
       this.#store.group(
         () => {
@@ -214,14 +227,21 @@ export class RegistryService {
       // The shared commit failed, so none of the batch happened: nobody saw any of it, and
       // every write in it is refused.
       this.#staged = null;
+      committed(error);
       for (const item of batch.items) item.reject(error);
       this.#schedule();
       return;
     }
     this.#store.sync().then(
-      () => this.#settle(() => this.#finish(batch)),
+      () => {
+        committed();
+        this.#settle(() => this.#finish(batch));
+      },
       // Not durable: refused whole (and the store refuses every later write).
-      (error: unknown) => this.#settle(() => batch.items.forEach((item) => item.reject(error))),
+      (error: unknown) => {
+        committed(error);
+        this.#settle(() => batch.items.forEach((item) => item.reject(error)));
+      },
     );
   }
 
@@ -334,7 +354,7 @@ export class RegistryService {
   }
 
   #putTool(input: unknown, pathName?: string, actor?: Actor): PutResult<ToolRecord> {
-    const parsed = parseTool(withPathKey(input, 'name', pathName), this.#lookupService);
+    const parsed = parseCheckedTool(withPathKey(input, 'name', pathName), this.#lookupService);
     this.#refuseManaged(parsed.name);
     const at = this.#stamp();
     const result = this.#store.putTool(parsed, at, this.#audit(actor, at, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200]));
@@ -440,7 +460,7 @@ export class RegistryService {
     const rawTools = bundle.data.tools;
     for (let i = 0; i < rawTools.length; i++) {
       collect(errors, () => {
-        const tool = parseTool(rawTools[i], lookup, ['tools', i]);
+        const tool = parseCheckedTool(rawTools[i], lookup, ['tools', i]);
         if (tools.has(tool.name)) throw duplicate(['tools', i, 'name'], `tool "${tool.name}"`);
         if (this.#tool(tool.name)?.kind === 'mcp') throw managedInBundle(['tools', i, 'name'], tool.name);
         tools.set(tool.name, tool);

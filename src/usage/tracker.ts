@@ -71,6 +71,8 @@ export class UsageTracker {
   readonly #latency = new Map<string, Ring>();
   readonly #writer: BatchWriter<CallRecord>;
   readonly #pruneTimer: NodeJS.Timeout;
+  /** Told of every call as it is recorded (metrics), whatever pruning later does to the records. */
+  readonly #observers = new Set<(call: CallRecord) => void>();
 
   /** Prunes past retention, then rebuilds the figures from what earlier runs stored. */
   constructor(store: UsageStore, options: UsageOptions) {
@@ -111,6 +113,15 @@ export class UsageTracker {
     this.#count(call.tool, call.sub, call.outcome, 1);
     if (call.outcome !== 'denied') this.#ring(call.tool).push(call.durationMs);
     this.#writer.push(call);
+    for (const observer of this.#observers) observer(call);
+  }
+
+  /** Calls `observer` with every call recorded from now on; returns the unsubscribe. */
+  observe(observer: (call: CallRecord) => void): () => void {
+    this.#observers.add(observer);
+    return () => {
+      this.#observers.delete(observer);
+    };
   }
 
   flush(): void {

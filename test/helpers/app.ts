@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSigner } from 'fast-jwt';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp, type BuildOptions } from '../../src/http/app.js';
 import { loadConfig, type Config, type SettingName } from '../../src/config.js';
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
@@ -29,11 +29,18 @@ function tempDir(prefix = 'tool-registry-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-export async function createTestApp(settings: Partial<Record<SettingName, string>> = {}, options: { keepLogs?: boolean } = {}): Promise<TestApp> {
+export async function createTestApp(
+  settings: Partial<Record<SettingName, string>> = {},
+  options: { keepLogs?: boolean; tracing?: BuildOptions['tracing'] } = {},
+): Promise<TestApp> {
   const dir = tempDir();
   const config = loadConfig({}, { DATABASE_PATH: join(dir, 'registry.db'), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', ...settings });
   const logs: string[] = [];
-  const build = () => buildApp(config, options.keepLogs ? { logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } } : {});
+  const build = () =>
+    buildApp(config, {
+      ...(options.keepLogs && { logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } }),
+      ...(options.tracing && { tracing: options.tracing }),
+    });
   const handle: TestApp = {
     app: await build(),
     config,

@@ -2,12 +2,17 @@ import fastifyJwt, { type VerifyOptions } from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { bearerToken, callerFromClaims, refuseRepeatedAuthorization, tokenRefused } from '../../auth/caller.js';
+import type { JwksKeySource } from '../../auth/jwks.js';
 import { keySourceFor, resolveTokenKeys } from '../../auth/keys.js';
 import { tokenRules, typChecker } from '../../auth/verifier.js';
 import { ANONYMOUS, requireScope, type Caller } from '../../model/caller.js';
 import type { Config } from '../../config.js';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** The authorization server's key set, when tokens are verified with one (its fetches are metrics). */
+    jwks: JwksKeySource | null;
+  }
   interface FastifyRequest {
     /** Who is asking: anonymous, or a verified token's subject and scopes (@fastify/jwt's user). */
     caller: Caller;
@@ -70,6 +75,7 @@ export default fp<AuthPluginOptions>(
     const jwks = keySourceFor(config, keys, (err, url) =>
       app.log.warn({ url, reason: err instanceof Error ? err.message : String(err) }, 'fetching signing keys failed'),
     );
+    app.decorate('jwks', jwks ?? null);
     if (jwks) {
       jwks.start();
       app.addHook('onClose', (_app, done) => {

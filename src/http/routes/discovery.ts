@@ -5,7 +5,7 @@ import type { CatalogView } from '../../catalog/catalog.js';
 import { discoveryBody } from '../../catalog/views.js';
 import type { Config } from '../../config.js';
 import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_WAIT_MS } from '../../model/api.js';
-import { viewKeyFor } from '../../model/visibility.js';
+import { viewKeyFor, type ViewKey } from '../../model/visibility.js';
 import { callerKey } from '../caller-key.js';
 import { ifNoneMatch, viewCacheHeaders } from '../conditional.js';
 import { exemptFromIdleTimeout } from '../plugins/connections.js';
@@ -172,16 +172,18 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         // The plain rediscovery call: the hot path.
         view = app.catalog.view(key);
       }
-      return sendView(reply, view, tokenView, request.headers['if-none-match']);
+      return sendView(reply, view, key.kind, tokenView, request.headers['if-none-match']);
     },
   );
 
-  function sendView(reply: FastifyReply, view: CatalogView, tokenView: boolean, ifNoneMatchHeader: string | undefined) {
+  function sendView(reply: FastifyReply, view: CatalogView, kind: ViewKey['kind'], tokenView: boolean, ifNoneMatchHeader: string | undefined) {
     reply.header('etag', view.etag).header('x-registry-index', String(view.index));
     // Tells an agent its token hides tools, so it knows to ask for more scopes.
     if (tokenView) reply.header('x-hidden-tools', String(view.hidden));
     cacheHeaders(reply, tokenView);
-    if (ifNoneMatch(ifNoneMatchHeader, view.etag)) return reply.code(304).send();
+    const notModified = ifNoneMatch(ifNoneMatchHeader, view.etag);
+    app.metrics.viewServed(kind, notModified);
+    if (notModified) return reply.code(304).send();
     // Bytes, which Fastify sends as they are: no serialisation on the hot path.
     return reply.type('application/json; charset=utf-8').send(view.body);
   }
