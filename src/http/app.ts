@@ -12,11 +12,14 @@ import bridgePlugin from './plugins/bridge.js';
 import connectionsPlugin, { serverTimeouts } from './plugins/connections.js';
 import errorsPlugin from './plugins/errors.js';
 import mcpUpstreamsPlugin from './plugins/mcp-upstreams.js';
+import metricsPlugin from './plugins/metrics.js';
 import openapiPlugin from './plugins/openapi.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import registryPlugin from './plugins/registry.js';
 import securityHeadersPlugin from './plugins/security-headers.js';
+import tracingPlugin, { type TracingHandle } from './plugins/tracing.js';
 import { requestIdOf } from './request-id.js';
+import agUiRoutes from './routes/ag-ui.js';
 import auditRoutes from './routes/audit.js';
 import changesRoutes from './routes/changes.js';
 import discoveryRoutes from './routes/discovery.js';
@@ -25,6 +28,7 @@ import importExportRoutes from './routes/import-export.js';
 import invokeRoutes from './routes/invoke.js';
 import mcpRoutes from './routes/mcp.js';
 import mcpServerRoutes from './routes/mcp-servers.js';
+import metricsRoutes from './routes/metrics.js';
 import openapiRoutes from './routes/openapi.js';
 import statsRoutes from './routes/stats.js';
 import toolServiceRoutes from './routes/tool-services.js';
@@ -35,6 +39,8 @@ import { serializerCompiler, validatorCompiler } from './validation.js';
 export interface BuildOptions {
   /** pino options or false; the server passes its terminal-aware logger options. */
   logger?: FastifyServerOptions['logger'];
+  /** The OpenTelemetry SDK the server started (src/telemetry.ts): server spans, flushed on close. */
+  tracing?: TracingHandle;
 }
 
 function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServerOptions {
@@ -65,6 +71,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setSerializerCompiler(serializerCompiler);
   // Descriptors are JSON only; anything else is 415 rather than a confusing validation error.
   app.removeContentTypeParser('text/plain');
+  // First, so that every other hook runs inside the request's span.
+  await app.register(tracingPlugin, { tracing: options.tracing });
   await app.register(securityHeadersPlugin, { config });
   await app.register(errorsPlugin, { resourceMetadataUrl: resourceMetadataUrl(config.resource) });
   // Its onRequest hook refuses on probe-only connections before any token is checked.
@@ -79,18 +87,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Before the bridge, whose mcp transport uses its connections.
   await app.register(mcpUpstreamsPlugin, { config });
   await app.register(bridgePlugin, { config });
+  // After the services it reads, before the routes it times.
+  await app.register(metricsPlugin, { config });
   // In the order the document lists them.
   await app.register(discoveryRoutes, { config });
   await app.register(changesRoutes, { config });
   await app.register(statsRoutes, { config });
   await app.register(toolRoutes, { config });
   await app.register(invokeRoutes);
+  await app.register(agUiRoutes, { config });
   await app.register(mcpRoutes, { config });
   await app.register(toolServiceRoutes, { config });
   await app.register(mcpServerRoutes, { config });
   await app.register(importExportRoutes, { config });
   await app.register(auditRoutes, { config });
   await app.register(healthRoutes);
+  await app.register(metricsRoutes, { config });
   await app.register(wellKnownRoutes, { config });
   await app.register(openapiRoutes);
   return app;

@@ -13,6 +13,7 @@ import {
   ConfigValueSchema,
   HttpToolSchema,
   JsonTypeSchema,
+  ObjectJsonSchema,
   ParameterSchema,
   PulsarTopicSchema,
   ScopeSchema,
@@ -42,6 +43,11 @@ name(ConfigValueSchema, 'ConfigValue', "A config value for one of the service's 
 name(ArgumentSchema, 'Argument', 'One argument of a message-bus tool, as the model sees it.');
 name(ParameterSchema, 'HttpParameter', "One parameter of an HTTP tool, in the article's form.");
 name(
+  ObjectJsonSchema,
+  'ObjectJsonSchema',
+  'A JSON Schema whose top is `type: "object"`: draft 2020-12, or draft-07 when `$schema` says so. Checked when registered: it must be valid against its meta-schema, use only keywords and formats the registry knows, refer only to its own subschemas (`"$ref": "#/$defs/name"`; no `$id`, anchors or remote references), and be at most 64 KiB of JSON and 32 subschemas deep.',
+);
+name(
   ConfigParamSchema,
   'ConfigParam',
   'A config value that tools on the service supply. Its name becomes a top-level key of message-bus tool descriptors, so it may not be one of the tool fields.',
@@ -53,7 +59,7 @@ name(
 name(
   HttpToolSchema.in,
   'HttpToolDescriptor',
-  "The discovery article's tool form: the model's arguments are POSTed to `endpoint` on `host:port`. A descriptor without `type: \"tool-service\"` is an HTTP tool; `type: \"http\"` may mark it and is dropped when stored. On `PUT /tools/{name}` the `name` may be omitted.",
+  "The discovery article's tool form: the model's arguments are POSTed to `endpoint` on `host:port`. A descriptor without `type: \"tool-service\"` is an HTTP tool; `type: \"http\"` may mark it and is dropped when stored. The arguments are described by the article's `parameters` or by a full JSON Schema `inputSchema` (not both; with `inputSchema`, discovery's `parameters` are made from its top-level `properties`); calls through the registry are checked against the input schema discovery serves. On `PUT /tools/{name}` the `name` may be omitted.",
 );
 
 /** The stored HTTP tool: the form operators send without the optional `type` marker. */
@@ -217,11 +223,13 @@ const InputSchemaSchema = z
     required: z.array(z.string()),
     additionalProperties: z.boolean(),
   })
-  .meta({ id: 'InputSchema', description: "The tool's arguments as a closed JSON Schema object, for function calling." });
+  .meta({ id: 'InputSchema', description: "The tool's arguments as a closed JSON Schema object made from `parameters` (or a message-bus tool's `arguments`): a call with a key it does not list is refused." });
 
-const UpstreamInputSchemaSchema = z
-  .looseObject({ type: z.literal('object') })
-  .meta({ id: 'UpstreamInputSchema', description: "An mcp tool's arguments: the upstream MCP server's JSON Schema, as given." });
+const DeclaredSchemaSchema = z.looseObject({ type: z.literal('object') }).meta({
+  id: 'DeclaredJsonSchema',
+  description:
+    "A JSON Schema the tool declares, as given: an HTTP tool's `inputSchema` or `outputSchema`, a message-bus tool's `outputSchema`, an mcp tool's upstream schemas. Draft 2020-12, or draft-07 when its `$schema` says so; references are local (`#/$defs/...`).",
+});
 
 const AgentHintSchema = z.json().describe("Agent hint, as given in a message-bus tool's descriptor.");
 
@@ -237,7 +245,10 @@ export const PublicToolSchema = z
     host: z.string(),
     port: z.number().int().min(1).max(65535),
     kind: ToolKindSchema,
-    inputSchema: z.union([InputSchemaSchema, UpstreamInputSchemaSchema]),
+    inputSchema: z
+      .union([InputSchemaSchema, DeclaredSchemaSchema])
+      .describe('What calls through the registry are checked against (`400 TR_ERR_INVALID_ARGUMENTS` when they do not fit).'),
+    outputSchema: DeclaredSchemaSchema.optional().describe("The tool's structured answer, where the tool declares it."),
     group: AgentHintSchema.optional(),
     state: AgentHintSchema.optional(),
     'applicable-states': AgentHintSchema.optional(),
@@ -403,7 +414,7 @@ export const StatsSchema = z
     total_tool_services: CountSchema.describe('Every live tool service, whatever the caller\'s view.'),
     registry_index: CountSchema,
     total_tool_calls: CountSchema.describe(
-      'Calls through `POST /tools/{name}/invoke` to the tools in the view (the full view also counts tools deleted since they were called), since the database was created. Every call that passed the tool\'s scope check counts, whatever its outcome: answered, failed, timed out, cancelled, or refused for want of capacity. Calls refused at the scope check (no token, or none of the tool\'s scopes) are not uses of the tool: they count only in `errors_by_class` (`denied`). Requests refused before the scope check (invalid token, rate limit, unreadable body, unknown or deleted tool) or after it because the tool is deprecated or the arguments are not an object do not count at all. `usage_by_tool`, `most_used_tool`, `usage_by_agent` and `latency_ms_by_tool` count the same calls as this figure.',
+      'Calls through `POST /tools/{name}/invoke` to the tools in the view (the full view also counts tools deleted since they were called), since the database was created. Every call that passed the tool\'s scope check counts, whatever its outcome: answered, failed, timed out, cancelled, or refused for want of capacity. Calls refused at the scope check (no token, or none of the tool\'s scopes) are not uses of the tool: they count only in `errors_by_class` (`denied`). Requests refused before the scope check (invalid token, rate limit, unreadable body, unknown or deleted tool) or after it because the tool is deprecated or the arguments do not fit its input schema do not count at all. `usage_by_tool`, `most_used_tool`, `usage_by_agent` and `latency_ms_by_tool` count the same calls as this figure.',
     ),
     usage_by_tool: z.record(z.string(), CallsSchema).describe('Calls per tool, for tools called at least once, sorted by name.'),
     most_used_tool: z.string().nullable().describe('The tool with the most calls (the first by name on a tie); null before any call.'),
@@ -548,7 +559,7 @@ const FieldErrorSchema = z
     path: z
       .string()
       .describe(
-        'Dotted path into the request body, e.g. `arguments.0.name` or `tools.3.service`; empty for the body itself; the parameter\'s name for a query parameter.',
+        'Dotted path into the request body, e.g. `arguments.0.name`, `tools.3.service` or `inputSchema.properties.x.items.type`; empty for the body itself; the parameter\'s name for a query parameter. For `TR_ERR_INVALID_ARGUMENTS` a JSON pointer into the arguments instead, e.g. `/items/0/name` (empty for the arguments themselves).',
       ),
     message: z.string(),
   })

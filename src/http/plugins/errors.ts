@@ -54,11 +54,15 @@ function fieldErrorOf(issue: FastifySchemaValidationError): FieldError {
  */
 function validationProblem(err: FastifyError & { validation: FastifySchemaValidationError[] }, request: FastifyRequest): RegistryError {
   const fieldErrors = err.validation.map(fieldErrorOf);
+  const invalidRequest = request.routeOptions.config.invalidRequest;
   if (err.validationContext === 'body') {
     const first = fieldErrors[0];
-    return new RegistryError('TR_ERR_VALIDATION', `invalid body: ${first?.path || '(body)'}: ${first?.message ?? 'invalid'}`, { fieldErrors });
+    const where = `${first?.path || '(body)'}: ${first?.message ?? 'invalid'}`;
+    // A body that is not a descriptor (POST /ag-ui's run input) says so in its route's words.
+    if (invalidRequest !== undefined) return new RegistryError('TR_ERR_BAD_REQUEST', `${invalidRequest}: ${where}`, { fieldErrors });
+    return new RegistryError('TR_ERR_VALIDATION', `invalid body: ${where}`, { fieldErrors });
   }
-  const detail = request.routeOptions.config.invalidRequest ?? `invalid ${err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'request')}`;
+  const detail = invalidRequest ?? `invalid ${err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'request')}`;
   return new RegistryError('TR_ERR_BAD_REQUEST', detail, { fieldErrors });
 }
 
@@ -109,7 +113,7 @@ declare module 'fastify' {
     resourceMetadataUrl: string | undefined;
   }
   interface FastifyContextConfig {
-    /** The problem detail when the route's query string, path or headers fail their schema. */
+    /** The problem detail when the route's query string, path, headers or (not a descriptor) body fail their schema. */
     invalidRequest?: string;
     /** Where the RFC 9728 metadata of a route with its own resource identifier is (`/mcp`). */
     resourceMetadataUrl?: string;

@@ -1,8 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { AgUiEventSchema, InvokeQuerySchema } from '../../model/ag-ui.js';
 import { InvokeArgumentsSchema, InvokeChunkSchema, InvokeResultSchema, ProblemSchema, ToolNameParamsSchema } from '../../model/api.js';
+import { invokeAsAgUi } from '../ag-ui/invoke.js';
+import { AgUiEventsSchema } from '../ag-ui/run.js';
 import { callerKey } from '../caller-key.js';
+import { actorOf, outcomeOf } from '../plugins/audit.js';
 import { BEARER, headers, problem, problems } from '../openapi/responses.js';
 import { problemBody, problemOf } from '../plugins/errors.js';
 import { SSE_HEADERS, sseEvent as sse } from '../sse.js';
@@ -23,7 +27,11 @@ an operator) is answered exactly like a name never registered, \`404\` for a tok
 \`401\` for a caller without one, with no scopes named; \`410\` tells a token that a tool it
 could have known of was deleted. Callers without a token get \`401\` for every name, also
 unknown or deleted ones, so names are not probed; the challenge names the tool's scopes only
-where the tool is in the anonymous view. The arguments are looked at only after these checks.
+where the tool is in the anonymous view. The arguments are looked at only after these checks:
+they must fit the tool's \`inputSchema\` as discovery serves it (a closed schema for tools
+described by \`parameters\` or \`arguments\`: a key it does not list is refused), else \`400\`
+\`TR_ERR_INVALID_ARGUMENTS\` lists each failing field by its JSON pointer and nothing reaches
+the tool; such a refusal is not counted as a call.
 Each caller (token issuer and subject, or client address) may have at most
 \`MAX_INFLIGHT_CALLS_PER_CALLER\` calls in flight, and the registry \`MAX_INFLIGHT_CALLS\`.
 
@@ -46,6 +54,15 @@ when the call fails after the stream started. Each event is one \`event:\` line 
 \`data:\` line of JSON. The stream starts with the first chunk, so a call refused or
 failed before any chunk arrived gets the status and problem body listed here, as
 without the header.
+
+**AG-UI.** With \`?stream=ag-ui\` the answer is the call as an AG-UI run instead
+(\`text/event-stream\`, whatever \`Accept\` says), the events \`POST /ag-ui\` sends for one
+call: \`RUN_STARTED\`, \`TOOL_CALL_START\` (ids of the registry's making), the arguments in
+\`TOOL_CALL_ARGS\`, \`TOOL_CALL_END\`, the output as a \`tool-output\` activity
+(\`ACTIVITY_SNAPSHOT\`, then \`ACTIVITY_DELTA\` per further piece), \`TOOL_CALL_RESULT\` with the
+whole observation, \`RUN_FINISHED\`. It starts as the plain stream does, with the first piece
+of output; a failure after that is a \`TOOL_CALL_RESULT\` whose \`content\` starts with
+\`Error: \` (the problem under \`metadata["tool-registry"].error\`).
 
 Calls and their outcomes count in the \`GET /stats\` usage figures; failed and refused
 calls are written to the audit log (action \`tool.invoke\`).`;
@@ -71,36 +88,37 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
         description: DESCRIPTION,
         security: BEARER,
         params: ToolNameParamsSchema,
+        querystring: InvokeQuerySchema,
         // The bridge looks at the arguments after the caller's scopes: 401/403/404/410 come first.
         body: documentedOnly(InvokeArgumentsSchema.optional()),
         response: {
           200: {
             description:
-              'The call completed (`application/json`), or the call started and its events follow (`text/event-stream`, when `Accept` asked for it).',
+              'The call completed (`application/json`), or the call started and its events follow (`text/event-stream`, when `Accept` asked for it, or AG-UI events with `?stream=ag-ui`).',
             content: {
               'application/json': {
                 schema: InvokeResultSchema,
                 example: { tool: 'calculator', id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70', result: '4', durationMs: 3.27 },
               },
               'text/event-stream': {
-                schema: CallEventsSchema,
-                events: { chunk: InvokeChunkSchema, result: InvokeResultSchema, error: ProblemSchema },
+                schema: z.union([CallEventsSchema, AgUiEventsSchema]),
+                events: { chunk: InvokeChunkSchema, result: InvokeResultSchema, error: ProblemSchema, message: AgUiEventSchema },
                 example:
                   'event: chunk\ndata: {"text":"4"}\n\nevent: result\ndata: {"tool":"calculator","id":"0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70","result":"4","durationMs":3.27}\n\n',
               },
             },
           },
           400: problem(
-            'The arguments are not a JSON object (`TR_ERR_INVALID_ARGUMENTS`, with one entry in `errors`), the body is not valid JSON (`TR_ERR_INVALID_JSON`), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).',
+            "The arguments are not a JSON object or do not fit the tool's `inputSchema` (`TR_ERR_INVALID_ARGUMENTS`, one entry in `errors` per failing field, its `path` a JSON pointer into the arguments such as `/items/0/name`; at most 20), the body is not valid JSON (`TR_ERR_INVALID_JSON`), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).",
             {
               headers: { 'WWW-Authenticate': headers.MalformedAuthorizationChallenge },
               example: {
                 type: 'urn:tool-registry:error:invalid-arguments',
-                title: 'The arguments must be a JSON object',
+                title: "The arguments do not fit the tool's input schema",
                 status: 400,
-                detail: 'the arguments must be a JSON object',
+                detail: 'the arguments do not fit the input schema of calculator: /expression: must be string',
                 code: 'TR_ERR_INVALID_ARGUMENTS',
-                errors: [{ path: '', message: 'must be a JSON object of argument name to value' }],
+                errors: [{ path: '/expression', message: 'must be string' }],
               },
             },
           ),
@@ -200,6 +218,12 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
         callerKey: callerKey(request),
         signal: callerGone.signal,
       };
+      if (request.query.stream === 'ag-ui') {
+        // Failures once the stream has started answer 200: the audit hook would not see them.
+        return invokeAsAgUi(app.bridge, request, reply, invoke, (tool, code, status) =>
+          app.auditLog.recordRefusal({ ...actorOf(request), at: new Date().toISOString(), action: 'tool.invoke', target: tool, outcome: outcomeOf(status), status, detail: code }),
+        );
+      }
       if (!(request.headers.accept ?? '').includes('text/event-stream')) {
         const result = await app.bridge.invoke(invoke);
         return result;
