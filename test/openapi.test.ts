@@ -207,6 +207,17 @@ function sseEvents(text: string): { event: string; data: unknown }[] {
     });
 }
 
+/** The events of an AG-UI stream: one `data:` line of JSON each, no event names. */
+function agUiEvents(text: string): { type: string }[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block !== '')
+    .map((block) => {
+      if (!block.startsWith('data: ')) throw new Error(`not an AG-UI event: ${JSON.stringify(block)}`);
+      return JSON.parse(block.slice('data: '.length)) as { type: string };
+    });
+}
+
 interface ChangeFeedEvent {
   id?: number;
   data: Record<string, unknown>;
@@ -641,7 +652,9 @@ describe('the OpenAPI document', () => {
       scopes: ['echo:use'],
       ...extra,
     });
-    for (const tool of [httpTool('echo', '/echo'), httpTool('broken', '/fail'), httpTool('slow', '/slow', { timeoutMs: 50 })]) {
+    // echo takes an optional `text`: calls are checked against the input schema (issue 12 of the schemas).
+    const echoParameters = { parameters: { text: { type: 'string', required: false } } };
+    for (const tool of [httpTool('echo', '/echo', echoParameters), httpTool('broken', '/fail'), httpTool('slow', '/slow', { timeoutMs: 50 })]) {
       expect((await call('/tools/{name}', { method: 'PUT', url: `/tools/${tool.name}`, headers: admin, payload: tool })).res.statusCode).toBe(201);
     }
     const user = bearer(handle.token(['echo:use']));
@@ -699,6 +712,22 @@ describe('the OpenAPI document', () => {
     expect(operatorUsage['usage_by_agent']).toEqual({ 'test-agent': { broken: 1, echo: 3, slow: 1, 'tell-joke': 1 } });
     expect(usage['errors_by_class']).toEqual({ denied: 5, 'service-error': 1, timeout: 1, unavailable: 1 });
     expect(usage['latency_ms_by_tool']?.['echo']).toMatchObject({ samples: 3 });
+
+    // AG-UI (issue 12): a run of an assistant message's calls, and one call answered as a run.
+    const runInput = { threadId: 't', runId: 'r', messages: [{ id: 'a', role: 'assistant', toolCalls: [{ id: 'c', type: 'function', function: { name: 'echo', arguments: '' } }] }] };
+    const run = await call('/ag-ui', { method: 'POST', url: '/ag-ui', headers: user, payload: runInput });
+    expect(run.res.statusCode).toBe(200);
+    const runEvents = agUiEvents(run.res.body);
+    for (const event of runEvents) document.expectValid(document.schema('AgUiEvent'), event, `AG-UI ${event.type}`);
+    expect(runEvents.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT', 'RUN_FINISHED']);
+    expect((await call('/ag-ui', { method: 'POST', url: '/ag-ui', payload: runInput })).res.statusCode).toBe(401);
+    expect((await call('/ag-ui', { method: 'POST', url: '/ag-ui', headers: user, payload: { threadId: 't' } })).body).toMatchObject({ status: 400, code: 'TR_ERR_BAD_REQUEST' });
+    const runCall = await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/echo/invoke?stream=ag-ui', headers: user, payload: {} });
+    expect(runCall.res.statusCode).toBe(200);
+    const callEvents = agUiEvents(runCall.res.body);
+    for (const event of callEvents) document.expectValid(document.schema('AgUiEvent'), event, `AG-UI ${event.type}`);
+    expect(callEvents.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT', 'RUN_FINISHED']);
+    expect((await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/broken/invoke?stream=ag-ui', headers: user, payload: {} })).res.statusCode).toBe(502);
 
     // Reads in every view.
     for (const headers of [{}, agent, admin]) {
@@ -867,6 +896,12 @@ describe('the OpenAPI document', () => {
     const ready = await call('/readyz', { method: 'GET', url: '/readyz' });
     expect(ready.res.statusCode).toBe(200);
     expect(ready.body).toMatchObject({ checks: { database: 'ok', bridge: 'not-configured' }, inflightCalls: 0 });
+    // Prometheus metrics: operators only (METRICS_PORT unset).
+    const metrics = await call('/metrics', { method: 'GET', url: '/metrics', headers: admin });
+    expect(metrics.res.statusCode).toBe(200);
+    expect(metrics.body).toContain('# TYPE tool_registry_tool_calls_total counter');
+    expect((await call('/metrics', { method: 'GET', url: '/metrics' })).res.statusCode).toBe(401);
+    expect((await call('/metrics', { method: 'GET', url: '/metrics', headers: agent })).res.statusCode).toBe(403);
     const metadata = '/.well-known/oauth-protected-resource';
     expect((await call(metadata, { method: 'GET', url: metadata, headers: bearer('ignored') })).res.statusCode).toBe(200);
     expect((await call('/openapi.yaml', { method: 'GET', url: '/openapi.yaml' })).res.statusCode).toBe(200);

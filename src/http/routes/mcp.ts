@@ -97,6 +97,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { mcp } = config;
   const sessions = new McpSessions({ maxSessions: mcp.maxSessions, perCaller: mcp.sessionsPerCaller, idleMs: mcp.sessionIdleMs });
+  app.metrics.watchMcpSessions(() => sessions.size);
   const unsubscribe = app.changes.subscribe((index, changes) => sessions.changed(index, changes));
   app.addHook('preClose', async () => {
     unsubscribe();
