@@ -4,17 +4,22 @@
  * endpoint's own resource identifier (what MCP clients send, RFC 8707) or the registry's are
  * accepted; a token for another API is a 401 with the metadata link; each client lists its tools.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers/app.js';
+import { bearer, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../helpers/oidc.js';
 import { ADMIN_SCOPE, appForProvider, RESOURCE, seedTools } from '../conformance/support.js';
-import { connect, listAll, mcpUrl, type McpTestClient } from './support.js';
+import { connect, listAll, mcpUrl, untilStreamsOpen, type McpTestClient } from './support.js';
 
 describe('/mcp with tokens from a real authorization server', () => {
   let as: AuthorizationServer;
   let t: TestApp;
   let url: URL;
+  let toolHost: Server;
+  let operator: string;
   const clients: McpTestClient[] = [];
 
   beforeAll(async () => {
@@ -25,8 +30,16 @@ describe('/mcp with tokens from a real authorization server', () => {
         { clientId: 'weather-agent', scopes: ['weather:read'] },
       ],
     });
+    toolHost = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ result: `computed ${Buffer.concat(chunks).toString()}` })));
+    });
+    await new Promise<void>((resolve) => toolHost.listen(0, '127.0.0.1', resolve));
+    const port = (toolHost.address() as AddressInfo).port;
     t = await appForProvider(as, { RATE_LIMIT_MAX: '0' });
-    await seedTools(t.app, await as.token('operator', [ADMIN_SCOPE]), [seed('calculator'), seed('weather_forecast'), seed('file_reader')]);
+    operator = await as.token('operator', [ADMIN_SCOPE]);
+    await seedTools(t.app, operator, [{ ...seed('calculator'), host: '127.0.0.1', port }, seed('weather_forecast'), seed('file_reader')]);
     url = await mcpUrl(t.app);
   });
 
@@ -34,6 +47,7 @@ describe('/mcp with tokens from a real authorization server', () => {
     for (const c of clients) await c.close().catch(() => undefined);
     await t?.close();
     await as?.close();
+    await new Promise((resolve) => toolHost?.close(resolve));
   });
 
   it.each([
@@ -64,6 +78,36 @@ describe('/mcp with tokens from a real authorization server', () => {
     const challenge = res.headers.get('www-authenticate') ?? '';
     expect(challenge).toContain('error="invalid_token"');
     expect(challenge).toContain(`resource_metadata="${new URL(RESOURCE).origin}/.well-known/oauth-protected-resource/mcp"`);
+  });
+
+  it('a call with a real token reaches the tool; one outside its scopes is the 403 the MCP rules name', async () => {
+    const calc = await connect(url, await as.token('calc-agent', ['calculator:use'], `${RESOURCE}/mcp`));
+    const weather = await connect(url, await as.token('weather-agent', ['weather:read'], `${RESOURCE}/mcp`));
+    clients.push(calc, weather);
+    const result = await calc.client.callTool({ name: 'calculator', arguments: { expression: '2 + 2' } });
+    expect(result.isError).toBeFalsy();
+    expect(result.content).toEqual([{ type: 'text', text: '{"result":"computed {\\"expression\\":\\"2 + 2\\"}"}' }]);
+    const refused = await weather.client.callTool({ name: 'calculator', arguments: { expression: '1' } }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StreamableHTTPError);
+    expect((refused as StreamableHTTPError).code).toBe(403);
+  });
+
+  it("an operator's write reaches the session whose view it changes, and not the other", async () => {
+    const calc = await connect(url, await as.token('calc-agent', ['calculator:use'], `${RESOURCE}/mcp`));
+    const weather = await connect(url, await as.token('weather-agent', ['weather:read'], `${RESOURCE}/mcp`));
+    clients.push(calc, weather);
+    await untilStreamsOpen(t.app, 2);
+    const weatherNotified = weather.nextListChanged();
+    const put = await t.app.inject({ method: 'PUT', url: '/tools/weather_alerts', headers: bearer(operator), payload: { ...seed('weather_forecast'), name: 'weather_alerts' } });
+    expect(put.statusCode, put.body).toBe(201);
+    await weatherNotified;
+    // A later write calc sees: its first notice must be for that one.
+    const calcNotified = calc.nextListChanged();
+    const put2 = await t.app.inject({ method: 'PUT', url: '/tools/calculator_pro', headers: bearer(operator), payload: { ...seed('calculator'), name: 'calculator_pro' } });
+    expect(put2.statusCode, put2.body).toBe(201);
+    await calcNotified;
+    expect([calc.listChanged, weather.listChanged]).toEqual([1, 1]);
+    expect((await listAll(weather.client)).tools.map((tool) => tool.name)).toEqual(['weather_alerts', 'weather_forecast']);
   });
 
   it('the metadata names the authorization server and the MCP resource', async () => {
