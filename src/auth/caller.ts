@@ -64,14 +64,17 @@ const MAX_TOKEN_LENGTH = 8192;
  * `user` property of message-bus calls.
  */
 const IDENTITY_CLAIMS = ['sub', 'iss'] as const;
-// C0, DEL and C1, as src/model/schemas.ts refuses them in text (no exception: an identifier has
-// no use for a tab or a line feed).
+// C0, DEL, C1, the line and paragraph separators and the bidirectional overrides, as
+// src/model/schemas.ts refuses them in text (no exception: an identifier has no use for a tab or
+// a line feed).
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL_CHARACTER = /[\x00-\x1F\x7F-\x9F]/;
+const CONTROL_CHARACTER = /[\x00-\x1F\x7F-\x9F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
 const BACKSLASH = 0x5c;
 const DEL = 0x7f;
 /** UTF-8's lead byte of U+0080 to U+00BF, C1 among them. */
 const C1_LEAD = 0xc2;
+/** UTF-8's lead byte of U+2000 to U+2FFF, the line separators and bidirectional overrides among them. */
+const U2000_LEAD = 0xe2;
 
 /**
  * Refuses (401, invalid_token) a token whose `sub` or `iss` holds a control character, before
@@ -84,8 +87,8 @@ const C1_LEAD = 0xc2;
  *
  * Only the payload is decoded, not verified: a refusal needs no trust, and a token that passes
  * here is verified as before. JSON text holds a control character only as an escape (after a
- * backslash) or raw as DEL or a UTF-8 C1 (lead byte 0xC2), so a payload without those bytes,
- * which is most of them, is not parsed at all. Measured on a typical token (best of 10 x 100,000
+ * backslash) or raw as DEL, a UTF-8 C1 (lead byte 0xC2) or a separator or override (lead byte
+ * 0xE2), so a payload without those bytes, which is most of them, is not parsed at all. Measured on a typical token (best of 10 x 100,000
  * calls, busy 2-core machine): bearerToken took 0.5 us before this check and 1.6 us with it.
  */
 function refuseControlCharactersInIdentity(token: string): void {
@@ -94,7 +97,7 @@ function refuseControlCharactersInIdentity(token: string): void {
   // Not a JWS: the verifier refuses it in its own words.
   if (start < 0 || end < 0) return;
   const payload = Buffer.from(token.slice(start + 1, end), 'base64url');
-  if (!payload.includes(BACKSLASH) && !payload.includes(DEL) && !payload.includes(C1_LEAD)) return;
+  if (!payload.includes(BACKSLASH) && !payload.includes(DEL) && !payload.includes(C1_LEAD) && !payload.includes(U2000_LEAD)) return;
   let claims: unknown;
   try {
     claims = JSON.parse(payload.toString('utf8'));

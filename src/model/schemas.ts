@@ -25,13 +25,18 @@ export const NOT_PROTO = { message: 'must not be "__proto__"' };
  * (descriptions, `returns`, config values) or any string inside a free-form JSON value
  * (parameter `enum`, `default` and `items`, the agent hints), object keys included: no C0
  * control character but tab and line feed, which text uses for layout (carriage return is
- * refused: a line ends with a line feed alone), no DEL and no C1. Names, ids, scopes, hosts,
- * endpoints and topics have ASCII-only patterns already.
+ * refused: a line ends with a line feed alone), no DEL and no C1. Nor the Unicode line and
+ * paragraph separators (U+2028, U+2029: they break lines where a reader, a log viewer or a
+ * script embedding the text in JavaScript sees none), nor the bidirectional embeddings,
+ * overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make text display in an order
+ * other than the one a model reads ("Trojan Source"); the left-to-right and right-to-left marks,
+ * which right-to-left text needs, stay allowed. Names, ids, scopes, hosts, endpoints and topics
+ * have ASCII-only patterns already.
  */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
-const NO_CONTROL_BUT_NL_TAB = /^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$/;
+const NO_CONTROL_BUT_NL_TAB = /^[^\x00-\x08\x0B-\x1F\x7F-\x9F\u2028\u2029\u202A-\u202E\u2066-\u2069]*$/;
 // eslint-disable-next-line no-control-regex -- the same set, to find one
-const CONTROL_CHARACTER = /[\x00-\x08\x0B-\x1F\x7F-\x9F]/;
+const CONTROL_CHARACTER = /[\x00-\x08\x0B-\x1F\x7F-\x9F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
 const CONTROL_MESSAGE = 'must not contain control characters';
 
 /** Free-form text of at most `max` characters, under the rule above. */

@@ -2,8 +2,8 @@
  * Issue 9, "text fields accept control characters": every free-form string a descriptor carries
  * (descriptions, `returns`, config values, and every string inside the free-form JSON values:
  * parameter `enum`, `default` and `items`, the agent hints `group`, `state` and
- * `applicable-states`, object keys included) refuses C0 but tab and line feed, DEL and C1, with a
- * 400 that names the field's path, and changes nothing; and a token whose identity claims (`sub`,
+ * `applicable-states`, object keys included) refuses C0 but tab and line feed, DEL, C1, the
+ * Unicode line and paragraph separators and the bidirectional overrides, with a 400 that names the field's path, and changes nothing; and a token whose identity claims (`sub`,
  * `iss`) hold control characters is refused (401 invalid_token) before it can write its identity
  * into the audit log, the logs, `/stats` or a tool call. Through the real HTTP server (port 0).
  */
@@ -14,10 +14,13 @@ import { seed } from '../helpers/fixtures.js';
 
 const ADMIN = 'registry:write';
 
-/** One of each kind the rule refuses: ESC (a CSI sequence), NUL, CR, BEL, DEL, C1 CSI, C1 NEL. */
-const CONTROLS = ['\u001b[2J', '\u0000', '\r', '\u0007', '\u007f', '\u009b31m', '\u0085'] as const;
+/**
+ * One of each kind the rule refuses: ESC (a CSI sequence), NUL, CR, BEL, DEL, C1 CSI, C1 NEL, the
+ * line separator, a right-to-left override and a left-to-right isolate.
+ */
+const CONTROLS = ['\u001b[2J', '\u0000', '\r', '\u0007', '\u007f', '\u009b31m', '\u0085', '\u2028', 'admin\u202Enimda', '\u2066x\u2069'] as const;
 // eslint-disable-next-line no-control-regex -- what must never come back raw
-const CONTROL = /[\x00-\x08\x0B-\x1F\x7F-\x9F]/;
+const CONTROL = /[\x00-\x08\x0B-\x1F\x7F-\x9F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
 
 let t: TestApp;
 let base: string;
@@ -104,7 +107,7 @@ describe('issue 9: control characters in descriptors', () => {
   });
 
   it('takes tab and line feed, as descriptions do, and other Unicode text, and gives them back as sent', async () => {
-    const text = 'line one\n\tline two: ünïcødé, 中文, emoji 🙂, a backslash \\ and quotes "';
+    const text = 'line one\n\tline two: ünïcødé, 中文, emoji 🙂, עברית with its mark \u200F, a backslash \\ and quotes "';
     const http = withParameter('layout', { type: 'object', description: text, default: { [text]: [text] }, enum: [text], items: { description: text } });
     expect((await send('POST', '/tools/register', { ...http, returns: text })).status).toBe(201);
     const bus = { ...tellJoke, name: 'layout-bus', style: text, group: [text], state: { [text]: text }, 'applicable-states': [text] };
