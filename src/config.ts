@@ -167,6 +167,11 @@ export const EnvSchema = z.object({
     String(1024 * 1024),
     integer(16 * 1024, 1024 ** 3),
   ),
+  READY_MIN_FREE_BYTES: setting(
+    'free room the database needs (on its disk, and under SQLite max_page_count) for /readyz to report it ready; below it writes would soon fail',
+    String(16 * 1024 * 1024),
+    integer(0, 2 ** 50),
+  ),
   MCP_ALLOW_ANONYMOUS: setting(
     'let MCP clients without a token use /mcp, seeing what ANONYMOUS_DISCOVERY shows them (false: 401 with the resource-metadata link, so clients start OAuth)',
     'false',
@@ -301,6 +306,7 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     maxWaitersPerCaller: env.MAX_WAITERS_PER_CALLER,
     changeStreamBufferBytes: env.CHANGE_STREAM_BUFFER_BYTES,
     anonymousMaxAgeS: env.ANONYMOUS_MAX_AGE_S,
+    readyMinFreeBytes: env.READY_MIN_FREE_BYTES,
     /** Prometheus metrics (src/http/plugins/metrics.ts). */
     metrics: {
       /** A listener of its own, open; undefined: /metrics on the main port for operators. */

@@ -20,9 +20,9 @@ import { writeGateOf, type WriteGate } from './write-gate.js';
  * Readiness wants room for writes, not only a write that succeeds: the probe rewrites one row in
  * place, which needs no new page, so it kept passing on a full disk while every real write
  * failed with SQLITE_FULL. Below this much room (on the disk, or under max_page_count) the
- * database is reported not ready.
+ * database is reported not ready; READY_MIN_FREE_BYTES sets it.
  */
-const MIN_ROOM_BYTES = 16 * 1024 * 1024;
+const DEFAULT_MIN_ROOM_BYTES = 16 * 1024 * 1024;
 
 /** Builds a write's audit entry from its result, inside the write's transaction. */
 export type AuditFor<T> = (result: T) => AuditEntryInput;
@@ -38,6 +38,8 @@ export interface ToolWrite {
 export interface RegistryStoreOptions {
   /** The fdatasync that makes deferred commits durable (tests pass a fake to watch or fail it). */
   fdatasync?: Fdatasync;
+  /** Free room (on the disk, and under max_page_count) below which the database is not ready. */
+  minRoomBytes?: number;
 }
 
 export interface GroupOptions {
@@ -142,6 +144,7 @@ export class RegistryStore {
   /** Held by a sliced write (an import): other writers on the connection wait for it. */
   readonly gate: WriteGate;
   readonly #db: SqliteDatabase;
+  readonly #minRoomBytes: number;
   readonly #stmts;
   readonly #audit: AuditStore | undefined;
   readonly #wal: WalSync | null;
@@ -152,6 +155,7 @@ export class RegistryStore {
 
   constructor(db: SqliteDatabase, audit?: AuditStore, options: RegistryStoreOptions = {}) {
     this.#db = db;
+    this.#minRoomBytes = options.minRoomBytes ?? DEFAULT_MIN_ROOM_BYTES;
     this.#audit = audit;
     this.#stmts = {
       index: db.prepare('SELECT registry_index AS value FROM registry_state WHERE id = 1').pluck(),
@@ -376,13 +380,13 @@ export class RegistryStore {
 
   /**
    * Proves the database takes a write and has room for more (for /readyz): at least
-   * MIN_ROOM_BYTES free on its disk and under its max_page_count.
+   * `minRoomBytes` free on its disk and under its max_page_count.
    */
   probeWrite(now: string): void {
     this.#refuseAfterSyncFailure();
     const room = this.#roomBytes();
-    if (room < MIN_ROOM_BYTES) {
-      throw new RegistryError('TR_ERR_UNAVAILABLE', `the database has ${room} bytes of room left, under the ${MIN_ROOM_BYTES} readiness needs`);
+    if (room < this.#minRoomBytes) {
+      throw new RegistryError('TR_ERR_UNAVAILABLE', `the database has ${room} bytes of room left, under the ${this.#minRoomBytes} readiness needs (READY_MIN_FREE_BYTES)`);
     }
     // While an import holds the connection its transaction is the proof; the probe would join it.
     if (this.gate.held) return;

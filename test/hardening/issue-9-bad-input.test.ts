@@ -296,4 +296,19 @@ describe('issue 9: /readyz on a full database', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     expect((await send('GET', '/readyz')).status).toBe(200);
   });
+
+  it('takes the room it wants from READY_MIN_FREE_BYTES', async () => {
+    // More room than any disk here has: never ready; none at all: ready.
+    for (const [bytes, status] of [[String(2 ** 50), 503], ['0', 200]] as const) {
+      const wanting = await createTestApp({ READY_MIN_FREE_BYTES: bytes }, { keepLogs: true });
+      try {
+        const res = await wanting.app.inject({ method: 'GET', url: '/readyz' });
+        expect(res.statusCode, res.body).toBe(status);
+        // The operator's log says why; the unauthenticated answer does not.
+        if (status === 503) expect(wanting.logs.join('')).toContain('READY_MIN_FREE_BYTES');
+      } finally {
+        await wanting.close();
+      }
+    }
+  });
 });

@@ -49,7 +49,7 @@ export default fp<RegistryPluginOptions>(
       const { applied, version } = migrate(db);
       if (applied.length > 0) app.log.info({ applied, version }, 'database migrated');
       auditStore = new AuditStore(db);
-      store = new RegistryStore(db, auditStore);
+      store = new RegistryStore(db, auditStore, { minRoomBytes: config.readyMinFreeBytes });
     } catch (err) {
       db.close();
       throw err;
