@@ -742,6 +742,15 @@ describe('the OpenAPI document', () => {
       expect((await call('/tools/{name}/access', { method: 'GET', url: '/tools/nope/access', headers })).res.statusCode).toBe(404);
     }
     expect((await call('/tools/{name}/access', { method: 'GET', url: '/tools/calculator/access', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
+    // Exports (issue 12): every format, a 304 on its own ETag, an unknown format.
+    for (const format of ['openai', 'openai-responses', 'openai-strict', 'anthropic', 'mcp', 'ag-ui', 'prompt']) {
+      const exported = await call('/', { method: 'GET', url: `/?format=${format}`, headers: agent });
+      expect(exported.res.statusCode, format).toBe(200);
+      const etag = String(exported.res.headers['etag']);
+      expect((await call('/', { method: 'GET', url: `/?format=${format}`, headers: { ...agent, 'if-none-match': etag } })).res.statusCode).toBe(304);
+    }
+    expect((await call('/', { method: 'GET', url: '/?format=gemini', headers: agent })).res.statusCode).toBe(400);
+    expect((await call('/', { method: 'GET', url: '/?format=mcp&limit=2', headers: agent })).res.statusCode).toBe(400);
     expect((await call('/', { method: 'GET', url: '/', headers: { authorization: 'Basic abc' } })).res.statusCode).toBe(400);
     expect((await call('/', { method: 'GET', url: '/', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
     expect((await call('/stats', { method: 'GET', url: '/stats', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);

@@ -23,6 +23,7 @@ import {
   ToolServiceSchema,
   TopicLocalNameSchema,
 } from './schemas.js';
+import { EXPORT_FORMATS } from './exports.js';
 import { McpServerInputSchema, McpServerSchema, McpToolSchema } from './mcp-schemas.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -152,6 +153,17 @@ export const DiscoveryQuerySchema = z.object({
     .describe(
       'Only tools created, replaced or deleted at or after this time (RFC 3339 date-time with seconds and a `Z` or numeric offset), tombstones included.',
     ),
+  format: z
+    .enum(EXPORT_FORMATS)
+    .optional()
+    .describe(
+      "The caller's full view in another shape: `openai` (Chat Completions `tools`), `openai-responses` (Responses API `tools`), `openai-strict` (`{tools, skipped}`: strict mode), `anthropic` (Messages API `tools`), `mcp` (an MCP `tools/list` result), `ag-ui` (AG-UI `Tool`s) or `prompt` (the article's \"Available tools\" text). Not combined with `limit`, `cursor`, `q`, `scope` or `updated_since` (`400`).",
+    ),
+}).superRefine((query, ctx) => {
+  if (query.format === undefined) return;
+  for (const name of ['limit', 'cursor', 'q', 'scope', 'updated_since'] as const) {
+    if (query[name] !== undefined) ctx.addIssue({ code: 'custom', path: ['format'], message: `is not combined with ${name} (an export is of the full view)` });
+  }
 });
 
 export const ChangesQuerySchema = z.object({

@@ -2,9 +2,19 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogView } from '../../catalog/catalog.js';
+import { exportOf } from '../../catalog/exports.js';
 import { discoveryBody } from '../../catalog/views.js';
 import type { Config } from '../../config.js';
 import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_WAIT_MS } from '../../model/api.js';
+import {
+  AgUiToolSchema,
+  AnthropicToolSchema,
+  McpExportSchema,
+  OpenAiChatToolSchema,
+  OpenAiResponsesToolSchema,
+  OpenAiStrictExportSchema,
+  type ExportFormat,
+} from '../../model/exports.js';
 import { viewKeyFor, type ViewKey } from '../../model/visibility.js';
 import { callerKey } from '../caller-key.js';
 import { ifNoneMatch, viewCacheHeaders } from '../conditional.js';
@@ -77,6 +87,21 @@ and \`wait\` are ignored.
   with each other, with pages and with \`q\` (which finds live tools only), and never widen
   the caller's view.
 
+**Exports** (\`format\`). The caller's full view in the shape a model vendor's SDK or a
+protocol takes, to pass on as it comes: \`openai\` (Chat Completions \`tools\`:
+\`{type: "function", function: {name, description, parameters}}\`), \`openai-responses\` (the
+Responses API's \`{type: "function", name, description, parameters, strict: false}\`),
+\`openai-strict\` (\`{tools, skipped}\`: the tools whose input schema meets OpenAI's strict
+mode, with \`strict: true\`, an optional property made required with \`null\` allowed, so drop
+\`null\` arguments before calling; \`skipped\` names the others with the reason), \`anthropic\`
+(Messages API \`{name, description, input_schema}\`), \`mcp\` (an MCP \`tools/list\` result,
+\`{tools}\`), \`ag-ui\` (AG-UI \`{name, description, parameters}\`) and \`prompt\` (the article's
+"Available tools:" text, one \`- name(parameters): description\` line per tool, as
+\`text/plain\`). Each is built once per view and carries its own strong \`ETag\` (never the
+plain document's), with \`If-None-Match\` and blocking queries as above. Not combined with
+\`limit\`, \`cursor\`, \`q\`, \`scope\` or \`updated_since\` (\`400\`); an unknown format is
+\`400\`, naming the formats.
+
 A malformed query parameter is \`400\`, after the view's own refusal (\`401\` under
 \`ANONYMOUS_DISCOVERY=none\`).`;
 
@@ -109,7 +134,21 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
             description:
               "The caller's view of the catalogue (`DiscoveryResponse`, sent as precomputed bytes), or a page, search or filter result (`DiscoveryPage`).",
             headers: viewHeaders,
-            content: { 'application/json': { schema: z.union([DiscoveryResponseSchema, DiscoveryPageSchema]) } },
+            content: {
+              'application/json': {
+                schema: z.union([
+                  DiscoveryResponseSchema,
+                  DiscoveryPageSchema,
+                  z.array(OpenAiChatToolSchema).describe('`format=openai`'),
+                  z.array(OpenAiResponsesToolSchema).describe('`format=openai-responses`'),
+                  OpenAiStrictExportSchema,
+                  z.array(AnthropicToolSchema).describe('`format=anthropic`'),
+                  McpExportSchema,
+                  z.array(AgUiToolSchema).describe('`format=ag-ui`'),
+                ]),
+              },
+              'text/plain': { schema: z.string().describe('`format=prompt`: "Available tools:", then one `- name(parameters): description` line per tool.') },
+            },
           },
           304: empty('The view still matches an entity tag given in `If-None-Match`; no body.', { ...viewHeaders, ETag: headers.ETag }),
           400: problem(
@@ -172,20 +211,22 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         // The plain rediscovery call: the hot path.
         view = app.catalog.view(key);
       }
-      return sendView(reply, view, key.kind, tokenView, request.headers['if-none-match']);
+      return sendView(reply, view, key.kind, tokenView, request.headers['if-none-match'], query.format);
     },
   );
 
-  function sendView(reply: FastifyReply, view: CatalogView, kind: ViewKey['kind'], tokenView: boolean, ifNoneMatchHeader: string | undefined) {
-    reply.header('etag', view.etag).header('x-registry-index', String(view.index));
+  function sendView(reply: FastifyReply, view: CatalogView, kind: ViewKey['kind'], tokenView: boolean, ifNoneMatchHeader: string | undefined, format: ExportFormat | undefined) {
+    // An export's bytes are built once per view and format (src/catalog/exports.ts).
+    const sent = format === undefined ? { body: view.body, etag: view.etag, contentType: 'application/json; charset=utf-8' } : exportOf(view, format);
+    reply.header('etag', sent.etag).header('x-registry-index', String(view.index));
     // Tells an agent its token hides tools, so it knows to ask for more scopes.
     if (tokenView) reply.header('x-hidden-tools', String(view.hidden));
     cacheHeaders(reply, tokenView);
-    const notModified = ifNoneMatch(ifNoneMatchHeader, view.etag);
+    const notModified = ifNoneMatch(ifNoneMatchHeader, sent.etag);
     app.metrics.viewServed(kind, notModified);
     if (notModified) return reply.code(304).send();
     // Bytes, which Fastify sends as they are: no serialisation on the hot path.
-    return reply.type('application/json; charset=utf-8').send(view.body);
+    return reply.type(sent.contentType).send(sent.body);
   }
 };
 
