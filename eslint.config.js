@@ -26,9 +26,10 @@ const MAY_IMPORT = {
   server: ['http', 'telemetry', 'config', 'model'],
   cli: ['server', 'http', 'auth', 'store', 'config', 'model'],
   index: ['http', 'toolkit', 'bridge', 'config', 'model'], // the package's library API
+  client: [], //                       tool-registry/client: model for types only, below
 };
 
-const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit'];
+const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'client'];
 const FILES = { config: 'src/config.ts', 'package-root': 'src/package-root.ts', telemetry: 'src/telemetry.ts', server: 'src/server.ts', index: 'src/index.ts' };
 
 // Fastify and its plugins belong to src/http only; src/server.ts may name FastifyInstance.
@@ -93,6 +94,8 @@ export default tseslint.config(
           rules: [
             ...Object.entries(MAY_IMPORT).map(([from, allow]) => ({ from: [from], allow: [from, ...allow] })),
             { from: ['bridge'], allow: ['store'], importKind: 'type' },
+            // The agent client runs without the server: it shares the wire shapes' types only.
+            { from: ['client'], allow: ['model'], importKind: 'type' },
           ],
         },
       ],
@@ -109,6 +112,7 @@ export default tseslint.config(
             { from: ['server'], allow: ['fastify'], importKind: 'type' },
             { from: ['model'], disallow: ['*'], message: 'model/ imports nothing but zod (architecture.md).' },
             { from: ['model'], allow: ['zod'] },
+            { from: ['client'], disallow: ['*'], message: 'src/client imports no packages: it runs on fetch alone (issue 12).' },
           ],
         },
       ],
