@@ -1,9 +1,10 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
-// The one file that needs a real Apache Pulsar broker. Only its project has the broker's
-// global setup, and Vitest runs a project's global setup only when that project has a file to
-// run: `npx vitest run test/catalog.test.ts` starts no broker (3.5 s wall instead of 28 s).
-const BROKER_SUITE = 'test/bus/broker.test.ts';
+// The files that need a real Apache Pulsar broker: test/bus/broker.test.ts and every
+// test/bus/*.broker.test.ts. Only their project has the broker's global setup, and Vitest runs a
+// project's global setup only when that project has a file to run: `npx vitest run
+// test/catalog.test.ts` starts no broker (3.5 s wall instead of 28 s).
+const BROKER_SUITES = ['test/bus/broker.test.ts', 'test/bus/*.broker.test.ts'];
 
 export default defineConfig({
   test: {
@@ -14,12 +15,14 @@ export default defineConfig({
       {
         extends: true,
         // Unit, HTTP (app.inject), CLI and process-level tests; the bus contract against the fake.
-        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, BROKER_SUITE] },
+        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...BROKER_SUITES] },
       },
       {
         extends: true,
         // A real broker (skipped with a printed reason where none can run; a failure under CI=true).
-        test: { name: 'bus', include: [BROKER_SUITE], globalSetup: ['test/setup/broker.ts'] },
+        // One broker for the project, so its files run one after another: a file that restarts
+        // the broker must not pull it from under another.
+        test: { name: 'bus', include: BROKER_SUITES, globalSetup: ['test/setup/broker.ts'], fileParallelism: false },
       },
     ],
     // Under CI a JSON report too (all projects in one file), so .ci/run can print a plain
