@@ -6,10 +6,11 @@
  */
 import type { Change } from '../model/records.js';
 import type { ViewKey } from '../model/visibility.js';
-import { CatalogSnapshot, type CatalogTool, type CatalogWrite, type SnapshotData } from './snapshot.js';
+import { CatalogSnapshot, type CatalogTool, type CatalogWrite, type PreparedWrite, type SnapshotData } from './snapshot.js';
+import type { Steps } from './steps.js';
 import { CatalogViews, type CatalogView } from './views.js';
 
-export type { CatalogTool } from './snapshot.js';
+export type { CatalogTool, PreparedWrite } from './snapshot.js';
 export type { CatalogView } from './views.js';
 
 export interface CatalogOptions {
@@ -30,9 +31,17 @@ export interface CatalogStats {
   total_tool_services: number;
 }
 
+/** Live tools per tool service and per MCP server: backend topology, so for operators only. */
+export interface ServiceStats {
+  tools_by_service: Record<string, number>;
+  tools_by_mcp_server: Record<string, number>;
+}
+
 export class Catalog extends CatalogSnapshot {
   readonly #views: CatalogViews;
   readonly #serviceName: string;
+  /** The whole catalogue's view after each prepared write, built with it. */
+  readonly #preparedViews = new WeakMap<PreparedWrite, CatalogView>();
 
   constructor(options: CatalogOptions) {
     super(options.publicUrl);
@@ -54,6 +63,21 @@ export class Catalog extends CatalogSnapshot {
     const changes = super.apply(index, change, prepared);
     this.#views.invalidate();
     return changes;
+  }
+
+  /** A big write prepared in steps (see CatalogSnapshot), with the full view it will show. */
+  override *prepareWrite(index: number, change: CatalogWrite, entries?: ReadonlyMap<string, CatalogTool>): Steps<PreparedWrite> {
+    const write = yield* super.prepareWrite(index, change, entries);
+    this.#preparedViews.set(write, yield* this.#views.prepareFullView(write.sorted, index));
+    return write;
+  }
+
+  override applyPrepared(write: PreparedWrite): { changes: Change[]; swapped: boolean } {
+    const applied = super.applyPrepared(write);
+    this.#views.invalidate();
+    const view = this.#preparedViews.get(write);
+    if (applied.swapped && view) this.#views.installFullView(view);
+    return applied;
   }
 
   view(key: ViewKey): CatalogView {
@@ -87,6 +111,12 @@ export class Catalog extends CatalogSnapshot {
       tools_by_kind: nullPrototype(byKind),
       total_tool_services: this.serviceCount,
     };
+  }
+
+  /** Live tools per tool service and per MCP server, whatever the view; one step per service. */
+  serviceStats(): ServiceStats {
+    const { services, mcpServers } = this.toolCountsByService();
+    return { tools_by_service: nullPrototype(services), tools_by_mcp_server: nullPrototype(mcpServers) };
   }
 }
 

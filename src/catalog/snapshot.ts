@@ -3,7 +3,8 @@
  * indexes every read walks instead of the whole catalogue: names in order (all, public, per
  * scope, per service), tombstones in order of deletion, tool changes in order of index, and the
  * lives of names that were deleted and registered again. A write updates each index in place;
- * nothing here serialises whole views or caches them.
+ * a big one (an import) is prepared beside them in slices and swapped in at once
+ * (prepareWrite, applyPrepared). Nothing here serialises whole views or caches them.
  */
 import { createHash } from 'node:crypto';
 import { normaliseTool, type Tool } from '../model/normalise.js';
@@ -12,6 +13,7 @@ import type { Change, McpServerRecord, ServiceRecord, ToolRecord } from '../mode
 import type { ToolService } from '../model/schemas.js';
 import { SearchIndex, type SearchDocument } from './search-index.js';
 import { compareNames, SortedNames, strictlyAscending } from './sorted-names.js';
+import type { Steps } from './steps.js';
 
 /** One live tool (or a tombstone's entry): its normalised form, its record and its discovery entry. */
 export class CatalogTool {
@@ -22,10 +24,11 @@ export class CatalogTool {
   #bytes: Buffer | undefined;
   #etag: string | undefined;
 
-  constructor(tool: Tool, record: ToolRecord, view: PublicTool) {
+  constructor(tool: Tool, record: ToolRecord, view: PublicTool, bytes?: Buffer) {
     this.tool = tool;
     this.record = record;
     this.view = view;
+    this.#bytes = bytes;
   }
 
   /** The discovery entry as JSON bytes, serialised once per write of the tool, when first needed. */
@@ -41,8 +44,45 @@ export class CatalogTool {
   }
 }
 
-/** Tools indexed for search per turn of the event loop after a big write (about 15 ms of work). */
-const SEARCH_SLICE = 2000;
+/**
+ * Entry bytes for big writes, carved from shared slabs. Node's Buffer.from takes each entry from
+ * an 8 KiB pool of its own, so 100,000 entries made ~9,000 ArrayBuffers, and while the import
+ * prepared them V8 stopped in ArrayBuffer allocation (its sweeper of ArrayBuffers) for 30-50 ms
+ * at a time. A slab is freed when the last entry in it is.
+ */
+class ByteArena {
+  readonly #slabBytes: number;
+  #slab = Buffer.alloc(0);
+  #used = 0;
+
+  constructor(slabBytes: number) {
+    this.#slabBytes = slabBytes;
+  }
+
+  bytesOf(text: string): Buffer {
+    const length = Buffer.byteLength(text);
+    if (length > this.#slabBytes / 16) return Buffer.from(text);
+    if (this.#used + length > this.#slab.length) {
+      this.#slab = Buffer.allocUnsafeSlow(this.#slabBytes);
+      this.#used = 0;
+    }
+    const at = this.#used;
+    this.#used += this.#slab.write(text, at, length);
+    return this.#slab.subarray(at, this.#used);
+  }
+}
+
+/** A write of at most this many tools is indexed for search at once; a bigger one in slices. */
+const SEARCH_AT_ONCE = 2000;
+/**
+ * Time spent indexing for search per turn of the event loop after a big write. A count (2,000
+ * tools a turn) held the loop for 30-70 ms under load; documents go in 64 at a time until this
+ * much time has passed.
+ */
+const SEARCH_SLICE_MS = 5;
+const SEARCH_CHUNK = 64;
+/** Tools, marks or names handled per step of a prepared write (well under a millisecond). */
+const PREPARE_STEP = 1024;
 
 /** What search sees of a tool: its name, description, title hint, and parameter names. */
 function searchDocument(entry: CatalogTool): SearchDocument {
@@ -100,21 +140,51 @@ type IndexChanges = Map<SortedNames | string, string[]>;
 /** A span of registry indexes during which a name was live: [from, until). */
 type Life = [from: number, until: number];
 
+/**
+ * A big write (an import) prepared beside the live catalogue (CatalogSnapshot.prepareWrite):
+ * every index it changes is built anew in slices while reads go on against the old ones, so
+ * that applying it (applyPrepared) is a swap of references, whatever its size.
+ */
+export interface PreparedWrite {
+  readonly index: number;
+  readonly change: CatalogWrite;
+  readonly entries: ReadonlyMap<string, CatalogTool> | undefined;
+  /** The live tools after it, in name order: what tools() will return. */
+  readonly sorted: readonly CatalogTool[];
+  /** The catalogue's version it was prepared on: applied onto any other, it is applied afresh. */
+  readonly base: number;
+  readonly tools: Map<string, CatalogTool>;
+  readonly all: SortedNames;
+  readonly public: SortedNames;
+  readonly byScope: Map<string, SortedNames>;
+  readonly byService: Map<string, Set<string>>;
+  readonly byMcpServer: Map<string, Set<string>>;
+  /** Tombstoned names it registers again. */
+  readonly revived: { name: string; tombstone: ToolRecord; createIndex: number }[];
+  readonly changeMarks: ChangeMark[];
+  readonly changes: Change[];
+  readonly scopeSetChanged: boolean;
+  /** Its tools, to be indexed for search after the swap. */
+  readonly searchNames: readonly string[];
+}
+
 export class CatalogSnapshot {
   readonly #publicUrl: URL;
-  readonly #tools = new Map<string, CatalogTool>();
+  #tools = new Map<string, CatalogTool>();
   readonly #services = new Map<string, ServiceRecord>();
   readonly #mcpServers = new Map<string, McpServerRecord>();
   #index = 0;
   /** Live tools in name order: every tool, those needing no scope, those needing each scope. */
   #all = new SortedNames();
   #public = new SortedNames();
-  readonly #byScope = new Map<string, SortedNames>();
-  readonly #byService = new Map<string, Set<string>>();
+  #byScope = new Map<string, SortedNames>();
+  #byService = new Map<string, Set<string>>();
   /** Live mcp tools by MCP server id (ids of services and of MCP servers are apart). */
-  readonly #byMcpServer = new Map<string, Set<string>>();
+  #byMcpServer = new Map<string, Set<string>>();
+  /** Bumped by every change of the state above: a prepared write checks it has not moved. */
+  #version = 0;
   /** Live tools in name order, as entries; rebuilt lazily (in O(n), from #all) after a write. */
-  #sorted: CatalogTool[] | null = null;
+  #sorted: readonly CatalogTool[] | null = null;
   /** The same, sorted; rebuilt lazily after a write. */
   #scopeUsage: Map<string, number> | null = null;
   /**
@@ -136,7 +206,11 @@ export class CatalogSnapshot {
    * slices after it is applied, so that it does not hold the event loop; small ones at once.
    */
   #searchBacklog = new Set<string>();
+  /** Names of big writes to index after the backlog (some may have changed or gone since). */
+  #searchBulk: { names: readonly string[]; next: number }[] = [];
   #searchScheduled = false;
+  /** Where prepare() puts entries' bytes. */
+  readonly #arena = new ByteArena(256 * 1024);
 
   constructor(publicUrl: URL) {
     this.#publicUrl = publicUrl;
@@ -196,6 +270,7 @@ export class CatalogSnapshot {
     this.#loadLives(data.toolHistory ?? []);
     this.#search = new SearchIndex();
     this.#searchBacklog.clear();
+    this.#searchBulk = [];
     this.#search.upsertMany([...this.#tools.values()].map(searchDocument));
     this.#scopeSetChangedAt = data.index;
     this.#changed(data.index);
@@ -207,9 +282,9 @@ export class CatalogSnapshot {
    * requests, so that applying it is only the swap.
    */
   prepare(record: ToolRecord): CatalogTool {
-    const entry = this.#entry(record);
-    void entry.bytes;
-    return entry;
+    const tool = normaliseTool(record.kind, record.descriptor);
+    const view = publicToolView(tool, record, this.#publicUrl);
+    return new CatalogTool(tool, record, view, this.#arena.bytesOf(JSON.stringify(view)));
   }
 
   /**
@@ -283,6 +358,189 @@ export class CatalogSnapshot {
     if (scopeSetChanged) this.#scopeSetChangedAt = index;
     this.#changed(index);
     return changes;
+  }
+
+  /**
+   * Prepares a big write of live tools (an import; it deletes nothing), given in strictly
+   * ascending name order, beside the live indexes, in steps: the tools map, the name indexes it
+   * touches, the change marks, the service indexes and the tools in name order are all built
+   * anew while reads go on against the old ones; `entries` are those built by prepare().
+   * applyPrepared() then swaps them in at once. At 100,000 tools applying such a write in place
+   * held the event loop for about a second.
+   */
+  *prepareWrite(index: number, change: CatalogWrite, entries?: ReadonlyMap<string, CatalogTool>): Steps<PreparedWrite> {
+    const base = this.#version;
+    const ordered = change.tools ?? [];
+    const changes: Change[] = [];
+    const services = new Map<string, boolean>();
+    for (const s of change.services ?? []) {
+      const present = services.get(s.id) ?? this.#services.has(s.id);
+      services.set(s.id, s.status !== 'deleted');
+      changes.push({ kind: 'tool-service', name: s.id, op: s.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: present ? [] : null, scopesAfter: s.status === 'deleted' ? null : [] });
+    }
+
+    const tools = new Map<string, CatalogTool>();
+    let step = 0;
+    const due = () => ++step % PREPARE_STEP === 0;
+    for (const [name, entry] of this.#tools) {
+      tools.set(name, entry);
+      if (due()) yield;
+    }
+    const added: IndexChanges = new Map();
+    const removed = new Map<SortedNames | string, Set<string>>();
+    const serviceMoves = new Map<string, { index: Map<string, Set<string>>; id: string; in: string[]; out: Set<string> }>();
+    const move = (entry: CatalogTool, direction: 'in' | 'out') => {
+      const { name, serviceId, kind } = entry.tool;
+      if (!serviceId) return;
+      const index = kind === 'mcp' ? this.#byMcpServer : this.#byService;
+      const key = `${kind === 'mcp' ? 'm' : 's'}\u0000${serviceId}`;
+      let moves = serviceMoves.get(key);
+      if (!moves) serviceMoves.set(key, (moves = { index, id: serviceId, in: [], out: new Set() }));
+      if (direction === 'in') moves.in.push(name);
+      else moves.out.add(name);
+    };
+    const revived: PreparedWrite['revived'] = [];
+    const marks: ChangeMark[] = [];
+    const searchNames: string[] = [];
+    let last: string | undefined;
+    for (const t of ordered) {
+      if (t.status === 'deleted') throw new Error('a prepared write stores tools; it deletes none');
+      if (last !== undefined && !(last < t.name)) throw new Error('a prepared write takes its tools in strictly ascending name order');
+      last = t.name;
+      const previous = this.#tools.get(t.name);
+      if (previous) {
+        for (const key of this.#indexKeys(previous)) {
+          const names = removed.get(key);
+          if (names) names.add(t.name);
+          else removed.set(key, new Set([t.name]));
+        }
+        move(previous, 'out');
+      }
+      const ready = entries?.get(t.name);
+      const entry = ready && ready.record === t ? ready : this.#entry(t);
+      tools.set(t.name, entry);
+      for (const key of this.#indexKeys(entry)) {
+        const names = added.get(key);
+        if (names) names.push(t.name);
+        else added.set(key, [t.name]);
+      }
+      move(entry, 'in');
+      const tombstone = this.#tombstones.get(t.name);
+      if (tombstone) revived.push({ name: t.name, tombstone, createIndex: t.createIndex });
+      marks.push({ name: t.name, index: t.index, updatedAt: t.updatedAt, latestUpdatedAt: '' });
+      searchNames.push(t.name);
+      changes.push({ kind: 'tool', name: t.name, op: 'upsert', scopesBefore: previous?.tool.scopes ?? null, scopesAfter: entry.tool.scopes });
+      if (due()) yield;
+    }
+
+    // The name indexes: each touched one merged anew (removals first: an added name stays).
+    const none = new Set<string>();
+    let all = this.#all;
+    let publicNames = this.#public;
+    const byScope = new Map(this.#byScope);
+    let scopeSetChanged = false;
+    for (const key of new Set([...added.keys(), ...removed.keys()])) {
+      const current = typeof key === 'string' ? (this.#byScope.get(key) ?? new SortedNames()) : key;
+      const merged = yield* current.mergedSteps(added.get(key) ?? [], removed.get(key) ?? none);
+      if (key === this.#all) all = merged;
+      else if (key === this.#public) publicNames = merged;
+      else if (typeof key === 'string') {
+        if (merged.size > 0) byScope.set(key, merged);
+        else byScope.delete(key);
+        if (this.#byScope.has(key) !== merged.size > 0) scopeSetChanged = true;
+      }
+    }
+
+    // The service indexes it touches, copied and changed (the others are shared).
+    const byService = new Map(this.#byService);
+    const byMcpServer = new Map(this.#byMcpServer);
+    for (const moves of serviceMoves.values()) {
+      const names = new Set<string>();
+      for (const name of moves.index.get(moves.id) ?? []) {
+        if (!moves.out.has(name)) names.add(name);
+        if (due()) yield;
+      }
+      for (const name of moves.in) names.add(name);
+      const target = moves.index === this.#byMcpServer ? byMcpServer : byService;
+      if (names.size > 0) target.set(moves.id, names);
+      else target.delete(moves.id);
+    }
+
+    // Change marks, compacted: one per tool and tombstone at its latest change, in order.
+    const changeMarks: ChangeMark[] = [];
+    let latest = '';
+    const keep = (mark: ChangeMark) => {
+      if (mark.updatedAt > latest) latest = mark.updatedAt;
+      changeMarks.push({ name: mark.name, index: mark.index, updatedAt: mark.updatedAt, latestUpdatedAt: latest });
+    };
+    for (const mark of this.#changeMarks) {
+      const record = tools.get(mark.name)?.record ?? this.#tombstones.get(mark.name);
+      if (record?.index === mark.index) keep(mark);
+      if (due()) yield;
+    }
+    for (const mark of marks) {
+      keep(mark);
+      if (due()) yield;
+    }
+
+    const sorted: CatalogTool[] = [];
+    for (const name of all.values()) {
+      sorted.push(tools.get(name) as CatalogTool);
+      if (due()) yield;
+    }
+    return {
+      index,
+      change,
+      entries,
+      sorted,
+      base,
+      tools,
+      all,
+      public: publicNames,
+      byScope,
+      byService,
+      byMcpServer,
+      revived,
+      changeMarks,
+      changes,
+      scopeSetChanged,
+      searchNames,
+    };
+  }
+
+  /**
+   * Applies a prepared write: a swap of references, plus its few services and revived names.
+   * On a catalogue that changed since it was prepared (nothing writes during an import, so only
+   * after a bug) it is applied afresh, in place. Returns its changes, and whether it swapped.
+   */
+  applyPrepared(write: PreparedWrite): { changes: Change[]; swapped: boolean } {
+    if (write.base !== this.#version) return { changes: this.apply(write.index, write.change, write.entries), swapped: false };
+    for (const m of write.change.mcpServers ?? []) {
+      if (m.status === 'deleted') this.#mcpServers.delete(m.id);
+      else this.#mcpServers.set(m.id, m);
+    }
+    for (const s of write.change.services ?? []) {
+      if (s.status === 'deleted') this.#services.delete(s.id);
+      else this.#services.set(s.id, s);
+    }
+    this.#tools = write.tools;
+    this.#all = write.all;
+    this.#public = write.public;
+    this.#byScope = write.byScope;
+    this.#byService = write.byService;
+    this.#byMcpServer = write.byMcpServer;
+    for (const { name, tombstone, createIndex } of write.revived) {
+      this.#startLife(name, tombstone, createIndex);
+      this.#tombstones.delete(name);
+    }
+    this.#changeMarks = write.changeMarks;
+    this.#staleMarks = 0;
+    if (write.searchNames.length > 0) this.#searchBulk.push({ names: write.searchNames, next: 0 });
+    this.#indexForSearch();
+    if (write.scopeSetChanged) this.#scopeSetChangedAt = write.index;
+    this.#changed(write.index);
+    this.#sorted = write.sorted;
+    return { changes: write.changes, swapped: true };
   }
 
   /**
@@ -360,26 +618,51 @@ export class CatalogSnapshot {
     return names.map((name) => this.#tools.get(name) as CatalogTool);
   }
 
-  /** Indexes written tools for search: at once when few, else in slices between other work. */
+  /**
+   * Indexes written tools for search: at once when few (a small write never waits behind a big
+   * one's slices), else in slices between other work.
+   */
   #indexForSearch(): void {
-    if (this.#searchBacklog.size <= SEARCH_SLICE) return this.#drainSearch(SEARCH_SLICE);
-    if (this.#searchScheduled) return;
+    if (this.#searchBacklog.size <= SEARCH_AT_ONCE) this.#drainSearch(Infinity, false);
+    if (this.#searchScheduled || this.#searchPending() === 0) return;
+    if (this.#searchPending() <= SEARCH_AT_ONCE) {
+      this.#drainSearch(Infinity);
+      return;
+    }
     this.#searchScheduled = true;
     const slice = () => {
-      this.#drainSearch(SEARCH_SLICE);
-      if (this.#searchBacklog.size > 0) setImmediate(slice);
+      const until = performance.now() + SEARCH_SLICE_MS;
+      while (this.#searchPending() > 0 && performance.now() < until) this.#drainSearch(SEARCH_CHUNK);
+      if (this.#searchPending() > 0) setImmediate(slice);
       else this.#searchScheduled = false;
     };
     setImmediate(slice);
   }
 
-  #drainSearch(max: number): void {
+  #searchPending(): number {
+    let pending = this.#searchBacklog.size;
+    for (const bulk of this.#searchBulk) pending += bulk.names.length - bulk.next;
+    return pending;
+  }
+
+  /** Indexes up to `max` written tools: the backlog of small writes first, then big writes'. */
+  #drainSearch(max: number, bulk = true): void {
     const docs: SearchDocument[] = [];
     for (const name of this.#searchBacklog) {
       if (docs.length === max) break;
       this.#searchBacklog.delete(name);
       const entry = this.#tools.get(name);
       if (entry) docs.push(searchDocument(entry));
+    }
+    while (bulk && docs.length < max && this.#searchBulk.length > 0) {
+      const bulk = this.#searchBulk[0] as { names: readonly string[]; next: number };
+      while (docs.length < max && bulk.next < bulk.names.length) {
+        // Gone or written again since (then also in the backlog, or indexed already): at most
+        // indexed twice, which only replaces the document with itself.
+        const entry = this.#tools.get(bulk.names[bulk.next++] as string);
+        if (entry) docs.push(searchDocument(entry));
+      }
+      if (bulk.next === bulk.names.length) this.#searchBulk.shift();
     }
     this.#search.upsertMany(docs);
   }
@@ -428,6 +711,13 @@ export class CatalogSnapshot {
     return [...this.#mcpServers.values()].sort((a, b) => compareNames(a.id, b.id));
   }
 
+  /** How many live tools each tool service and each MCP server carries (0 for none), in id order. */
+  toolCountsByService(): { services: Map<string, number>; mcpServers: Map<string, number> } {
+    const count = (ids: Iterable<string>, index: ReadonlyMap<string, ReadonlySet<string>>) =>
+      new Map([...ids].sort(compareNames).map((id) => [id, index.get(id)?.size ?? 0] as const));
+    return { services: count(this.#services.keys(), this.#byService), mcpServers: count(this.#mcpServers.keys(), this.#byMcpServer) };
+  }
+
   /** Names of the live tools of an MCP server, in name order. */
   toolsOfMcpServer(id: string): string[] {
     return [...(this.#byMcpServer.get(id) ?? [])].sort(compareNames);
@@ -461,15 +751,20 @@ export class CatalogSnapshot {
    */
   #noteIndexes(entry: CatalogTool, changes: IndexChanges, direction: 'in' | 'out'): void {
     const name = entry.tool.name;
-    const note = (index: SortedNames | string) => {
+    for (const index of this.#indexKeys(entry)) {
       const names = changes.get(index);
       if (names) names.push(name);
       else changes.set(index, [name]);
-    };
-    note(this.#all);
-    if (entry.tool.scopes.length === 0) note(this.#public);
-    for (const scope of new Set(entry.tool.scopes)) note(scope);
+    }
     this.#indexService(entry, direction);
+  }
+
+  /** The name indexes a tool is in: every tool, public or one per scope (by its name). */
+  #indexKeys(entry: CatalogTool): (SortedNames | string)[] {
+    const keys: (SortedNames | string)[] = [this.#all];
+    if (entry.tool.scopes.length === 0) keys.push(this.#public);
+    for (const scope of new Set(entry.tool.scopes)) keys.push(scope);
+    return keys;
   }
 
   /** Adds a tool to, or takes it out of, its tool service's or MCP server's index. */
@@ -548,6 +843,7 @@ export class CatalogSnapshot {
   }
 
   #changed(index: number): void {
+    this.#version++;
     this.#index = index;
     this.#sorted = null;
     this.#scopeUsage = null;

@@ -3,6 +3,8 @@
  * kept sorted write by write, so that a page starts with a binary search instead of a sort of
  * the catalogue. One write moves part of one array (a memmove); a bulk write merges.
  */
+import type { Steps } from './steps.js';
+
 export function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -15,11 +17,21 @@ export function strictlyAscending(names: readonly string[]): boolean {
 /** Above this share of the array, a bulk change is merged in one pass instead of spliced. */
 const MERGE_SHARE = 1 / 64;
 
+/** Names merged per step of mergedSteps (well under a millisecond). */
+const MERGE_STEP = 8192;
+
 export class SortedNames {
   #names: string[];
 
   constructor(names: Iterable<string> = []) {
     this.#names = [...new Set(names)].sort(compareNames);
+  }
+
+  /** Names already strictly ascending (not checked): taken as they are, without a sort. */
+  static ofAscending(names: string[]): SortedNames {
+    const sorted = new SortedNames();
+    sorted.#names = names;
+    return sorted;
   }
 
   get size(): number {
@@ -92,5 +104,35 @@ export class SortedNames {
 
   values(): readonly string[] {
     return this.#names;
+  }
+
+  /**
+   * A new index: these names with `added` (strictly ascending) merged in and `removed` taken
+   * out (an added name stays), built beside this one a few thousand names per step, so that a
+   * big write (an import) never holds the event loop for the whole array.
+   */
+  *mergedSteps(added: readonly string[], removed: ReadonlySet<string>): Steps<SortedNames> {
+    const current = this.#names;
+    const merged: string[] = [];
+    let i = 0;
+    let j = 0;
+    let steps = 0;
+    while (i < current.length || j < added.length) {
+      const a = current[i];
+      const b = added[j];
+      if (b === undefined || (a !== undefined && a < b)) {
+        if (!removed.has(a as string)) merged.push(a as string);
+        i++;
+      } else {
+        merged.push(b);
+        if (a === b) i++;
+        j++;
+      }
+      if (++steps === MERGE_STEP) {
+        steps = 0;
+        yield;
+      }
+    }
+    return SortedNames.ofAscending(merged);
   }
 }

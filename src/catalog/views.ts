@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { viewKeyString, type ViewKey } from '../model/visibility.js';
 import { LruByteCache } from './lru-byte-cache.js';
 import type { CatalogSnapshot, CatalogTool } from './snapshot.js';
+import { finish, type Steps } from './steps.js';
 import { walkView } from './walk.js';
 
 /**
@@ -16,6 +17,8 @@ import { walkView } from './walk.js';
  */
 const ENTRY_FORMAT = 2;
 const COMMA = Buffer.from(',');
+/** Entries hashed or copied per step of a view's build (a fraction of a millisecond). */
+const VIEW_STEP = 2048;
 
 /**
  * The article's document (and a page of it) from its entries' bytes: no serialisation but of
@@ -75,12 +78,32 @@ export class CatalogViews {
     const cached = this.#cache.get(keyString);
     if (cached) return cached;
     const tools = normalised.kind === 'all' ? this.#snapshot.tools() : [...walkView(this.#snapshot, normalised)];
-    const { body, etag } = this.#serialise(tools);
+    const { body, etag } = finish(this.#serialise(tools));
     const view: CatalogView = { body, etag, index: this.#snapshot.index, tools, hidden: this.#snapshot.toolCount - tools.length };
-    this.#cache.set(keyString, view, body.length + 256);
-    if (normalised.kind === 'all') this.#allView = view;
-    this.#recordChange(keyString, view);
+    this.#keep(keyString, view, normalised.kind === 'all');
     return view;
+  }
+
+  /**
+   * The whole catalogue's view as it will be at `index` with these tools (every live tool, in
+   * name order), built in steps ahead of the write that makes it current: a big write (an
+   * import) installs it with its swap, so that the first `GET /` after it finds its bytes ready
+   * (at 100,000 tools building them took about a second).
+   */
+  *prepareFullView(tools: readonly CatalogTool[], index: number): Steps<CatalogView> {
+    const { body, etag } = yield* this.#serialise(tools);
+    return { body, etag, index, tools, hidden: 0 };
+  }
+
+  /** Makes a view from prepareFullView the whole catalogue's current one (after invalidate()). */
+  installFullView(view: CatalogView): void {
+    this.#keep(viewKeyString({ kind: 'all' }), view, true);
+  }
+
+  #keep(keyString: string, view: CatalogView, full: boolean): void {
+    this.#cache.set(keyString, view, view.body.length + 256);
+    if (full) this.#allView = view;
+    this.#recordChange(keyString, view);
   }
 
   /**
@@ -97,17 +120,37 @@ export class CatalogViews {
   }
 
   /**
-   * The article's document: the entries' bytes joined (a copy, no serialisation but of entries
-   * written since they were last served). The strong ETag hashes the service name, the format,
-   * and each tool's name, index and update time: equal hashes mean equal bytes, and hashing
-   * those is far cheaper than hashing the body (tens of MiB at 100,000 tools).
+   * The article's document (discoveryBody's bytes): the entries' bytes copied into one buffer
+   * (no serialisation but of entries written since they were last served), in steps. The strong
+   * ETag hashes the service name, the format, each tool's name, index and update time, and the
+   * length: equal hashes mean equal bytes, and hashing those is far cheaper than hashing the
+   * body (tens of MiB at 100,000 tools).
    */
-  #serialise(tools: readonly CatalogTool[]): { body: Buffer; etag: string } {
-    const identity: string[] = [`${ENTRY_FORMAT}\u0000${this.#serviceName}\u0000${this.#snapshot.publicUrl.href}`];
-    for (const t of tools) identity.push(`${t.record.name}\u0000${t.record.index}\u0000${t.record.updatedAt}`);
-    const body = discoveryBody(this.#serviceName, tools.map((t) => t.bytes));
-    identity.push(String(body.length));
-    return { body, etag: `"${createHash('sha256').update(identity.join('\n')).digest('base64url').slice(0, 32)}"` };
+  *#serialise(tools: readonly CatalogTool[]): Steps<{ body: Buffer; etag: string }> {
+    const hash = createHash('sha256').update(`${ENTRY_FORMAT}\u0000${this.#serviceName}\u0000${this.#snapshot.publicUrl.href}`);
+    const head = Buffer.from(`{"service":${JSON.stringify(this.#serviceName)},"protocol":"tool-discovery","tools":[`);
+    const tail = Buffer.from(']}');
+    let length = head.length + tail.length + Math.max(0, tools.length - 1);
+    for (let from = 0; from < tools.length; from += VIEW_STEP) {
+      // The identities joined as they would be in one text, hashed a step at a time.
+      let identity = '';
+      for (const t of tools.slice(from, from + VIEW_STEP)) {
+        identity += `\n${t.record.name}\u0000${t.record.index}\u0000${t.record.updatedAt}`;
+        length += t.bytes.length;
+      }
+      hash.update(identity);
+      yield;
+    }
+    const body = Buffer.allocUnsafe(length);
+    let at = head.copy(body, 0);
+    for (let i = 0; i < tools.length; i++) {
+      if (i > 0) at += COMMA.copy(body, at);
+      at += (tools[i] as CatalogTool).bytes.copy(body, at);
+      if ((i + 1) % VIEW_STEP === 0) yield;
+    }
+    tail.copy(body, at);
+    hash.update(`\n${length}`);
+    return { body, etag: `"${hash.digest('base64url').slice(0, 32)}"` };
   }
 
   /**

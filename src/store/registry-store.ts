@@ -12,6 +12,7 @@ import type { CredentialChange, McpServer } from '../model/mcp-schemas.js';
 import type { AuditEntryInput, ChangeRecord, McpServerRecord, PutResult, ServiceRecord, ToolRecord, ToolStatus } from '../model/records.js';
 import { McpServerRows } from './mcp-server-rows.js';
 import type { AuditStore } from './audit-store.js';
+import { BulkWriter, type RemoteBulkWrite } from './bulk-write.js';
 import type { SqliteDatabase } from './database.js';
 import { WalSync, type Fdatasync } from './wal-sync.js';
 import { writeGateOf, type WriteGate } from './write-gate.js';
@@ -56,6 +57,17 @@ interface ToolBefore {
   status: ToolStatus;
   create_index: number;
   scopes: string | null;
+}
+
+/** A bulk write (RegistryStore.beginBulk): a SlicedWrite whose steps may run on another thread. */
+export interface BulkWrite {
+  readonly index: number;
+  putServices(services: readonly ToolService[], now: string): Promise<PutResult<ServiceRecord>[]>;
+  putTools(tools: readonly ToolWrite[], now: string): Promise<PutResult<ToolRecord>[]>;
+  /** Commits; `sync()` must be awaited before anyone hears of it. */
+  commit(audit?: AuditEntryInput): Promise<void>;
+  /** Undoes everything written so far; safe after a failed step, and twice. */
+  rollback(): Promise<void>;
 }
 
 /** A write spanning many turns of the event loop (see RegistryStore.beginSliced). */
@@ -148,6 +160,11 @@ export class RegistryStore {
   readonly #stmts;
   readonly #audit: AuditStore | undefined;
   readonly #wal: WalSync | null;
+  /** Imports' transactions, on a worker thread (null without a WAL file: they run here). */
+  readonly #bulk: BulkWriter | null;
+  /** SQLite's wal_autocheckpoint while imports' checkpoints are pending, and how many are. */
+  #autoCheckpoint: number | null = null;
+  #pendingCheckpoints = 0;
   readonly #mcpServers: McpServerRows;
   /** The registry index of the last commit, and the last one known to be on disk. */
   #committedIndex: number;
@@ -212,6 +229,7 @@ export class RegistryStore {
     this.#durableIndex = this.#committedIndex;
     // After a first read: that opens (or creates) the WAL file.
     this.#wal = WalSync.open(db, options.fdatasync);
+    this.#bulk = this.#wal && new BulkWriter(db.name);
   }
 
   /**
@@ -466,8 +484,89 @@ export class RegistryStore {
   }
 
   close(): void {
+    this.#bulk?.close();
     if (this.#db.open) this.#db.close();
     this.#wal?.close();
+  }
+
+  /**
+   * Starts a bulk write (an import) as beginSliced does, all or nothing under one registry
+   * index, with its SQL on a worker thread for a database file (src/store/bulk-write.ts), so
+   * that neither its statements nor its COMMIT hold the event loop; here otherwise. It holds the
+   * write gate until it commits or rolls back; `sync()` must be awaited after its commit before
+   * anyone hears of it.
+   */
+  async beginBulk(): Promise<BulkWrite> {
+    const bulk = this.#bulk;
+    if (!bulk) {
+      const write = this.beginSliced({ deferSync: true });
+      return {
+        index: write.index,
+        putServices: async (services, now) => write.putServices(services, now),
+        putTools: async (tools, now) => write.putTools(tools, now),
+        commit: async (audit) => write.commit(audit),
+        rollback: async () => write.rollback(),
+      };
+    }
+    this.#refuseAfterSyncFailure();
+    const release = this.gate.hold();
+    let remote: RemoteBulkWrite;
+    try {
+      remote = await bulk.begin(this.#db.pragma('max_page_count', { simple: true }) as number);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    let open = true;
+    const live = () => {
+      if (!open) throw new Error('the bulk write has ended');
+    };
+    return {
+      index: remote.index,
+      putServices: (services, now) => (live(), remote.putServices(services, now)),
+      putTools: (tools, now) => (live(), remote.putTools(tools, now)),
+      commit: async (audit) => {
+        live();
+        open = false;
+        // SQLite would checkpoint the import's pages inside this connection's next COMMIT
+        // (the WAL is past wal_autocheckpoint): not until the worker has.
+        this.#suspendAutoCheckpoint();
+        let checkpointed: Promise<void>;
+        try {
+          ({ checkpointed } = await remote.commit(audit));
+        } catch (err) {
+          this.#resumeAutoCheckpoint();
+          throw err;
+        } finally {
+          release();
+        }
+        this.#committed(true);
+        void checkpointed.then(() => this.#resumeAutoCheckpoint());
+      },
+      rollback: async () => {
+        if (!open) return;
+        open = false;
+        try {
+          await remote.rollback();
+        } finally {
+          release();
+        }
+      },
+    };
+  }
+
+  #suspendAutoCheckpoint(): void {
+    if (this.#autoCheckpoint === null) {
+      this.#autoCheckpoint = this.#db.pragma('wal_autocheckpoint', { simple: true }) as number;
+      this.#db.pragma('wal_autocheckpoint = 0');
+    }
+    this.#pendingCheckpoints++;
+  }
+
+  #resumeAutoCheckpoint(): void {
+    if (--this.#pendingCheckpoints > 0 || this.#autoCheckpoint === null) return;
+    if (this.#db.open) this.#db.pragma(`wal_autocheckpoint = ${this.#autoCheckpoint}`);
+    this.#autoCheckpoint = null;
   }
 
   #committed(deferred: boolean): void {

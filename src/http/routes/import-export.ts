@@ -1,8 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
-import { ExportBundleSchema, ImportBundleDescriptorSchema, ImportSummarySchema, type StoredToolDescriptor } from '../../model/api.js';
+import { z } from 'zod';
+import { ExportBundleSchema, ExportQuerySchema, ImportBodySchema, ImportSummarySchema, type StoredToolDescriptor } from '../../model/api.js';
+import { RegistryError } from '../../model/errors.js';
+import { importOfTrustGraph, inDumpTerms, trustGraphDumpOf, trustGraphItemsOf, TrustGraphDumpSchema } from '../../model/trustgraph-config.js';
 import { adminOnly, adminReadProblems, headers, json, writeProblems } from '../openapi/responses.js';
+import { readBodyInPlace } from '../body-in-place.js';
 import { actorOf } from '../plugins/audit.js';
 import { parseJsonSliced } from '../sliced-json.js';
 import { documentedOnly } from '../validation.js';
@@ -12,10 +16,13 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const security = adminOnly(config.adminScope);
 
-  // In this plugin only: JSON bodies are kept as bytes (up to IMPORT_BODY_LIMIT) and parsed
-  // in slices by the route, so that a bundle of tens of MiB never holds the event loop.
+  // In this plugin only: JSON bodies are kept as bytes (up to IMPORT_BODY_LIMIT), read in
+  // place and parsed in slices by the route, so that a bundle of tens of MiB never holds the
+  // event loop.
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: config.importBodyLimit }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('application/json', { bodyLimit: config.importBodyLimit }, (request, payload, done) =>
+    readBodyInPlace(payload, request.headers['content-length'], config.importBodyLimit, done),
+  );
 
   app.post(
     '/import',
@@ -26,10 +33,10 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
         operationId: 'importBundle',
         summary: 'Import tool services and tools in one transaction',
         description:
-          'Creates or replaces every tool service and tool in the bundle under one registry index, all or nothing. Tools may use services from the bundle or already registered ones. Every problem is reported in one `400` with its path in the bundle (for example `tools.3.service`), at most 100 of them; this includes replaced services that would invalidate live tools the bundle does not replace.',
+          "Creates or replaces every tool service and tool in the bundle under one registry index, all or nothing. Tools may use services from the bundle or already registered ones. Every problem is reported in one `400` with its path in the bundle (for example `tools.3.service`), at most 100 of them; this includes replaced services that would invalidate live tools the bundle does not replace. A TrustGraph config dump is taken too, told apart by its keys (`config`, or `tool-service` and `tool`, where a bundle has `tool-services` and `tools`): its `tool-service` items and `tool-service` tools are imported the same way, problems named by their path in the dump (`config.tool.tell-joke.style`), and tools of TrustGraph's other kinds and other config types are left out and listed under `skipped`.",
         security,
         // Checked item by item by the registry service, every problem reported with its path.
-        body: documentedOnly(ImportBundleDescriptorSchema),
+        body: documentedOnly(ImportBodySchema),
         response: {
           200: json(ImportSummarySchema, 'The bundle was imported.', { headers: { 'X-Registry-Index': headers['X-Registry-Index'] } }),
           ...writeProblems,
@@ -37,10 +44,27 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
       },
     },
     async (request, reply) => {
-      const bundle = await parseJsonSliced(request.body as unknown as Buffer, { maxDepth: config.jsonMaxDepth });
-      const summary = await app.registry.importBundle(bundle, actorOf(request));
-      reply.header('x-registry-index', String(summary.index));
-      return summary;
+      const body = await parseJsonSliced(request.body as unknown as Buffer, { maxDepth: config.jsonMaxDepth });
+      const dump = trustGraphItemsOf(body);
+      if (dump === undefined) {
+        const summary = await app.registry.importBundle(body, actorOf(request));
+        reply.header('x-registry-index', String(summary.index));
+        return summary;
+      }
+      const converted = importOfTrustGraph(dump.items, dump.prefix, config.jsonMaxDepth);
+      try {
+        const summary = await app.registry.importBundle(converted.bundle, actorOf(request));
+        reply.header('x-registry-index', String(summary.index));
+        return { ...summary, skipped: converted.skipped };
+      } catch (err) {
+        // Named as the dump has them: `config.tool.tell-joke.style`, not `tools.0.style`.
+        if (!(err instanceof RegistryError) || err.fieldErrors === undefined) throw err;
+        const errors = inDumpTerms(err.fieldErrors, converted.paths);
+        const first = errors[0];
+        throw new RegistryError(err.code, `invalid TrustGraph config dump: ${errors.length} problem(s)${first ? `, first ${first.path}: ${first.message}` : ''}`, {
+          fieldErrors: errors,
+        });
+      }
     },
   );
 
@@ -54,13 +78,18 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
         operationId: 'exportBundle',
         summary: 'Export every live tool service and tool',
         description:
-          'Everything live, in the import bundle\'s form (descriptors as stored, so the result can be imported as is). Includes queue names and config values, so it needs the admin scope.',
+          "Everything live, in the import bundle's form (descriptors as stored, so the result can be imported as is), or with `format=trustgraph` the tool services and message-bus tools as `tool-service` and `tool` items of TrustGraph's config (`{source_workspace, source_version, config: {type: {key: JSON text}}}`, the form of `tg-export-workspace-config`; `source_workspace` is `TRUSTGRAPH_WORKSPACE`, `source_version` the registry index), which `POST /import` also takes. Includes queue names and config values, so it needs the admin scope.",
         security,
-        response: { 200: json(ExportBundleSchema, "The registry's content."), ...adminReadProblems },
+        querystring: ExportQuerySchema,
+        response: {
+          200: json(z.union([ExportBundleSchema, TrustGraphDumpSchema]), "The registry's content: an `ExportBundle`, or with `format=trustgraph` a `TrustGraphConfigDump`."),
+          ...adminReadProblems,
+        },
       },
     },
-    async () => {
+    async (request) => {
       const bundle = app.registry.exportBundle();
+      if (request.query.format === 'trustgraph') return trustGraphDumpOf(bundle['tool-services'], bundle.tools, config.trustgraph.workspace, app.catalog.index);
       // Descriptors as stored (see StoredToolDescriptor).
       return { ...bundle, tools: bundle.tools as StoredToolDescriptor[] };
     },

@@ -1,0 +1,153 @@
+/**
+ * An import's SQLite transaction on a worker thread. Written on the main thread, even in slices,
+ * a 100,000-tool import held the event loop for the SQL of every slice, and at the end for its
+ * COMMIT: 55-120 ms, most of it SQLite re-checksumming the WAL frames of pages it wrote out
+ * during the transaction and changed again (a bigger page cache made the COMMIT longer), plus
+ * 0.55-0.75 s of checkpoint when the WAL passed wal_autocheckpoint. The worker
+ * (bulk-write-worker.ts) opens its own connection to the same file, runs the same store code
+ * in one IMMEDIATE transaction (commits under synchronous=NORMAL; the caller fdatasyncs the WAL
+ * as for any deferred commit), and checkpoints after answering the commit, off the main thread.
+ * It is started for each import and stopped after its checkpoint.
+ */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { RegistryError, type ErrorCode } from '../model/errors.js';
+import type { AuditEntryInput, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { ToolService } from '../model/schemas.js';
+import type { ToolWrite } from './registry-store.js';
+
+/** One step of a bulk write, as the main thread asks it of the worker. */
+type BulkStep =
+  | { op: 'begin'; path: string; maxPageCount: number }
+  | { op: 'putServices'; services: readonly ToolService[]; now: string }
+  | { op: 'putTools'; tools: readonly ToolWrite[]; now: string }
+  | { op: 'commit'; audit: AuditEntryInput | undefined }
+  | { op: 'rollback' };
+
+/** A step with the id its answer carries. */
+export type BulkRequest = BulkStep & { id: number };
+
+/** The worker's answer to a request (id -1: its checkpoint after a commit). */
+export type BulkReply = { id: number } & ({ ok: true; value: unknown } | { ok: false; error: { code?: ErrorCode; message: string } });
+
+/** A bulk write under way on the worker; every step resolves once the worker has done it. */
+export interface RemoteBulkWrite {
+  readonly index: number;
+  putServices(services: readonly ToolService[], now: string): Promise<PutResult<ServiceRecord>[]>;
+  putTools(tools: readonly ToolWrite[], now: string): Promise<PutResult<ToolRecord>[]>;
+  /** Resolves once committed (not yet fdatasynced); `checkpointed` once the worker has checkpointed after it. */
+  commit(audit: AuditEntryInput | undefined): Promise<{ checkpointed: Promise<void> }>;
+  rollback(): Promise<void>;
+}
+
+/** The worker's module: the .ts source under tsx or vitest, the compiled .js under dist/. */
+const WORKER_URL = new URL(`./bulk-write-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+/**
+ * A worker on a TypeScript module (running from the sources: tsx, vitest). A worker does not
+ * get the parent's module hooks on Node 20, not even with `--import tsx` in its execArgv, so it
+ * registers tsx itself before importing the module.
+ */
+function typescriptWorker(url: URL): Worker {
+  // tsx's ESM entry of its API (require.resolve would give the CommonJS one, whose register()
+  // does not work from a worker).
+  const require = createRequire(import.meta.url);
+  const manifest = require.resolve('tsx/package.json');
+  const { exports } = require(manifest) as { exports: Record<string, { import: { default: string } }> };
+  const api = pathToFileURL(join(dirname(manifest), exports['./esm/api']?.import.default ?? '')).href;
+  return new Worker(`import(${JSON.stringify(api)}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`, { eval: true });
+}
+
+export class BulkWriter {
+  readonly #path: string;
+  #worker: Worker | null = null;
+  #nextId = 0;
+  readonly #pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
+  #onCheckpoint: (() => void) | null = null;
+
+  constructor(path: string) {
+    this.#path = path;
+  }
+
+  /** Opens the worker's connection and its transaction (IMMEDIATE: it waits for other writers). */
+  async begin(maxPageCount: number): Promise<RemoteBulkWrite> {
+    const index = (await this.#call({ op: 'begin', path: this.#path, maxPageCount })) as number;
+    return {
+      index,
+      putServices: async (services, now) => (await this.#call({ op: 'putServices', services, now })) as PutResult<ServiceRecord>[],
+      putTools: async (tools, now) => (await this.#call({ op: 'putTools', tools, now })) as PutResult<ToolRecord>[],
+      commit: async (audit) => {
+        const checkpointed = new Promise<void>((resolve) => {
+          this.#onCheckpoint = resolve;
+        });
+        await this.#call({ op: 'commit', audit });
+        return { checkpointed };
+      },
+      rollback: async () => {
+        await this.#call({ op: 'rollback' });
+        if (this.#pending.size === 0) this.#stop();
+      },
+    };
+  }
+
+  /** Stops the worker; a bulk write still open is rolled back by SQLite. */
+  close(): void {
+    this.#fail(new Error('the database is closed'));
+    this.#stop();
+  }
+
+  #stop(): void {
+    const worker = this.#worker;
+    this.#worker = null;
+    void worker?.terminate();
+  }
+
+  #call(request: BulkStep): Promise<unknown> {
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#start().postMessage({ ...request, id });
+    });
+  }
+
+  #start(): Worker {
+    if (this.#worker) return this.#worker;
+    const worker = WORKER_URL.pathname.endsWith('.ts') ? typescriptWorker(WORKER_URL) : new Worker(WORKER_URL);
+    worker.unref();
+    worker.on('message', (reply: BulkReply) => this.#answer(reply));
+    // Only a worker that stops on its own fails what waits on it (#stop forgets it first).
+    const failed = (err: Error) => {
+      if (this.#worker !== worker) return;
+      this.#worker = null;
+      this.#fail(err);
+    };
+    worker.on('error', failed);
+    worker.on('exit', () => failed(new Error('the bulk write worker stopped')));
+    this.#worker = worker;
+    return worker;
+  }
+
+  #answer(reply: BulkReply): void {
+    if (reply.id === -1) {
+      this.#onCheckpoint?.();
+      this.#onCheckpoint = null;
+      // The import is over: the thread goes (its heap is tens of MiB), the next one starts anew.
+      if (this.#pending.size === 0) this.#stop();
+      return;
+    }
+    const pending = this.#pending.get(reply.id);
+    if (!pending) return;
+    this.#pending.delete(reply.id);
+    if (reply.ok) pending.resolve(reply.value);
+    else pending.reject(reply.error.code ? new RegistryError(reply.error.code, reply.error.message) : new Error(reply.error.message));
+  }
+
+  #fail(err: Error): void {
+    for (const { reject } of this.#pending.values()) reject(err);
+    this.#pending.clear();
+    this.#onCheckpoint?.();
+    this.#onCheckpoint = null;
+  }
+}
