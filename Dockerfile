@@ -46,6 +46,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The dashboard's page, scripts and styles are served as they are, from source (no build step).
+COPY src/http/dashboard ./src/http/dashboard
 COPY bin ./bin
 COPY migrations ./migrations
 COPY openapi.yaml ./openapi.yaml

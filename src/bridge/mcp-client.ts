@@ -8,8 +8,9 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamTool } from '../model/mcp-tools.js';
+import { annotateActive } from './tracing.js';
 
 export interface McpClientOptions {
   /** The registered URL: the only one this connection sends requests to. */
@@ -40,18 +41,29 @@ const CALL_TIMEOUT_MS = 601_000;
 /** Pages of one listing: with the byte bound, it stops a server that pages forever. */
 const MAX_PAGES = 10_000;
 
+/**
+ * The SDK's transport, noting each `tools/call` request's JSON-RPC id on the active span (the
+ * call's MCP client span, src/bridge/mcp-transport.ts): the SDK numbers requests itself.
+ */
+class TracedTransport extends StreamableHTTPClientTransport {
+  override send(message: JSONRPCMessage | JSONRPCMessage[], options?: Parameters<StreamableHTTPClientTransport['send']>[1]): Promise<void> {
+    if (!Array.isArray(message) && 'method' in message && 'id' in message && message.method === 'tools/call') annotateActive('jsonrpc.request.id', String(message.id));
+    return super.send(message, options);
+  }
+}
+
 export class McpUpstreamClient {
   readonly #options: McpClientOptions;
   readonly #url: URL;
   readonly #client: Client;
-  readonly #transport: StreamableHTTPClientTransport;
+  readonly #transport: TracedTransport;
   #closing = false;
   #lost: string | null = null;
 
   constructor(options: McpClientOptions) {
     this.#options = options;
     this.#url = new URL(options.url);
-    this.#transport = new StreamableHTTPClientTransport(this.#url, {
+    this.#transport = new TracedTransport(this.#url, {
       fetch: (url, init) => this.#fetch(url, init),
       ...(options.bearer !== undefined && { requestInit: { headers: { authorization: `Bearer ${options.bearer}` } } }),
       // The stream of notifications is not resumed by the SDK: its end marks the connection
@@ -69,6 +81,16 @@ export class McpUpstreamClient {
   /** Why the connection was lost, or null while it is usable. */
   get lost(): string | null {
     return this.#lost;
+  }
+
+  /** The registered URL (its host and port name the server in spans). */
+  get url(): URL {
+    return this.#url;
+  }
+
+  /** The session the server gave, and the protocol version agreed, once connected. */
+  get session(): { id: string | undefined; protocolVersion: string | undefined } {
+    return { id: this.#transport.sessionId, protocolVersion: this.#transport.protocolVersion };
   }
 
   async connect(): Promise<void> {
@@ -102,9 +124,14 @@ export class McpUpstreamClient {
     throw new UpstreamListError(`the tool list has more than ${MAX_PAGES} pages`);
   }
 
-  /** `tools/call`; aborting `signal` cancels the call upstream (`notifications/cancelled`). */
-  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
-    return this.#client.request({ method: 'tools/call', params: { name, arguments: args } }, CallToolResultSchema, { signal, timeout: CALL_TIMEOUT_MS });
+  /**
+   * `tools/call`; aborting `signal` cancels the call upstream (`notifications/cancelled`).
+   * `traceContext` (`traceparent`, `tracestate`) goes in `params._meta`, unprefixed, as the MCP
+   * conventions of OpenTelemetry and SEP-414 have it.
+   */
+  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, traceContext: Record<string, string> = {}): Promise<CallToolResult> {
+    const params = { name, arguments: args, ...(Object.keys(traceContext).length > 0 && { _meta: traceContext }) };
+    return this.#client.request({ method: 'tools/call', params }, CallToolResultSchema, { signal, timeout: CALL_TIMEOUT_MS });
   }
 
   async close(): Promise<void> {

@@ -2,11 +2,14 @@
  * Tools of upstream MCP servers: `tools/call` with the upstream's name for the tool, over the
  * server's one connection (kept by src/registry/mcp-sync.ts), with the server's credential and
  * never the caller's token. The answer becomes the observation text: structured content as
- * its JSON text, else the text parts joined by line feeds, other parts named in brackets.
+ * its JSON text, else the text parts joined by line feeds, other parts named in brackets. Each
+ * call is an MCP client span whose W3C trace context goes upstream in `params._meta`.
  */
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { McpTool } from '../model/mcp-schemas.js';
 import { BridgeUnavailableError, ToolServiceError } from './errors.js';
 import type { CallToolResult, McpUpstreamClient } from './mcp-client.js';
+import { annotateActive, traceTransport } from './tracing.js';
 import type { ToolTransport, TransportCall } from './transport.js';
 
 /** The server's connection while it is usable; otherwise why not. */
@@ -58,22 +61,52 @@ export class McpTransport implements ToolTransport {
     const connection = this.#lookup(tool.server);
     if ('down' in connection) throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${connection.down}`);
     const { client } = connection;
-    let result: CallToolResult;
-    try {
-      result = await client.callTool(tool.upstreamName, call.arguments, call.signal);
-    } catch (err) {
-      if (call.signal.aborted) throw call.signal.reason;
-      if (client.lost !== null) throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${client.lost}`);
-      // A JSON-RPC error (an unknown tool, invalid arguments) or an HTTP error status.
-      throw new ToolServiceError('mcp-error', err instanceof Error ? err.message.slice(0, 1000) : 'the MCP server failed the call');
-    }
-    if (result.isError === true) {
-      throw new ToolServiceError('mcp-tool-error', result.content.map(partText).join('\n').slice(0, 1000) || 'the tool reported an error');
-    }
-    const text = observationOf(result);
-    if (Buffer.byteLength(text) > this.#maxResponseBytes) throw new ToolServiceError('response-too-large', 'the tool sent more than the registry keeps for one call');
-    call.onChunk?.(text);
-    return text;
+    // The MCP conventions' client span, `tools/call {tool}` (the upstream's name for it); its
+    // context goes upstream in params._meta. No URL path: a registered URL may hold a credential.
+    const port = client.url.port !== '' ? Number(client.url.port) : client.url.protocol === 'https:' ? 443 : 80;
+    const { id: sessionId, protocolVersion } = client.session;
+    const attributes = {
+      'mcp.method.name': 'tools/call',
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': tool.upstreamName,
+      'network.transport': 'tcp',
+      'network.protocol.name': 'http',
+      'server.address': client.url.hostname,
+      'server.port': port,
+      ...(sessionId !== undefined && { 'mcp.session.id': sessionId }),
+      ...(protocolVersion !== undefined && { 'mcp.protocol.version': protocolVersion }),
+    };
+    // error.type as the conventions name it: the JSON-RPC error code, or `tool_error` for an
+    // answer with isError; otherwise the registry's own class of the failure.
+    let rpcCode: string | undefined;
+    const errorTypeOf = (err: unknown) => rpcCode ?? (err instanceof ToolServiceError && err.type === 'mcp-tool-error' ? 'tool_error' : undefined);
+    return traceTransport(
+      `tools/call ${tool.upstreamName}`,
+      attributes,
+      async (traceContext) => {
+        let result: CallToolResult;
+        try {
+          result = await client.callTool(tool.upstreamName, call.arguments, call.signal, traceContext);
+        } catch (err) {
+          if (call.signal.aborted) throw call.signal.reason;
+          if (client.lost !== null) throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${client.lost}`);
+          if (err instanceof McpError) {
+            rpcCode = String(err.code);
+            annotateActive('rpc.response.status_code', rpcCode);
+          }
+          // A JSON-RPC error (an unknown tool, invalid arguments) or an HTTP error status.
+          throw new ToolServiceError('mcp-error', err instanceof Error ? err.message.slice(0, 1000) : 'the MCP server failed the call');
+        }
+        if (result.isError === true) {
+          throw new ToolServiceError('mcp-tool-error', result.content.map(partText).join('\n').slice(0, 1000) || 'the tool reported an error');
+        }
+        const text = observationOf(result);
+        if (Buffer.byteLength(text) > this.#maxResponseBytes) throw new ToolServiceError('response-too-large', 'the tool sent more than the registry keeps for one call');
+        call.onChunk?.(text);
+        return text;
+      },
+      errorTypeOf,
+    );
   }
 
   /** The connections belong to the sync, which closes them. */

@@ -1,9 +1,10 @@
 /**
  * Spans of a call through the bridge, through the OpenTelemetry API only: without an SDK
  * started (src/telemetry.ts) every call here is the API's no-op. The invoke span follows the
- * GenAI conventions (`execute_tool {name}`); its child is the HTTP POST to the tool's host or
- * the send on the bus, and the W3C `traceparent` of that child goes with the call (a header, or
- * a message property), so the tool's own spans join the caller's trace.
+ * GenAI conventions (`execute_tool {name}`); its child is the HTTP POST to the tool's host, the
+ * send on the bus, or the `tools/call` to an upstream MCP server, and the W3C `traceparent` of
+ * that child goes with the call (a header, a message property, or the request's `params._meta`),
+ * so the tool's own spans join the caller's trace.
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
 import { RegistryError } from '../model/errors.js';
@@ -15,12 +16,15 @@ const tracer = trace.getTracer('tool-registry');
 const errorType = (err: unknown): string =>
   err instanceof RegistryError ? err.code : err instanceof ToolServiceError ? err.type : err instanceof Error ? err.name : 'unknown';
 
+/** What a transport says an error's `error.type` is, where its conventions differ; undefined: the default. */
+type ErrorTypeOf = (err: unknown) => string | undefined;
+
 /** Ends `span` with the outcome of `work`. */
-async function within<T>(span: Span, work: () => Promise<T>): Promise<T> {
+async function within<T>(span: Span, work: () => Promise<T>, errorTypeOf?: ErrorTypeOf): Promise<T> {
   try {
     return await work();
   } catch (err) {
-    span.setAttribute('error.type', errorType(err));
+    span.setAttribute('error.type', errorTypeOf?.(err) ?? errorType(err));
     span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
     throw err;
   } finally {
@@ -49,11 +53,16 @@ export function annotateInvoke(toolName: string, kind: string, callId: string): 
  * A client span around a transport's call, with the trace context to send: `work` gets a
  * carrier holding `traceparent` (and `tracestate`) for the span, or nothing when tracing is off.
  */
-export function traceTransport<T>(name: string, attributes: Attributes, work: (carrier: Record<string, string>) => Promise<T>): Promise<T> {
+export function traceTransport<T>(
+  name: string,
+  attributes: Attributes,
+  work: (carrier: Record<string, string>) => Promise<T>,
+  errorTypeOf?: ErrorTypeOf,
+): Promise<T> {
   return tracer.startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, (span) => {
     const carrier: Record<string, string> = {};
     propagation.inject(context.active(), carrier);
-    return within(span, () => work(carrier));
+    return within(span, () => work(carrier), errorTypeOf);
   });
 }
 

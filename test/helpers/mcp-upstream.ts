@@ -13,7 +13,8 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, typ
 
 export interface UpstreamToolDef {
   tool: Tool;
-  handler: (args: Record<string, unknown>, signal: AbortSignal) => Promise<CallToolResult> | CallToolResult;
+  /** `meta` is the request's `params._meta` (where a client's trace context travels). */
+  handler: (args: Record<string, unknown>, signal: AbortSignal, meta: Record<string, unknown> | undefined) => Promise<CallToolResult> | CallToolResult;
 }
 
 export interface McpUpstream {
@@ -52,7 +53,7 @@ export async function startMcpUpstream(options: { tools: UpstreamToolDef[]; page
       calls.push({ name: request.params.name, arguments: args });
       const def = tools.find((d) => d.tool.name === request.params.name);
       if (!def) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
-      return def.handler(args, extra.signal);
+      return def.handler(args, extra.signal, request.params._meta);
     });
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

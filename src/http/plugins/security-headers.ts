@@ -11,8 +11,13 @@ import { RegistryError } from '../../model/errors.js';
  * styles from /docs/static, fetch the document from /docs/json and show a `data:` logo, and it
  * sets styles only through the DOM, which `style-src` does not govern.
  */
-/** Where the registry serves HTML: Swagger UI (src/http/routes/openapi.ts). */
-const DOCS_PREFIX = '/docs';
+/**
+ * Where the registry serves HTML: Swagger UI (src/http/routes/openapi.ts) and the dashboard
+ * (src/http/routes/dashboard.ts), whose scripts and styles are files under /dashboard/assets,
+ * which reads only this origin's JSON and event stream, and which also sets styles only
+ * through the DOM (uPlot).
+ */
+const HTML_PREFIXES = ['/docs', '/dashboard'];
 
 export default fp<{ config: Config }>(
   async (app, { config }) => {
@@ -50,14 +55,14 @@ export default fp<{ config: Config }>(
       reply.header('connection', 'close');
       done(new RegistryError('TR_ERR_UNAVAILABLE', 'the registry is shutting down; retry shortly', { retryAfterS: 5 }));
     });
-    // Only the documentation routes serve HTML, so only they pay for the content-type check.
+    // Only the documentation and dashboard routes serve HTML, so only they pay for the content-type check.
     const addCsp = (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
       const type = reply.getHeader('content-type');
       if (typeof type === 'string' && /^\s*(?:text\/html|image\/svg\+xml|application\/xhtml\+xml)/i.test(type)) reply.header('content-security-policy', csp);
       done(null, payload);
     };
     app.addHook('onRoute', (route) => {
-      if (!route.url.startsWith(DOCS_PREFIX)) return;
+      if (!HTML_PREFIXES.some((prefix) => route.url.startsWith(prefix))) return;
       const existing = route.onSend;
       route.onSend = [...(Array.isArray(existing) ? existing : existing ? [existing] : []), addCsp] as typeof route.onSend;
     });
