@@ -51,7 +51,8 @@ describe('bad input', () => {
     ['a queue with a bad scheme', { method: 'PUT', url: '/tool-services/joke-service', headers: json, payload: JSON.stringify({ ...seed('joke-service'), 'response-queue': 'kafka://tg/response/joke' }) }, 400, 'response-queue'],
     ['both topic and queues', { method: 'PUT', url: '/tool-services/joke-service', headers: json, payload: JSON.stringify({ ...seed('joke-service'), topic: 'joke' }) }, 400, 'topic'],
     ['a body name differing from the URL', { method: 'PUT', url: '/tools/calculator', headers: json, payload: JSON.stringify({ ...seed('calculator'), name: 'other' }) }, 400, 'name'],
-    ['a config value that is an object', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('tell-joke'), style: { a: 1 } }) }, 400, 'style'],
+    // Objects and lists are config values the reference agent passes on (issue 15); a group that is not a list it refuses.
+    ['a group that is not a list', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('tell-joke'), group: 'fun' }) }, 400, 'group'],
     ['the wrong content type', { method: 'POST', url: '/tools/register', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=calculator' }, 415, null],
     ['text/plain', { method: 'POST', url: '/tools/register', headers: { 'content-type': 'text/plain' }, payload: JSON.stringify(seed('calculator')) }, 415, null],
     ['an oversized body', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), description: 'x'.repeat(70 * 1024) }) }, 413, null],

@@ -1,6 +1,7 @@
 /**
  * Data commands talk to a running registry over HTTP, like the reference platform's config
- * tool: `put tool/<name>`, `put tool-service/<id>`, `get`, `list`, `delete`, `import`, `export`.
+ * tool: `put tool/<name>`, `put tool-service/<id>`, `get`, `list`, `delete`, `import`, `export`
+ * (`--format trustgraph`: TrustGraph's config items, as `tg-export-workspace-config` writes them).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { devSecretPathFor } from '../auth/keys.js';
@@ -113,7 +114,10 @@ function safeJson(text: string): unknown {
   }
 }
 
-const DATA_OPTIONS: CommandOptions = { url: { type: 'string' }, token: { type: 'string' }, file: { type: 'string' } };
+const DATA_OPTIONS: CommandOptions = { url: { type: 'string' }, token: { type: 'string' }, file: { type: 'string' }, format: { type: 'string' } };
+
+/** `export --format`: the registry's bundle, or TrustGraph's config items. */
+const EXPORT_FORMATS: ReadonlySet<string> = new Set(['registry', 'trustgraph']);
 
 export async function runDataCommand(command: string, args: readonly string[], io: CliIo): Promise<number> {
   const { env } = io;
@@ -121,6 +125,9 @@ export async function runDataCommand(command: string, args: readonly string[], i
   const { settings, options, positionals: rest } = parseCommandArgs(command, args, DATA_OPTIONS, true);
   const url = options.get('url')?.at(-1) ?? env['REGISTRY_URL'] ?? DEFAULT_URL;
   const file = options.get('file')?.at(-1);
+  const format = options.get('format')?.at(-1);
+  if (format !== undefined && command !== 'export') throw new UsageError(`--format is an option of export, not of ${command}`);
+  if (format !== undefined && !EXPORT_FORMATS.has(format)) throw new UsageError(`--format takes ${[...EXPORT_FORMATS].join(' or ')}`);
   const client = httpClient(url, clientToken(options.get('token')?.at(-1), env, settings));
   const print = (value: unknown) => io.stdout(`${terminalJson(value)}\n`);
   const unexpected = (n: number) => {
@@ -170,7 +177,7 @@ export async function runDataCommand(command: string, args: readonly string[], i
     }
     case 'export': {
       unexpected(0);
-      print(await client.request('GET', '/export'));
+      print(await client.request('GET', format === undefined ? '/export' : `/export?format=${format}`));
       return 0;
     }
     default:

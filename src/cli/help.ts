@@ -19,7 +19,9 @@ Usage:
   tool-registry delete tool/<name> | tool-service/<id>
   tool-registry list [tools | tool-services]
   tool-registry import <file>                import {"tool-services": [...], "tools": [...]} in one transaction
-  tool-registry export                       print every live service and tool in that form
+                                             (or a TrustGraph config dump: tool-service and tool items)
+  tool-registry export [--format trustgraph] print every live service and tool in that form (or as
+                                             TrustGraph config items, tg-export-workspace-config's form)
 
 Data commands (put, get, delete, list, import, export) talk to a running registry:
   --url URL          registry base URL (REGISTRY_URL; default http://127.0.0.1:8006)

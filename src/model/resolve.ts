@@ -95,9 +95,9 @@ export function parseTool(input: unknown, lookupService: ServiceLookup, prefix: 
       });
       continue;
     }
-    if (!ConfigValueSchema.safeParse(value).success) {
-      errors.push({ path: path(key), message: 'a config value must be a string, number or boolean' });
-    }
+    // Any JSON value, passed through as the reference agent does; only its size is bounded.
+    const checked = ConfigValueSchema.safeParse(value);
+    if (!checked.success) errors.push(...fieldErrorsFrom(checked.error, [...prefix, key]));
   }
   for (const param of service['config-params']) {
     // Own keys only: a param named like an Object.prototype member must still be given.

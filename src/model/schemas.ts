@@ -97,6 +97,34 @@ export const PulsarTopicSchema = z
   .max(1024)
   .regex(PULSAR_TOPIC_PATTERN, 'must be a Pulsar topic name such as non-persistent://tg/request/joke');
 
+/**
+ * The reference's queue ids, `class:topicspace:topic` (`request:tg:joke`), mapped to topics the
+ * way its Pulsar backend maps them (trustgraph-base 2.11.1, base/async_pulsar_backend.py
+ * `_map_topic`): class `flow` is persistent, `request`, `response` and `notify` non-persistent;
+ * the topicspace is the tenant, the class the namespace; the topic keeps any further `:`.
+ * Undefined for anything else.
+ */
+export function topicOfQueueId(id: string): string | undefined {
+  const match = /^(flow|request|response|notify):([^:]+):(.+)$/.exec(id);
+  if (!match) return undefined;
+  const [, cls, topicspace, topic] = match as unknown as [string, string, string, string];
+  const name = `${cls === 'flow' ? 'persistent' : 'non-persistent'}://${topicspace}/${cls}/${topic}`;
+  return PULSAR_TOPIC_PATTERN.test(name) ? name : undefined;
+}
+
+/** A queue as a descriptor may give it: a Pulsar topic name or a queue id, always kept as the topic. */
+export const PulsarQueueSchema = z
+  .string()
+  .max(1024)
+  .transform((value, ctx) => {
+    const topic = value.includes('://') ? (PULSAR_TOPIC_PATTERN.test(value) ? value : undefined) : topicOfQueueId(value);
+    if (topic === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'must be a Pulsar topic name such as non-persistent://tg/request/joke, or a queue id such as request:tg:joke' });
+      return z.NEVER;
+    }
+    return topic;
+  });
+
 /** The short `topic` form's local name. */
 export const TopicLocalNameSchema = z
   .string()
@@ -163,8 +191,9 @@ export const ToolServiceInputSchema = z
     id: ServiceIdSchema,
     /** Short form: expands to non-persistent://tg/request/{topic} and .../response/{topic}. */
     topic: TopicLocalNameSchema.optional(),
-    'request-queue': PulsarTopicSchema.optional(),
-    'response-queue': PulsarTopicSchema.optional(),
+    /** A topic name, or a queue id (`request:tg:joke`) stored as the topic it names. */
+    'request-queue': PulsarQueueSchema.optional(),
+    'response-queue': PulsarQueueSchema.optional(),
     'config-params': z
       .array(z.union([ConfigParamSchema.shape.name, ConfigParamSchema]))
       .max(64)
@@ -218,10 +247,38 @@ export const ArgumentSchema = z.strictObject({
 /** @public */
 export type Argument = z.infer<typeof ArgumentSchema>;
 
-/** A config value a tool gives for one of its service's config params. */
-export const ConfigValueSchema = z.union([text(8192), z.number(), z.boolean()]);
+/** The most JSON an object or list config value may take. */
+const CONFIG_VALUE_MAX_JSON = 64 * 1024;
+
+/**
+ * A config value a tool gives for one of its service's config params: any JSON value, as the
+ * reference agent passes `data[param]` on as it is (trustgraph-flow 2.11.1,
+ * agent/react/service.py `on_tools_config`), so objects and lists reach the service inside the
+ * request's `config` JSON text. A string is text of at most 8192 characters; an object or list
+ * at most CONFIG_VALUE_MAX_JSON of JSON.
+ */
+export const ConfigValueSchema = jsonText().superRefine((value, ctx) => {
+  if (typeof value === 'string' && value.length > 8192) ctx.addIssue({ code: 'custom', message: 'a config value string must be at most 8192 characters' });
+  if (typeof value === 'object' && value !== null && JSON.stringify(value).length > CONFIG_VALUE_MAX_JSON) {
+    ctx.addIssue({ code: 'custom', message: `an object or list config value must be at most ${CONFIG_VALUE_MAX_JSON} characters of JSON` });
+  }
+});
 /** @public */
 export type ConfigValue = z.infer<typeof ConfigValueSchema>;
+
+/**
+ * The agent hints have the types the reference agent checks before it takes a tool set
+ * (trustgraph-flow 2.11.1, agent/tool_filter.py `validate_tool_config`): `group` and
+ * `applicable-states` lists of strings, `state` a string. One of another type makes the agent
+ * refuse its whole tool reload, so the registry refuses it here, naming the field.
+ */
+const AGENT_REFUSES = 'the reference agent refuses the whole tool set otherwise';
+const hintName = () =>
+  z
+    .string({ error: `must be a string (${AGENT_REFUSES})` })
+    .max(200)
+    .regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE);
+const hintNames = () => z.array(hintName(), { error: `must be a list of strings (${AGENT_REFUSES})` }).max(64);
 
 /** Fields of a message-bus tool other than its config values. */
 export const BusToolFieldsSchema = z.object({
@@ -239,10 +296,12 @@ export const BusToolFieldsSchema = z.object({
   scopes: z.array(ScopeSchema).max(64).default([]),
   /** How long a call may wait for its answer. */
   timeoutMs: z.number().int().min(1).max(600_000).optional(),
-  /** Agent-side grouping and state machine hints, kept as given. */
-  group: jsonText().optional(),
-  state: jsonText().optional(),
-  'applicable-states': jsonText().optional(),
+  /** The agent's tool groups: a request for one of them offers the tool (default `["default"]`). */
+  group: hintNames().optional(),
+  /** The agent's state after a successful call of the tool. */
+  state: hintName().optional(),
+  /** The agent states in which the tool is offered (`"*"`: all; default `["*"]`). */
+  'applicable-states': hintNames().optional(),
 });
 
 export const BUS_TOOL_FIELDS: ReadonlySet<string> = new Set(Object.keys(BusToolFieldsSchema.shape));

@@ -80,7 +80,9 @@ const CASES: Case[] = [
   ['a config value', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', style: `pun${bad}` }), () => 'style'],
   ['the group hint', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', group: ['fun', `g${bad}`] }), () => 'group.1'],
   ['the state hint', 'PUT', '/tools/j1', (bad) => ({ ...tellJoke, name: 'j1', state: `s${bad}` }), () => 'state'],
-  ['a key of the applicable-states hint', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', 'applicable-states': { [`s${bad}`]: true } }), (bad) => `applicable-states.${JSON.stringify(`s${bad}`).slice(1, -1)}`],
+  ['an applicable-states entry', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', 'applicable-states': ['idle', `s${bad}`] }), () => 'applicable-states.1'],
+  // Config values may be objects (issue 15): their keys are free-form text too.
+  ['a key of an object config value', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', style: { [`s${bad}`]: true } }), (bad) => `style.${JSON.stringify(`s${bad}`).slice(1, -1)}`],
   ['a default in an imported tool', 'POST', '/import', (bad) => ({ tools: [withParameter('c2', {}), withParameter('c1', { default: `v${bad}` })] }), () => 'tools.1.parameters.p.default'],
 ];
 
@@ -110,14 +112,14 @@ describe('issue 9: control characters in descriptors', () => {
     const text = 'line one\n\tline two: ünïcødé, 中文, emoji 🙂, עברית with its mark \u200F, a backslash \\ and quotes "';
     const http = withParameter('layout', { type: 'object', description: text, default: { [text]: [text] }, enum: [text], items: { description: text } });
     expect((await send('POST', '/tools/register', { ...http, returns: text })).status).toBe(201);
-    const bus = { ...tellJoke, name: 'layout-bus', style: text, group: [text], state: { [text]: text }, 'applicable-states': [text] };
+    const bus = { ...tellJoke, name: 'layout-bus', style: text, group: [text], state: text, 'applicable-states': [text] };
     expect((await send('POST', '/tools/register', bus)).status).toBe(201);
     const { tools } = JSON.parse(await exported()) as { tools: Record<string, unknown>[] };
     expect(tools.find((tool) => tool['name'] === 'layout')).toMatchObject({
       returns: text,
       parameters: { p: { description: text, default: { [text]: [text] }, enum: [text], items: { description: text } } },
     });
-    expect(tools.find((tool) => tool['name'] === 'layout-bus')).toMatchObject({ style: text, group: [text], state: { [text]: text }, 'applicable-states': [text] });
+    expect(tools.find((tool) => tool['name'] === 'layout-bus')).toMatchObject({ style: text, group: [text], state: text, 'applicable-states': [text] });
   });
 });
 

@@ -18,6 +18,7 @@ import type { ViewWaiters } from '../../catalog/waiters.js';
 import type { CallRecord } from '../../model/records.js';
 import type { ViewKey } from '../../model/visibility.js';
 import type { CommitObservation } from '../../registry/commit-telemetry.js';
+import type { ConfigSyncFigures } from '../../trustgraph/config-sync.js';
 
 /** The label value of tools (and subjects) past the cap. */
 export const OTHER_LABEL = '(other)';
@@ -89,6 +90,8 @@ export class RegistryMetrics {
   /** Full views served, by view kind (VIEW_KINDS) x [200, 304]: plain numbers on the hot path, read at scrape. */
   readonly #views = new Float64Array(VIEW_KINDS.length * 2);
   #mcpSessions: () => number = () => 0;
+  /** TrustGraph config sync's figures (TRUSTGRAPH_CONFIG_SYNC), read at scrape; null when off. */
+  #configSync: () => ConfigSyncFigures | null = () => null;
   /** Where the METRICS_PORT listener listens, once it does. */
   listenAddress: { address: string; port: number } | null = null;
 
@@ -231,6 +234,29 @@ export class RegistryMetrics {
       },
     });
 
+    const configSync = () => this.#configSync();
+    new Counter({
+      name: 'tool_registry_trustgraph_config_requests_total',
+      help: "Requests to TrustGraph's config service (TRUSTGRAPH_CONFIG_SYNC) by outcome: ok, failed (sent again after a backoff), too_large (an item too large for one message, never sent)",
+      labelNames: ['outcome'],
+      registers,
+      collect() {
+        this.reset();
+        const figures = configSync();
+        this.inc({ outcome: 'ok' }, figures?.requests ?? 0);
+        this.inc({ outcome: 'failed' }, figures?.failures ?? 0);
+        this.inc({ outcome: 'too_large' }, figures?.tooLarge ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'tool_registry_trustgraph_config_pending',
+      help: "Tool services and message-bus tools changed in the registry and not yet written to TrustGraph's config service (0 with TRUSTGRAPH_CONFIG_SYNC off)",
+      registers,
+      collect() {
+        this.set(configSync()?.pending ?? 0);
+      },
+    });
+
     this.#commitWrites = new Histogram({
       name: 'tool_registry_commit_writes',
       help: 'Writes per group commit (one transaction and one fsync for all of them)',
@@ -283,6 +309,11 @@ export class RegistryMetrics {
     this.#mcpSessions = read;
   }
 
+  /** Where the TrustGraph config sync's figures come from (src/http/plugins/trustgraph-config.ts). */
+  watchConfigSync(read: () => ConfigSyncFigures | null): void {
+    this.#configSync = read;
+  }
+
   get contentType(): string {
     return this.registry.contentType;
   }
@@ -294,6 +325,7 @@ export class RegistryMetrics {
 
   close(): void {
     this.#mcpSessions = () => 0;
+    this.#configSync = () => null;
     this.registry.clear();
   }
 }
