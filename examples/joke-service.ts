@@ -6,6 +6,10 @@
  * It listens on non-persistent://tg/request/joke (subscription "joke-service-request", Shared)
  * and answers on non-persistent://tg/response/joke, so the seed's joke-service descriptor and
  * tell-joke tool (examples/descriptors/) reach it through POST /tools/tell-joke/invoke.
+ *
+ * It logs its state as JSON lines on stderr (pipe them through pino-pretty to read them) and
+ * reconnects by itself when the broker goes away. With MAX_RETRIES=n it gives up after n failed
+ * attempts in a row and the process ends with status 1, for a supervisor to restart it.
  */
 import { runToolService } from '../src/toolkit/tool-service.js';
 
@@ -27,17 +31,8 @@ const service = runToolService({
     return `Hey ${user || 'there'}! Here's a ${style} for you:\n\n${joke}`;
   },
   onError: (err) => console.error('joke-service:', err),
+  ...(process.env['MAX_RETRIES'] !== undefined && { maxRetries: Number(process.env['MAX_RETRIES']) }),
 });
 
-service.ready.then(
-  () => console.log(`joke-service listening on non-persistent://tg/request/joke via ${url}`),
-  (err: unknown) => {
-    console.error(`joke-service cannot start: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  },
-);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    void service.close().then(() => process.exit(0));
-  });
-}
+// Closed, the service holds nothing open: the process ends with status 0.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void service.close());

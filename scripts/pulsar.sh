@@ -21,6 +21,10 @@
 #   PULSAR_START_TIMEOUT  seconds to wait for readiness (default 180)
 #   PULSAR_STOP_TIMEOUT   seconds to wait after SIGTERM before SIGKILL (default 30)
 #   PULSAR_WIPE_DATA      1 (default) wipes the state dir's broker data on start; 0 keeps it
+#   PULSAR_MAX_TEXT_FRAME_SIZE  the broker's webSocketMaxTextFrameSize in bytes: the largest text
+#                         frame its WebSocket API takes, so the largest message a WebSocket client
+#                         can publish (payloads travel base64-encoded). Default: the shipped 1048576
+#   PULSAR_MAX_MESSAGE_SIZE     the broker's maxMessageSize in bytes (default: the shipped 5242880)
 set -euo pipefail
 
 # Newest 4.0.x whose binary distribution resolves on Maven Central (checked: 4.0.9 does not).
@@ -36,6 +40,8 @@ PULSAR_BROKER_PORT="${PULSAR_BROKER_PORT:-6650}"
 PULSAR_START_TIMEOUT="${PULSAR_START_TIMEOUT:-180}"
 PULSAR_STOP_TIMEOUT="${PULSAR_STOP_TIMEOUT:-30}"
 PULSAR_WIPE_DATA="${PULSAR_WIPE_DATA:-1}"
+PULSAR_MAX_TEXT_FRAME_SIZE="${PULSAR_MAX_TEXT_FRAME_SIZE:-}"
+PULSAR_MAX_MESSAGE_SIZE="${PULSAR_MAX_MESSAGE_SIZE:-}"
 
 DIST_DIR="$PULSAR_CACHE_DIR/apache-pulsar-$PULSAR_VERSION"
 PID_FILE="$PULSAR_STATE_DIR/pulsar.pid"
@@ -268,6 +274,13 @@ cmd_start() {
   # embedded bookie: listen on the loopback interface only
   set_conf "$CONF_FILE" listeningInterface lo
   set_conf "$CONF_FILE" allowLoopback true
+  # Message size limits, when asked for (a restart with `stop` then `start` applies new values).
+  local size
+  for size in "webSocketMaxTextFrameSize:$PULSAR_MAX_TEXT_FRAME_SIZE" "maxMessageSize:$PULSAR_MAX_MESSAGE_SIZE"; do
+    [[ -n "${size#*:}" ]] || continue
+    [[ "${size#*:}" =~ ^[0-9]+$ ]] || die "${size%%:*} must be a number of bytes (got ${size#*:})"
+    set_conf "$CONF_FILE" "${size%%:*}" "${size#*:}"
+  done
 
   {
     echo "PULSAR_WEB_PORT=$PULSAR_WEB_PORT"

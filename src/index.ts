@@ -4,5 +4,12 @@
  */
 export { buildApp } from './http/app.js';
 export { loadConfig, defaultConfig, type Config } from './config.js';
-export { runToolService, type ToolHandler, type ToolServiceOptions, type RunningToolService } from './toolkit/tool-service.js';
+export {
+  runToolService,
+  type ToolHandler,
+  type ToolServiceOptions,
+  type RunningToolService,
+  type ToolServiceLogger,
+  type ToolServiceState,
+} from './toolkit/tool-service.js';
 export { PulsarWsClient, type PulsarWsOptions, type BusRequest } from './bridge/pulsar-ws.js';

@@ -4,10 +4,21 @@
  */
 import { configValuesOf } from '../model/resolve.js';
 import type { BusTool, ToolService } from '../model/schemas.js';
-import { BridgeUnavailableError } from './errors.js';
+import { BridgeUnavailableError, RequestTooLargeError, type MessageSizeFacts } from './errors.js';
 import type { PulsarWsClient } from './pulsar-ws.js';
 import { traceTransport } from './tracing.js';
 import type { ToolTransport, TransportCall, TransportState } from './transport.js';
+
+/** The 413's detail: the call's size, the limit, and the setting or broker value behind it. */
+function tooLargeDetail(facts: MessageSizeFacts): string {
+  const bound =
+    facts.boundBy === 'message'
+      ? `the broker's maxMessageSize, ${String(facts.maxMessageBytes)} bytes, less room for the message header`
+      : facts.frameFrom === 'broker'
+        ? `base64 in one WebSocket frame of at most ${facts.maxFrameBytes} bytes, the broker's webSocketMaxTextFrameSize`
+        : `base64 in one WebSocket frame of at most ${facts.maxFrameBytes} bytes, PULSAR_WS_MAX_FRAME_BYTES`;
+  return `the call is ${facts.bytes} bytes of JSON, more than the ${facts.limitBytes} bytes one message on the bus carries (${bound})`;
+}
 
 export class BusTransport implements ToolTransport {
   readonly #client: PulsarWsClient | undefined;
@@ -39,25 +50,25 @@ export class BusTransport implements ToolTransport {
       'messaging.destination.name': requestQueue,
       'messaging.message.conversation_id': call.id,
     };
-    return traceTransport(`send ${requestQueue}`, attributes, (properties) =>
-      client.call(
-        {
-          id: call.id,
-          requestQueue,
-          responseQueue: service['response-queue'],
-          // The reference wire: config and arguments as JSON text; `user` carries the caller to
-          // services that read it and is ignored by those that do not.
-          body: {
-            user: call.sub ?? '',
-            config: JSON.stringify(configValuesOf(call.descriptor as BusTool, service)),
-            arguments: JSON.stringify(call.arguments),
-          },
-          ...(call.onChunk && { onChunk: call.onChunk }),
-          properties,
-        },
-        call.signal,
-      ),
-    );
+    // The reference wire: config and arguments as JSON text; `user` carries the caller to
+    // services that read it and is ignored by those that do not.
+    const body = {
+      user: call.sub ?? '',
+      config: JSON.stringify(configValuesOf(call.descriptor as BusTool, service)),
+      arguments: JSON.stringify(call.arguments),
+    };
+    return traceTransport(`send ${requestQueue}`, attributes, async (properties) => {
+      try {
+        return await client.call(
+          { id: call.id, requestQueue, responseQueue: service['response-queue'], body, ...(call.onChunk && { onChunk: call.onChunk }), properties },
+          call.signal,
+        );
+      } catch (err) {
+        // Named in the registry's terms: the setting, or the broker value, that set the limit.
+        if (err instanceof RequestTooLargeError && err.facts) throw new RequestTooLargeError(tooLargeDetail(err.facts), err.facts);
+        throw err;
+      }
+    });
   }
 
   close(): void {

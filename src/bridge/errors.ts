@@ -23,9 +23,29 @@ export class CallTimeoutError extends Error {
   override readonly name = 'CallTimeoutError';
 }
 
+/** What bounds one message on the bus, and by how much a call missed it. */
+export interface MessageSizeFacts {
+  /** The call's payload: bytes of JSON. */
+  bytes: number;
+  /** The most bytes of JSON one message can carry here. */
+  limitBytes: number;
+  /** What sets that limit: the WebSocket text frame (base64 inside), or the broker's maxMessageSize. */
+  boundBy: 'frame' | 'message';
+  /** The frame limit in force, and whether the setting or the broker's lower value set it. */
+  maxFrameBytes: number;
+  frameFrom: 'setting' | 'broker';
+  /** The broker's maxMessageSize, when read from it. */
+  maxMessageBytes: number | undefined;
+}
+
 /** The request cannot be carried: too large for the bus (413). */
 export class RequestTooLargeError extends Error {
   override readonly name = 'RequestTooLargeError';
+  readonly facts: MessageSizeFacts | undefined;
+  constructor(message: string, facts?: MessageSizeFacts) {
+    super(message);
+    this.facts = facts;
+  }
 }
 
 /** The caller hung up before the answer came; the call is abandoned. */

@@ -7,11 +7,18 @@
  * the first request on it), producers cached per request topic, every message acknowledged at
  * once, a ping every 30 s, and reconnection with backoff after any close. Calls waiting on a
  * connection that drops fail at once rather than waiting out their timeout.
+ *
+ * Sizes: a payload travels base64-encoded inside a JSON text frame, and the broker parses text
+ * frames up to its `webSocketMaxTextFrameSize` (1 MiB by default), closing the socket on a larger
+ * one. So a call's JSON is checked, exactly, against what one frame of `maxFrameBytes` can carry
+ * (about 786 KB at 1 MiB), lowered to the broker's own limits when they could be read
+ * (src/bridge/broker-limits.ts), and refused before anything is sent.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import WebSocket from 'ws';
-import { BridgeUnavailableError, RequestTooLargeError, ToolServiceError } from './errors.js';
+import type { BrokerLimits } from './broker-limits.js';
+import { BridgeUnavailableError, RequestTooLargeError, ToolServiceError, type MessageSizeFacts } from './errors.js';
 
 export interface PulsarWsOptions {
   /** e.g. ws://127.0.0.1:8080 */
@@ -23,6 +30,11 @@ export interface PulsarWsOptions {
   pingIntervalMs?: number;
   /** Largest text frame the server takes (Pulsar's webSocketMaxTextFrameSize, 1 MiB by default). */
   maxFrameBytes?: number;
+  /**
+   * The broker's own limits, being read (src/bridge/broker-limits.ts); undefined when they could
+   * not be. Awaited before the first publish: a lower frame limit than `maxFrameBytes` wins.
+   */
+  brokerLimits?: Promise<BrokerLimits | undefined>;
   /** Largest total observation kept for one call. */
   maxResponseBytes?: number;
   /** Prefix of this process's response subscriptions; a unique suffix is added. */
@@ -60,11 +72,143 @@ export function topicPath(topic: string): string {
   return `${domain}/${tenant}/${namespace}/${encodeURIComponent(local)}`;
 }
 
-const BACKOFF_MIN_MS = 250;
-const BACKOFF_MAX_MS = 10_000;
+/** Pulsar's default webSocketMaxTextFrameSize. */
+export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+
+/**
+ * Room kept beside the payload under the broker's maxMessageSize, which its producer compares
+ * with the message's header and payload together. Measured on Pulsar 4.0.8 with maxMessageSize
+ * 5242880: a payload of 5242880 bytes was refused as 5242919 with its header (a one-character
+ * `id` property), 50 bytes less went through; a uuid `id` and a `traceparent` add under 150.
+ */
+const MESSAGE_HEADER_ALLOWANCE = 1024;
+
+/** The limits one publish meets. */
+export interface BusLimits {
+  /** The largest text frame: the setting, or the broker's webSocketMaxTextFrameSize when lower. */
+  maxFrameBytes: number;
+  frameFrom: 'setting' | 'broker';
+  /** The broker's maxMessageSize, when read from it. */
+  maxMessageBytes: number | undefined;
+}
+
+/** The frame limit in force: the setting, lowered to the broker's when it is lower. */
+export function effectiveLimits(maxFrameBytes: number, broker: BrokerLimits | undefined): BusLimits {
+  if (broker && broker.maxTextFrameBytes < maxFrameBytes) {
+    return { maxFrameBytes: broker.maxTextFrameBytes, frameFrom: 'broker', maxMessageBytes: broker.maxMessageBytes };
+  }
+  return { maxFrameBytes, frameFrom: 'setting', maxMessageBytes: broker?.maxMessageBytes };
+}
+
+/** A publish frame: the payload's UTF-8 bytes in base64, the properties, the ack's context. */
+export function publishFrame(payload: string, properties: Record<string, string>, context: string): string {
+  return JSON.stringify({ payload: Buffer.from(payload).toString('base64'), properties, context });
+}
+
+/**
+ * The most bytes of payload one publish frame can carry with these properties and context:
+ * the frame less everything but the base64 text, of which every 4 characters hold 3 bytes
+ * (base64 characters need no escaping in JSON, so this is exact); then the broker's
+ * maxMessageSize, less room for the message header, when known.
+ */
+export function payloadLimit(limits: BusLimits, properties: Record<string, string>, context: string): { bytes: number; boundBy: 'frame' | 'message' } {
+  const envelope = Buffer.byteLength(JSON.stringify({ payload: '', properties, context }));
+  const byFrame = Math.max(0, Math.floor((limits.maxFrameBytes - envelope) / 4) * 3);
+  const byMessage = limits.maxMessageBytes === undefined ? Infinity : Math.max(0, limits.maxMessageBytes - MESSAGE_HEADER_ALLOWANCE);
+  return byMessage < byFrame ? { bytes: byMessage, boundBy: 'message' } : { bytes: byFrame, boundBy: 'frame' };
+}
+
+/** The facts of a payload too large for one message, or undefined when it fits. */
+export function oversize(payload: string, limits: BusLimits, properties: Record<string, string>, context: string): MessageSizeFacts | undefined {
+  const bytes = Buffer.byteLength(payload);
+  const limit = payloadLimit(limits, properties, context);
+  if (bytes <= limit.bytes) return undefined;
+  return { bytes, limitBytes: limit.bytes, boundBy: limit.boundBy, ...limits };
+}
+
+/** A library-neutral account of a payload too large; the registry's bridge words its own. */
+export function oversizeMessage(facts: MessageSizeFacts): string {
+  const bound =
+    facts.boundBy === 'frame'
+      ? `base64-encoded in a WebSocket text frame of at most ${facts.maxFrameBytes} bytes`
+      : `under the broker's maxMessageSize of ${String(facts.maxMessageBytes)} bytes`;
+  return `the message is ${facts.bytes} bytes of JSON, more than the ${facts.limitBytes} one message on the bus carries (${bound})`;
+}
+
+/** Jittered exponential backoff: each delay is drawn from [d/2, d], d doubling from min to max. */
+export class Backoff {
+  #next: number;
+  constructor(
+    readonly minMs = 250,
+    readonly maxMs = 10_000,
+  ) {
+    this.#next = minMs;
+  }
+
+  next(): number {
+    const delay = this.#next * (0.5 + Math.random() / 2);
+    this.#next = Math.min(this.#next * 2, this.maxMs);
+    return Math.round(delay);
+  }
+
+  reset(): void {
+    this.#next = this.minMs;
+  }
+}
+
+/**
+ * Pings every `intervalMs` (the broker closes sessions idle for webSocketSessionIdleTimeoutMillis,
+ * 5 minutes by default) and terminates the socket when a ping went unanswered. Returns the stop.
+ */
+export function keepAlive(ws: WebSocket, intervalMs: number): () => void {
+  let alive = true;
+  const onPong = () => {
+    alive = true;
+  };
+  ws.on('pong', onPong);
+  const timer = setInterval(() => {
+    if (!alive) {
+      ws.terminate(); // no pong since the last ping: treat as dropped
+      return;
+    }
+    alive = false;
+    ws.ping();
+  }, intervalMs).unref();
+  return () => {
+    clearInterval(timer);
+    ws.off('pong', onPong);
+  };
+}
+
+/** Strict UTF-8: bytes that are not valid UTF-8 throw instead of becoming U+FFFD. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** A message payload (base64) as text, or undefined when its bytes are not valid UTF-8. */
+export function payloadText(base64: string): string | undefined {
+  try {
+    return UTF8.decode(Buffer.from(base64, 'base64'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The service's `error` member as an error: `{type, message}` as the reference sends it, or a
+ * plain string (its text kept as the message); anything else but null is an error too, its JSON
+ * kept as the message.
+ */
+function serviceErrorOf(error: unknown): ToolServiceError {
+  if (typeof error === 'string') return new ToolServiceError('tool-service-error', error);
+  if (typeof error === 'object' && error !== null && !Array.isArray(error)) {
+    const { type, message } = error as { type?: unknown; message?: unknown };
+    const text = typeof message === 'string' ? message : message === undefined || message === null ? '' : JSON.stringify(message);
+    return new ToolServiceError(typeof type === 'string' && type !== '' ? type : 'tool-service-error', text);
+  }
+  return new ToolServiceError('tool-service-error', JSON.stringify(error));
+}
 
 /** Opens one WebSocket to the Pulsar API; resolves once open, rejects fast on refusal. */
-function openSocket(url: string, token: string | undefined, timeoutMs: number): Promise<WebSocket> {
+export function openSocket(url: string, token: string | undefined, timeoutMs: number): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, {
       handshakeTimeout: timeoutMs,
@@ -91,10 +235,9 @@ function openSocket(url: string, token: string | undefined, timeoutMs: number): 
 abstract class Channel {
   protected ws: WebSocket | null = null;
   #connecting: Promise<void> | null = null;
-  #backoffMs = BACKOFF_MIN_MS;
+  readonly #backoff = new Backoff();
   #retryTimer: NodeJS.Timeout | null = null;
-  #pingTimer: NodeJS.Timeout | null = null;
-  #alive = true;
+  #stopPing: (() => void) | null = null;
   #closed = false;
 
   constructor(
@@ -119,7 +262,7 @@ abstract class Channel {
   close(): void {
     this.#closed = true;
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
-    this.#stopPing();
+    this.#stopPing?.();
     this.ws?.removeAllListeners();
     this.ws?.on('error', () => undefined);
     this.ws?.terminate();
@@ -148,7 +291,7 @@ abstract class Channel {
       throw new BridgeUnavailableError('the bus client is closed');
     }
     this.ws = ws;
-    this.#backoffMs = BACKOFF_MIN_MS;
+    this.#backoff.reset();
     this.client.connectionChanged();
     ws.on('message', (data) => {
       let frame: unknown;
@@ -159,52 +302,30 @@ abstract class Channel {
       }
       if (frame !== null && typeof frame === 'object') this.onFrame(frame as Record<string, unknown>);
     });
-    ws.on('pong', () => {
-      this.#alive = true;
-    });
     // Pulsar closes with codes 1-8, which ws reports as errors: every close means reconnect.
     ws.on('error', () => undefined);
     ws.on('close', () => {
       if (this.ws !== ws) return;
       this.ws = null;
-      this.#stopPing();
+      this.#stopPing?.();
       this.client.connectionChanged();
       this.onDisconnect(new BridgeUnavailableError('the connection to the broker dropped'));
       this.#scheduleReconnect();
     });
-    this.#startPing(ws);
+    this.#stopPing = keepAlive(ws, this.client.options.pingIntervalMs ?? 30_000);
   }
 
   #scheduleReconnect(): void {
     if (this.#closed || this.#retryTimer || !this.wantsConnection()) return;
-    const delay = this.#backoffMs * (0.5 + Math.random() / 2);
-    this.#backoffMs = Math.min(this.#backoffMs * 2, BACKOFF_MAX_MS);
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = null;
       this.ready().catch(() => undefined);
-    }, delay).unref();
+    }, this.#backoff.next()).unref();
   }
 
   /** Whether to reconnect in the background (consumers always; producers on demand). */
   protected wantsConnection(): boolean {
     return true;
-  }
-
-  #startPing(ws: WebSocket): void {
-    this.#alive = true;
-    this.#pingTimer = setInterval(() => {
-      if (!this.#alive) {
-        ws.terminate(); // no pong since the last ping: treat as dropped
-        return;
-      }
-      this.#alive = false;
-      ws.ping();
-    }, this.client.options.pingIntervalMs ?? 30_000).unref();
-  }
-
-  #stopPing(): void {
-    if (this.#pingTimer) clearInterval(this.#pingTimer);
-    this.#pingTimer = null;
   }
 }
 
@@ -223,28 +344,38 @@ class ResponseSubscription extends Channel {
     if (typeof id !== 'string') return;
     const call = this.pending.get(id);
     if (!call) return; // another caller's response: every caller sees every response
+    // Bytes that are not UTF-8 are refused, never passed on as U+FFFD: the reference client's
+    // response loop dies on them, and the observation would not be what the service meant.
+    const text = payloadText(String(frame['payload'] ?? ''));
+    if (text === undefined) {
+      this.#finish(id, call, new ToolServiceError('invalid-response', 'the tool service sent a response that is not valid UTF-8'));
+      return;
+    }
     let message: { error?: unknown; response?: unknown; end_of_stream?: unknown };
     try {
-      message = JSON.parse(Buffer.from(String(frame['payload'] ?? ''), 'base64').toString('utf8')) as typeof message;
+      message = JSON.parse(text) as typeof message;
     } catch {
       this.#finish(id, call, new ToolServiceError('invalid-response', 'the tool service sent a response that is not JSON'));
       return;
     }
-    if (message.error !== null && message.error !== undefined) {
-      // On success `error` is null or absent; anything else, even {}, is an error.
-      const error = message.error as { type?: unknown; message?: unknown };
-      this.#finish(id, call, new ToolServiceError(String(error.type ?? 'tool-service-error'), String(error.message ?? '')));
+    if (typeof message !== 'object' || message === null) {
+      this.#finish(id, call, new ToolServiceError('invalid-response', 'the tool service sent a response that is not a JSON object'));
       return;
     }
-    const text = typeof message.response === 'string' ? message.response : message.response === undefined ? '' : JSON.stringify(message.response);
-    if (text !== '') {
-      call.bytes += Buffer.byteLength(text);
+    if (message.error !== null && message.error !== undefined) {
+      // On success `error` is null or absent; anything else, even {}, is an error.
+      this.#finish(id, call, serviceErrorOf(message.error));
+      return;
+    }
+    const chunk = typeof message.response === 'string' ? message.response : message.response === undefined ? '' : JSON.stringify(message.response);
+    if (chunk !== '') {
+      call.bytes += Buffer.byteLength(chunk);
       if (call.bytes > (this.client.options.maxResponseBytes ?? 16 * 1024 * 1024)) {
         this.#finish(id, call, new ToolServiceError('response-too-large', 'the tool service sent more than the registry keeps for one call'));
         return;
       }
-      call.chunks.push(text);
-      call.onChunk?.(text);
+      call.chunks.push(chunk);
+      call.onChunk?.(chunk);
     }
     if (message.end_of_stream === true) this.#finish(id, call);
   }
@@ -265,15 +396,19 @@ class RequestProducer extends Channel {
   readonly #acks = new Map<string, { resolve: () => void; reject: (err: Error) => void }>();
   #context = 0;
 
-  async publish(payload: string, properties: Record<string, string>): Promise<void> {
-    await this.ready();
+  /** The frame for one message, checked against the limits first (nothing is sent). */
+  frame(payload: string, properties: Record<string, string>, limits: BusLimits): { context: string; text: string } {
     const context = String(++this.#context);
-    const frame = JSON.stringify({ payload: Buffer.from(payload).toString('base64'), properties, context });
-    if (Buffer.byteLength(frame) > (this.client.options.maxFrameBytes ?? 1024 * 1024)) {
-      throw new RequestTooLargeError('the request is larger than the bus takes in one message');
-    }
-    const acked = new Promise<void>((resolve, reject) => this.#acks.set(context, { resolve, reject }));
-    this.ws?.send(frame);
+    const facts = oversize(payload, limits, properties, context);
+    if (facts) throw new RequestTooLargeError(oversizeMessage(facts), facts);
+    return { context, text: publishFrame(payload, properties, context) };
+  }
+
+  /** Sends a frame made by `frame()`; resolves when the broker acknowledges it. */
+  async publish(frame: { context: string; text: string }): Promise<void> {
+    await this.ready();
+    const acked = new Promise<void>((resolve, reject) => this.#acks.set(frame.context, { resolve, reject }));
+    this.ws?.send(frame.text);
     return acked;
   }
 
@@ -304,6 +439,7 @@ export class PulsarWsClient {
   readonly #subscriptions = new Map<string, ResponseSubscription>();
   readonly #producers = new Map<string, RequestProducer>();
   #wasConnected = false;
+  #limits: Promise<BusLimits> | undefined;
 
   constructor(options: PulsarWsOptions) {
     this.options = options;
@@ -320,6 +456,16 @@ export class PulsarWsClient {
     let n = 0;
     for (const s of this.#subscriptions.values()) n += s.pending.size;
     return n;
+  }
+
+  /** The limits a publish meets; waits, once, for the broker's own when they are being read. */
+  limits(): Promise<BusLimits> {
+    const own = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.#limits ??= (this.options.brokerLimits ?? Promise.resolve(undefined)).then(
+      (broker) => effectiveLimits(own, broker),
+      () => effectiveLimits(own, undefined),
+    );
+    return this.#limits;
   }
 
   /** @internal called by channels */
@@ -345,8 +491,11 @@ export class PulsarWsClient {
     aborted.catch(() => undefined);
     signal.addEventListener('abort', onAbort, { once: true });
     const subscription = this.#subscription(request.responseQueue);
+    const producer = this.#producer(request.requestQueue);
     const id = request.id;
     try {
+      // Too large a call is refused before anything is opened or sent.
+      const frame = producer.frame(JSON.stringify(request.body), { ...request.properties, id }, await Promise.race([this.limits(), aborted]));
       // Subscribe before publishing: a non-persistent topic delivers only to subscriptions that
       // exist when the message arrives.
       await Promise.race([subscription.ready(), aborted]);
@@ -355,7 +504,7 @@ export class PulsarWsClient {
       });
       // Settled by the races below or dropped with the call; never an unhandled rejection.
       result.catch(() => undefined);
-      await Promise.race([this.#producer(request.requestQueue).publish(JSON.stringify(request.body), { ...request.properties, id }), aborted]);
+      await Promise.race([producer.publish(frame), aborted]);
       return await Promise.race([result, aborted]);
     } finally {
       subscription.pending.delete(id);

@@ -11,7 +11,7 @@
  */
 import { RegistryError } from '../model/errors.js';
 import { TimeSlices } from '../registry/time-slices.js';
-import { parseJsonBody } from './json-body.js';
+import { decodeUtf8, parseJsonBody } from './json-body.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -77,10 +77,12 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
     while (isSpace(buf[i])) i++;
   };
   skip();
-  if (buf[i] !== 0x7b) return parseJsonBody(buf.toString('utf8'), options.maxDepth);
+  // Every byte is decoded strictly (decodeUtf8) on its way to JSON.parse: keys and values by
+  // slice, and any other byte must be JSON's ASCII punctuation or whitespace.
+  if (buf[i] !== 0x7b) return parseJsonBody(decodeUtf8(buf), options.maxDepth);
   const slices = new TimeSlices(sliceMs);
   // Depth counts as in json-body.ts: the top-level object is one level, an array in it two.
-  const parse = (start: number, end: number, depth: number, path: string[]) => parseJsonBody(buf.toString('utf8', start, end), options.maxDepth, { depth, path });
+  const parse = (start: number, end: number, depth: number, path: string[]) => parseJsonBody(decodeUtf8(buf, start, end), options.maxDepth, { depth, path });
   const result = Object.create(null) as Record<string, unknown>;
   i++;
   skip();
@@ -90,7 +92,7 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
       skip();
       if (buf[i] !== QUOTE) throw invalid();
       const keyEnd = stringEnd(buf, i);
-      const key = JSON.parse(buf.toString('utf8', i, keyEnd + 1)) as string;
+      const key = JSON.parse(decodeUtf8(buf, i, keyEnd + 1)) as string;
       if (key === '__proto__') {
         throw new RegistryError('TR_ERR_BAD_REQUEST', `the request body has a "${key}" key, which is not accepted`, { fieldErrors: [{ path: key, message: 'key not accepted' }] });
       }

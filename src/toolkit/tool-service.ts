@@ -4,15 +4,43 @@
  * replicas share the work), calls a handler `(user, config, arguments)` that returns a string
  * or streams strings, and publishes the response, or the chunks then an end-of-stream marker,
  * with the request's `id` property. A handler's exception becomes an error response.
+ *
+ * It stays up when the broker goes away: it logs the loss and reconnects with jittered
+ * exponential backoff (250 ms doubling to 10 s by default), subscribing and opening its producer
+ * again; responses finished meanwhile wait (up to 1000) and go out once it is back. It stops
+ * only when closed, when its `signal` aborts, or when `maxRetries` attempts in a row have failed.
+ * Giving up is logged, rejects `stopped` and sets `process.exitCode` to 1, so that a process
+ * running only this service ends with status 1 for its supervisor to see.
  */
 import WebSocket from 'ws';
-import { topicPath } from '../bridge/pulsar-ws.js';
+import {
+  Backoff,
+  DEFAULT_MAX_FRAME_BYTES,
+  effectiveLimits,
+  keepAlive,
+  openSocket,
+  oversize,
+  oversizeMessage,
+  payloadText,
+  publishFrame,
+  topicPath,
+} from '../bridge/pulsar-ws.js';
 
 export type ToolHandler = (
   user: string,
   config: Record<string, unknown>,
   args: Record<string, unknown>,
 ) => string | Promise<string> | AsyncIterable<string>;
+
+/** The part of a pino logger the service uses: `logger.info({ ...facts }, 'message')`. */
+export interface ToolServiceLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** connecting (first attempt) -> listening <-> reconnecting -> stopped (closed, or gave up). */
+export type ToolServiceState = 'connecting' | 'listening' | 'reconnecting' | 'stopped';
 
 export interface ToolServiceOptions {
   /** Pulsar WebSocket API base URL, e.g. ws://127.0.0.1:8080. */
@@ -28,11 +56,31 @@ export interface ToolServiceOptions {
   /** Error `type` for handler exceptions. */
   errorType?: string;
   onError?: (err: unknown) => void;
+  /** Where state changes are logged (pino works as is); default: pino-style JSON lines on stderr. */
+  logger?: ToolServiceLogger;
+  /** Failed connection attempts in a row after which the service gives up (default: never). */
+  maxRetries?: number;
+  /** The first and the longest delay between attempts, each jittered down by up to half. */
+  retryDelayMs?: { min?: number; max?: number };
+  /** Aborting it stops the service, as close() does. */
+  signal?: AbortSignal;
+  /** How long opening the subscription or the producer may take (default 10 s). */
+  connectTimeoutMs?: number;
+  /** Ping interval; a ping unanswered by the next one counts as a lost connection (default 30 s). */
+  pingIntervalMs?: number;
+  /**
+   * The broker's webSocketMaxTextFrameSize (default 1 MiB). A response travels base64-encoded in
+   * one frame; one too large for it is answered with a `response-too-large` error instead.
+   */
+  maxFrameBytes?: number;
 }
 
 export interface RunningToolService {
-  /** Resolves when both the subscription and the producer are open. */
+  /** Resolves when the service first listens (subscription and producer open); rejects if it stops first. */
   ready: Promise<void>;
+  /** Settles when the service has stopped: resolves after close() or the signal, rejects when it gave up. */
+  stopped: Promise<void>;
+  readonly state: ToolServiceState;
   close(): Promise<void>;
 }
 
@@ -42,13 +90,20 @@ interface ResponseMessage {
   end_of_stream: boolean;
 }
 
-function open(url: string, token: string | undefined): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
-    ws.once('open', () => resolve(ws));
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`the broker refused ${url} with HTTP ${res.statusCode}`)));
-    ws.once('error', reject);
-  });
+/** Responses kept while the broker is away; beyond it, newer ones are dropped (and logged). */
+const MAX_QUEUED_RESPONSES = 1000;
+
+/** A response the bus cannot carry in one message; answered with an error instead. */
+class ResponseTooLargeError extends Error {
+  override readonly name = 'ResponseTooLargeError';
+}
+
+/** pino's line format (level numbers, `time`, `msg`), so pino-pretty and log shippers read it. */
+function stderrLogger(name: string): ToolServiceLogger {
+  const write = (level: number, obj: object, msg: string) => {
+    process.stderr.write(`${JSON.stringify({ level, time: Date.now(), name, ...obj, msg })}\n`);
+  };
+  return { info: (obj, msg) => write(30, obj, msg), warn: (obj, msg) => write(40, obj, msg), error: (obj, msg) => write(50, obj, msg) };
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<string> {
@@ -61,25 +116,100 @@ function parseJsonText(text: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
 
-/** Starts a tool service. It does not reconnect: run it under a supervisor, as the reference does. */
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Closes a socket without waiting; whatever it says afterwards is ignored. */
+function drop(ws: WebSocket): void {
+  ws.removeAllListeners();
+  ws.on('error', () => undefined);
+  ws.terminate();
+}
+
+/** Closes a socket politely, then for good after 2 s. */
+function closeGently(ws: WebSocket): Promise<void> {
+  if (ws.readyState === WebSocket.CLOSED) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      drop(ws);
+      resolve();
+    }, 2000).unref();
+    ws.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    ws.close();
+  });
+}
+
+/** A promise with its settlers; never reported as an unhandled rejection. */
+function deferred(): { promise: Promise<void>; resolve: () => void; reject: (err: Error) => void } {
+  let resolve = () => undefined as void;
+  let reject = (_err: Error) => undefined as void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+/** Starts a tool service; it connects, and reconnects, in the background (see `ready`). */
 export function runToolService(options: ToolServiceOptions): RunningToolService {
   const requestQueue = options.requestQueue ?? `non-persistent://tg/request/${options.topic ?? options.id}`;
   const responseQueue = options.responseQueue ?? `non-persistent://tg/response/${options.topic ?? options.id}`;
   const base = options.url.replace(/\/+$/, '');
-  let consumer: WebSocket | undefined;
-  let producer: WebSocket | undefined;
+  const producerUrl = `${base}/ws/v2/producer/${topicPath(responseQueue)}`;
+  const consumerUrl = `${base}/ws/v2/consumer/${topicPath(requestQueue)}/${encodeURIComponent(`${options.id}-request`)}?subscriptionType=Shared`;
+  const log = options.logger ?? stderrLogger(`tool-service ${options.id}`);
+  const maxRetries = options.maxRetries ?? Infinity;
+  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  const pingIntervalMs = options.pingIntervalMs ?? 30_000;
+  const limits = effectiveLimits(options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, undefined);
+  const backoff = new Backoff(options.retryDelayMs?.min ?? 250, options.retryDelayMs?.max ?? 10_000);
+  const ready = deferred();
+  const stopped = deferred();
+  const queued: string[] = [];
+  let state: ToolServiceState = 'connecting';
+  let session: { producer: WebSocket; consumer: WebSocket; stopPings: () => void } | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let failures = 0;
+  let lostAt = 0;
   let context = 0;
+  // A function, not a comparison: close() may run during any await below.
+  const isStopped = () => state === 'stopped';
 
   const publish = (message: ResponseMessage, id: string) => {
-    producer?.send(
-      JSON.stringify({ payload: Buffer.from(JSON.stringify(message)).toString('base64'), properties: { id }, context: String(++context) }),
-    );
+    const payload = JSON.stringify(message);
+    const properties = { id };
+    const ctx = String(++context);
+    const facts = oversize(payload, limits, properties, ctx);
+    if (facts) throw new ResponseTooLargeError(oversizeMessage(facts));
+    const frame = publishFrame(payload, properties, ctx);
+    if (session?.producer.readyState === WebSocket.OPEN) session.producer.send(frame);
+    else if (queued.length < MAX_QUEUED_RESPONSES) queued.push(frame);
+    else log.warn({ id, queued: queued.length }, 'dropped a response: the broker is away and the queue of responses is full');
+  };
+
+  const publishError = (type: string, message: string, id: string) => {
+    try {
+      publish({ error: { type, message }, response: '', end_of_stream: true }, id);
+    } catch (err) {
+      log.error({ id, reason: reasonOf(err) }, 'cannot send an error response');
+    }
   };
 
   const handle = async (frame: { payload?: string; properties?: Record<string, string> }) => {
     const id = frame.properties?.['id'] ?? 'unknown';
+    // Never decoded leniently: U+FFFD would hand the handler text nobody sent.
+    const text = payloadText(frame.payload ?? '');
+    if (text === undefined) {
+      publishError('invalid-request', 'the request is not valid UTF-8', id);
+      return;
+    }
     try {
-      const request = JSON.parse(Buffer.from(frame.payload ?? '', 'base64').toString('utf8')) as Record<string, unknown>;
+      const request = JSON.parse(text) as Record<string, unknown>;
       const user = typeof request['user'] === 'string' ? request['user'] : '';
       const result = options.handler(user, parseJsonText(request['config']), parseJsonText(request['arguments']));
       if (isAsyncIterable(result)) {
@@ -90,17 +220,30 @@ export function runToolService(options: ToolServiceOptions): RunningToolService 
       }
     } catch (err) {
       options.onError?.(err);
-      const message = err instanceof Error ? err.message : String(err);
-      publish({ error: { type: options.errorType ?? 'tool-service-error', message }, response: '', end_of_stream: true }, id);
+      if (err instanceof ResponseTooLargeError) publishError('response-too-large', err.message, id);
+      else publishError(options.errorType ?? 'tool-service-error', reasonOf(err), id);
     }
   };
 
-  const ready = (async () => {
-    producer = await open(`${base}/ws/v2/producer/${topicPath(responseQueue)}`, options.token);
-    consumer = await open(
-      `${base}/ws/v2/consumer/${topicPath(requestQueue)}/${encodeURIComponent(`${options.id}-request`)}?subscriptionType=Shared`,
-      options.token,
-    );
+  const listen = (producer: WebSocket, consumer: WebSocket) => {
+    const current = { producer, consumer, stopPings: () => undefined as void };
+    const stops = [keepAlive(producer, pingIntervalMs), keepAlive(consumer, pingIntervalMs)];
+    current.stopPings = () => stops.forEach((stop) => stop());
+    session = current;
+    for (const ws of [producer, consumer]) {
+      // Pulsar closes with codes ws reports as errors; the close that follows is what counts.
+      ws.on('error', () => undefined);
+      ws.on('close', () => lost(current));
+    }
+    producer.on('message', (data) => {
+      let ack: { result?: unknown; errorMsg?: unknown };
+      try {
+        ack = JSON.parse(data.toString()) as typeof ack;
+      } catch {
+        return;
+      }
+      if (ack.result !== 'ok') log.warn({ result: ack.result, errorMsg: ack.errorMsg }, 'the broker did not take a response');
+    });
     consumer.on('message', (data) => {
       let frame: { messageId?: string; payload?: string; properties?: Record<string, string> };
       try {
@@ -108,27 +251,107 @@ export function runToolService(options: ToolServiceOptions): RunningToolService 
       } catch {
         return;
       }
-      if (frame.messageId !== undefined) consumer?.send(JSON.stringify({ messageId: frame.messageId }));
+      if (frame.messageId !== undefined) consumer.send(JSON.stringify({ messageId: frame.messageId }));
       void handle(frame);
     });
-  })();
+    const again = state === 'reconnecting';
+    state = 'listening';
+    failures = 0;
+    backoff.reset();
+    if (again) log.info({ requestQueue, downMs: Date.now() - lostAt, queued: queued.length }, `listening again on ${requestQueue}`);
+    else log.info({ requestQueue, responseQueue }, `listening on ${requestQueue}`);
+    for (const frame of queued.splice(0)) producer.send(frame);
+    ready.resolve();
+  };
+
+  const giveUp = (err: unknown) => {
+    state = 'stopped';
+    const reason = reasonOf(err);
+    log.error({ attempts: failures, reason }, `gave up connecting to the broker after ${failures} failed attempts in a row (maxRetries ${maxRetries})`);
+    if (!process.exitCode) process.exitCode = 1;
+    const error = new Error(`the tool service ${options.id} gave up connecting to the broker: ${reason}`);
+    ready.reject(error);
+    stopped.reject(error);
+  };
+
+  const retryLater = () => {
+    const delayMs = backoff.next();
+    retryTimer = setTimeout(() => void attempt(), delayMs);
+    return delayMs;
+  };
+
+  const attempt = async (): Promise<void> => {
+    retryTimer = undefined;
+    if (isStopped()) return;
+    let producer: WebSocket | undefined;
+    try {
+      producer = await openSocket(producerUrl, options.token, connectTimeoutMs);
+      // Until listen() takes over: an error event without a listener would end the process.
+      producer.on('error', () => undefined);
+      const consumer = await openSocket(consumerUrl, options.token, connectTimeoutMs);
+      if (isStopped() || producer.readyState !== WebSocket.OPEN) {
+        drop(consumer);
+        if (isStopped()) {
+          drop(producer);
+          return;
+        }
+        throw new Error('the connection to the broker dropped while the subscription opened');
+      }
+      listen(producer, consumer);
+    } catch (err) {
+      if (producer) drop(producer);
+      if (isStopped()) return;
+      failures++;
+      if (failures > maxRetries) {
+        giveUp(err);
+        return;
+      }
+      const delayMs = retryLater();
+      log.warn({ attempt: failures, delayMs, reason: reasonOf(err) }, `cannot reach the broker; retrying in ${delayMs} ms`);
+    }
+  };
+
+  const lost = (current: NonNullable<typeof session>) => {
+    if (session !== current) return;
+    session = undefined;
+    current.stopPings();
+    drop(current.producer);
+    drop(current.consumer);
+    if (state === 'stopped') return;
+    state = 'reconnecting';
+    lostAt = Date.now();
+    const delayMs = retryLater();
+    log.warn({ requestQueue, delayMs }, `lost the connection to the broker; reconnecting in ${delayMs} ms`);
+  };
+
+  const close = async () => {
+    if (state !== 'stopped') {
+      state = 'stopped';
+      log.info({ requestQueue }, 'stopped');
+    }
+    clearTimeout(retryTimer);
+    ready.reject(new Error(`the tool service ${options.id} was closed before it connected`));
+    const current = session;
+    session = undefined;
+    if (current) {
+      current.stopPings();
+      await Promise.all([closeGently(current.consumer), closeGently(current.producer)]);
+    }
+    stopped.resolve();
+  };
+
+  if (options.signal?.aborted) void close();
+  else {
+    options.signal?.addEventListener('abort', () => void close(), { once: true });
+    void attempt();
+  }
 
   return {
-    ready,
-    async close() {
-      await ready.catch(() => undefined);
-      for (const ws of [consumer, producer]) {
-        if (ws && ws.readyState === WebSocket.OPEN) {
-          await new Promise<void>((resolve) => {
-            ws.once('close', () => resolve());
-            ws.close();
-            setTimeout(() => {
-              ws.terminate();
-              resolve();
-            }, 2000).unref();
-          });
-        }
-      }
+    ready: ready.promise,
+    stopped: stopped.promise,
+    get state() {
+      return state;
     },
+    close,
   };
 }

@@ -15,6 +15,9 @@ export interface BusEnvironment {
   wsUrl: string;
 }
 
+/** The toolkit logs its state changes to stderr by default; these tests need none of them. */
+const QUIET = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** A raw subscriber on a topic with its own subscription: sees every message published there. */
@@ -63,7 +66,7 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
     const services: RunningToolService[] = [];
 
     const startService = async (topic: string, handler: ToolHandler) => {
-      const service = runToolService({ url: env.wsUrl, id: topic, topic, handler });
+      const service = runToolService({ url: env.wsUrl, id: topic, topic, handler, logger: QUIET });
       services.push(service);
       await service.ready;
       return service;
@@ -144,7 +147,7 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
     it('ends a call with 502 and the service error type when the service fails mid-stream', async () => {
       const topic = `fail-${randomUUID().slice(0, 8)}`;
       await registerService(topic, { ...seed('tell-joke'), name: topic });
-      const service = runToolService({ url: env.wsUrl, id: topic, topic, errorType: 'joke-error', handler: async function* () {
+      const service = runToolService({ url: env.wsUrl, id: topic, topic, errorType: 'joke-error', logger: QUIET, handler: async function* () {
         yield 'partial ';
         throw new Error('ran out of jokes');
       } });

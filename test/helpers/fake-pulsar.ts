@@ -24,9 +24,19 @@ export interface PublishedMessage {
   properties: Record<string, string>;
 }
 
+export interface FakePulsarOptions {
+  /**
+   * Stage a broker's webSocketMaxTextFrameSize: a larger text frame closes the socket (1009), as
+   * Jetty does; the admin API's runtime configuration then reports it (with maxMessageSize).
+   */
+  maxTextFrameBytes?: number;
+  maxMessageBytes?: number;
+}
+
 export class FakePulsar {
   #server: Server | null = null;
-  #wss = new WebSocketServer({ noServer: true });
+  readonly #options: FakePulsarOptions;
+  #wss: WebSocketServer;
   readonly #topics = new Map<string, Map<string, Subscription>>();
   readonly #sockets = new Set<WebSocket>();
   /** Every message published, in order. */
@@ -35,12 +45,24 @@ export class FakePulsar {
   ackPublishes = true;
   port = 0;
 
+  constructor(options: FakePulsarOptions = {}) {
+    this.#options = options;
+    this.#wss = new WebSocketServer({ noServer: true, ...(options.maxTextFrameBytes !== undefined && { maxPayload: options.maxTextFrameBytes }) });
+  }
+
   get url(): string {
     return `ws://127.0.0.1:${this.port}`;
   }
 
   async start(port = 0): Promise<void> {
-    const server = createServer((_req, res) => res.writeHead(404).end());
+    const server = createServer((req, res) => {
+      const { maxTextFrameBytes, maxMessageBytes = 5 * 1024 * 1024 } = this.#options;
+      if (req.url === '/admin/v2/brokers/configuration/runtime' && maxTextFrameBytes !== undefined) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ webSocketMaxTextFrameSize: String(maxTextFrameBytes), maxMessageSize: String(maxMessageBytes) }));
+        return;
+      }
+      res.writeHead(404).end();
+    });
     server.on('upgrade', (req, socket, head) => this.#upgrade(req.url ?? '', socket, head, req));
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     this.#server = server;

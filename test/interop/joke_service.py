@@ -16,12 +16,15 @@ Set up the venv with scripts/python-env.sh, start a broker with scripts/pulsar.s
 class is accepted, see --help.)
 
 Test hooks: arguments {"fail": "<text>"} make invoke raise, so the base class sends its error
-response {"error": {"type": "tool-service-error", "message": "<text>"}, "response": "", ...}.
+response {"error": {"type": "tool-service-error", "message": "<text>"}, "response": "", ...};
+{"blob": "<text>"} answers "received <n> bytes, sha256 <hex>" of the text's UTF-8 bytes, so a
+test can show a large argument arrived whole.
 """
 
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import json
 from typing import Any
 
@@ -53,6 +56,9 @@ def _raw_request_user(msg: Any) -> str | None:
 def make_joke(user: str, config: dict, arguments: dict) -> str:
     if "fail" in arguments:
         raise ValueError(str(arguments["fail"]))
+    if "blob" in arguments:
+        data = str(arguments["blob"]).encode("utf-8")
+        return f"received {len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()}"
     style = config.get("style", "pun")
     topic = arguments.get("topic", "")
     joke = JOKES.get(str(topic).lower(), DEFAULT_JOKE)

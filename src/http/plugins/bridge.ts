@@ -1,9 +1,11 @@
+import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
+import { readBrokerLimits, type BrokerLimits } from '../../bridge/broker-limits.js';
 import { ToolBridge } from '../../bridge/bridge.js';
 import { BusTransport } from '../../bridge/bus-transport.js';
 import { HttpTransport } from '../../bridge/http-transport.js';
 import { McpTransport } from '../../bridge/mcp-transport.js';
-import { PulsarWsClient } from '../../bridge/pulsar-ws.js';
+import { effectiveLimits, payloadLimit, PulsarWsClient, type BusLimits } from '../../bridge/pulsar-ws.js';
 import type { Config } from '../../config.js';
 import { UsageTracker } from '../../usage/tracker.js';
 
@@ -15,6 +17,39 @@ declare module 'fastify' {
     bridge: ToolBridge;
     usage: UsageTracker;
   }
+}
+
+/** Bytes of JSON a call may carry under these limits (its `id` property, the first context). */
+function callBytes(limits: BusLimits): number {
+  return payloadLimit(limits, { id: '00000000-0000-4000-8000-000000000000' }, '1').bytes;
+}
+
+/**
+ * Reads the broker's message limits once, at startup, and says in the log what a call may
+ * carry: PULSAR_WS_MAX_FRAME_BYTES, lowered to the broker's webSocketMaxTextFrameSize when that
+ * is lower. When they cannot be read (a WebSocket proxy, no superuser token, the broker down),
+ * says so and trusts the setting.
+ */
+async function checkBrokerLimits(log: FastifyBaseLogger, bridge: Config['bridge'], url: string, signal: AbortSignal): Promise<BrokerLimits | undefined> {
+  const { pulsarToken, connectTimeoutMs, maxFrameBytes } = bridge;
+  let broker: BrokerLimits;
+  try {
+    broker = await readBrokerLimits(url, pulsarToken, connectTimeoutMs, signal);
+  } catch (err) {
+    if (!signal.aborted) {
+      const bytes = callBytes(effectiveLimits(maxFrameBytes, undefined));
+      log.warn({ reason: (err as Error).message }, `cannot read the broker's webSocketMaxTextFrameSize; trusting PULSAR_WS_MAX_FRAME_BYTES=${maxFrameBytes}: message-bus calls up to ${bytes} bytes of JSON`);
+    }
+    return undefined;
+  }
+  const limits = effectiveLimits(maxFrameBytes, broker);
+  const facts = { webSocketMaxTextFrameSize: broker.maxTextFrameBytes, maxMessageSize: broker.maxMessageBytes, maxFrameBytes, callBytes: callBytes(limits) };
+  if (limits.frameFrom === 'broker') {
+    log.warn(facts, `the broker's webSocketMaxTextFrameSize (${broker.maxTextFrameBytes}) is below PULSAR_WS_MAX_FRAME_BYTES (${maxFrameBytes}); using the broker's: message-bus calls up to ${facts.callBytes} bytes of JSON`);
+  } else {
+    log.info(facts, `message-bus calls up to ${facts.callBytes} bytes of JSON (PULSAR_WS_MAX_FRAME_BYTES=${maxFrameBytes}; the broker takes frames up to ${broker.maxTextFrameBytes})`);
+  }
+  return broker;
 }
 
 /**
@@ -30,9 +65,20 @@ export default fp<{ config: Config }>(
       onError: (err, what) => app.log.error({ err }, what),
       onPruned: (removed) => app.log.info({ removed }, 'pruned tool-call records past retention'),
     });
-    const { pulsarWsUrl, pulsarToken, callTimeoutMs, maxInflight, maxInflightPerCaller, connectTimeoutMs } = config.bridge;
+    const { pulsarWsUrl, pulsarToken, callTimeoutMs, maxInflight, maxInflightPerCaller, connectTimeoutMs, maxFrameBytes } = config.bridge;
+    // Read in the background: startup never waits on the broker; the first call waits for it.
+    const limitsCheck = new AbortController();
     const client = pulsarWsUrl
-      ? new PulsarWsClient({ url: pulsarWsUrl, token: pulsarToken, connectTimeoutMs, subscriptionPrefix: 'tool-registry', maxResponseBytes: MAX_RESPONSE_BYTES, log: app.log })
+      ? new PulsarWsClient({
+          url: pulsarWsUrl,
+          token: pulsarToken,
+          connectTimeoutMs,
+          subscriptionPrefix: 'tool-registry',
+          maxResponseBytes: MAX_RESPONSE_BYTES,
+          maxFrameBytes,
+          brokerLimits: checkBrokerLimits(app.log, config.bridge, pulsarWsUrl, limitsCheck.signal),
+          log: app.log,
+        })
       : undefined;
     if (!client) app.log.info('no PULSAR_WS_URL: message-bus tools are listed but calls to them answer 503');
     const bridge = new ToolBridge({
@@ -52,6 +98,7 @@ export default fp<{ config: Config }>(
     app.decorate('usage', usage);
     app.decorate('bridge', bridge);
     app.addHook('onClose', async () => {
+      limitsCheck.abort();
       bridge.close();
       usage.close();
     });
