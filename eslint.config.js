@@ -21,7 +21,8 @@ const MAY_IMPORT = {
   registry: ['catalog', 'json-schema', 'store', 'model'], // the write side feeds the catalogue after commit
   bridge: ['catalog', 'json-schema', 'usage', 'model'], //   plus store types only, below
   toolkit: ['bridge', 'model'], //             a tool service in TypeScript, over the bridge's client
-  http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'config', 'package-root', 'model'],
+  trustgraph: ['registry', 'catalog', 'bridge', 'model'], // TrustGraph's config service: live sync and adoption, over the bridge's Pulsar pieces
+  http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'trustgraph', 'config', 'package-root', 'model'],
   telemetry: ['config', 'package-root'], // the OpenTelemetry SDK, started by the server
   server: ['http', 'telemetry', 'config', 'model'],
   cli: ['server', 'http', 'auth', 'store', 'config', 'model'],
@@ -29,7 +30,7 @@ const MAY_IMPORT = {
   client: [], //                       tool-registry/client: model for types only, below
 };
 
-const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'client'];
+const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'trustgraph', 'client'];
 const FILES = { config: 'src/config.ts', 'package-root': 'src/package-root.ts', telemetry: 'src/telemetry.ts', server: 'src/server.ts', index: 'src/index.ts' };
 
 // Fastify and its plugins belong to src/http only; src/server.ts may name FastifyInstance.
@@ -62,6 +63,17 @@ export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', '.cache/', '.venv/', 'data/'] },
   js.configs.recommended,
   { files: ['bin/**/*.js'], languageOptions: { globals: { process: 'readonly' } } },
+  // The dashboard's scripts run in the browser (src/http/dashboard/, served as they are).
+  {
+    files: ['src/http/dashboard/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ['document', 'sessionStorage', 'fetch', 'URL', 'atob', 'TextDecoder', 'AbortController', 'setTimeout', 'clearTimeout', 'getComputedStyle', 'matchMedia', 'ResizeObserver'].map(
+          (name) => [name, 'readonly'],
+        ),
+      ),
+    },
+  },
   ...tseslint.configs.recommended,
   {
     rules: {

@@ -7,7 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ScopeSchema } from './model/schemas.js';
+import { PulsarQueueSchema, ScopeSchema } from './model/schemas.js';
+import { DEFAULT_CONFIG_REQUEST_QUEUE, DEFAULT_CONFIG_RESPONSE_QUEUE, DEFAULT_WORKSPACE } from './model/trustgraph-config.js';
 import { ANONYMOUS_POLICIES } from './model/visibility.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -144,10 +145,29 @@ export const EnvSchema = z.object({
     z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }),
   ),
   PULSAR_TOKEN: optional('token for the Pulsar WebSocket API (sent as a Bearer header, never logged)', z.string().min(1), { secret: true }),
+  PULSAR_WS_MAX_FRAME_BYTES: setting(
+    "largest WebSocket text frame the broker takes (its webSocketMaxTextFrameSize): a call's JSON travels base64-encoded in one frame, so at most about three quarters of it (786 KB at the default); a broker that says it takes less wins (read at startup from its admin API); a larger call gets 413",
+    String(1024 * 1024),
+    integer(16 * 1024, 1024 ** 3),
+  ),
   TOOL_CALL_TIMEOUT_MS: setting('how long a call waits for its answer unless the tool sets timeoutMs', '30000', integer(1, 600_000)),
   MAX_INFLIGHT_CALLS: setting('calls carried at once; past it calls get 503 with Retry-After', '1000', integer(1, 1_000_000)),
   MAX_INFLIGHT_CALLS_PER_CALLER: setting('calls one caller (token issuer and subject, or client address) may have in flight at once; past it 503 with Retry-After', '100', integer(1, 1_000_000)),
   BUS_CONNECT_TIMEOUT_MS: setting('how long opening a bus producer or subscription may take', '3000', integer(100, 60_000)),
+  TRUSTGRAPH_CONFIG_SYNC: setting(
+    "write every message-bus tool and tool service the registry stores or deletes to TrustGraph's config service over the bus, after the commit, retried with backoff (needs PULSAR_WS_URL)",
+    'off',
+    boolean,
+  ),
+  TRUSTGRAPH_CONFIG_ADOPT: setting(
+    "at startup, import the tool-service items and tool-service tools TrustGraph's config holds that the registry lacks (needs PULSAR_WS_URL)",
+    'off',
+    boolean,
+  ),
+  TRUSTGRAPH_WORKSPACE: setting("the TrustGraph workspace whose config is synced, adopted and exported", DEFAULT_WORKSPACE, z.string().min(1).max(200)),
+  TRUSTGRAPH_CONFIG_REQUEST_QUEUE: setting("TrustGraph's config request queue: a queue id or a Pulsar topic", DEFAULT_CONFIG_REQUEST_QUEUE, PulsarQueueSchema),
+  TRUSTGRAPH_CONFIG_RESPONSE_QUEUE: setting("TrustGraph's config response queue: a queue id or a Pulsar topic", DEFAULT_CONFIG_RESPONSE_QUEUE, PulsarQueueSchema),
+  TRUSTGRAPH_CONFIG_TIMEOUT_MS: setting("how long a request to TrustGraph's config service waits for its answer", '10000', integer(100, 600_000)),
   MCP_UPSTREAM_REFRESH_S: setting(
     "seconds between full refreshes of a registered MCP server's tool list, unless the server sets refreshIntervalS (list_changed notifications refresh it at once)",
     '300',
@@ -211,6 +231,11 @@ export const EnvSchema = z.object({
     'false',
     boolean,
   ),
+  DASHBOARD: setting(
+    'serve the live dashboard page at /dashboard (off: the page and its assets answer 404; the JSON routes it reads stay)',
+    'on',
+    boolean,
+  ),
 });
 export type Env = z.infer<typeof EnvSchema>;
 
@@ -237,6 +262,11 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       message: `set only one of JWT_SECRET, JWT_PUBLIC_KEY and JWKS_URL (got ${keySettings.join(' and ')})`,
       params: { echo: false },
     });
+    return z.NEVER;
+  }
+  const trustGraphBus = (['TRUSTGRAPH_CONFIG_SYNC', 'TRUSTGRAPH_CONFIG_ADOPT'] as const).find((name) => env[name]);
+  if (trustGraphBus !== undefined && env.PULSAR_WS_URL === undefined) {
+    ctx.addIssue({ code: 'custom', path: [trustGraphBus], message: "needs PULSAR_WS_URL: TrustGraph's config service is reached over the bus" });
     return z.NEVER;
   }
   if (env.METRICS_PORT !== undefined && env.METRICS_PORT !== 0 && env.METRICS_PORT === env.PORT) {
@@ -282,6 +312,17 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       maxInflight: env.MAX_INFLIGHT_CALLS,
       maxInflightPerCaller: env.MAX_INFLIGHT_CALLS_PER_CALLER,
       connectTimeoutMs: env.BUS_CONNECT_TIMEOUT_MS,
+      /** The frame limit a call's message must fit, base64 inside (src/bridge/pulsar-ws.ts). */
+      maxFrameBytes: env.PULSAR_WS_MAX_FRAME_BYTES,
+    },
+    /** TrustGraph's config service (src/trustgraph/): live sync and adoption over the bus. */
+    trustgraph: {
+      sync: env.TRUSTGRAPH_CONFIG_SYNC,
+      adopt: env.TRUSTGRAPH_CONFIG_ADOPT,
+      workspace: env.TRUSTGRAPH_WORKSPACE,
+      requestQueue: env.TRUSTGRAPH_CONFIG_REQUEST_QUEUE,
+      responseQueue: env.TRUSTGRAPH_CONFIG_RESPONSE_QUEUE,
+      timeoutMs: env.TRUSTGRAPH_CONFIG_TIMEOUT_MS,
     },
     rateLimit: { max: env.RATE_LIMIT_MAX, writeMax: env.RATE_LIMIT_WRITE_MAX, windowS: env.RATE_LIMIT_WINDOW_S },
     auditRetentionDays: env.AUDIT_RETENTION_DAYS,
@@ -315,6 +356,8 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       maxToolLabels: env.METRICS_MAX_TOOL_LABELS,
       subjectLabels: env.METRICS_SUBJECT_LABELS,
     },
+    /** The /dashboard page (src/http/routes/dashboard.ts). */
+    dashboard: { enabled: env.DASHBOARD },
     mcp: {
       /** The MCP endpoint's own resource identifier (RFC 8707): what MCP clients ask tokens for. */
       resource: `${resource.replace(/\/+$/, '')}/mcp`,

@@ -68,6 +68,17 @@ describe('AG-UI', () => {
       req.on('end', () => {
         if (req.url === '/echo') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echo: JSON.parse(Buffer.concat(chunks).toString()) }));
         if (req.url === '/fail') return res.writeHead(500, { 'content-type': 'text/plain' }).end('the tool broke');
+        // A run that re-sends the arguments of a call the client holds (see the test of that name).
+        if (req.url === '/replay') {
+          const events = [
+            { type: 'RUN_STARTED', threadId: 'thread-1', runId: 'replay' },
+            { type: 'TOOL_CALL_START', toolCallId: 'held', toolCallName: 'echo', parentMessageId: 'assistant-1' },
+            { type: 'TOOL_CALL_ARGS', toolCallId: 'held', delta: '{"text":"hi"}' },
+            { type: 'TOOL_CALL_END', toolCallId: 'held' },
+            { type: 'RUN_FINISHED', threadId: 'thread-1', runId: 'replay' },
+          ];
+          return res.writeHead(200, { 'content-type': 'text/event-stream' }).end(events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join(''));
+        }
         if (req.url !== '/hang') res.writeHead(404).end();
       });
     });
@@ -125,6 +136,9 @@ describe('AG-UI', () => {
     await new Promise<void>((resolve) => tool?.close(() => resolve()));
   });
 
+  /** What a client that applies the events to the conversation it sent passes (no TOOL_CALL_ARGS). */
+  const OMIT_ARGS = { 'tool-registry': { toolCallArgs: 'omit' } };
+
   /** POSTs to the registry and reads the whole answer. */
   const post = async (path: string, body: unknown, headers: Record<string, string> = user) => {
     const res = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -163,7 +177,8 @@ describe('AG-UI', () => {
       const events: Event[] = [];
       let pending: string[] | undefined;
       const { newMessages } = await agent.runAgent(
-        { runId: 'run-agent', tools: [{ name: 'secret', description: 'offered by the client', parameters: { type: 'object' } }] },
+        // The agent applies the events to the conversation it sent, so it asks for no TOOL_CALL_ARGS.
+        { runId: 'run-agent', tools: [{ name: 'secret', description: 'offered by the client', parameters: { type: 'object' } }], forwardedProps: OMIT_ARGS },
         {
           onEvent: ({ event }) => void events.push(event as Event),
           onRunFinishedEvent: (params) => void (pending = params.outcome === 'success' ? params.pendingToolCallIds : undefined),
@@ -176,7 +191,7 @@ describe('AG-UI', () => {
       expect(events.filter((e) => e.type === 'TOOL_CALL_START').map((e) => [e['toolCallId'], e['toolCallName'], e['parentMessageId']])).toEqual(
         calls.map((c) => [c.id, c.function.name, 'assistant-1']),
       );
-      // No TOOL_CALL_ARGS: the client holds the arguments, and would append them a second time.
+      // No TOOL_CALL_ARGS, as asked: the client holds the arguments, and would append them a second time.
       expect(perCall('call-echo')).toEqual(['TOOL_CALL_START', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT']);
       expect(perCall('call-stream')).toEqual(['TOOL_CALL_START', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT']);
       expect(perCall('call-broken')).toEqual(['TOOL_CALL_START', 'TOOL_CALL_END', 'TOOL_CALL_RESULT']);
@@ -203,6 +218,43 @@ describe('AG-UI', () => {
       const toolMessages = newMessages.filter((m) => m.role === 'tool');
       expect(toolMessages.map((m) => [m.toolCallId, m.id])).toEqual(calls.map((c) => [c.id, results.get(c.id)?.['messageId']]));
       expect(toolMessages.find((m) => m.toolCallId === 'call-broken')).toMatchObject({ metadata: { 'tool-registry': { error: { code: 'TR_ERR_TOOL_SERVICE' } } } });
+    });
+
+    it('streams each call\'s arguments as TOOL_CALL_ARGS by default, and leaves them out for a client that holds them', async () => {
+      const text = JSON.stringify({ text: `${'x'.repeat(5000)}😀${'y'.repeat(5000)}` });
+      const events = await verified('/ag-ui', runInput([toolCall('streamed', 'echo', text), toolCall('empty', 'echo', '')]));
+      expectValidEvents(events);
+      const perCall = (id: string) => events.filter((e) => e['toolCallId'] === id);
+      const streamed = perCall('streamed');
+      const args = streamed.filter((e) => e.type === 'TOOL_CALL_ARGS').map((e) => e['delta'] as string);
+      expect(streamed.map((e) => e.type).slice(0, args.length + 2)).toEqual(['TOOL_CALL_START', ...args.map(() => 'TOOL_CALL_ARGS'), 'TOOL_CALL_END']);
+      expect(args.length).toBeGreaterThan(1);
+      expect(args.join('')).toBe(text);
+      // Empty arguments text is still one fragment.
+      expect(perCall('empty').map((e) => e.type).slice(0, 3)).toEqual(['TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END']);
+
+      // Why a client that holds the conversation opts out: @ag-ui/client appends the fragments to
+      // the call it holds (a stream made by hand).
+      const held = runInput([toolCall('held', 'echo', { text: 'hi' })]).messages as Message[];
+      const replayed = new HttpAgent({ url: `http://127.0.0.1:${(tool.address() as AddressInfo).port}/replay`, threadId: 'thread-1', initialMessages: held });
+      await replayed.runAgent({ runId: 'replay' });
+      const doubled = replayed.messages.find((m) => m.id === 'assistant-1') as { toolCalls: { function: { arguments: string } }[] };
+      expect(doubled.toolCalls[0]?.function.arguments).toBe('{"text":"hi"}{"text":"hi"}');
+
+      // With the option the registry's run leaves it as it was.
+      const agent = new HttpAgent({ url: `${base}/ag-ui`, headers: user, threadId: 'thread-1', initialMessages: structuredClone(held) });
+      const seen: Event[] = [];
+      await agent.runAgent({ runId: 'intact', forwardedProps: OMIT_ARGS }, { onEvent: ({ event }) => void seen.push(event as Event) });
+      expect(seen.map((e) => e.type)).not.toContain('TOOL_CALL_ARGS');
+      expect(agent.messages.find((m) => m.id === 'assistant-1')).toEqual(held[1]);
+      expect(agent.messages.find((m) => m.role === 'tool')).toMatchObject({ toolCallId: 'held', content: JSON.stringify({ echo: { text: 'hi' } }) });
+
+      // A wrong option is a 400 naming it; other forwarded props are not read.
+      const wrong = await post('/ag-ui', { ...runInput([toolCall('w', 'echo', {})]), forwardedProps: { 'tool-registry': { toolCallArgs: 'sometimes' } } });
+      expect(wrong.status).toBe(400);
+      expect(JSON.parse(wrong.text)).toMatchObject({ errors: [expect.objectContaining({ path: 'forwardedProps.tool-registry.toolCallArgs' })] });
+      const other = await verified('/ag-ui', { ...runInput([toolCall('o', 'echo', {})]), forwardedProps: { model: 'x', 'tool-registry-x': 1 } });
+      expect(other.map((e) => e.type)).toContain('TOOL_CALL_ARGS');
     });
 
     it('is framed as the SDK encodes', async () => {
@@ -252,7 +304,7 @@ describe('AG-UI', () => {
       const spy = vi.spyOn(t.app.bridge, 'invoke').mockRejectedValueOnce(new Error('boom'));
       try {
         const events = await verified('/ag-ui', runInput([toolCall('x', 'echo', {}), toolCall('y', 'echo', {})]));
-        expect(events.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_END', 'RUN_ERROR']);
+        expect(events.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'RUN_ERROR']);
         expect(events.at(-1)).toEqual({ type: 'RUN_ERROR', message: 'an internal error occurred; it has been logged', code: 'TR_ERR_INTERNAL' });
         expect(spy).toHaveBeenCalledTimes(1);
       } finally {
@@ -332,6 +384,24 @@ describe('AG-UI', () => {
       expect(deltas.length).toBeGreaterThan(2);
       expect(deltas.join('')).toBe(JSON.stringify(args));
       expect(events.find((e) => e.type === 'TOOL_CALL_RESULT')?.['content']).toBe(JSON.stringify({ echo: args }));
+    });
+
+    it('streams the arguments through the verifier in fragments that never split a surrogate pair', async () => {
+      // `{"text":"` is 9 characters: the emoji's two UTF-16 units sit either side of 4096.
+      const args = { text: `${'x'.repeat(4096 - 9 - 1)}😀${'y'.repeat(9000)}` };
+      const events = await verified('/tools/echo/invoke?stream=ag-ui', args);
+      expectValidEvents(events);
+      const deltas = events.filter((e) => e.type === 'TOOL_CALL_ARGS').map((e) => e['delta'] as string);
+      expect(deltas.length).toBe(4);
+      expect(deltas.join('')).toBe(JSON.stringify(args));
+      for (const delta of deltas) {
+        expect(delta.length).toBeLessThanOrEqual(4096);
+        expect(delta).toBe(Buffer.from(delta, 'utf8').toString('utf8'));
+      }
+      expect(deltas[0]?.endsWith('x')).toBe(true);
+      expect(deltas[1]?.startsWith('😀')).toBe(true);
+      const start = events.findIndex((e) => e.type === 'TOOL_CALL_START');
+      expect(events.slice(start, start + 6).map((e) => e.type)).toEqual(['TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_ARGS', 'TOOL_CALL_ARGS', 'TOOL_CALL_ARGS', 'TOOL_CALL_END']);
     });
 
     it('keeps the status of a call refused or failed before any output, and answers a later failure in the run', async () => {

@@ -6,9 +6,11 @@ import type { Tool as AgUiSdkTool } from '@ag-ui/core';
 import type Anthropic from '@anthropic-ai/sdk';
 import { ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type OpenAI from 'openai';
+import { toStrictJsonSchema } from 'openai/lib/transform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportOf } from '../src/catalog/exports.js';
-import { EXPORT_FORMATS, type AgUiTool, type AnthropicTool, type OpenAiChatTool, type OpenAiResponsesTool, type SkippedTool } from '../src/model/exports.js';
+import { EXPORT_FORMATS, openAiStrictToolOf, type AgUiTool, type AnthropicTool, type OpenAiChatTool, type OpenAiResponsesTool, type SkippedTool } from '../src/model/exports.js';
+import type { Tool } from '../src/model/normalise.js';
 import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
 
@@ -117,6 +119,8 @@ describe('GET /?format= (issue 12)', () => {
     for (const tool of strict.tools) {
       expect(tool.function.strict).toBe(true);
       expectStrict(tool.function.parameters);
+      // OpenAI's SDK, which makes schemas strict for its own helpers, has nothing left to change.
+      expect(toStrictJsonSchema(structuredClone(tool.function.parameters) as never)).toEqual(tool.function.parameters);
     }
 
     const prompt = await get('/?format=prompt', headers());
@@ -137,6 +141,38 @@ describe('GET /?format= (issue 12)', () => {
     expect(lookup.properties['tags']).toMatchObject({ type: ['array', 'null'], items: { required: ['k', 'v'], properties: { v: { type: ['number', 'null'] } } } });
     const file = (await get('/?format=openai-strict', fileUser)).json<{ skipped: SkippedTool[] }>();
     expect(file.skipped).toEqual([{ name: 'short_text', reason: '/properties/s: keyword "minLength" is not supported in strict mode' }]);
+  });
+
+  it('follows strict mode\'s limits and forms, and stays what OpenAI\'s SDK calls strict', () => {
+    const strictOf = (inputSchema: Record<string, unknown>) => openAiStrictToolOf({ name: 't', description: 'd', inputSchema } as unknown as Tool);
+    const closed = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ type: 'object', properties, additionalProperties: false, ...extra });
+    const reasonOf = (inputSchema: Record<string, unknown>) => {
+      const result = strictOf(inputSchema);
+      return 'skipped' in result ? result.skipped.reason : null;
+    };
+    expect(reasonOf(closed({ a: { type: 'array' } }))).toBe('/properties/a: an array without "items"');
+    expect(reasonOf(closed({ a: { type: 'array', items: [{ type: 'string' }] } }))).toBe('/properties/a/items: a tuple (an array of item schemas)');
+    expect(reasonOf(closed({ a: { type: 'string', enum: Array.from({ length: 300 }, (_, i) => `value-number-${i}-${'x'.repeat(40)}`) } }))).toMatch(/^\/properties\/a: an enum of more than 250 strings/);
+    expect(reasonOf(closed(Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`p${i}${'y'.repeat(700)}`, { type: 'string' }]))))).toMatch(/characters of property names/);
+    expect(reasonOf(closed({ a: { type: 'string', default: 'x' } }))).toBe('/properties/a: keyword "default" is not supported in strict mode');
+
+    // Optional properties become nullable without a union of a union, and a $ref or const is wrapped.
+    const result = strictOf(
+      closed(
+        { any: { anyOf: [{ type: 'string' }, { type: 'integer' }], description: 'either' }, r: { $ref: '#/$defs/d' }, c: { const: 'x' }, n: { type: ['string', 'null'] } },
+        { $defs: { d: closed({ q: { type: 'string' } }) } },
+      ),
+    );
+    expect('tool' in result).toBe(true);
+    const parameters = (result as { tool: OpenAiChatTool }).tool.function.parameters as { properties: Record<string, unknown>; required: string[] };
+    expect(parameters.properties).toEqual({
+      any: { anyOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }], description: 'either' },
+      r: { anyOf: [{ $ref: '#/$defs/d' }, { type: 'null' }] },
+      c: { anyOf: [{ const: 'x' }, { type: 'null' }] },
+      n: { type: ['string', 'null'] },
+    });
+    expect(parameters.required).toEqual(['any', 'r', 'c', 'n']);
+    expect(toStrictJsonSchema(structuredClone(parameters) as never)).toEqual(parameters);
   });
 
   it('writes the article\'s prompt lines', async () => {
@@ -187,12 +223,10 @@ describe('GET /?format= (issue 12)', () => {
     expect((await get('/?format=anthropic', fileUser)).json<AnthropicTool[]>().map((t) => t.name)).not.toContain('added');
   });
 
-  it('refuses an unknown format, naming the formats, and a format with paging', async () => {
+  it('refuses an unknown format, naming the formats (paging: test/exports-pages.test.ts)', async () => {
     const unknown = await get('/?format=gemini', calcUser);
     expect(unknown.statusCode).toBe(400);
+    expect(unknown.json()).toMatchObject({ errors: [{ path: 'format' }] });
     for (const format of EXPORT_FORMATS) expect(unknown.body).toContain(format);
-    const paged = await get('/?format=openai&limit=5', calcUser);
-    expect(paged.statusCode).toBe(400);
-    expect(paged.json()).toMatchObject({ errors: [{ path: 'format' }] });
   });
 });

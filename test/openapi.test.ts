@@ -111,7 +111,7 @@ class OpenApiDocument {
  * Every METHOD path pair the app serves, read from `printRoutes({ commonPrefix: false })`:
  * each line is `<indent>├── <segment> (METHOD, ...)`, 4 characters of indent per level, and a
  * route's path is its ancestors' segments joined. HEAD routes Fastify adds for GET routes are
- * left out, and so are the documentation pages' own (/docs, hidden from the document).
+ * left out, and so are the pages' own (/docs and /dashboard, hidden from the document).
  */
 function appOperations(app: FastifyInstance): Set<string> {
   const stack: string[] = [];
@@ -129,6 +129,8 @@ function appOperations(app: FastifyInstance): Set<string> {
   const ops = new Set<string>();
   for (const { method, path } of found) {
     if (path === '/docs' || path.startsWith('/docs/') || path === '/docs*') continue;
+    // The dashboard's page and assets (src/http/routes/dashboard.ts): pages, not API.
+    if (path === '/dashboard' || path.startsWith('/dashboard/')) continue;
     expect(app.hasRoute({ method: method as never, url: path }), `${method} ${path} read from printRoutes`).toBe(true);
     if (method === 'HEAD' && found.some((r) => r.method === 'GET' && r.path === path)) continue;
     ops.add(`${method} ${path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`);
@@ -493,13 +495,15 @@ describe('the OpenAPI document', () => {
       for (const name of ['joke-service', 'joke-service.topic-form', 'custom-rag']) document.expectValid(service, seed(name), `seed ${name} as a tool service`);
       document.expectValid(service, { id: 'svc', topic: 'svc', 'config-params': ['a', { name: 'b', required: true }] }, 'bare config params');
       document.expectValid(bundle, JSON.parse(readFileSync(join(ROOT, 'examples', 'seed.json'), 'utf8')), 'examples/seed.json');
+      document.expectValid(bundle, { source_workspace: 'default', source_version: 3, config: { 'tool-service': { s: '{"id": "s", "topic": "s"}' }, tool: {} } }, 'a TrustGraph config dump (issue 15)');
+      document.expectValid(tool, { ...seed('tell-joke'), style: { nested: [true] } }, 'an object config value (issue 15)');
       document.expectValid(`${document.operation('/tools/{name}/invoke', 'post')}/requestBody/content/application~1json/schema`, { expression: '2 + 2' }, 'arguments');
       expect(document.at(`${document.operation('/tools/{name}/invoke', 'post')}/requestBody/required`), 'the arguments may be left out').toBe(false);
 
       const refused: [string, unknown][] = [
         ['an HTTP tool with an unknown field', { ...seed('calculator'), foo: 1 }],
         ['a relative endpoint', { ...seed('calculator'), endpoint: 'tools/calculator' }],
-        ['an object config value', { ...seed('tell-joke'), style: { nested: true } }],
+        ['a group that is not a list (issue 15)', { ...seed('tell-joke'), group: 'fun' }],
         ['a message-bus tool without service', { ...seed('tell-joke'), service: undefined }],
       ];
       for (const [what, value] of refused) expect(document.problems(tool, JSON.parse(JSON.stringify(value))), what).not.toEqual([]);
@@ -623,6 +627,13 @@ describe('the OpenAPI document', () => {
     expect(exported.res.statusCode).toBe(200);
     document.expectValid(document.schema('ImportBundle'), exported.body, 'an export is an import bundle');
     expect((await call('/export', { method: 'GET', url: '/export' })).res.statusCode).toBe(401);
+    // TrustGraph's config form both ways (issue 15).
+    const dump = await call('/export', { method: 'GET', url: '/export?format=trustgraph', headers: admin });
+    expect(dump.res.statusCode).toBe(200);
+    document.expectValid(document.schema('TrustGraphConfigDump'), dump.body, 'a TrustGraph dump');
+    const reimported = await call('/import', { method: 'POST', url: '/import', headers: admin, payload: dump.body as never });
+    expect(reimported.res.statusCode).toBe(200);
+    expect((reimported.body as { skipped: unknown[] }).skipped).toEqual([]);
 
     // The audit log, its query checked by its schema after the admin scope.
     const audit = await call('/audit', { method: 'GET', url: '/audit?limit=5', headers: admin });
@@ -719,7 +730,7 @@ describe('the OpenAPI document', () => {
     expect(run.res.statusCode).toBe(200);
     const runEvents = agUiEvents(run.res.body);
     for (const event of runEvents) document.expectValid(document.schema('AgUiEvent'), event, `AG-UI ${event.type}`);
-    expect(runEvents.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT', 'RUN_FINISHED']);
+    expect(runEvents.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT', 'RUN_FINISHED']);
     expect((await call('/ag-ui', { method: 'POST', url: '/ag-ui', payload: runInput })).res.statusCode).toBe(401);
     expect((await call('/ag-ui', { method: 'POST', url: '/ag-ui', headers: user, payload: { threadId: 't' } })).body).toMatchObject({ status: 400, code: 'TR_ERR_BAD_REQUEST' });
     const runCall = await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/echo/invoke?stream=ag-ui', headers: user, payload: {} });
@@ -750,7 +761,10 @@ describe('the OpenAPI document', () => {
       expect((await call('/', { method: 'GET', url: `/?format=${format}`, headers: { ...agent, 'if-none-match': etag } })).res.statusCode).toBe(304);
     }
     expect((await call('/', { method: 'GET', url: '/?format=gemini', headers: agent })).res.statusCode).toBe(400);
-    expect((await call('/', { method: 'GET', url: '/?format=mcp&limit=2', headers: agent })).res.statusCode).toBe(400);
+    const pagedExport = await call('/', { method: 'GET', url: '/?format=mcp&limit=1', headers: agent });
+    expect(pagedExport.res.statusCode).toBe(200);
+    expect(pagedExport.res.headers['link']).toMatch(/^<[^>]+>; rel="next"$/);
+    expect((await call('/', { method: 'GET', url: '/?format=mcp&limit=1', headers: { ...agent, 'if-none-match': String(pagedExport.res.headers['etag']) } })).res.statusCode).toBe(304);
     expect((await call('/', { method: 'GET', url: '/', headers: { authorization: 'Basic abc' } })).res.statusCode).toBe(400);
     expect((await call('/', { method: 'GET', url: '/', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
     expect((await call('/stats', { method: 'GET', url: '/stats', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);

@@ -11,6 +11,7 @@ import type { Catalog, CatalogTool } from '../catalog/catalog.js';
 import type { ToolKind } from '../model/schemas.js';
 import { RegistryError, type FieldError } from '../model/errors.js';
 import { ArgumentValidators, UncompilableSchemaError } from '../json-schema/arguments.js';
+import { withoutStrictNulls } from '../json-schema/strict-nulls.js';
 import type { CallOutcome } from '../model/records.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import { BridgeUnavailableError, CallerGoneError, CallTimeoutError, RequestTooLargeError, ToolServiceError } from './errors.js';
@@ -127,13 +128,15 @@ export class ToolBridge {
       usage.record({ at: new Date().toISOString(), tool: tool.name, sub, outcome, durationMs });
       return durationMs;
     };
-    const args = request.arguments ?? {};
-    if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+    const given = request.arguments ?? {};
+    if (typeof given !== 'object' || given === null || Array.isArray(given)) {
       throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', 'the arguments must be a JSON object', {
         fieldErrors: [{ path: '', message: 'must be a JSON object of argument name to value' }],
       });
     }
-    this.#checkArguments(tool, args as Record<string, unknown>, finish);
+    // A strict-mode client's null for an optional argument means "absent" (src/json-schema/strict-nulls.ts).
+    const args = withoutStrictNulls(tool.inputSchema, given as Record<string, unknown>);
+    this.#checkArguments(tool, args, finish);
     if (this.#inflight >= this.#options.maxInflight) {
       finish('unavailable');
       throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `${this.#inflight} calls are in flight, the most this registry carries at once; retry shortly`, {
@@ -163,7 +166,7 @@ export class ToolBridge {
         id,
         tool,
         descriptor: record.descriptor,
-        arguments: args as Record<string, unknown>,
+        arguments: args,
         sub,
         authorization: tool.http?.forwardAuthorization && !this.#carriesAdminScope(request.caller) ? request.authorization : undefined,
         onChunk: request.onChunk,

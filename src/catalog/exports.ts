@@ -3,6 +3,13 @@
  * shape, built once per view and format and kept as long as the view is (the view is the
  * key of a WeakMap, so a write, which drops the views, drops these too). A repeated request
  * then costs what the plain `GET /` costs: a lookup and the bytes sent as they are.
+ *
+ * A page, search or filter in a format (`exportPageOf`) is built for the request from the
+ * listing's entries, as the plain page is: its cost is the page's, never the catalogue's.
+ * Measured with 1,000 tools and pages of 100 (app.inject, a busy 2-core machine): 1.3 to 4.2 ms
+ * a page in a format (`openai-strict` the dearest), against 3.3 ms for the plain page. So no
+ * per-entry cache of converted bytes is kept: it would hold another copy of the catalogue per
+ * format asked for.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -19,10 +26,11 @@ import {
   type SkippedTool,
 } from '../model/exports.js';
 import type { Tool } from '../model/normalise.js';
+import type { Listing } from './listing.js';
 import type { CatalogView } from './views.js';
 
 /** Bumped whenever a format's conversion changes, so that an older ETag never matches. */
-const EXPORT_VERSION = 1;
+const EXPORT_VERSION = 2;
 
 export interface ExportBody {
   body: Buffer;
@@ -54,7 +62,30 @@ export function exportOf(view: CatalogView, format: ExportFormat): ExportBody {
   return entry;
 }
 
-function render(tools: readonly Tool[], format: ExportFormat): { text: string; contentType: string } {
+/**
+ * One page (or search or filter result) of the view in `format`: the listing's live tools in
+ * its order. Tombstones (tools deleted during a pinned walk, or since `updated_since`) are left
+ * out: no format has a way to say "deleted", and an agent must not be offered them. Where the
+ * format's shape has room for it, the body carries the next cursor too (`mcp`: `nextCursor`
+ * on all but the last page, as MCP's `tools/list` does; `openai-strict`: `nextCursor`, `null`
+ * on the last). The strong ETag hashes what the bytes are made of: the format, the query that
+ * chose the page (`query`, which also makes the `Link` header), and each entry's name, index,
+ * update time and status, so equal tags mean equal answers.
+ */
+export function exportPageOf(listing: Listing, format: ExportFormat, query: string): ExportBody {
+  const identity: string[] = [`${EXPORT_VERSION}\u0000page\u0000${format}\u0000${query}\u0000${listing.nextCursor ?? ''}`];
+  const tools: Tool[] = [];
+  for (const { tool, record } of listing.entries) {
+    identity.push(`${record.name}\u0000${record.index}\u0000${record.updatedAt}\u0000${record.status}`);
+    if (record.status === 'active') tools.push(tool);
+  }
+  const { text, contentType } = render(tools, format, listing.nextCursor);
+  const etag = `"${createHash('sha256').update(identity.join('\n')).digest('base64url').slice(0, 32)}"`;
+  return { body: Buffer.from(text), etag, contentType };
+}
+
+/** `nextCursor`: undefined for the whole view, a string or null for a page. */
+function render(tools: readonly Tool[], format: ExportFormat, nextCursor?: string | null): { text: string; contentType: string } {
   switch (format) {
     case 'openai':
       return json(tools.map(openAiChatToolOf));
@@ -68,15 +99,17 @@ function render(tools: readonly Tool[], format: ExportFormat): { text: string; c
         if ('tool' in result) strict.push(result.tool);
         else skipped.push(result.skipped);
       }
-      return json({ tools: strict, skipped });
+      return json(nextCursor === undefined ? { tools: strict, skipped } : { tools: strict, skipped, nextCursor });
     }
     case 'anthropic':
       return json(tools.map(anthropicToolOf));
     case 'mcp':
-      return json({ tools: tools.map(mcpExportOf) });
+      // MCP's ListToolsResult has no `nextCursor: null`: absent on the last page.
+      return json(typeof nextCursor === 'string' ? { tools: tools.map(mcpExportOf), nextCursor } : { tools: tools.map(mcpExportOf) });
     case 'ag-ui':
       return json(tools.map(agUiToolOf));
     case 'prompt':
+      // Every page is a prompt of its own, with the heading: the lines of all pages are the whole view's.
       return { text: [PROMPT_HEADING, ...tools.map(promptLineOf)].join('\n') + '\n', contentType: TEXT_TYPE };
   }
 }

@@ -18,10 +18,12 @@ import rateLimitPlugin from './plugins/rate-limit.js';
 import registryPlugin from './plugins/registry.js';
 import securityHeadersPlugin from './plugins/security-headers.js';
 import tracingPlugin, { type TracingHandle } from './plugins/tracing.js';
+import trustGraphConfigPlugin from './plugins/trustgraph-config.js';
 import { requestIdOf } from './request-id.js';
 import agUiRoutes from './routes/ag-ui.js';
 import auditRoutes from './routes/audit.js';
 import changesRoutes from './routes/changes.js';
+import dashboardRoutes from './routes/dashboard.js';
 import discoveryRoutes from './routes/discovery.js';
 import healthRoutes from './routes/health.js';
 import importExportRoutes from './routes/import-export.js';
@@ -89,6 +91,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(bridgePlugin, { config });
   // After the services it reads, before the routes it times.
   await app.register(metricsPlugin, { config });
+  // After the metrics it reports to; it follows the change bus once the app is ready.
+  await app.register(trustGraphConfigPlugin, { config });
   // In the order the document lists them.
   await app.register(discoveryRoutes, { config });
   await app.register(changesRoutes, { config });
@@ -105,5 +109,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(metricsRoutes, { config });
   await app.register(wellKnownRoutes, { config });
   await app.register(openapiRoutes);
+  // A page, not API: hidden from the document, as /docs is.
+  await app.register(dashboardRoutes, { config });
   return app;
 }

@@ -71,6 +71,26 @@ export function pendingToolCalls(messages: readonly AgUiMessage[]): PendingToolC
   return { parentMessageId: assistant.id, index, calls: (assistant.toolCalls ?? []).filter((call) => !answered.has(call.id)) };
 }
 
+/** The registry's own options of a run, under `forwardedProps["tool-registry"]`. */
+const AgUiRegistryOptionsSchema = z.strictObject({
+  toolCallArgs: z.enum(['stream', 'omit']).optional(),
+});
+
+/** `forwardedProps["tool-registry"]`, when forwardedProps is an object that has it. */
+function registryOptionsOf(forwardedProps: unknown): unknown {
+  if (typeof forwardedProps !== 'object' || forwardedProps === null || Array.isArray(forwardedProps)) return undefined;
+  return Object.hasOwn(forwardedProps, AG_UI_METADATA_KEY) ? (forwardedProps as Record<string, unknown>)[AG_UI_METADATA_KEY] : undefined;
+}
+
+/**
+ * Whether a run sends the arguments of the calls it runs as TOOL_CALL_ARGS: yes unless the
+ * client asked not to (src/http/ag-ui/run.ts says when a client should).
+ */
+export function streamsToolCallArgs(forwardedProps: unknown): boolean {
+  const parsed = AgUiRegistryOptionsSchema.safeParse(registryOptionsOf(forwardedProps) ?? {});
+  return !parsed.success || parsed.data.toolCallArgs !== 'omit';
+}
+
 export const AgUiRunInputSchema = z
   .looseObject({
     threadId: IdSchema.describe('The conversation; echoed in `RUN_STARTED` and `RUN_FINISHED`.'),
@@ -88,10 +108,22 @@ export const AgUiRunInputSchema = z
       .optional()
       .describe('What the client can execute: a capability list, not an allowlist. Not read; the token decides what may be called.'),
     context: z.array(z.looseObject({ description: z.string(), value: z.string() })).optional().describe('Not read.'),
-    forwardedProps: z.unknown().optional().describe('Not read.'),
+    forwardedProps: z
+      .unknown()
+      .optional()
+      .describe(
+        'Read only under the key `tool-registry`: `{"toolCallArgs": "omit"}` leaves `TOOL_CALL_ARGS` out (for a client that applies the events to the conversation it sent: AG-UI clients append those fragments to the arguments they hold); `"stream"`, the default, sends them. Anything else in it is not read.',
+      ),
     resume: z.array(z.unknown()).optional().describe('Not read.'),
   })
   .superRefine((input, ctx) => {
+    const options = registryOptionsOf(input.forwardedProps);
+    if (options !== undefined) {
+      const parsed = AgUiRegistryOptionsSchema.safeParse(options);
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', path: ['forwardedProps', AG_UI_METADATA_KEY, ...issue.path.map(String)], message: issue.message });
+      }
+    }
     const { index, calls } = pendingToolCalls(input.messages);
     if (calls.length > MAX_AG_UI_TOOL_CALLS) {
       ctx.addIssue({

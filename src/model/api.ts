@@ -15,6 +15,7 @@ import {
   JsonTypeSchema,
   ObjectJsonSchema,
   ParameterSchema,
+  PulsarQueueSchema,
   PulsarTopicSchema,
   ScopeSchema,
   ServiceIdSchema,
@@ -40,7 +41,16 @@ name(ScopeSchema, 'Scope', 'An OAuth scope token (RFC 6749 section 3.3) of at mo
 name(PulsarTopicSchema, 'PulsarTopic', 'A Pulsar topic name, e.g. `non-persistent://tg/request/joke`.');
 name(TopicLocalNameSchema, 'TopicLocalName', 'A Pulsar local topic name (no `/`).');
 name(JsonTypeSchema, 'JsonType', 'A JSON Schema type name.');
-name(ConfigValueSchema, 'ConfigValue', "A config value for one of the service's config params.");
+name(
+  ConfigValueSchema,
+  'ConfigValue',
+  "A config value for one of the service's config params: any JSON value (a string of at most 8192 characters, or an object or list of at most 64 KiB of JSON), passed to the service as it is inside the request's `config` JSON text.",
+);
+name(
+  PulsarQueueSchema,
+  'PulsarQueue',
+  'A Pulsar topic name (`non-persistent://tg/request/joke`) or a TrustGraph queue id (`request:tg:joke`, `class:topicspace:topic`), stored as the topic it names.',
+);
 name(ArgumentSchema, 'Argument', 'One argument of a message-bus tool, as the model sees it.');
 name(ParameterSchema, 'HttpParameter', "One parameter of an HTTP tool, in the article's form.");
 name(
@@ -137,7 +147,7 @@ const RegistryIndexParamSchema = z.string().regex(INDEX_PATTERN, 'must be a regi
 
 export const DiscoveryQuerySchema = z.object({
   index: RegistryIndexParamSchema.optional().describe(
-    'Makes the request a blocking query: the `X-Registry-Index` of the answer the caller last saw. Ignored with `limit`, `cursor`, `q`, `scope` or `updated_since`.',
+    'Makes the request a blocking query: the `X-Registry-Index` of the answer the caller last saw. Ignored with `limit`, `cursor`, `q`, `scope` or `updated_since`, unless `format` is given too.',
   ),
   wait: WaitSchema.optional().describe(
     'How long a blocking query may be held: digits with a unit `ms`, `s`, `m` or `h` (`1500ms`, `30s`, `5m`; bare digits are seconds). Default 5 minutes; longer than 10 minutes counts as 10 minutes. Up to 1/16 of random jitter is added, so that many clients do not come back in step. Used only with `index`.',
@@ -154,16 +164,14 @@ export const DiscoveryQuerySchema = z.object({
       'Only tools created, replaced or deleted at or after this time (RFC 3339 date-time with seconds and a `Z` or numeric offset), tombstones included.',
     ),
   format: z
-    .enum(EXPORT_FORMATS)
+    .enum(EXPORT_FORMATS, {
+      // LangChain has no wire shape of its own: bindTools takes OpenAI's tool definitions.
+      error: (issue) => (issue.input === 'langchain' ? `LangChain takes OpenAI tool definitions (bindTools): use format=openai; the formats are ${EXPORT_FORMATS.join(', ')}` : undefined),
+    })
     .optional()
     .describe(
-      "The caller's full view in another shape: `openai` (Chat Completions `tools`), `openai-responses` (Responses API `tools`), `openai-strict` (`{tools, skipped}`: strict mode), `anthropic` (Messages API `tools`), `mcp` (an MCP `tools/list` result), `ag-ui` (AG-UI `Tool`s) or `prompt` (the article's \"Available tools\" text). Not combined with `limit`, `cursor`, `q`, `scope` or `updated_since` (`400`).",
+      "The caller's view in another shape: `openai` (Chat Completions `tools`), `openai-responses` (Responses API `tools`), `openai-strict` (`{tools, skipped}`: strict mode), `anthropic` (Messages API `tools`), `mcp` (an MCP `tools/list` result), `ag-ui` (AG-UI `Tool`s) or `prompt` (the article's \"Available tools\" text). Combines with `limit`, `cursor`, `q`, `scope` and `updated_since`: the same tools in the same order as the plain answer, in the format's shape, with the next page's URL in a `Link` header (`rel=\"next\"`); deleted tools (tombstones) are left out.",
     ),
-}).superRefine((query, ctx) => {
-  if (query.format === undefined) return;
-  for (const name of ['limit', 'cursor', 'q', 'scope', 'updated_since'] as const) {
-    if (query[name] !== undefined) ctx.addIssue({ code: 'custom', path: ['format'], message: `is not combined with ${name} (an export is of the full view)` });
-  }
 });
 
 export const ChangesQuerySchema = z.object({
@@ -424,6 +432,12 @@ export const StatsSchema = z
     unique_scopes: CountSchema,
     tools_by_kind: z.record(z.string(), CountSchema).describe('Tools in the view by kind (`http`, `tool-service`, `mcp`).'),
     total_tool_services: CountSchema.describe('Every live tool service, whatever the caller\'s view.'),
+    tools_by_service: z
+      .record(z.string(), CountSchema)
+      .describe(
+        "Live tools per tool service (message-bus tools), by service id, services without tools included. Service ids are backend topology, so this is filled only for tokens holding the admin scope (or `STATS_READ_SCOPE`); everyone else gets it empty.",
+      ),
+    tools_by_mcp_server: z.record(z.string(), CountSchema).describe('Live tools per registered upstream MCP server, by server id; filled for the same callers as `tools_by_service`, empty for everyone else.'),
     registry_index: CountSchema,
     total_tool_calls: CountSchema.describe(
       'Calls through `POST /tools/{name}/invoke` to the tools in the view (the full view also counts tools deleted since they were called), since the database was created. Every call that passed the tool\'s scope check counts, whatever its outcome: answered, failed, timed out, cancelled, or refused for want of capacity. Calls refused at the scope check (no token, or none of the tool\'s scopes) are not uses of the tool: they count only in `errors_by_class` (`denied`). Requests refused before the scope check (invalid token, rate limit, unreadable body, unknown or deleted tool) or after it because the tool is deprecated or the arguments do not fit its input schema do not count at all. `usage_by_tool`, `most_used_tool`, `usage_by_agent` and `latency_ms_by_tool` count the same calls as this figure.',
@@ -502,7 +516,7 @@ export const AuditPageSchema = z
 // ---------------------------------------------------------------------------------------------
 // Bulk
 
-export const ImportBundleDescriptorSchema = z
+const ImportBundleDescriptorSchema = z
   .strictObject({
     'tool-services': z.array(ToolServiceDescriptorSchema).max(200_000).default([]),
     tools: z.array(ToolDescriptorSchema).max(200_000).default([]),
@@ -526,8 +540,32 @@ export const ImportSummarySchema = z
     index: WriteIndexSchema.describe('The registry index of the import.'),
     toolServices: ImportCountsSchema,
     tools: ImportCountsSchema,
+    skipped: z
+      .array(z.strictObject({ item: z.string().describe('`type/key`, or a config type'), reason: z.string() }))
+      .optional()
+      .describe('TrustGraph dumps only: the items left out (tools of kinds other than `tool-service`, other config types), at most 100 listed.'),
   })
   .meta({ id: 'ImportSummary' });
+
+const TrustGraphItemsInputSchema = z.record(z.string(), z.record(z.string(), z.union([z.string(), z.record(z.string(), z.unknown())])));
+
+/** What `POST /import` takes: a registry bundle, or a TrustGraph config dump (told apart by its keys). */
+export const ImportBodySchema = z
+  .union([
+    ImportBundleDescriptorSchema,
+    z
+      .looseObject({ source_workspace: z.string().optional(), source_version: z.number().optional(), config: TrustGraphItemsInputSchema })
+      .meta({ id: 'TrustGraphDumpToImport', description: 'A dump as `tg-export-workspace-config` writes it (or `GET /export?format=trustgraph`): `config` maps `tool-service` and `tool` keys to descriptors as JSON text (objects are taken too).' }),
+    TrustGraphItemsInputSchema.meta({ id: 'TrustGraphItemsToImport', description: 'The bare `{type: {key: value}}` form, with a `tool-service` or `tool` member.' }),
+  ])
+  .meta({ id: 'ImportBody' });
+
+export const ExportQuerySchema = z.strictObject({
+  format: z
+    .enum(['registry', 'trustgraph'])
+    .default('registry')
+    .describe("`registry` (the default): an `ImportBundle`. `trustgraph`: the tool services and message-bus tools as TrustGraph's config service stores them, in `tg-export-workspace-config`'s form."),
+});
 
 // ---------------------------------------------------------------------------------------------
 // Operations

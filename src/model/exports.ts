@@ -51,7 +51,8 @@ export type SkippedTool = z.infer<typeof SkippedToolSchema>;
 export const OpenAiStrictExportSchema = z
   .strictObject({
     tools: z.array(OpenAiChatToolSchema).describe('The tools whose input schema meets strict mode, with `strict: true`.'),
-    skipped: z.array(SkippedToolSchema).describe('The tools left out, in name order.'),
+    skipped: z.array(SkippedToolSchema).describe('The tools left out, in the order of the answer (name order, unless searched).'),
+    nextCursor: z.string().nullable().optional().describe('Pages only: the `cursor` for the next page, `null` on the last (also in the `Link` header).'),
   })
   .meta({ id: 'OpenAiStrictExport', description: '`GET /?format=openai-strict`.' });
 
@@ -76,8 +77,9 @@ export const McpExportSchema = z
         outputSchema: JsonSchemaValue.optional(),
       }),
     ),
+    nextCursor: z.string().optional().describe('Pages only, and not on the last: the `cursor` for the next page (also in the `Link` header).'),
   })
-  .meta({ id: 'McpExport', description: 'The result of an MCP `tools/list` (`ListToolsResult`), without a cursor.' });
+  .meta({ id: 'McpExport', description: 'The result of an MCP `tools/list` (`ListToolsResult`).' });
 
 export const openAiChatToolOf = (tool: Tool): OpenAiChatTool => ({
   type: 'function',
@@ -120,10 +122,15 @@ const STRICT_BY_TYPE: Record<string, ReadonlySet<string>> = {
   integer: new Set(['multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum']),
 };
 const STRICT_STRING_FORMATS = new Set(['date-time', 'time', 'date', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uuid']);
-/** OpenAI's limits on a strict schema. */
+/** OpenAI's limits on a strict schema ("Objects have limitations on nesting depth and size"). */
 const STRICT_MAX_DEPTH = 10;
 const STRICT_MAX_PROPERTIES = 5000;
 const STRICT_MAX_ENUM_VALUES = 1000;
+/** Property names, definition names, enum values and const values, in characters, all told. */
+const STRICT_MAX_STRING_CHARS = 120_000;
+/** One enum of more than STRICT_LARGE_ENUM string values may have at most this many characters. */
+const STRICT_LARGE_ENUM = 250;
+const STRICT_MAX_LARGE_ENUM_CHARS = 15_000;
 
 class NotStrict extends Error {}
 
@@ -138,21 +145,39 @@ function typesOf(schema: Schema): string[] {
   return [];
 }
 
-/** The same schema, also allowing `null`: how strict mode says a property may be left out. */
+/**
+ * The same schema, also allowing `null`: how strict mode says a property may be left out. A
+ * type list gains `"null"` where nothing else in the schema could refuse null (the keywords
+ * strict mode allows besides `enum`, `const`, `anyOf` and `$ref` apply to one type each); a
+ * bare `anyOf` gains a branch; anything else becomes `anyOf: [schema, {type: "null"}]`.
+ */
 function nullable(schema: Schema): Schema {
   const types = typesOf(schema);
   if (types.includes('null')) return schema;
-  if (types.length > 0 && schema['const'] === undefined && schema['anyOf'] === undefined) {
+  const alone = schema['const'] === undefined && schema['$ref'] === undefined;
+  if (types.length > 0 && alone && schema['anyOf'] === undefined) {
     const widened: Schema = { ...schema, type: [...types, 'null'] };
     if (Array.isArray(schema['enum'])) widened['enum'] = [...(schema['enum'] as unknown[]), null];
     return widened;
   }
+  if (types.length === 0 && alone && schema['enum'] === undefined && Array.isArray(schema['anyOf'])) return { ...schema, anyOf: [...(schema['anyOf'] as unknown[]), { type: 'null' }] };
   return { anyOf: [schema, { type: 'null' }] };
 }
 
 interface StrictCounts {
   properties: number;
   enumValues: number;
+  /** Characters of property names, definition names, enum values and const values. */
+  chars: number;
+}
+
+/** Counts characters towards STRICT_MAX_STRING_CHARS. */
+function countChars(counts: StrictCounts, values: readonly unknown[]): number {
+  let chars = 0;
+  for (const value of values) if (typeof value === 'string') chars += value.length;
+  counts.chars += chars;
+  if (counts.chars > STRICT_MAX_STRING_CHARS) throw new NotStrict(`more than ${STRICT_MAX_STRING_CHARS} characters of property names, definition names, enum and const values`);
+  return chars;
 }
 
 function strictSchema(schema: unknown, path: string, depth: number, counts: StrictCounts): Schema {
@@ -171,21 +196,32 @@ function strictSchema(schema: unknown, path: string, depth: number, counts: Stri
     throw new NotStrict(`${path || '/'}: format "${schema['format']}" is not supported in strict mode`);
   }
   if (Array.isArray(schema['enum'])) {
-    counts.enumValues += schema['enum'].length;
+    const values = schema['enum'] as unknown[];
+    counts.enumValues += values.length;
     if (counts.enumValues > STRICT_MAX_ENUM_VALUES) throw new NotStrict(`more than ${STRICT_MAX_ENUM_VALUES} enum values`);
+    const chars = countChars(counts, values);
+    if (values.filter((v) => typeof v === 'string').length > STRICT_LARGE_ENUM && chars > STRICT_MAX_LARGE_ENUM_CHARS) {
+      throw new NotStrict(`${path || '/'}: an enum of more than ${STRICT_LARGE_ENUM} strings with more than ${STRICT_MAX_LARGE_ENUM_CHARS} characters`);
+    }
   }
+  if (schema['const'] !== undefined) countChars(counts, [schema['const']]);
   if (typeof schema['$ref'] === 'string' && !schema['$ref'].startsWith('#')) throw new NotStrict(`${path}: a $ref to another document`);
   if (Array.isArray(schema['anyOf'])) out['anyOf'] = schema['anyOf'].map((s, i) => strictSchema(s, `${path}/anyOf/${i}`, depth + 1, counts));
   for (const defs of ['$defs', 'definitions'] as const) {
-    if (isSchema(schema[defs])) out[defs] = mapValues(schema[defs], (s, name) => strictSchema(s, `${path}/${defs}/${name}`, depth + 1, counts));
+    if (!isSchema(schema[defs])) continue;
+    countChars(counts, Object.keys(schema[defs]));
+    out[defs] = mapValues(schema[defs], (s, name) => strictSchema(s, `${path}/${defs}/${name}`, depth + 1, counts));
   }
+  if (Array.isArray(schema['items'])) throw new NotStrict(`${path}/items: a tuple (an array of item schemas)`);
   if (schema['items'] !== undefined) out['items'] = strictSchema(schema['items'], `${path}/items`, depth + 1, counts);
+  else if (types.includes('array')) throw new NotStrict(`${path || '/'}: an array without "items"`);
   if (types.includes('object') || schema['properties'] !== undefined) {
     if (schema['additionalProperties'] !== false) throw new NotStrict(`${path || '/'}: an object without "additionalProperties": false`);
     const properties = isSchema(schema['properties']) ? schema['properties'] : {};
     const required = new Set(Array.isArray(schema['required']) ? schema['required'] : []);
     counts.properties += Object.keys(properties).length;
     if (counts.properties > STRICT_MAX_PROPERTIES) throw new NotStrict(`more than ${STRICT_MAX_PROPERTIES} properties`);
+    countChars(counts, Object.keys(properties));
     out['properties'] = mapValues(properties, (s, name) => {
       const converted = strictSchema(s, `${path}/properties/${name}`, depth + 1, counts);
       return required.has(name) ? converted : nullable(converted);
@@ -205,13 +241,15 @@ function mapValues(object: Schema, map: (value: unknown, key: string) => Schema)
 /**
  * The tool for OpenAI with `strict: true`, its input schema made to meet strict mode's rules:
  * an optional property becomes required with `null` allowed (a model then sends `null` for
- * it; drop those keys before calling the tool). Skipped, with the reason, when its schema uses
- * what strict mode does not support or has an object that is not closed.
+ * "absent", and the bridge drops such nulls before checking the arguments: see
+ * src/json-schema/strict-nulls.ts). Skipped, with the reason, when its schema uses what strict
+ * mode does not support or has an object that is not closed: closing it, or dropping a
+ * keyword that constrains values, would change what the tool accepts.
  */
 export function openAiStrictToolOf(tool: Tool): { tool: OpenAiChatTool } | { skipped: SkippedTool } {
   try {
     if (tool.inputSchema['anyOf'] !== undefined) throw new NotStrict('/: the root is an anyOf');
-    const parameters = strictSchema(tool.inputSchema, '', 1, { properties: 0, enumValues: 0 });
+    const parameters = strictSchema(tool.inputSchema, '', 1, { properties: 0, enumValues: 0, chars: 0 });
     return { tool: { type: 'function', function: { name: tool.name, description: tool.description, parameters, strict: true } } };
   } catch (error) {
     if (error instanceof NotStrict) return { skipped: { name: tool.name, reason: error.message } };

@@ -2,8 +2,10 @@
  * Issue 12, as properties (fast-check) through the real HTTP app: any schema of the generated
  * vocabulary (nested objects and arrays, enums, formats, patterns, anyOf, $defs with a local
  * $ref, property names that need escaping) registers and reads back equal, and arguments made
- * to fit it reach the tool host unchanged; one mutation makes a schema or the arguments invalid,
- * and then the answer is a 400 naming the mutated path, and nothing is served or forwarded.
+ * to fit it reach the tool host unchanged, also when sent as a strict-mode client sends them
+ * (`null` for every optional key left out); one mutation, at any depth, makes a schema or the
+ * arguments invalid, and then the answer is a 400 naming the mutated path, and nothing is
+ * served or forwarded.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,6 +103,69 @@ const WRONG: Record<string, unknown> = { string: 12345, integer: 'x', number: 'x
 
 const pointer = (name: string) => `/${name.replaceAll('~', '~0').replaceAll('/', '~1')}`;
 
+type Path = (string | number)[];
+
+/**
+ * Every place in `value` whose schema has one JSON type (at any depth: through objects'
+ * properties, arrays' items and the `$ref`), with the type: where a value of another type is
+ * a mutation with a known path. Not into `anyOf`, whose failures Ajv reports per branch.
+ */
+function typedPlaces(raw: Schema, value: unknown, root: Schema, path: Path = []): { path: Path; type: string }[] {
+  const schema = resolve(raw, root);
+  const type = schema['type'];
+  if (typeof type !== 'string') return [];
+  const places = path.length > 0 ? [{ path, type }] : [];
+  if (type === 'object' && typeof value === 'object' && value !== null) {
+    for (const [key, sub] of Object.entries(schema['properties'] as Record<string, Schema>)) {
+      if (Object.hasOwn(value, key)) places.push(...typedPlaces(sub, (value as Record<string, unknown>)[key], root, [...path, key]));
+    }
+  }
+  if (type === 'array' && Array.isArray(value)) value.forEach((item, i) => places.push(...typedPlaces(schema['items'] as Schema, item, root, [...path, i])));
+  return places;
+}
+
+/** `value` with `replacement` at `path` (a copy; the original is left alone). */
+function replaced(value: unknown, path: Path, replacement: unknown): unknown {
+  if (path.length === 0) return replacement;
+  const [head, ...rest] = path as [string | number, ...Path];
+  if (Array.isArray(value)) return value.map((item, i) => (i === head ? replaced(item, rest, replacement) : item));
+  const object = value as Record<string, unknown>;
+  return { ...object, [head]: replaced(object[head], rest, replacement) };
+}
+
+const pointerOf = (path: Path) => path.map((segment) => pointer(String(segment))).join('');
+
+/**
+ * `value` as a strict-mode client sends it (GET /?format=openai-strict): every optional key left
+ * out is there, as `null`, where its schema cannot take null, at any depth. The registry must
+ * drop them all, and forward `value` itself.
+ */
+function withStrictNulls(raw: Schema, value: unknown, root: Schema): unknown {
+  const schema = resolve(raw, root);
+  if (schema['type'] === 'array' && Array.isArray(value)) return value.map((item) => withStrictNulls(schema['items'] as Schema, item, root));
+  if (schema['type'] !== 'object' || typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, sub] of Object.entries(schema['properties'] as Record<string, Schema>)) {
+    const own = Object.hasOwn(value, key);
+    const target = resolve(sub, root);
+    if (own) out[key] = withStrictNulls(sub, (value as Record<string, unknown>)[key], root);
+    else if (!(schema['required'] as string[]).includes(key) && (typeof target['type'] === 'string' ? target['type'] !== 'null' : Array.isArray(target['enum']))) out[key] = null;
+  }
+  return out;
+}
+
+/** Every subschema of a generated schema with its path: where a mutation can go, at any depth. */
+function subschemaPaths(schema: Schema, path: Path = []): Path[] {
+  const paths: Path[] = path.length > 0 ? [path] : [];
+  for (const keyword of ['properties', '$defs'] as const) {
+    const map = schema[keyword] as Record<string, Schema> | undefined;
+    if (map) for (const [name, sub] of Object.entries(map)) paths.push(...subschemaPaths(sub, [...path, keyword, name]));
+  }
+  if (schema['items']) paths.push(...subschemaPaths(schema['items'] as Schema, [...path, 'items']));
+  if (Array.isArray(schema['anyOf'])) (schema['anyOf'] as Schema[]).forEach((sub, i) => paths.push(...subschemaPaths(sub, [...path, 'anyOf', i])));
+  return paths;
+}
+
 /** Ways to break a property's schema, each with the keyword its 400 must name. */
 const SCHEMA_MUTATIONS: [Schema, string][] = [
   [{ type: 'strnig' }, 'type'],
@@ -154,10 +219,14 @@ describe('schemas and arguments as properties (issue 12)', () => {
           expect(ok.statusCode, ok.body).toBe(200);
           expect(host.received.at(-1)).toEqual({ url: `/tools/${name}`, body: JSON.parse(JSON.stringify(args)) });
 
+          // A strict-mode client's nulls for the optional keys it leaves out: dropped, the rest forwarded as it was.
+          const nulled = await invoke(name, withStrictNulls(schema, args, schema));
+          expect(nulled.statusCode, nulled.body).toBe(200);
+          expect(host.received.at(-1)).toEqual({ url: `/tools/${name}`, body: JSON.parse(JSON.stringify(args)) });
+
           // One mutation with a known path: a required field left out, a field the schema does
-          // not list, or a single-typed field given another JSON type.
-          const properties = schema['properties'] as Record<string, Schema>;
-          const typed = Object.keys(properties).filter((p) => Object.hasOwn(args, p) && typeof resolve(properties[p] as Schema, schema)['type'] === 'string');
+          // not list, or a single-typed value, at any depth, given another JSON type.
+          const typed = typedPlaces(schema, args, schema);
           const required = schema['required'] as string[];
           const options: (() => [Record<string, unknown>, string])[] = [() => [{ ...args, zz_extra: 1 }, '/zz_extra']];
           if (required.length > 0) {
@@ -169,8 +238,8 @@ describe('schemas and arguments as properties (issue 12)', () => {
           }
           if (typed.length > 0) {
             options.push(() => {
-              const field = typed[pick % typed.length] as string;
-              return [{ ...args, [field]: WRONG[resolve(properties[field] as Schema, schema)['type'] as string] }, pointer(field)];
+              const place = typed[pick % typed.length] as { path: Path; type: string };
+              return [replaced(args, place.path, WRONG[place.type]) as Record<string, unknown>, pointerOf(place.path)];
             });
           }
           const [bad, path] = (options[mutation % options.length] as () => [Record<string, unknown>, string])();
@@ -189,16 +258,16 @@ describe('schemas and arguments as properties (issue 12)', () => {
   it('a schema broken in one place is a 400 naming that place, and is never served', async () => {
     await fc.assert(
       fc.asyncProperty(inputSchema, fc.constantFrom(...SCHEMA_MUTATIONS), fc.nat(), async (schema, [mutation, keyword], pick) => {
-        const properties = schema['properties'] as Record<string, Schema>;
-        const names = Object.keys(properties);
-        const field = names[pick % names.length] as string;
-        const broken = { ...schema, properties: { ...properties, [field]: { ...properties[field], ...mutation } } };
+        // Any subschema, however deep: in properties, items, anyOf branches or $defs.
+        const paths = subschemaPaths(schema);
+        const at = paths[pick % paths.length] as Path;
+        const broken = replaced(schema, at, { ...(at.reduce<unknown>((node, segment) => (node as Record<string, unknown>)[segment], schema) as Schema), ...mutation });
         const name = `pi_${++counter}`;
         const index = (await t.app.inject({ method: 'GET', url: '/' })).headers['x-registry-index'];
         const res = await register(name, broken);
         expect(res.statusCode, res.body).toBe(400);
         expect(res.json().code).toBe('TR_ERR_VALIDATION');
-        expect(res.json().errors.map((e: { path: string }) => e.path)).toContain(`inputSchema.properties.${field}.${keyword}`);
+        expect(res.json().errors.map((e: { path: string }) => e.path), JSON.stringify(broken)).toContain(['inputSchema', ...at, keyword].join('.'));
         expect((await t.app.inject({ method: 'GET', url: `/tools/${name}`, headers: admin })).statusCode).toBe(404);
         expect((await t.app.inject({ method: 'GET', url: '/' })).headers['x-registry-index']).toBe(index);
       }),

@@ -5,10 +5,21 @@
  *
  * Per call: TOOL_CALL_START, the arguments text in TOOL_CALL_ARGS fragments, TOOL_CALL_END (the
  * arguments are complete), the output as it streams, then TOOL_CALL_RESULT with the whole
- * observation. A call the client already holds (those of `POST /ag-ui`'s input) gets no
- * TOOL_CALL_ARGS: the protocol's ARGS append to a call's arguments, and @ag-ui/client 1.0 appends
- * them to those it has, its copy of the conversation then reading `{"a":1}{"a":1}` (measured);
- * a START for a call it knows is idempotent there.
+ * observation.
+ *
+ * The issue this answers (12) asks for TOOL_CALL_ARGS on every call, `POST /ag-ui`'s too, and
+ * they are sent by default. But a call of `POST /ag-ui`'s input is one the client holds already,
+ * with its complete arguments, and the protocol (docs/concepts/events.mdx, "Tool Call Events")
+ * defines ARGS as fragments that "frontends should concatenate ... in the order received to
+ * construct the complete arguments object", with no way to replace arguments. @ag-ui/client 1.0
+ * does exactly that: its default apply appends each delta to the call it finds by id (a START
+ * for a known id is a no-op), so its copy of the conversation then reads `{"a":1}{"a":1}`,
+ * which the next model request would send back (measured; its verifier does not object, as it
+ * tracks only which calls are open). A client that applies the events to the conversation it
+ * sent therefore passes `forwardedProps: {"tool-registry": {"toolCallArgs": "omit"}}` and gets
+ * START and END only; a client that shows the run from its events alone gets the arguments. On
+ * `POST /tools/{name}/invoke?stream=ag-ui` the registry makes the call itself, so the call is
+ * new to every client and its arguments always come as ARGS.
  *
  * The protocol has no event for a tool result in pieces, so the result is accumulated; the
  * pieces show as an activity message of type `tool-output` (ACTIVITY_SNAPSHOT, then one

@@ -47,7 +47,7 @@ export const headers = {
   },
   ViewETag: {
     description:
-      'Strong entity tag over the exact body of this view (a quoted base64url string). Sent with the full view only, not with pages, search or filter results.',
+      'Strong entity tag over the exact body of this view (a quoted base64url string). Sent with the full view, and with exports (`format`) whether paged, searched or filtered or not; not with plain pages, search or filter results.',
     required: false,
     schema: EntityTag,
   },

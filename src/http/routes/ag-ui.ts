@@ -6,7 +6,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
-import { AgUiEventSchema, AgUiRunInputSchema, MAX_AG_UI_TOOL_CALLS, pendingToolCalls } from '../../model/ag-ui.js';
+import { AgUiEventSchema, AgUiRunInputSchema, MAX_AG_UI_TOOL_CALLS, pendingToolCalls, streamsToolCallArgs } from '../../model/ag-ui.js';
 import { RegistryError } from '../../model/errors.js';
 import { agUiEncoder, AgUiEventsSchema, AgUiRun, runToolCall } from '../ag-ui/run.js';
 import { callerKey } from '../caller-key.js';
@@ -20,12 +20,14 @@ message (those no later \`tool\` message answers), one after the other, in order
 ${MAX_AG_UI_TOOL_CALLS} per run. The answer is a \`text/event-stream\` of AG-UI events (protocol 1.0,
 as the official SDK's \`EventEncoder\` writes them): \`RUN_STARTED\`; for each call
 \`TOOL_CALL_START\` (its \`id\` as \`toolCallId\`, \`parentMessageId\`: the assistant message),
-\`TOOL_CALL_END\` (no \`TOOL_CALL_ARGS\`: the client holds the arguments already, and AG-UI
-clients append what \`TOOL_CALL_ARGS\` carry to them), the output as it streams (an activity
+its arguments text in \`TOOL_CALL_ARGS\` fragments, \`TOOL_CALL_END\`, the output as it streams (an activity
 message of type \`tool-output\`: \`ACTIVITY_SNAPSHOT\` with the first piece, one
 \`ACTIVITY_DELTA\` appending each further piece to \`chunks\`; an HTTP tool gives one piece, its
 whole answer), then \`TOOL_CALL_RESULT\` with the whole observation as \`content\`; then
-\`RUN_FINISHED\`.
+\`RUN_FINISHED\`. A client that applies the events to the conversation it sent (as
+\`@ag-ui/client\`'s \`HttpAgent\` does) already holds the arguments, and AG-UI clients append what
+\`TOOL_CALL_ARGS\` carry: it sends \`forwardedProps: {"tool-registry": {"toolCallArgs": "omit"}}\`
+and gets none.
 
 Each call goes through the same bridge as \`POST /tools/{name}/invoke\` (HTTP tools get the
 caller's \`Authorization\` header on the same terms): the token's scopes are
@@ -119,11 +121,12 @@ const agUiRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         onCallFailed: (tool: string, code: string, status: number) => recordFailedCall(request, tool, code, status),
         log: request.log,
       };
+      const withArgs = streamsToolCallArgs(input.forwardedProps);
       run.started(input.parentRunId);
       for (const call of calls) {
         if (callerGone.signal.aborted) break;
-        // The client holds the call's arguments already (src/http/ag-ui/run.ts: no ARGS).
-        const opened = run.call(call.id, call.function.name, undefined, parentMessageId);
+        // ARGS unless the client asked not to (it applies events to the conversation it sent; src/http/ag-ui/run.ts).
+        const opened = run.call(call.id, call.function.name, withArgs ? call.function.arguments : undefined, parentMessageId);
         if (!(await runToolCall(context, opened, call.function.arguments))) break;
       }
       if (!callerGone.signal.aborted) run.finished();

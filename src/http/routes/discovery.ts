@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogView } from '../../catalog/catalog.js';
-import { exportOf } from '../../catalog/exports.js';
+import { exportOf, exportPageOf } from '../../catalog/exports.js';
 import { discoveryBody } from '../../catalog/views.js';
 import type { Config } from '../../config.js';
 import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_WAIT_MS } from '../../model/api.js';
@@ -25,6 +25,11 @@ import { documentedOnly } from '../validation.js';
 
 const viewHeaders = {
   ETag: headers.ViewETag,
+  Link: {
+    description: 'Exports (`format`) with `limit`, `cursor`, `q`, `scope` or `updated_since` only, and not on the last page: the next page\'s URL, `<...>; rel="next"` (RFC 8288).',
+    required: false,
+    schema: z.string().regex(/^<[^>]+>; rel="next"$/),
+  },
   'X-Registry-Index': headers['X-Registry-Index'],
   'X-Hidden-Tools': headers['X-Hidden-Tools'],
   'Cache-Control': headers.DiscoveryCacheControl,
@@ -61,7 +66,7 @@ is answered by the time the token expires. On shutdown held queries are answered
 \`updated_since\`, the answer is built for the request (\`DiscoveryPage\`: the same fields
 plus \`nextCursor\`). It carries \`X-Registry-Index\` (the registry's current index),
 \`Cache-Control\` and \`Vary\`, but no \`ETag\` or \`X-Hidden-Tools\`; \`If-None-Match\`, \`index\`
-and \`wait\` are ignored.
+and \`wait\` are ignored (not so with \`format\`: see *Exports*).
 
 - *Pages*: up to \`limit\` tools (default 100) in name order, and \`nextCursor\`, the
   \`cursor\` for the next page (\`null\` on the last). A walk is pinned to the registry index
@@ -87,20 +92,26 @@ and \`wait\` are ignored.
   with each other, with pages and with \`q\` (which finds live tools only), and never widen
   the caller's view.
 
-**Exports** (\`format\`). The caller's full view in the shape a model vendor's SDK or a
-protocol takes, to pass on as it comes: \`openai\` (Chat Completions \`tools\`:
-\`{type: "function", function: {name, description, parameters}}\`), \`openai-responses\` (the
-Responses API's \`{type: "function", name, description, parameters, strict: false}\`),
-\`openai-strict\` (\`{tools, skipped}\`: the tools whose input schema meets OpenAI's strict
-mode, with \`strict: true\`, an optional property made required with \`null\` allowed, so drop
-\`null\` arguments before calling; \`skipped\` names the others with the reason), \`anthropic\`
+**Exports** (\`format\`). The caller's view in the shape a model vendor's SDK or a protocol
+takes, to pass on as it comes: \`openai\` (Chat Completions \`tools\`:
+\`{type: "function", function: {name, description, parameters}}\`; also what LangChain's
+\`bindTools\` takes), \`openai-responses\` (the Responses API's \`{type: "function", name,
+description, parameters, strict: false}\`), \`openai-strict\` (\`{tools, skipped}\`: the tools
+whose input schema meets OpenAI's strict mode, with \`strict: true\`, an optional property made
+required with \`null\` allowed; \`skipped\` names the others with the reason), \`anthropic\`
 (Messages API \`{name, description, input_schema}\`), \`mcp\` (an MCP \`tools/list\` result,
 \`{tools}\`), \`ag-ui\` (AG-UI \`{name, description, parameters}\`) and \`prompt\` (the article's
 "Available tools:" text, one \`- name(parameters): description\` line per tool, as
-\`text/plain\`). Each is built once per view and carries its own strong \`ETag\` (never the
-plain document's), with \`If-None-Match\` and blocking queries as above. Not combined with
-\`limit\`, \`cursor\`, \`q\`, \`scope\` or \`updated_since\` (\`400\`); an unknown format is
-\`400\`, naming the formats.
+\`text/plain\`). The full view in a format is built once per view and carries its own strong
+\`ETag\` (never the plain document's), with \`If-None-Match\` and blocking queries as above.
+With \`limit\`, \`cursor\`, \`q\`, \`scope\` or \`updated_since\`, an export holds the same
+tools in the same order as the plain answer (pinned walks and cursors alike), less tombstones,
+which no format can express; the next page's URL is in \`Link: <...>; rel="next"\` (and
+\`nextCursor\` in the body for \`mcp\`, absent on the last page, and \`openai-strict\`, \`null\`
+on the last). Such an answer is built for the request, costs what the page holds, and has a
+strong \`ETag\` of its own (\`304\` with \`If-None-Match\`); with \`index\` it is a blocking
+query, held until the caller's view changes (a change elsewhere in the view also answers it:
+compare the \`ETag\`). An unknown format is \`400\`, naming the formats.
 
 A malformed query parameter is \`400\`, after the view's own refusal (\`401\` under
 \`ANONYMOUS_DISCOVERY=none\`).`;
@@ -108,11 +119,14 @@ A malformed query parameter is \`400\`, after the view's own refusal (\`401\` un
 /**
  * `GET /`: the caller's view, served as precomputed bytes with a strong ETag. With `index`
  * (and `wait`), a blocking query; with `limit`/`cursor`, `q`, `scope` or `updated_since`, a
- * page, a search or a filter built for the request.
+ * page, a search or a filter built for the request; with `format`, any of these in another
+ * vendor's or protocol's shape (src/catalog/exports.ts).
  */
 const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const cacheHeaders = (reply: FastifyReply, tokenView: boolean) => viewCacheHeaders(reply, tokenView, config.anonymousMaxAgeS);
+  /** `GET /` as agents reach it: PUBLIC_URL's origin and path. */
+  const rootUrl = `${config.publicUrl.origin}${config.publicUrl.pathname.replace(/\/+$/, '')}/`;
 
   app.get(
     '/',
@@ -132,7 +146,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         response: {
           200: {
             description:
-              "The caller's view of the catalogue (`DiscoveryResponse`, sent as precomputed bytes), or a page, search or filter result (`DiscoveryPage`).",
+              "The caller's view of the catalogue (`DiscoveryResponse`, sent as precomputed bytes), a page, search or filter result (`DiscoveryPage`), or either in the shape `format` names.",
             headers: viewHeaders,
             content: {
               'application/json': {
@@ -182,15 +196,17 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       if (request.validationError) throw request.validationError;
       const tokenView = request.caller.kind === 'token';
       const query = request.query;
-      if (query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined) {
-        const listing = app.listing.list(key, { limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since });
+      const format = query.format;
+      const listed = query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined;
+      if (listed && format === undefined) {
+        const listing = app.listing.list(key, listingQuery(query));
         cacheHeaders(reply, tokenView);
         reply.header('x-registry-index', String(listing.index));
         // The entries' bytes as they were serialised once per write: nothing is serialised here.
         return reply.type('application/json; charset=utf-8').send(discoveryBody(app.catalog.serviceName, listing.parts, `,"nextCursor":${JSON.stringify(listing.nextCursor)}`));
       }
 
-      let view: CatalogView;
+      let view: CatalogView | undefined;
       if (query.index !== undefined) {
         // Consul adds up to wait/16 of jitter so that many clients do not return in step.
         const waitMs = (query.wait ?? 5 * 60_000) * (1 + Math.random() / 16);
@@ -207,13 +223,35 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         } finally {
           reply.raw.off('close', onClose);
         }
-      } else {
-        // The plain rediscovery call: the hot path.
-        view = app.catalog.view(key);
       }
-      return sendView(reply, view, key.kind, tokenView, request.headers['if-none-match'], query.format);
+      if (listed && format !== undefined) return sendExportPage(reply, key, query, format, tokenView, request.headers['if-none-match']);
+      // Without `index`, the plain rediscovery call: the hot path.
+      return sendView(reply, view ?? app.catalog.view(key), key.kind, tokenView, request.headers['if-none-match'], format);
     },
   );
+
+  /**
+   * A page, search or filter in a format: the same listing as the plain answer's (src/catalog/
+   * listing.ts), its tools in the format's shape, built for the request, with an ETag of its own.
+   */
+  function sendExportPage(reply: FastifyReply, key: ViewKey, query: DiscoveryQuery, format: ExportFormat, tokenView: boolean, ifNoneMatchHeader: string | undefined) {
+    const listing = app.listing.list(key, listingQuery(query));
+    // What chose the page, as the next page's URL repeats it (never `index` or `wait`).
+    const chosen = new URLSearchParams({ format });
+    if (query.limit !== undefined) chosen.set('limit', String(query.limit));
+    if (query.q !== undefined) chosen.set('q', query.q);
+    if (query.scope !== undefined) chosen.set('scope', query.scope);
+    if (query.updated_since !== undefined) chosen.set('updated_since', query.updated_since);
+    const sent = exportPageOf(listing, format, `${chosen.toString()}\u0000${query.cursor ?? ''}`);
+    reply.header('etag', sent.etag).header('x-registry-index', String(listing.index));
+    if (listing.nextCursor !== null) {
+      chosen.set('cursor', listing.nextCursor);
+      reply.header('link', `<${rootUrl}?${chosen.toString()}>; rel="next"`);
+    }
+    cacheHeaders(reply, tokenView);
+    if (ifNoneMatch(ifNoneMatchHeader, sent.etag)) return reply.code(304).send();
+    return reply.type(sent.contentType).send(sent.body);
+  }
 
   function sendView(reply: FastifyReply, view: CatalogView, kind: ViewKey['kind'], tokenView: boolean, ifNoneMatchHeader: string | undefined, format: ExportFormat | undefined) {
     // An export's bytes are built once per view and format (src/catalog/exports.ts).
@@ -229,5 +267,9 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
     return reply.type(sent.contentType).send(sent.body);
   }
 };
+
+type DiscoveryQuery = z.infer<typeof DiscoveryQuerySchema>;
+
+const listingQuery = (query: DiscoveryQuery) => ({ limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since });
 
 export default discoveryRoutes;

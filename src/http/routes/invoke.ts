@@ -31,7 +31,10 @@ where the tool is in the anonymous view. The arguments are looked at only after 
 they must fit the tool's \`inputSchema\` as discovery serves it (a closed schema for tools
 described by \`parameters\` or \`arguments\`: a key it does not list is refused), else \`400\`
 \`TR_ERR_INVALID_ARGUMENTS\` lists each failing field by its JSON pointer and nothing reaches
-the tool; such a refusal is not counted as a call.
+the tool; such a refusal is not counted as a call. Before that check, a \`null\` for a key no
+object schema requires, whose own schema cannot accept \`null\`, is dropped: what a client of
+\`GET /?format=openai-strict\` sends for an argument it leaves out (a \`null\` the schema
+accepts is an argument, and is passed on).
 Each caller (token issuer and subject, or client address) may have at most
 \`MAX_INFLIGHT_CALLS_PER_CALLER\` calls in flight, and the registry \`MAX_INFLIGHT_CALLS\`.
 
