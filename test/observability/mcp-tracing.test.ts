@@ -7,29 +7,12 @@
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { exporter, only, parentOf, provider, spans, TRACEPARENT, tracing } from '../helpers/spans.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 
-const exporter = new InMemorySpanExporter();
-const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-const tracing = { shutdown: () => provider.forceFlush() };
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/u;
-
-async function spans(): Promise<ReadableSpan[]> {
-  await provider.forceFlush();
-  return exporter.getFinishedSpans();
-}
-
-function only(found: ReadableSpan[], name: string, kind?: SpanKind): ReadableSpan {
-  const matching = found.filter((s) => s.name === name && (kind === undefined || s.kind === kind));
-  expect(matching.map((s) => s.name), `one span ${name}`).toEqual([name]);
-  return matching[0] as ReadableSpan;
-}
-
-const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 
 describe('tracing a call to an upstream MCP server', () => {
   let t: TestApp;

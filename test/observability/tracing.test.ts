@@ -9,31 +9,13 @@ import type { AddressInfo } from 'node:net';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runToolService } from '../../src/toolkit/tool-service.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { exporter, only, parentOf, provider, spans, TRACEPARENT, tracing } from '../helpers/spans.js';
 import { FakePulsar } from '../helpers/fake-pulsar.js';
 import { seed } from '../helpers/fixtures.js';
 
-const exporter = new InMemorySpanExporter();
-const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-const tracing = { shutdown: () => provider.forceFlush() };
-
-/** The spans finished so far (SimpleSpanProcessor exports each as it ends, asynchronously). */
-async function spans(): Promise<ReadableSpan[]> {
-  await provider.forceFlush();
-  return exporter.getFinishedSpans();
-}
-
-function only(found: ReadableSpan[], name: string, kind?: SpanKind): ReadableSpan {
-  const matching = found.filter((s) => s.name === name && (kind === undefined || s.kind === kind));
-  expect(matching.map((s) => s.name), `one span ${name}`).toEqual([name]);
-  return matching[0] as ReadableSpan;
-}
-
-const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/u;
 
 describe('tracing', () => {
   let t: TestApp;
