@@ -22,7 +22,8 @@ const MAY_IMPORT = {
   bridge: ['catalog', 'json-schema', 'usage', 'model'], //   plus store types only, below
   toolkit: ['bridge', 'model'], //             a tool service in TypeScript, over the bridge's client
   trustgraph: ['registry', 'catalog', 'bridge', 'model'], // TrustGraph's config service: live sync and adoption, over the bridge's Pulsar pieces
-  http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'trustgraph', 'config', 'package-root', 'model'],
+  replication: ['registry', 'bridge', 'model'], // replicas over a Pulsar topic: the write side's applyReplicated, the bridge's Pulsar pieces; store types only, below
+  http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'trustgraph', 'replication', 'config', 'package-root', 'model'],
   telemetry: ['config', 'package-root'], // the OpenTelemetry SDK, started by the server
   server: ['http', 'telemetry', 'config', 'model'],
   cli: ['server', 'http', 'auth', 'store', 'config', 'model'],
@@ -30,7 +31,7 @@ const MAY_IMPORT = {
   client: [], //                       tool-registry/client: model for types only, below
 };
 
-const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'trustgraph', 'client'];
+const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'trustgraph', 'replication', 'client'];
 const FILES = { config: 'src/config.ts', 'package-root': 'src/package-root.ts', telemetry: 'src/telemetry.ts', server: 'src/server.ts', index: 'src/index.ts' };
 
 // Fastify and its plugins belong to src/http only; src/server.ts may name FastifyInstance.
@@ -105,7 +106,7 @@ export default tseslint.config(
           message: '${from.type} may not import ${target.type} (architecture.md; the layers in eslint.config.js)',
           rules: [
             ...Object.entries(MAY_IMPORT).map(([from, allow]) => ({ from: [from], allow: [from, ...allow] })),
-            { from: ['bridge'], allow: ['store'], importKind: 'type' },
+            { from: ['bridge', 'replication'], allow: ['store'], importKind: 'type' },
             // The agent client runs without the server: it shares the wire shapes' types only.
             { from: ['client'], allow: ['model'], importKind: 'type' },
           ],

@@ -4,7 +4,8 @@
 #   scripts/pulsar.sh fetch    download (Maven Central, via mvn) and unpack the distribution once
 #   scripts/pulsar.sh start    start a standalone broker on 127.0.0.1 in the background, wait until
 #                              it is ready, create tenant tg and namespaces tg/request, tg/response
-#                              (and tg/notify, which the reference services subscribe to)
+#                              (and tg/notify, which the reference services subscribe to, and
+#                              tg/registry, for the registry's replicated mode)
 #   scripts/pulsar.sh stop     stop the broker started by `start` (by the pid in the pid file)
 #   scripts/pulsar.sh status   say whether it runs (exit 0 if running, 3 if not)
 #   scripts/pulsar.sh env      print the PULSAR_WS_URL / PULSAR_ADMIN_URL lines for the running broker
@@ -176,6 +177,8 @@ create_tg_namespaces() {
   # The reference services (trustgraph-base AsyncProcessor) also subscribe to the config push
   # topic non-persistent://tg/notify/config at startup and keep retrying until it exists.
   admin_put /admin/v2/namespaces/tg/notify '{}'
+  # The registry's replicated mode (REPLICATION_TOPIC=persistent://tg/registry/...).
+  admin_put /admin/v2/namespaces/tg/registry '{}'
 }
 
 print_env() {

@@ -6,6 +6,7 @@
  * the variable.
  */
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { z } from 'zod';
 import { PulsarQueueSchema, ScopeSchema } from './model/schemas.js';
 import { DEFAULT_CONFIG_REQUEST_QUEUE, DEFAULT_CONFIG_RESPONSE_QUEUE, DEFAULT_WORKSPACE } from './model/trustgraph-config.js';
@@ -150,6 +151,23 @@ export const EnvSchema = z.object({
     String(1024 * 1024),
     integer(16 * 1024, 1024 ** 3),
   ),
+  PULSAR_ADMIN_URL: optional(
+    "Pulsar's admin REST API, where replicated mode creates its topic and sets its retention (unset: the host and port of PULSAR_WS_URL)",
+    z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+  ),
+  REPLICATION_TOPIC: optional(
+    'replicated mode: a persistent Pulsar topic (e.g. persistent://tg/registry/descriptors) that carries every write; each replica applies it in order to its own DATABASE_PATH (needs PULSAR_WS_URL)',
+    z.string().regex(/^persistent:\/\/[^/\s]+\/[^/\s]+\/[^\s]+$/, 'must be a persistent:// topic name: persistent://tenant/namespace/topic'),
+  ),
+  REPLICA_ID: optional(
+    "replicated mode: this replica's name, stable across restarts (default: the host name and PORT)",
+    z.string().regex(/^[A-Za-z0-9._:-]{1,200}$/, 'must be 1 to 200 letters, digits, dots, dashes, underscores or colons'),
+  ),
+  REPLICATION_APPLY_TIMEOUT_MS: setting(
+    'replicated mode: how long a write waits to be applied on the replica that took it, after the broker persisted it (then 503; the write still takes effect)',
+    '10000',
+    integer(100, 600_000),
+  ),
   TOOL_CALL_TIMEOUT_MS: setting('how long a call waits for its answer unless the tool sets timeoutMs', '30000', integer(1, 600_000)),
   MAX_INFLIGHT_CALLS: setting('calls carried at once; past it calls get 503 with Retry-After', '1000', integer(1, 1_000_000)),
   MAX_INFLIGHT_CALLS_PER_CALLER: setting('calls one caller (token issuer and subject, or client address) may have in flight at once; past it 503 with Retry-After', '100', integer(1, 1_000_000)),
@@ -269,6 +287,10 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     ctx.addIssue({ code: 'custom', path: [trustGraphBus], message: "needs PULSAR_WS_URL: TrustGraph's config service is reached over the bus" });
     return z.NEVER;
   }
+  if (env.REPLICATION_TOPIC !== undefined && env.PULSAR_WS_URL === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['REPLICATION_TOPIC'], message: 'needs PULSAR_WS_URL: replicas meet on the broker' });
+    return z.NEVER;
+  }
   if (env.METRICS_PORT !== undefined && env.METRICS_PORT !== 0 && env.METRICS_PORT === env.PORT) {
     ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT (unset it to serve /metrics on PORT)' });
     return z.NEVER;
@@ -305,6 +327,17 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     /** This API's resource identifier (RFC 8707, RFC 9728). */
     resource,
     authorizationServers: env.AUTHORIZATION_SERVERS ?? (env.JWT_ISSUER === undefined ? [] : [env.JWT_ISSUER]),
+    /** Replicated mode (src/replication/), or undefined for one process. */
+    replication:
+      env.REPLICATION_TOPIC === undefined || env.PULSAR_WS_URL === undefined
+        ? undefined
+        : {
+            topic: env.REPLICATION_TOPIC,
+            replicaId: env.REPLICA_ID ?? `${hostname()}-${env.PORT}`,
+            url: env.PULSAR_WS_URL,
+            adminUrl: env.PULSAR_ADMIN_URL,
+            applyTimeoutMs: env.REPLICATION_APPLY_TIMEOUT_MS,
+          },
     bridge: {
       pulsarWsUrl: env.PULSAR_WS_URL,
       pulsarToken: env.PULSAR_TOKEN,

@@ -439,6 +439,10 @@ export const StatsSchema = z
       ),
     tools_by_mcp_server: z.record(z.string(), CountSchema).describe('Live tools per registered upstream MCP server, by server id; filled for the same callers as `tools_by_service`, empty for everyone else.'),
     registry_index: CountSchema,
+    replica: z
+      .string()
+      .optional()
+      .describe('Replicated mode only: the replica that answered (`REPLICA_ID`). Usage figures and audit entries are per replica: each counts the calls it carried and the writes it took.'),
     total_tool_calls: CountSchema.describe(
       'Calls through `POST /tools/{name}/invoke` to the tools in the view (the full view also counts tools deleted since they were called), since the database was created. Every call that passed the tool\'s scope check counts, whatever its outcome: answered, failed, timed out, cancelled, or refused for want of capacity. Calls refused at the scope check (no token, or none of the tool\'s scopes) are not uses of the tool: they count only in `errors_by_class` (`denied`). Requests refused before the scope check (invalid token, rate limit, unreadable body, unknown or deleted tool) or after it because the tool is deprecated or the arguments do not fit its input schema do not count at all. `usage_by_tool`, `most_used_tool`, `usage_by_agent` and `latency_ms_by_tool` count the same calls as this figure.',
     ),
@@ -572,6 +576,18 @@ export const ExportQuerySchema = z.strictObject({
 
 export const HealthSchema = z.strictObject({ status: z.literal('ok') }).meta({ id: 'Health' });
 
+/** Replicated mode's state on the replica that answered (src/replication/replicator.ts). */
+const ReplicationStateSchema = z
+  .strictObject({
+    replica: z.string().describe('The replica that answered (`REPLICA_ID`).'),
+    topic: z.string().describe('The replication topic (`REPLICATION_TOPIC`).'),
+    caughtUp: z.boolean().describe('Whether this replica has applied everything published before it started; `/readyz` answers `503` until it has.'),
+    broker: z.enum(['connected', 'disconnected']).describe('Whether writes reach the broker now; while `disconnected` writes answer `503` and reads go on.'),
+    appliedIndex: CountSchema.describe('The registry index of the last message this replica applied.'),
+    failed: z.string().optional().describe('Why this replica stopped applying the topic (it needs a restart).'),
+  })
+  .meta({ id: 'ReplicationState' });
+
 export const ReadinessSchema = z
   .strictObject({
     status: z.literal('ready'),
@@ -586,6 +602,7 @@ export const ReadinessSchema = z
     index: CountSchema.describe('The registry index the catalogue reflects.'),
     inflightCalls: CountSchema.describe('Tool calls in flight now (at most `MAX_INFLIGHT_CALLS`).'),
     waiters: CountSchema.describe('Blocking discovery queries and change streams held now (at most `MAX_WAITERS`).'),
+    replication: ReplicationStateSchema.optional().describe('Replicated mode only (`REPLICATION_TOPIC`).'),
   })
   .meta({ id: 'Readiness' });
 

@@ -21,13 +21,16 @@ import { parseTool, parseToolService, type ParsedTool } from '../model/resolve.j
 import { parseCheckedTool } from '../json-schema/tool-schemas.js';
 import { ImportBundleSchema, type ToolService } from '../model/schemas.js';
 import { fieldErrorsFrom } from '../model/resolve.js';
-import { parseMcpServer, type McpTool } from '../model/mcp-schemas.js';
+import { McpToolSchema, parseMcpServer, type McpTool } from '../model/mcp-schemas.js';
+import type { ReplicationEvent } from '../model/replication.js';
+import { z } from 'zod';
 import { planMcpSync, type McpSyncPlan } from '../model/mcp-tools.js';
 import type { Actor, AuditEntryInput, Change, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
-import type { AuditFor, RegistryStore } from '../store/registry-store.js';
+import type { AuditFor, RegistryStore, ReplicationPosition } from '../store/registry-store.js';
 import type { Catalog, CatalogTool, PreparedWrite } from '../catalog/catalog.js';
 import type { CatalogWrite } from '../catalog/snapshot.js';
 import type { ChangeBus } from './change-bus.js';
+import type { RegistryWrites } from './writes.js';
 import { sortInSlices, TimeSlices } from './time-slices.js';
 import { compareNames } from '../catalog/sorted-names.js';
 import { callerSpan, CommitTelemetry, type CommitObserver } from './commit-telemetry.js';
@@ -39,8 +42,24 @@ export interface ImportSummary {
   tools: { created: number; replaced: number };
 }
 
+/**
+ * Replicated mode: the message a write applies. Its index and time come from the message, so
+ * that every replica stores the same records; the replica's position is saved with the write.
+ */
+export interface Pin {
+  index: number;
+  at: string;
+  topic: string;
+  messageId: string;
+}
+
+/** How a replicated write ended: decided the same way on every replica. */
+export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
 interface QueuedWrite {
   run: () => unknown;
+  /** Replicated mode: the message applied; the promise resolves with the Outcome, rejects only when the commit failed. */
+  pin?: Pin;
   /** A write that runs alone and over many turns of the event loop (an import). */
   exclusive?: () => Promise<unknown>;
   resolve: (value: unknown) => void;
@@ -49,9 +68,13 @@ interface QueuedWrite {
   span?: SpanContext | undefined;
 }
 
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
 type CatalogChange = CatalogWrite;
+
+/** A validated import: its services, and its tools in name order. */
+interface ImportPlan {
+  services: Map<string, ToolService>;
+  ordered: ParsedTool[];
+}
 
 /** What a sync of an MCP server's tools did (src/registry/mcp-sync.ts). */
 export interface McpSyncResult {
@@ -100,7 +123,7 @@ function isoNow(): string {
 const IMPORT_BATCH = 128;
 
 
-export class RegistryService {
+export class RegistryService implements RegistryWrites {
   readonly #store: RegistryStore;
   readonly #catalog: Catalog;
   readonly #bus: ChangeBus;
@@ -113,6 +136,8 @@ export class RegistryService {
   #staged: Batch | null = null;
   /** The last write time given out. */
   #lastStamp = '';
+  /** The time of the replicated write running now (its message's), or null. */
+  #pinnedAt: string | null = null;
   /** Group commits' spans and their observers (metrics). */
   readonly #commits = new CommitTelemetry();
 
@@ -173,6 +198,85 @@ export class RegistryService {
     });
   }
 
+  /**
+   * Replicated mode (src/replication/): applies one message of the replication topic, decided
+   * here as a local write would be, with the message's index and time; `actor` is given on the
+   * replica that published it (its audit entry), undefined elsewhere. Resolves with the outcome,
+   * refusals included; rejects only when the commit failed (the replica must read again).
+   */
+  applyReplicated(event: ReplicationEvent, pin: Pin, actor?: Actor): Promise<Outcome> {
+    if (event.op === 'import') {
+      return new Promise<Outcome>((resolve, reject) => {
+        this.#queue.push({ run: () => undefined, exclusive: () => this.#importReplicated(event.body, actor, pin), resolve: resolve as (value: unknown) => void, reject, pin });
+        this.#schedule();
+      });
+    }
+    const run = this.#replicatedWrite(event, actor);
+    return new Promise<Outcome>((resolve, reject) => {
+      this.#queue.push({ run, resolve: resolve as (value: unknown) => void, reject, pin });
+      this.#schedule();
+    });
+  }
+
+  /** Replicated mode: the write time after a restart (the last one given out, saved with the position). */
+  restoreStamp(lastAt: string): void {
+    if (lastAt > this.#lastStamp) this.#lastStamp = lastAt;
+  }
+
+  #replicatedWrite(event: ReplicationEvent, actor: Actor | undefined): () => unknown {
+    const target = event.target;
+    const required = (): string => {
+      if (target === undefined) throw new RegistryError('TR_ERR_VALIDATION', `a replicated ${event.op} names no target`);
+      return target;
+    };
+    switch (event.op) {
+      case 'tool.put':
+        return () => this.#putTool(event.body, target, actor);
+      case 'tool.delete':
+        return () => this.#deleteTool(required(), actor);
+      case 'tool-service.put':
+        return () => this.#putService(event.body, target, actor);
+      case 'tool-service.delete':
+        return () => this.#deleteService(required(), actor);
+      case 'mcp-server.put':
+        return () => this.#putMcpServer(event.body, target, actor);
+      case 'mcp-server.delete':
+        return () => this.#deleteMcpServer(required(), actor);
+      case 'mcp-server.sync':
+        return () => {
+          const tools = z.array(McpToolSchema).safeParse(event.body);
+          if (!tools.success || event.serverIndex === undefined) throw new RegistryError('TR_ERR_VALIDATION', 'a replicated sync of an MCP server is malformed');
+          return this.#syncMcpTools(required(), event.serverIndex, tools.data);
+        };
+      case 'import':
+      case 'marker':
+        return () => {
+          throw new Error(`${event.op} is not a single write`);
+        };
+    }
+  }
+
+  /** An import from the topic: refused (the position saved alone) or written with the message's index. */
+  async #importReplicated(input: unknown, actor: Actor | undefined, pin: Pin): Promise<Outcome> {
+    let plan: ImportPlan;
+    try {
+      plan = await this.#planImport(input);
+    } catch (error) {
+      if (!(error instanceof RegistryError)) throw error;
+      this.#store.group(() => this.#store.saveReplicationPosition(this.#position(pin)), { deferSync: true });
+      await this.#store.sync();
+      return { ok: false, error };
+    }
+    this.#pinnedAt = pin.at;
+    const at = this.#stamp();
+    this.#pinnedAt = null;
+    return { ok: true, value: await this.#writeImport(plan, at, actor, pin) };
+  }
+
+  #position(pin: Pin): ReplicationPosition {
+    return { topic: pin.topic, messageId: pin.messageId, index: pin.index, lastAt: this.#lastStamp };
+  }
+
   /** Calls `observer` after every group commit (its size, time and outcome); returns the unsubscribe. */
   observeCommits(observer: CommitObserver): () => void {
     return this.#commits.observe(observer);
@@ -219,13 +323,24 @@ export class RegistryService {
     try {
       this.#store.group(
         () => {
+          let pinned: Pin | undefined;
           for (const item of batch.items) {
             try {
-              batch.outcomes.push({ ok: true, value: item.run() });
+              if (item.pin) {
+                pinned = item.pin;
+                this.#pinnedAt = item.pin.at;
+                batch.outcomes.push({ ok: true, value: this.#store.withIndex(item.pin.index, item.run) });
+              } else {
+                batch.outcomes.push({ ok: true, value: item.run() });
+              }
             } catch (error) {
               batch.outcomes.push({ ok: false, error });
+            } finally {
+              this.#pinnedAt = null;
             }
           }
+          // Replicated mode: the position moves with the writes, refused ones included.
+          if (pinned) this.#store.saveReplicationPosition(this.#position(pinned));
         },
         { deferSync: true },
       );
@@ -279,7 +394,8 @@ export class RegistryService {
     for (const [index, changes] of published) this.#bus.publish(index, changes);
     batch.items.forEach((item, i) => {
       const outcome = batch.outcomes[i];
-      if (outcome?.ok) item.resolve(outcome.value);
+      if (item.pin) item.resolve(outcome);
+      else if (outcome?.ok) item.resolve(outcome.value);
       else item.reject(outcome?.error);
     });
   }
@@ -354,7 +470,7 @@ export class RegistryService {
    * records are stamped in index order, and the catalogue binary-searches their times.
    */
   #stamp(): string {
-    const now = this.#now();
+    const now = this.#pinnedAt ?? this.#now();
     if (now > this.#lastStamp) this.#lastStamp = now;
     return this.#lastStamp;
   }
@@ -445,6 +561,12 @@ export class RegistryService {
    * seen by anyone until it is on disk and swapped into the catalogue at once.
    */
   async #importSliced(input: unknown, actor?: Actor): Promise<ImportSummary> {
+    const plan = await this.#planImport(input);
+    return this.#writeImport(plan, this.#stamp(), actor);
+  }
+
+  /** An import's validation, in slices: what it writes, or a RegistryError naming every problem. */
+  async #planImport(input: unknown): Promise<ImportPlan> {
     const slices = new TimeSlices();
     const bundle = ImportBundleSchema.safeParse(input);
     if (!bundle.success) {
@@ -484,8 +606,13 @@ export class RegistryService {
     }
     // In name order, so that neither the catalogue nor its indexes sort them again.
     const ordered = await slices.run(sortInSlices([...tools.values()], (a, b) => compareNames(a.name, b.name)));
-    const at = this.#stamp();
-    const write = await this.#store.beginBulk();
+    return { services, ordered };
+  }
+
+  /** Writes a validated import in slices, under the message's index in replicated mode. */
+  async #writeImport({ services, ordered }: ImportPlan, at: string, actor: Actor | undefined, pin?: Pin): Promise<ImportSummary> {
+    const slices = new TimeSlices();
+    const write = await this.#store.beginBulk(pin?.index);
     const entries = new Map<string, CatalogTool>();
     const toolResults: PutResult<ToolRecord>[] = [];
     let serviceResults: PutResult<ServiceRecord>[];
@@ -517,7 +644,7 @@ export class RegistryService {
       const change = { services: serviceResults.map((s) => s.record), tools: toolResults.map((t) => t.record) };
       prepared = await slices.run(this.#catalog.prepareWrite(write.index, change, entries));
       const detail = `${serviceResults.length} tool service(s), ${toolResults.length} tool(s)`;
-      await write.commit(actor && { ...actor, at, action: 'import', target: null, outcome: 'ok', status: 200, detail });
+      await write.commit(actor && { ...actor, at, action: 'import', target: null, outcome: 'ok', status: 200, detail }, pin && this.#position(pin));
     } catch (err) {
       await Promise.allSettled(inFlight);
       // A failed step has rolled back already; the error that counts is the first.

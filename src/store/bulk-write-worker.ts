@@ -29,7 +29,7 @@ function run(request: BulkRequest): unknown {
       db.pragma(`max_page_count = ${Math.trunc(request.maxPageCount)}`);
       // Its checkpoint runs after the answer to the commit, not inside COMMIT.
       db.pragma('wal_autocheckpoint = 0');
-      write = new RegistryStore(db, new AuditStore(db)).beginSliced({ deferSync: true });
+      write = new RegistryStore(db, new AuditStore(db)).beginSliced({ deferSync: true, index: request.index });
       return write.index;
     }
     case 'putServices':
@@ -37,7 +37,7 @@ function run(request: BulkRequest): unknown {
     case 'putTools':
       return live().putTools(request.tools, request.now);
     case 'commit':
-      live().commit(request.audit);
+      live().commit(request.audit, request.position);
       return null;
     case 'rollback':
       write?.rollback();

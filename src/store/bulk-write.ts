@@ -16,14 +16,14 @@ import { Worker } from 'node:worker_threads';
 import { RegistryError, type ErrorCode } from '../model/errors.js';
 import type { AuditEntryInput, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
-import type { ToolWrite } from './registry-store.js';
+import type { ReplicationPosition, ToolWrite } from './registry-store.js';
 
 /** One step of a bulk write, as the main thread asks it of the worker. */
 type BulkStep =
-  | { op: 'begin'; path: string; maxPageCount: number }
+  | { op: 'begin'; path: string; maxPageCount: number; index: number | undefined }
   | { op: 'putServices'; services: readonly ToolService[]; now: string }
   | { op: 'putTools'; tools: readonly ToolWrite[]; now: string }
-  | { op: 'commit'; audit: AuditEntryInput | undefined }
+  | { op: 'commit'; audit: AuditEntryInput | undefined; position: ReplicationPosition | undefined }
   | { op: 'rollback' };
 
 /** A step with the id its answer carries. */
@@ -38,7 +38,7 @@ export interface RemoteBulkWrite {
   putServices(services: readonly ToolService[], now: string): Promise<PutResult<ServiceRecord>[]>;
   putTools(tools: readonly ToolWrite[], now: string): Promise<PutResult<ToolRecord>[]>;
   /** Resolves once committed (not yet fdatasynced); `checkpointed` once the worker has checkpointed after it. */
-  commit(audit: AuditEntryInput | undefined): Promise<{ checkpointed: Promise<void> }>;
+  commit(audit: AuditEntryInput | undefined, position: ReplicationPosition | undefined): Promise<{ checkpointed: Promise<void> }>;
   rollback(): Promise<void>;
 }
 
@@ -72,17 +72,17 @@ export class BulkWriter {
   }
 
   /** Opens the worker's connection and its transaction (IMMEDIATE: it waits for other writers). */
-  async begin(maxPageCount: number): Promise<RemoteBulkWrite> {
-    const index = (await this.#call({ op: 'begin', path: this.#path, maxPageCount })) as number;
+  async begin(maxPageCount: number, pinnedIndex?: number): Promise<RemoteBulkWrite> {
+    const index = (await this.#call({ op: 'begin', path: this.#path, maxPageCount, index: pinnedIndex })) as number;
     return {
       index,
       putServices: async (services, now) => (await this.#call({ op: 'putServices', services, now })) as PutResult<ServiceRecord>[],
       putTools: async (tools, now) => (await this.#call({ op: 'putTools', tools, now })) as PutResult<ToolRecord>[],
-      commit: async (audit) => {
+      commit: async (audit, position) => {
         const checkpointed = new Promise<void>((resolve) => {
           this.#onCheckpoint = resolve;
         });
-        await this.#call({ op: 'commit', audit });
+        await this.#call({ op: 'commit', audit, position });
         return { checkpointed };
       },
       rollback: async () => {

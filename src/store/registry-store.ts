@@ -43,6 +43,16 @@ export interface RegistryStoreOptions {
   minRoomBytes?: number;
 }
 
+/** Where a replica is in the replication topic (src/replication/), saved with what it applied. */
+export interface ReplicationPosition {
+  topic: string;
+  messageId: string;
+  /** The message's registry index (src/replication/message-id.ts). */
+  index: number;
+  /** The last write time given out. */
+  lastAt: string;
+}
+
 export interface GroupOptions {
   /**
    * Commit without waiting for the disk; the caller must await `sync()` before telling anyone
@@ -64,8 +74,8 @@ export interface BulkWrite {
   readonly index: number;
   putServices(services: readonly ToolService[], now: string): Promise<PutResult<ServiceRecord>[]>;
   putTools(tools: readonly ToolWrite[], now: string): Promise<PutResult<ToolRecord>[]>;
-  /** Commits; `sync()` must be awaited before anyone hears of it. */
-  commit(audit?: AuditEntryInput): Promise<void>;
+  /** Commits (with the replica's new position, in replicated mode); `sync()` must be awaited before anyone hears of it. */
+  commit(audit?: AuditEntryInput, position?: ReplicationPosition): Promise<void>;
   /** Undoes everything written so far; safe after a failed step, and twice. */
   rollback(): Promise<void>;
 }
@@ -76,8 +86,8 @@ export interface SlicedWrite {
   readonly index: number;
   putServices(services: readonly ToolService[], now: string): PutResult<ServiceRecord>[];
   putTools(tools: readonly ToolWrite[], now: string): PutResult<ToolRecord>[];
-  /** Commits (with the audit entry, if any); with `deferSync`, `sync()` must be awaited before anyone hears of it. */
-  commit(audit?: AuditEntryInput): void;
+  /** Commits (with the audit entry and the replica's position, if any); with `deferSync`, `sync()` must be awaited before anyone hears of it. */
+  commit(audit?: AuditEntryInput, position?: ReplicationPosition): void;
   /** Undoes everything written so far; safe to call after a failed commit, and twice. */
   rollback(): void;
 }
@@ -166,6 +176,8 @@ export class RegistryStore {
   #autoCheckpoint: number | null = null;
   #pendingCheckpoints = 0;
   readonly #mcpServers: McpServerRows;
+  /** The index the next write takes instead of the next number (replicated mode), or null. */
+  #pinnedIndex: number | null = null;
   /** The registry index of the last commit, and the last one known to be on disk. */
   #committedIndex: number;
   #durableIndex: number;
@@ -177,6 +189,12 @@ export class RegistryStore {
     this.#stmts = {
       index: db.prepare('SELECT registry_index AS value FROM registry_state WHERE id = 1').pluck(),
       bump: db.prepare('UPDATE registry_state SET registry_index = registry_index + 1 WHERE id = 1 RETURNING registry_index').pluck(),
+      // Replicated mode: the index comes from the topic's position and must pass the last one.
+      setIndex: db.prepare('UPDATE registry_state SET registry_index = ? WHERE id = 1 AND registry_index < ? RETURNING registry_index').pluck(),
+      replication: db.prepare('SELECT topic, message_id AS messageId, message_index AS "index", last_at AS lastAt FROM replication_state WHERE id = 1'),
+      saveReplication: db.prepare(`
+        INSERT INTO replication_state (id, topic, message_id, message_index, last_at) VALUES (1, @topic, @messageId, @index, @lastAt)
+        ON CONFLICT (id) DO UPDATE SET topic = excluded.topic, message_id = excluded.message_id, message_index = excluded.message_index, last_at = excluded.last_at`),
       liveServices: db.prepare("SELECT * FROM tool_services WHERE status != 'deleted' ORDER BY id"),
       liveTools: db.prepare("SELECT * FROM tools WHERE status != 'deleted' ORDER BY name"),
       getService: db.prepare('SELECT * FROM tool_services WHERE id = ?'),
@@ -241,9 +259,41 @@ export class RegistryStore {
     return this.#durableIndex;
   }
 
-  /** The registry index: the number of writes ever committed. */
+  /** The registry index: the number of writes ever committed (in replicated mode, the last write's topic position). */
   registryIndex(): number {
     return this.#stmts.index.get() as number;
+  }
+
+  /**
+   * Replicated mode: the writes `fn` makes take `index` (the topic position of the message they
+   * apply) instead of the next number; it must be past the current index.
+   */
+  withIndex<T>(index: number, fn: () => T): T {
+    this.#pinnedIndex = index;
+    try {
+      return fn();
+    } finally {
+      this.#pinnedIndex = null;
+    }
+  }
+
+  /** Where this replica is in the replication topic; undefined before its first message. */
+  replicationPosition(): ReplicationPosition | undefined {
+    return this.#stmts.replication.get() as ReplicationPosition | undefined;
+  }
+
+  /** Saves the replica's position, in the transaction of the writes it applied (or alone). */
+  saveReplicationPosition(position: ReplicationPosition): void {
+    this.#translate(() => this.#stmts.saveReplication.run(position));
+  }
+
+  /** The index a write takes: the pinned one in replicated mode, else the next number. */
+  #nextIndex(): number {
+    const pinned = this.#pinnedIndex;
+    if (pinned === null) return this.#stmts.bump.get() as number;
+    const index = this.#stmts.setIndex.get(pinned, pinned) as number | undefined;
+    if (index === undefined) throw new Error(`replicated index ${pinned} is not past the registry's index ${this.registryIndex()}`);
+    return index;
   }
 
   /** Everything not deleted, for building the in-memory catalogue at startup. */
@@ -418,7 +468,7 @@ export class RegistryStore {
    * batched writers (usage records, refused-write audit entries), pruning and the readiness
    * probe wait instead of slipping into it; the caller holds every other registry write back.
    */
-  beginSliced(options: GroupOptions = {}): SlicedWrite {
+  beginSliced(options: GroupOptions & { index?: number | undefined } = {}): SlicedWrite {
     this.#refuseAfterSyncFailure();
     if (this.#db.inTransaction) throw new Error('a sliced write cannot run inside another transaction');
     const release = this.gate.hold();
@@ -434,7 +484,7 @@ export class RegistryStore {
       if (deferred) this.#db.exec('PRAGMA synchronous = NORMAL');
       this.#translate(() => this.#db.exec('BEGIN IMMEDIATE'));
       open = true;
-      index = this.#translate(() => this.#stmts.bump.get() as number);
+      index = this.#translate(() => (options.index === undefined ? this.#nextIndex() : this.withIndex(options.index, () => this.#nextIndex())));
     } catch (err) {
       end();
       throw err;
@@ -452,12 +502,13 @@ export class RegistryStore {
         live();
         return this.#translate(() => tools.map((t) => this.#putTool(t, index, now)));
       },
-      commit: (audit) => {
+      commit: (audit, position) => {
         live();
         open = false;
         try {
           this.#translate(() => {
             if (audit && this.#audit) this.#audit.insert(audit, index);
+            if (position) this.#stmts.saveReplication.run(position);
             this.#db.exec('COMMIT');
           });
         } catch (err) {
@@ -496,15 +547,15 @@ export class RegistryStore {
    * write gate until it commits or rolls back; `sync()` must be awaited after its commit before
    * anyone hears of it.
    */
-  async beginBulk(): Promise<BulkWrite> {
+  async beginBulk(index?: number): Promise<BulkWrite> {
     const bulk = this.#bulk;
     if (!bulk) {
-      const write = this.beginSliced({ deferSync: true });
+      const write = this.beginSliced({ deferSync: true, index });
       return {
         index: write.index,
         putServices: async (services, now) => write.putServices(services, now),
         putTools: async (tools, now) => write.putTools(tools, now),
-        commit: async (audit) => write.commit(audit),
+        commit: async (audit, position) => write.commit(audit, position),
         rollback: async () => write.rollback(),
       };
     }
@@ -512,7 +563,7 @@ export class RegistryStore {
     const release = this.gate.hold();
     let remote: RemoteBulkWrite;
     try {
-      remote = await bulk.begin(this.#db.pragma('max_page_count', { simple: true }) as number);
+      remote = await bulk.begin(this.#db.pragma('max_page_count', { simple: true }) as number, index);
     } catch (err) {
       release();
       throw err;
@@ -525,7 +576,7 @@ export class RegistryStore {
       index: remote.index,
       putServices: (services, now) => (live(), remote.putServices(services, now)),
       putTools: (tools, now) => (live(), remote.putTools(tools, now)),
-      commit: async (audit) => {
+      commit: async (audit, position) => {
         live();
         open = false;
         // SQLite would checkpoint the import's pages inside this connection's next COMMIT
@@ -533,7 +584,7 @@ export class RegistryStore {
         this.#suspendAutoCheckpoint();
         let checkpointed: Promise<void>;
         try {
-          ({ checkpointed } = await remote.commit(audit));
+          ({ checkpointed } = await remote.commit(audit, position));
         } catch (err) {
           this.#resumeAutoCheckpoint();
           throw err;
@@ -644,7 +695,7 @@ export class RegistryStore {
     const result = this.#translate(() =>
       this.#db
         .transaction(() => {
-          const index = this.#stmts.bump.get() as number;
+          const index = this.#nextIndex();
           const result = fn(index);
           if (audit && this.#audit) this.#audit.insert(audit(result), index);
           return result;

@@ -9,7 +9,7 @@
 import type { Catalog } from '../catalog/catalog.js';
 import { RegistryError } from '../model/errors.js';
 import type { Actor } from '../model/records.js';
-import type { RegistryService } from '../registry/registry-service.js';
+import type { RegistryWrites } from '../registry/writes.js';
 import { configRequest, importOfTrustGraph, TOOL_SERVICE_TYPE, TOOL_TYPE, type SkippedItem } from '../model/trustgraph-config.js';
 import type { ConfigRequester } from './config-client.js';
 
@@ -32,7 +32,7 @@ const MAX_ROUNDS = 8;
 
 export async function adoptTrustGraphConfig(
   client: ConfigRequester,
-  registry: RegistryService,
+  registry: RegistryWrites,
   catalog: Catalog,
   options: { workspace: string; maxDepth: number },
 ): Promise<AdoptionResult> {

@@ -5,6 +5,10 @@ import { ViewWaiters } from '../../catalog/waiters.js';
 import { ChangeBus } from '../../registry/change-bus.js';
 import { ChangeFeed } from '../../registry/change-feed.js';
 import { RegistryService } from '../../registry/registry-service.js';
+import type { RegistryWrites } from '../../registry/writes.js';
+import { adminUrlOf } from '../../replication/admin.js';
+import { Replicator } from '../../replication/replicator.js';
+import { effectiveLimits, payloadLimit } from '../../bridge/pulsar-ws.js';
 import type { Config } from '../../config.js';
 import { openDatabase } from '../../store/database.js';
 import { migrate } from '../../store/migrations.js';
@@ -18,8 +22,10 @@ declare module 'fastify' {
     store: RegistryStore;
     /** The in-memory catalogue every read is served from. */
     catalog: Catalog;
-    /** The write path: validate, store, swap into the catalogue, publish after the commit. */
-    registry: RegistryService;
+    /** The write path: validate, store, swap into the catalogue, publish after the commit (through the replication topic in replicated mode). */
+    registry: RegistryWrites;
+    /** Replicated mode's state, or null for one process. */
+    replication: Replicator | null;
     /** Every committed write, for whoever follows the registry (waiters, feeds, sessions). */
     changes: ChangeBus;
     /** The change feed in one caller's view, replayed and then live. */
@@ -63,7 +69,11 @@ export default fp<RegistryPluginOptions>(
     app.decorate('catalog', catalog);
     const changes = new ChangeBus((err) => app.log.error({ err }, 'a change listener failed'));
     app.decorate('changes', changes);
-    app.decorate('registry', new RegistryService(store, catalog, changes));
+    const service = new RegistryService(store, catalog, changes);
+    const replication = config.replication && startReplication(service, store, config, app.log);
+    app.decorate('registry', (replication ?? service) as RegistryWrites);
+    app.decorate('replication', (replication ?? null) as Replicator | null);
+    if (replication) await replication.start();
     app.decorate('changeFeed', new ChangeFeed(store, changes, () => catalog.index));
     const waiters = new ViewWaiters(catalog, (listener) => changes.subscribe(listener), {
       maxWaiters: config.maxWaiters,
@@ -74,9 +84,30 @@ export default fp<RegistryPluginOptions>(
     // Before the server stops accepting: answer held requests so that close does not wait on them.
     app.addHook('preClose', async () => waiters.releaseAll());
     app.addHook('onClose', async () => {
+      replication?.close();
       waiters.close();
       store.close();
     });
   },
   { name: 'registry' },
 );
+
+/** Replicated mode: the write path goes through the topic (src/replication/). */
+function startReplication(service: RegistryService, store: RegistryStore, config: Config, log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void }): Replicator | undefined {
+  const replication = config.replication;
+  if (!replication) return undefined;
+  // A write is one message: base64 JSON in one text frame of PULSAR_WS_MAX_FRAME_BYTES, under the broker's message size.
+  const limits = effectiveLimits(config.bridge.maxFrameBytes, undefined);
+  return new Replicator(service, store, {
+    url: replication.url,
+    token: config.bridge.pulsarToken,
+    topic: replication.topic,
+    replicaId: replication.replicaId,
+    adminUrl: replication.adminUrl ?? adminUrlOf(replication.url),
+    connectTimeoutMs: config.bridge.connectTimeoutMs,
+    applyTimeoutMs: replication.applyTimeoutMs,
+    // Less room for the message key (a tool's name) beside the payload.
+    maxMessageBytes: payloadLimit(limits, {}, '0000000000').bytes - 1536,
+    log,
+  });
+}

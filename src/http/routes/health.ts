@@ -35,7 +35,7 @@ const healthRoutes: FastifyPluginAsync = async (fastify) => {
         tags: ['operations'],
         operationId: 'readiness',
         summary: 'Readiness',
-        description: 'Proves the database still takes a write (one probe a second at most). Ignores credentials.',
+        description: 'Proves the database still takes a write (one probe a second at most); in replicated mode, also that this replica has caught up with the replication topic. Ignores credentials.',
         security: [],
         response: { 200: json(ReadinessSchema, 'Ready to serve.'), 503: problems.Unavailable },
       },
@@ -52,6 +52,9 @@ const healthRoutes: FastifyPluginAsync = async (fastify) => {
         }
       }
       if (!probeOk) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'the database does not take writes');
+      const replication = app.replication?.state;
+      if (replication?.failed !== undefined) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', `this replica stopped applying the replication topic: ${replication.failed}`);
+      if (replication && !replication.caughtUp) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'this replica is catching up with the replication topic');
       // The bridge's state is reported apart: discovery and writes work while the broker is down.
       return {
         status: 'ready' as const,
@@ -59,6 +62,7 @@ const healthRoutes: FastifyPluginAsync = async (fastify) => {
         index: app.catalog.index,
         inflightCalls: app.bridge.inflight,
         waiters: app.waiters.size,
+        ...(replication && { replication }),
       };
     },
   );

@@ -39,7 +39,8 @@ const statsRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { co
       const operator = seesEverything(request.caller, config.visibility);
       const usage = app.usage.stats(key.kind === 'all' ? () => true : (tool) => visible.has(tool), operator);
       const services = operator ? app.catalog.serviceStats() : { tools_by_service: {}, tools_by_mcp_server: {} };
-      return { ...inventory, ...services, registry_index: app.catalog.index, ...usage };
+      const replica = app.replication?.state.replica;
+      return { ...inventory, ...services, registry_index: app.catalog.index, ...(replica !== undefined && { replica }), ...usage };
     },
   );
 };

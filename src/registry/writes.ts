@@ -1,0 +1,25 @@
+/**
+ * The write side as the fronts use it (routes, the MCP sync, TrustGraph adoption): the
+ * single-process RegistryService, or in replicated mode the Replicator (src/replication/), which
+ * publishes each write to the replication topic and answers once this replica has applied it.
+ */
+import type { McpTool } from '../model/mcp-schemas.js';
+import type { ToolService } from '../model/schemas.js';
+import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { CommitObserver } from './commit-telemetry.js';
+import type { ImportSummary, McpSyncResult } from './registry-service.js';
+
+export interface RegistryWrites {
+  putTool(input: unknown, pathName?: string, actor?: Actor): Promise<PutResult<ToolRecord>>;
+  deleteTool(name: string, actor?: Actor): Promise<ToolRecord>;
+  putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>>;
+  deleteService(id: string, actor?: Actor): Promise<ServiceRecord>;
+  putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>>;
+  deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }>;
+  syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult>;
+  importBundle(input: unknown, actor?: Actor): Promise<ImportSummary>;
+  observeCommits(observer: CommitObserver): () => void;
+  /** Proves the database still takes a write (readiness); throws when it does not. */
+  probeWrite(): void;
+  exportBundle(): { 'tool-services': ToolService[]; tools: unknown[] };
+}

@@ -1,0 +1,306 @@
+/**
+ * Replicated mode (issue 14): every registry write is one message on a persistent Pulsar topic,
+ * and every replica applies the topic in order to its own SQLite and catalogue. The topic's order
+ * decides conflicts: a message carries the write as its caller sent it, and each replica decides
+ * it with the same validation against the same prior state (src/registry/registry-service.ts,
+ * applyReplicated), so all replicas reach the same state, refusals included.
+ *
+ * A write is published, persisted by the broker, then applied here like any other replica's; its
+ * caller is answered with the outcome once this replica has applied it (read-your-writes). The
+ * registry index of a write is its message's position (src/replication/message-id.ts), the same
+ * on every replica. The replica's position is saved in the transaction of what it applied, so a
+ * crash neither repeats nor skips a message. A replica is caught up (ready) once it reads back a
+ * marker it published after starting. With the broker down, writes are refused at once (503)
+ * and reads go on from memory; the producer and the reader reconnect by themselves.
+ */
+import { randomUUID } from 'node:crypto';
+import { RegistryError } from '../model/errors.js';
+import type { McpTool } from '../model/mcp-schemas.js';
+import { REPLICATION_OPS, ReplicationEventSchema, replicationKey, type ReplicationEvent, type ReplicationOp } from '../model/replication.js';
+import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
+import type { CommitObserver } from '../registry/commit-telemetry.js';
+import type { RegistryWrites } from '../registry/writes.js';
+import type { RegistryStore } from '../store/registry-store.js';
+import { ensureTopic } from './admin.js';
+import { indexOf } from './message-id.js';
+import { TopicProducer, TopicReader, TopicUnavailableError, type TopicMessage } from './topic.js';
+
+export interface ReplicatorOptions {
+  /** Pulsar's WebSocket API. */
+  url: string;
+  token?: string | undefined;
+  /** A persistent topic, e.g. persistent://tg/registry/descriptors. */
+  topic: string;
+  /** This replica's name: stable across restarts (its audit entries, its writes' origin). */
+  replicaId: string;
+  /** The admin REST API, for the topic's retention; undefined: not set from here. */
+  adminUrl?: string | undefined;
+  connectTimeoutMs: number;
+  /** How long a write waits to be applied here after the broker took it. */
+  applyTimeoutMs: number;
+  /** Largest message, as JSON, the broker takes through the WebSocket API (base64 in one frame). */
+  maxMessageBytes: number;
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void };
+}
+
+export interface ReplicationState {
+  replica: string;
+  topic: string;
+  /** Whether this replica has applied everything published before it started. */
+  caughtUp: boolean;
+  /** Whether writes can reach the broker now. */
+  broker: 'connected' | 'disconnected';
+  /** The index of the last message applied here. */
+  appliedIndex: number;
+  /** Why this replica stopped applying the topic (it needs a restart), if it did. */
+  failed?: string;
+}
+
+interface Waiting {
+  actor: Actor | undefined;
+  resolve: (outcome: Outcome) => void;
+  reject: (err: unknown) => void;
+}
+
+const unavailable = (message: string, cause?: unknown) => new RegistryError('TR_ERR_UNAVAILABLE', message, { retryAfterS: 1, cause });
+
+export class Replicator implements RegistryWrites {
+  readonly #service: RegistryService;
+  readonly #options: ReplicatorOptions;
+  readonly #producer: TopicProducer;
+  readonly #reader: TopicReader;
+  readonly #waiting = new Map<string, Waiting>();
+  /** The last message handed to the service: the reader resumes after it. */
+  #queued: { messageId: string; index: number } | null;
+  #appliedIndex: number;
+  /** Every apply handed to the service, chained: settles once all before it have. */
+  #tail: Promise<unknown> = Promise.resolve();
+  #marker: string | null = null;
+  #markerTimer: NodeJS.Timeout | null = null;
+  #caughtUp = false;
+  #failed: string | undefined;
+  readonly #caughtUpListeners: (() => void)[] = [];
+
+  constructor(service: RegistryService, store: RegistryStore, options: ReplicatorOptions) {
+    this.#service = service;
+    this.#options = options;
+    const position = store.replicationPosition();
+    if (position === undefined && store.registryIndex() > 0) {
+      throw new Error(
+        `DATABASE_PATH holds ${store.registryIndex()} write(s) made outside replication: start a replica on a new database and load them with \`tool-registry export\` and POST /import`,
+      );
+    }
+    if (position !== undefined && position.topic !== options.topic) {
+      throw new Error(`DATABASE_PATH follows replication topic ${position.topic}, not REPLICATION_TOPIC ${options.topic}`);
+    }
+    if (position) service.restoreStamp(position.lastAt);
+    this.#queued = position ? { messageId: position.messageId, index: position.index } : null;
+    this.#appliedIndex = position?.index ?? 0;
+    const topic = { url: options.url, token: options.token, topic: options.topic, connectTimeoutMs: options.connectTimeoutMs, name: `tool-registry-${options.replicaId}`, log: options.log };
+    this.#producer = new TopicProducer(topic);
+    this.#reader = new TopicReader(topic, () => this.#queued?.messageId ?? null, (message) => this.#onMessage(message));
+  }
+
+  /** Sets the topic's retention (best effort), then connects the producer and the reader, and starts catching up. */
+  async start(): Promise<void> {
+    if (this.#options.adminUrl !== undefined) {
+      const problem = await ensureTopic({ adminUrl: this.#options.adminUrl, token: this.#options.token, topic: this.#options.topic, timeoutMs: this.#options.connectTimeoutMs });
+      if (problem) this.#options.log.warn({ topic: this.#options.topic }, `replication: ${problem}; set the namespace's retention to keep every message (see the README)`);
+    }
+    this.#producer.start();
+    this.#reader.start();
+    this.#sendMarker();
+  }
+
+  close(): void {
+    if (this.#markerTimer) clearTimeout(this.#markerTimer);
+    this.#producer.stop();
+    this.#reader.stop();
+    for (const waiting of this.#waiting.values()) waiting.reject(unavailable('the registry is shutting down'));
+    this.#waiting.clear();
+  }
+
+  get state(): ReplicationState {
+    return {
+      replica: this.#options.replicaId,
+      topic: this.#options.topic,
+      caughtUp: this.#caughtUp,
+      broker: this.#producer.open && this.#reader.open ? 'connected' : 'disconnected',
+      appliedIndex: this.#appliedIndex,
+      ...(this.#failed !== undefined && { failed: this.#failed }),
+    };
+  }
+
+  /** Resolves once this replica has caught up with the topic. */
+  caughtUp(): Promise<void> {
+    if (this.#caughtUp) return Promise.resolve();
+    return new Promise((resolve) => this.#caughtUpListeners.push(resolve));
+  }
+
+  putTool(input: unknown, pathName?: string, actor?: Actor): Promise<PutResult<ToolRecord>> {
+    return this.#write('tool.put', { target: pathName, body: input }, actor);
+  }
+
+  deleteTool(name: string, actor?: Actor): Promise<ToolRecord> {
+    return this.#write('tool.delete', { target: name }, actor);
+  }
+
+  putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>> {
+    return this.#write('tool-service.put', { target: pathId, body: input }, actor);
+  }
+
+  deleteService(id: string, actor?: Actor): Promise<ServiceRecord> {
+    return this.#write('tool-service.delete', { target: id }, actor);
+  }
+
+  putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>> {
+    const credential = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>)['credential'] : undefined;
+    if (credential !== undefined && credential !== null && !(typeof credential === 'object' && (credential as Record<string, unknown>)['set'] === true)) {
+      // Every write travels through the topic, which is not a place for secrets.
+      return Promise.reject(
+        new RegistryError('TR_ERR_VALIDATION', 'in replicated mode an MCP server cannot be given a credential: it would travel through the replication topic', {
+          fieldErrors: [{ path: 'credential', message: 'not taken in replicated mode' }],
+        }),
+      );
+    }
+    return this.#write('mcp-server.put', { target: pathId, body: input }, actor);
+  }
+
+  deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }> {
+    return this.#write('mcp-server.delete', { target: id }, actor);
+  }
+
+  syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult> {
+    return this.#write('mcp-server.sync', { target: serverId, serverIndex, body: wanted }, undefined);
+  }
+
+  importBundle(input: unknown, actor?: Actor): Promise<ImportSummary> {
+    return this.#write('import', { body: input }, actor);
+  }
+
+  observeCommits(observer: CommitObserver): () => void {
+    return this.#service.observeCommits(observer);
+  }
+
+  probeWrite(): void {
+    this.#service.probeWrite();
+  }
+
+  exportBundle(): ReturnType<RegistryService['exportBundle']> {
+    return this.#service.exportBundle();
+  }
+
+  async #write<T>(op: ReplicationOp, fields: Pick<ReplicationEvent, 'target' | 'body' | 'serverIndex'>, actor: Actor | undefined): Promise<T> {
+    if (this.#failed !== undefined) throw unavailable(`this replica stopped applying the replication topic (${this.#failed}); restart it`);
+    const event: ReplicationEvent = { v: 1, op, write: randomUUID(), origin: this.#options.replicaId, at: new Date().toISOString(), ...fields };
+    const payload = JSON.stringify(event);
+    const bytes = Buffer.byteLength(payload);
+    if (bytes > this.#options.maxMessageBytes) {
+      throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode a write travels as one message of at most ${this.#options.maxMessageBytes} bytes of JSON; this one is ${bytes} (split an import into smaller ones)`);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const applied = new Promise<Outcome>((resolve, reject) => this.#waiting.set(event.write, { actor, resolve, reject }));
+    applied.catch(() => undefined);
+    try {
+      try {
+        await this.#producer.publish(payload, replicationKey(event));
+      } catch (err) {
+        if (err instanceof TopicUnavailableError) throw unavailable(`${err.message}: writes are refused until the broker is back; reads go on`, err);
+        throw err;
+      }
+      const timedOut = new Promise<never>((_resolve, reject) => {
+        timer = setTimeout(
+          () => reject(unavailable(`the broker took the write but this replica has not applied it within ${this.#options.applyTimeoutMs} ms; it takes effect when applied`)),
+          this.#options.applyTimeoutMs,
+        );
+      });
+      const outcome = await Promise.race([applied, timedOut]);
+      if (!outcome.ok) throw outcome.error;
+      return outcome.value as T;
+    } finally {
+      clearTimeout(timer);
+      this.#waiting.delete(event.write);
+    }
+  }
+
+  /** Publishes a marker; caught up once it is read back with everything before it applied. Retried until the broker takes it. */
+  #sendMarker(): void {
+    this.#markerTimer = null;
+    if (this.#caughtUp || this.#failed !== undefined) return;
+    const marker = randomUUID();
+    const event: ReplicationEvent = { v: 1, op: 'marker', write: marker, origin: this.#options.replicaId, at: new Date().toISOString() };
+    this.#marker = marker;
+    this.#producer.publish(JSON.stringify(event), replicationKey(event)).then(
+      () => undefined,
+      () => {
+        this.#markerTimer = setTimeout(() => this.#sendMarker(), 500);
+        this.#markerTimer.unref();
+      },
+    );
+  }
+
+  #onMessage(message: TopicMessage): Promise<void> {
+    if (this.#failed !== undefined) return Promise.resolve();
+    let index: number;
+    try {
+      index = indexOf(message.messageId);
+    } catch (err) {
+      this.#fail(`message id ${message.messageId}: ${(err as Error).message}`);
+      return Promise.resolve();
+    }
+    // Delivered again after a reconnect: it is applied or queued already.
+    if (this.#queued !== null && index <= this.#queued.index) return Promise.resolve();
+    this.#queued = { messageId: message.messageId, index };
+    const event = parseEvent(message.text);
+    if (event === undefined) {
+      // Not ours to decide: every replica skips it the same way.
+      this.#options.log.warn({ messageId: message.messageId }, 'replication: skipped a message that is not a registry write');
+      return Promise.resolve();
+    }
+    if (event.op === 'marker') {
+      if (event.write === this.#marker && event.origin === this.#options.replicaId) void this.#tail.then(() => this.#markCaughtUp());
+      return Promise.resolve();
+    }
+    const waiting = event.origin === this.#options.replicaId ? this.#waiting.get(event.write) : undefined;
+    const applied = this.#service.applyReplicated(event, { index, at: event.at, topic: this.#options.topic, messageId: message.messageId }, waiting?.actor);
+    this.#tail = applied.then(
+      (outcome) => {
+        this.#appliedIndex = index;
+        waiting?.resolve(outcome);
+      },
+      (err: unknown) => {
+        waiting?.reject(unavailable('this replica could not apply the write; restart it', err));
+        this.#fail(err instanceof Error ? err.message : String(err));
+      },
+    );
+    return this.#tail.then(() => undefined);
+  }
+
+  #markCaughtUp(): void {
+    if (this.#caughtUp || this.#failed !== undefined) return;
+    this.#caughtUp = true;
+    this.#options.log.info({ topic: this.#options.topic, index: this.#appliedIndex }, 'replication: caught up');
+    for (const listener of this.#caughtUpListeners.splice(0)) listener();
+  }
+
+  /** A commit failed (disk full, say): this replica stops applying, reports it, and needs a restart. */
+  #fail(reason: string): void {
+    if (this.#failed !== undefined) return;
+    this.#failed = reason;
+    this.#options.log.error({ topic: this.#options.topic }, `replication stopped: ${reason}; restart this replica`);
+    this.#reader.stop();
+  }
+}
+
+function parseEvent(text: string | undefined): ReplicationEvent | undefined {
+  if (text === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = ReplicationEventSchema.safeParse(value);
+  return parsed.success && REPLICATION_OPS.includes(parsed.data.op) ? parsed.data : undefined;
+}
