@@ -22,8 +22,9 @@ const MAY_IMPORT = {
   bridge: ['catalog', 'json-schema', 'usage', 'model'], //   plus store types only, below
   toolkit: ['bridge', 'model'], //             a tool service in TypeScript, over the bridge's client
   trustgraph: ['registry', 'catalog', 'bridge', 'model'], // TrustGraph's config service: live sync and adoption, over the bridge's Pulsar pieces
-  replication: ['registry', 'bridge', 'model'], // replicas over a Pulsar topic: the write side's applyReplicated, the bridge's Pulsar pieces; store types only, below
-  http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'trustgraph', 'replication', 'config', 'package-root', 'model'],
+  replication: ['registry', 'bridge', 'model'],
+  announce: ['registry', 'catalog', 'bridge', 'model'], // tool services announcing themselves: writes under the announcer, liveness // replicas over a Pulsar topic: the write side's applyReplicated, the bridge's Pulsar pieces; store types only, below
+  http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'trustgraph', 'replication', 'announce', 'config', 'package-root', 'model'],
   telemetry: ['config', 'package-root'], // the OpenTelemetry SDK, started by the server
   server: ['http', 'telemetry', 'config', 'model'],
   cli: ['server', 'http', 'auth', 'store', 'config', 'model'],
@@ -31,7 +32,7 @@ const MAY_IMPORT = {
   client: [], //                       tool-registry/client: model for types only, below
 };
 
-const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'trustgraph', 'replication', 'client'];
+const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'trustgraph', 'replication', 'announce', 'client'];
 const FILES = { config: 'src/config.ts', 'package-root': 'src/package-root.ts', telemetry: 'src/telemetry.ts', server: 'src/server.ts', index: 'src/index.ts' };
 
 // Fastify and its plugins belong to src/http only; src/server.ts may name FastifyInstance.

@@ -168,6 +168,11 @@ export const EnvSchema = z.object({
     '10000',
     integer(100, 600_000),
   ),
+  ANNOUNCE_TOPIC: optional(
+    'a Pulsar topic where tool services announce themselves and send heartbeats (e.g. non-persistent://tg/registry/announcements); unset: announcements are not read (needs PULSAR_WS_URL)',
+    z.string().regex(/^(persistent|non-persistent):\/\/[^/\s]+\/[^/\s]+\/[^\s]+$/, 'must be a topic name: non-persistent://tenant/namespace/topic'),
+  ),
+  ANNOUNCE_SCOPE: setting("the scope a tool service's announcement token must hold", 'registry:announce', z.string().min(1).max(200)),
   TOOL_CALL_TIMEOUT_MS: setting('how long a call waits for its answer unless the tool sets timeoutMs', '30000', integer(1, 600_000)),
   MAX_INFLIGHT_CALLS: setting('calls carried at once; past it calls get 503 with Retry-After', '1000', integer(1, 1_000_000)),
   MAX_INFLIGHT_CALLS_PER_CALLER: setting('calls one caller (token issuer and subject, or client address) may have in flight at once; past it 503 with Retry-After', '100', integer(1, 1_000_000)),
@@ -287,6 +292,10 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     ctx.addIssue({ code: 'custom', path: [trustGraphBus], message: "needs PULSAR_WS_URL: TrustGraph's config service is reached over the bus" });
     return z.NEVER;
   }
+  if (env.ANNOUNCE_TOPIC !== undefined && env.PULSAR_WS_URL === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['ANNOUNCE_TOPIC'], message: 'needs PULSAR_WS_URL: tool services announce themselves on the broker' });
+    return z.NEVER;
+  }
   if (env.REPLICATION_TOPIC !== undefined && env.PULSAR_WS_URL === undefined) {
     ctx.addIssue({ code: 'custom', path: ['REPLICATION_TOPIC'], message: 'needs PULSAR_WS_URL: replicas meet on the broker' });
     return z.NEVER;
@@ -327,6 +336,8 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     /** This API's resource identifier (RFC 8707, RFC 9728). */
     resource,
     authorizationServers: env.AUTHORIZATION_SERVERS ?? (env.JWT_ISSUER === undefined ? [] : [env.JWT_ISSUER]),
+    /** Self-announcing tool services (src/announce/), or undefined when not read. */
+    announce: env.ANNOUNCE_TOPIC === undefined ? undefined : { topic: env.ANNOUNCE_TOPIC, scope: env.ANNOUNCE_SCOPE },
     /** Replicated mode (src/replication/), or undefined for one process. */
     replication:
       env.REPLICATION_TOPIC === undefined || env.PULSAR_WS_URL === undefined

@@ -31,6 +31,8 @@ export interface BridgeOptions {
   visibility: VisibilityPolicy;
   /** Checks arguments against tools' input schemas (default: a new set, compiled on first call). */
   argumentValidators?: ArgumentValidators;
+  /** Whether an announced tool service is alive (src/catalog/service-health.ts); absent: all are. */
+  health?: { availability(serviceId: string): { available: boolean; intervalS?: number } };
 }
 
 export interface InvokeRequest {
@@ -109,6 +111,11 @@ export class ToolBridge {
     }
     if (record.status !== 'active') {
       throw new RegistryError('TR_ERR_GONE', `tool "${tool.name}" is ${record.status} and can no longer be called`);
+    }
+    // A tool service that stopped its heartbeats: refused at once, not after the call's timeout.
+    const health = record.kind === 'tool-service' && record.serviceId !== null ? this.#options.health?.availability(record.serviceId) : undefined;
+    if (health && !health.available) {
+      throw new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${tool.name} cannot be reached now: its tool service stopped sending heartbeats`, { retryAfterS: Math.max(1, Math.ceil(health.intervalS ?? 5)) });
     }
     return entry;
   }

@@ -12,6 +12,7 @@ import type { Catalog } from './catalog.js';
 import { publicToolView, type PublicTool } from '../model/public-view.js';
 import { CatalogTool } from './snapshot.js';
 import { walkView } from './walk.js';
+import type { ServiceHealth } from './service-health.js';
 
 export interface ListingQuery {
   limit?: number | undefined;
@@ -19,6 +20,8 @@ export interface ListingQuery {
   q?: string | undefined;
   scope?: string | undefined;
   updatedSince?: string | undefined;
+  /** Leave out the tools of announced tool services whose heartbeats stopped. */
+  passing?: boolean | undefined;
 }
 
 export interface Listing {
@@ -72,22 +75,28 @@ function decodeCursor(text: string): Cursor {
 export class CatalogListing {
   readonly #catalog: Catalog;
   readonly #publicUrl: URL;
+  readonly #health: ServiceHealth | undefined;
 
-  constructor(catalog: Catalog, publicUrl: URL) {
+  constructor(catalog: Catalog, publicUrl: URL, health?: ServiceHealth) {
     this.#catalog = catalog;
     this.#publicUrl = publicUrl;
+    this.#health = health;
   }
 
   list(key: ViewKey, query: ListingQuery): Listing {
     const limit = Math.min(query.limit ?? DEFAULT_PAGE, MAX_PAGE);
     const index = this.#catalog.index;
     const scope = query.scope;
-    const inView = (scopes: readonly string[]) => visibleScopes(scopes, key) && (scope === undefined || scopes.includes(scope));
+    const health = query.passing ? this.#health : undefined;
+    // Only a live tool of a service that stopped its heartbeats fails: tombstones pass as they are.
+    const failing = (entry: CatalogTool) =>
+      health !== undefined && entry.record.status !== 'deleted' && entry.record.kind === 'tool-service' && entry.record.serviceId !== null && !health.available(entry.record.serviceId);
+    const inView = (scopes: readonly string[], entry?: CatalogTool) => visibleScopes(scopes, key) && (scope === undefined || scopes.includes(scope)) && (entry === undefined || !failing(entry));
 
     if (query.q !== undefined) {
       // Ranked by relevance among the tools of the view (and filters): no cursor, the first `limit`.
       const since = query.updatedSince;
-      const found = this.#catalog.search(query.q, limit, (entry) => inView(entry.tool.scopes) && (since === undefined || entry.record.updatedAt >= since));
+      const found = this.#catalog.search(query.q, limit, (entry) => inView(entry.tool.scopes, entry) && (since === undefined || entry.record.updatedAt >= since));
       return listing(found, null, index);
     }
 
@@ -102,7 +111,7 @@ export class CatalogListing {
    * those deleted since), and none created since. Live tools come from the view's name indexes;
    * tombstones from the deletions made after the pin (few), merged in name order.
    */
-  #pinnedWalk(key: ViewKey, scope: string | undefined, cursor: NameCursor | undefined, limit: number, inView: (scopes: readonly string[]) => boolean, index: number): Listing {
+  #pinnedWalk(key: ViewKey, scope: string | undefined, cursor: NameCursor | undefined, limit: number, inView: (scopes: readonly string[], entry?: CatalogTool) => boolean, index: number): Listing {
     const pinned = cursor?.s ?? index;
     if (pinned > index) throw badCursor('the cursor is from a registry index ahead of this one; start the walk again');
     const after = cursor?.a;
@@ -126,7 +135,7 @@ export class CatalogListing {
       return true;
     };
     for (const entry of walkView(catalog, key, { after, scope })) {
-      if (!catalog.existedAt(entry.tool.name, pinned)) continue;
+      if (!catalog.existedAt(entry.tool.name, pinned) || !inView(entry.tool.scopes, entry)) continue;
       while (t < tombstones.length && (tombstones[t] as CatalogTool).view.name < entry.tool.name) {
         if (!take(tombstones[t++] as CatalogTool)) break;
       }
@@ -142,13 +151,13 @@ export class CatalogListing {
    * tool (or tombstone) once, as it is now, at its latest change. The walk follows writes made
    * during it: a tool changed again after it was served comes again, later, as changed.
    */
-  #changes(since: string, cursor: Cursor | undefined, limit: number, inView: (scopes: readonly string[]) => boolean, index: number): Listing {
+  #changes(since: string, cursor: Cursor | undefined, limit: number, inView: (scopes: readonly string[], entry?: CatalogTool) => boolean, index: number): Listing {
     if (cursor !== undefined && !('u' in cursor)) throw badCursor('this cursor continues a walk in name order; leave updated_since out, or start again');
     const page: CatalogTool[] = [];
     let more = false;
     for (const { record, entry } of this.#catalog.changedSince(since, cursor && { index: cursor.u, name: cursor.a })) {
       const listed = entry ?? this.#tombstoneEntry(record);
-      if (!inView(listed.tool.scopes)) continue;
+      if (!inView(listed.tool.scopes, listed)) continue;
       if (page.length === limit) {
         more = true;
         break;

@@ -8,6 +8,7 @@ import { clientErrorHandler, frameworkErrors } from './framework-errors.js';
 import jsonBodyPlugin from './json-body.js';
 import auditPlugin from './plugins/audit.js';
 import authPlugin from './plugins/auth.js';
+import announcePlugin from './plugins/announce.js';
 import bridgePlugin from './plugins/bridge.js';
 import connectionsPlugin, { serverTimeouts } from './plugins/connections.js';
 import errorsPlugin from './plugins/errors.js';
@@ -88,6 +89,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(auditPlugin, { config });
   // Before the bridge, whose mcp transport uses its connections.
   await app.register(mcpUpstreamsPlugin, { config });
+  await app.register(announcePlugin, { config });
   await app.register(bridgePlugin, { config });
   // After the services it reads, before the routes it times.
   await app.register(metricsPlugin, { config });

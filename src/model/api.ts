@@ -156,6 +156,13 @@ export const DiscoveryQuerySchema = z.object({
   cursor: z.string().max(2048).optional().describe('The `nextCursor` of the previous page, as given (opaque).'),
   q: z.string().max(500).optional().describe('Full-text search over tool names and descriptions.'),
   scope: ScopeSchema.describe('Only tools that list this scope among theirs.').optional(),
+  passing: z
+    .enum(['', 'true', 'false'], { error: 'must be true or false' })
+    .transform((v) => v !== 'false')
+    .optional()
+    .describe(
+      'Leave out the tools of tool services that announce themselves (`ANNOUNCE_TOPIC`) and stopped sending heartbeats, until they come back. `?passing` alone means `true`. Services an operator registered always pass.',
+    ),
   updated_since: z.iso
     .datetime({ offset: true })
     .transform((v) => new Date(v).toISOString())

@@ -16,6 +16,8 @@ export interface ServiceRecord {
   /** Registry index of the last write that touched it. */
   index: number;
   updatedAt: string;
+  /** Who announced it (`announcer:<subject>`, src/announce/); absent for an operator's. */
+  owner?: string;
 }
 
 /** An upstream MCP server; its credential stays in the store, only whether it has one is here. */
@@ -38,6 +40,8 @@ export interface ToolRecord {
   createIndex: number;
   index: number;
   updatedAt: string;
+  /** Who announced it (`announcer:<subject>`, src/announce/); absent for an operator's. */
+  owner?: string;
 }
 
 export interface PutResult<T> {
@@ -104,4 +108,6 @@ export interface Actor {
   iss: string | null;
   client: string | null;
   requestId: string | null;
+  /** A tool service announcing itself (src/announce/): it writes only what it owns. */
+  announcer?: string;
 }

@@ -35,6 +35,8 @@ export const ReplicationEventSchema = z.object({
   target: z.string().max(1000).optional(),
   /** What the caller sent (a descriptor, a server, a bundle). */
   body: z.unknown().optional(),
+  /** Who owns what the write makes: the announcer (src/announce/), absent for an operator. */
+  owner: z.string().min(1).max(300).optional(),
   /** mcp-server.sync: the server record's index the tools were listed at. */
   serverIndex: z.number().int().nonnegative().optional(),
 });

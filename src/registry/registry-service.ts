@@ -35,6 +35,7 @@ import { sortInSlices, TimeSlices } from './time-slices.js';
 import { compareNames } from '../catalog/sorted-names.js';
 import { callerSpan, CommitTelemetry, type CommitObserver } from './commit-telemetry.js';
 import type { SpanContext } from '@opentelemetry/api';
+import { isDeepStrictEqual } from 'node:util';
 
 export interface ImportSummary {
   index: number;
@@ -225,19 +226,21 @@ export class RegistryService implements RegistryWrites {
 
   #replicatedWrite(event: ReplicationEvent, actor: Actor | undefined): () => unknown {
     const target = event.target;
+    const owner = event.owner ?? null;
     const required = (): string => {
       if (target === undefined) throw new RegistryError('TR_ERR_VALIDATION', `a replicated ${event.op} names no target`);
       return target;
     };
     switch (event.op) {
+      // The owner comes with the message, so that every replica decides ownership the same way.
       case 'tool.put':
-        return () => this.#putTool(event.body, target, actor);
+        return () => this.#putTool(event.body, target, actor, owner);
       case 'tool.delete':
-        return () => this.#deleteTool(required(), actor);
+        return () => this.#deleteTool(required(), actor, owner);
       case 'tool-service.put':
-        return () => this.#putService(event.body, target, actor);
+        return () => this.#putService(event.body, target, actor, owner);
       case 'tool-service.delete':
-        return () => this.#deleteService(required(), actor);
+        return () => this.#deleteService(required(), actor, owner);
       case 'mcp-server.put':
         return () => this.#putMcpServer(event.body, target, actor);
       case 'mcp-server.delete':
@@ -410,6 +413,12 @@ export class RegistryService implements RegistryWrites {
     batch.changes.push({ index, change });
   }
 
+  /** A live service's record as the writes so far leave it, staged ones included. */
+  #serviceRecord(id: string): ServiceRecord | undefined {
+    const record = this.#staged?.services.get(id) ?? this.#catalog.getService(id);
+    return record?.status === 'deleted' ? undefined : record;
+  }
+
   /** A live service as the writes so far leave it, staged ones included. */
   #service(id: string): ToolService | undefined {
     const record = this.#staged?.services.get(id);
@@ -475,17 +484,24 @@ export class RegistryService implements RegistryWrites {
     return this.#lastStamp;
   }
 
-  #putTool(input: unknown, pathName?: string, actor?: Actor): PutResult<ToolRecord> {
+  #putTool(input: unknown, pathName?: string, actor?: Actor, owner: string | null = actor?.announcer ?? null): PutResult<ToolRecord> {
     const parsed = parseCheckedTool(withPathKey(input, 'name', pathName), this.#lookupService);
     this.#refuseManaged(parsed.name);
+    const existing = this.#tool(parsed.name);
+    if (owner !== null) {
+      refuseNotOwned('tool', parsed.name, existing, owner);
+      // An announcement repeats itself with every heartbeat: the same descriptor writes nothing.
+      if (existing && isDeepStrictEqual(existing.descriptor, parsed.descriptor)) return { record: existing, created: false };
+    }
     const at = this.#stamp();
-    const result = this.#store.putTool(parsed, at, this.#audit(actor, at, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200]));
+    const result = this.#store.putTool({ ...parsed, owner }, at, this.#audit(actor, at, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200]));
     this.#stage(result.record.index, { tools: [result.record] });
     return result;
   }
 
-  #deleteTool(name: string, actor?: Actor): ToolRecord {
+  #deleteTool(name: string, actor?: Actor, owner: string | null = actor?.announcer ?? null): ToolRecord {
     this.#refuseManaged(name);
+    if (owner !== null) refuseNotOwned('tool', name, this.#tool(name), owner);
     const at = this.#stamp();
     const record = this.#store.deleteTool(name, at, this.#audit(actor, at, 'tool.delete', (r) => [r.name, 200]));
     this.#stage(record.index, { tools: [record] });
@@ -496,8 +512,13 @@ export class RegistryService implements RegistryWrites {
    * Creates or replaces a service. A replacement must keep every live tool on it valid (a new
    * required config param, say, would break them), or nothing changes.
    */
-  #putService(input: unknown, pathId?: string, actor?: Actor): PutResult<ServiceRecord> {
+  #putService(input: unknown, pathId?: string, actor?: Actor, owner: string | null = actor?.announcer ?? null): PutResult<ServiceRecord> {
     const service = parseToolService(withPathKey(input, 'id', pathId));
+    if (owner !== null) {
+      const existing = this.#serviceRecord(service.id);
+      refuseNotOwned('tool service', service.id, existing, owner);
+      if (existing && isDeepStrictEqual(existing.descriptor, service)) return { record: existing, created: false };
+    }
     const broken = this.#toolsBrokenBy(service);
     if (broken.length > 0) {
       throw new RegistryError(
@@ -507,12 +528,13 @@ export class RegistryService implements RegistryWrites {
       );
     }
     const at = this.#stamp();
-    const result = this.#store.putService(service, at, this.#audit(actor, at, 'tool-service.put', (r) => [r.record.id, r.created ? 201 : 200]));
+    const result = this.#store.putService(service, at, this.#audit(actor, at, 'tool-service.put', (r) => [r.record.id, r.created ? 201 : 200]), owner);
     this.#stage(result.record.index, { services: [result.record] });
     return result;
   }
 
-  #deleteService(id: string, actor?: Actor): ServiceRecord {
+  #deleteService(id: string, actor?: Actor, owner: string | null = actor?.announcer ?? null): ServiceRecord {
+    if (owner !== null) refuseNotOwned('tool service', id, this.#serviceRecord(id), owner);
     const users = this.#toolsUsingService(id);
     if (users.length > 0) {
       throw new RegistryError('TR_ERR_IN_USE', `tool service "${id}" is still used by: ${users.join(', ')}`, { extra: { tools: users } });
@@ -718,6 +740,12 @@ function withPathKey(input: unknown, key: string, fromPath: string | undefined):
     });
   }
   return input;
+}
+
+/** An announcer writes only what it owns (or what does not exist): never an operator's. */
+function refuseNotOwned(what: string, name: string, existing: { owner?: string } | undefined, owner: string): void {
+  if (existing === undefined || existing.owner === owner) return;
+  throw new RegistryError('TR_ERR_CONFLICT', `${what} "${name}" was registered by ${existing.owner === undefined ? 'an operator' : 'another announcer'}: an announcement cannot write over it`);
 }
 
 function collect(errors: FieldError[], fn: () => void): void {

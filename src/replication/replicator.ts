@@ -193,7 +193,15 @@ export class Replicator implements RegistryWrites {
 
   async #write<T>(op: ReplicationOp, fields: Pick<ReplicationEvent, 'target' | 'body' | 'serverIndex'>, actor: Actor | undefined): Promise<T> {
     if (this.#failed !== undefined) throw unavailable(`this replica stopped applying the replication topic (${this.#failed}); restart it`);
-    const event: ReplicationEvent = { v: 1, op, write: randomUUID(), origin: this.#options.replicaId, at: new Date().toISOString(), ...fields };
+    const event: ReplicationEvent = {
+      v: 1,
+      op,
+      write: randomUUID(),
+      origin: this.#options.replicaId,
+      at: new Date().toISOString(),
+      ...fields,
+      ...(actor?.announcer !== undefined && { owner: actor.announcer }),
+    };
     const payload = JSON.stringify(event);
     const bytes = Buffer.byteLength(payload);
     if (bytes > this.#options.maxMessageBytes) {

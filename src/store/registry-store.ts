@@ -34,6 +34,8 @@ export interface ToolWrite {
   kind: ToolKind;
   serviceId: string | null;
   descriptor: ToolDescriptor;
+  /** The announcer that owns it (src/announce/), or null/absent for an operator. */
+  owner?: string | null;
 }
 
 export interface RegistryStoreOptions {
@@ -99,6 +101,7 @@ interface ServiceRow {
   create_index: number;
   modify_index: number;
   updated_at: string;
+  owner: string | null;
 }
 
 interface ToolRow {
@@ -111,6 +114,7 @@ interface ToolRow {
   create_index: number;
   modify_index: number;
   updated_at: string;
+  owner: string | null;
 }
 
 interface ChangeRow {
@@ -149,6 +153,7 @@ const serviceFromRow = (row: ServiceRow): ServiceRecord => ({
   createIndex: row.create_index,
   index: row.modify_index,
   updatedAt: row.updated_at,
+  ...(row.owner !== null && { owner: row.owner }),
 });
 
 const toolFromRow = (row: ToolRow): ToolRecord => ({
@@ -160,6 +165,7 @@ const toolFromRow = (row: ToolRow): ToolRecord => ({
   createIndex: row.create_index,
   index: row.modify_index,
   updatedAt: row.updated_at,
+  ...(row.owner !== null && { owner: row.owner }),
 });
 
 export class RegistryStore {
@@ -203,19 +209,21 @@ export class RegistryStore {
       toolBefore: db.prepare("SELECT status, create_index, json_extract(descriptor, '$.scopes') AS scopes FROM tools WHERE name = ?"),
       serviceBefore: db.prepare('SELECT status, create_index FROM tool_services WHERE id = ?'),
       upsertService: db.prepare(`
-        INSERT INTO tool_services (id, descriptor, status, create_index, modify_index, updated_at)
-        VALUES (@id, @descriptor, 'active', @index, @index, @now)
+        INSERT INTO tool_services (id, descriptor, status, create_index, modify_index, updated_at, owner)
+        VALUES (@id, @descriptor, 'active', @index, @index, @now, @owner)
         ON CONFLICT (id) DO UPDATE SET
           descriptor = excluded.descriptor,
+          owner = excluded.owner,
           status = 'active',
           create_index = CASE WHEN tool_services.status = 'deleted' THEN excluded.create_index ELSE tool_services.create_index END,
           modify_index = excluded.modify_index,
           updated_at = excluded.updated_at`),
       upsertTool: db.prepare(`
-        INSERT INTO tools (name, kind, service_id, mcp_server_id, descriptor, status, create_index, modify_index, updated_at)
-        VALUES (@name, @kind, @serviceId, @mcpServerId, @descriptor, 'active', @index, @index, @now)
+        INSERT INTO tools (name, kind, service_id, mcp_server_id, descriptor, status, create_index, modify_index, updated_at, owner)
+        VALUES (@name, @kind, @serviceId, @mcpServerId, @descriptor, 'active', @index, @index, @now, @owner)
         ON CONFLICT (name) DO UPDATE SET
           kind = excluded.kind,
+          owner = excluded.owner,
           service_id = excluded.service_id,
           mcp_server_id = excluded.mcp_server_id,
           descriptor = excluded.descriptor,
@@ -357,8 +365,8 @@ export class RegistryStore {
     return row && toolFromRow(row);
   }
 
-  putService(service: ToolService, now: string, audit?: AuditFor<PutResult<ServiceRecord>>): PutResult<ServiceRecord> {
-    return this.#write((index) => this.#putService(service, index, now), audit);
+  putService(service: ToolService, now: string, audit?: AuditFor<PutResult<ServiceRecord>>, owner: string | null = null): PutResult<ServiceRecord> {
+    return this.#write((index) => this.#putService(service, index, now, owner), audit);
   }
 
   putTool(tool: ToolWrite, now: string, audit?: AuditFor<PutResult<ToolRecord>>): PutResult<ToolRecord> {
@@ -634,11 +642,11 @@ export class RegistryStore {
   // *): the descriptor is parsed from the very text stored, so the record equals what a restart
   // loads, without copying the row back out of SQLite.
 
-  #putService(service: ToolService, index: number, now: string): PutResult<ServiceRecord> {
+  #putService(service: ToolService, index: number, now: string, owner: string | null = null): PutResult<ServiceRecord> {
     const before = this.#stmts.serviceBefore.get(service.id) as Pick<ServiceRow, 'status' | 'create_index'> | undefined;
     const live = before !== undefined && before.status !== 'deleted';
     const descriptor = JSON.stringify(service);
-    this.#stmts.upsertService.run({ id: service.id, descriptor, index, now });
+    this.#stmts.upsertService.run({ id: service.id, descriptor, index, now, owner });
     // Tool services are admin-only topology: '[]' marks them as present for the change log.
     this.#stmts.change.run(index, 'tool-service', service.id, 'upsert', live ? '[]' : null, '[]');
     return {
@@ -649,6 +657,7 @@ export class RegistryStore {
         createIndex: live ? before.create_index : index,
         index,
         updatedAt: now,
+        ...(owner !== null && { owner }),
       },
       created: !live,
     };
@@ -668,7 +677,8 @@ export class RegistryStore {
     const descriptor = JSON.stringify(tool.descriptor);
     // An mcp tool's "service" is its MCP server, which has a column (and a foreign key) of its own.
     const [serviceId, mcpServerId] = tool.kind === 'mcp' ? [null, tool.serviceId] : [tool.serviceId, null];
-    this.#stmts.upsertTool.run({ name: tool.name, kind: tool.kind, serviceId, mcpServerId, descriptor, index, now });
+    const owner = tool.owner ?? null;
+    this.#stmts.upsertTool.run({ name: tool.name, kind: tool.kind, serviceId, mcpServerId, descriptor, index, now, owner });
     this.#stmts.change.run(index, 'tool', tool.name, 'upsert', live ? (before.scopes ?? '[]') : null, JSON.stringify(scopesOf(tool.descriptor)));
     return {
       record: {
@@ -680,6 +690,7 @@ export class RegistryStore {
         createIndex: live ? before.create_index : index,
         index,
         updatedAt: now,
+        ...(owner !== null && { owner }),
       },
       created: !live,
     };

@@ -1,6 +1,7 @@
 import fastifyJwt, { type VerifyOptions } from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { createVerifier } from 'fast-jwt';
 import { bearerToken, callerFromClaims, refuseRepeatedAuthorization, tokenRefused } from '../../auth/caller.js';
 import type { JwksKeySource } from '../../auth/jwks.js';
 import { keySourceFor, resolveTokenKeys } from '../../auth/keys.js';
@@ -12,6 +13,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The authorization server's key set, when tokens are verified with one (its fetches are metrics). */
     jwks: JwksKeySource | null;
+    /**
+     * Verifies a token that did not come in a request's Authorization header (a tool service's
+     * announcement, src/announce/) by the same rules; rejects with the refusal a request would get.
+     */
+    verifyToken(token: string): Promise<Caller>;
   }
   interface FastifyRequest {
     /** Who is asking: anonymous, or a verified token's subject and scopes (@fastify/jwt's user). */
@@ -124,6 +130,26 @@ export default fp<AuthPluginOptions>(
       }
       return rules.claimsPass(payload) ? 'FAST_JWT_INVALID_SIGNATURE' : 'FAST_JWT_INVALID_CLAIM_VALUE';
     };
+
+    // The same rules and keys as requests, for tokens that come another way (announcements).
+    const verifyElsewhere = createVerifier({
+      ...rules.verify,
+      cache: false,
+      key: async (decoded: CompleteToken) =>
+        jwks
+          ? new Promise<string>((resolve, reject) => jwks.keyFor(decoded.header, (err, key) => (err ? reject(err) : resolve(String(key)))))
+          : keys.key,
+    });
+    app.decorate('verifyToken', async (token: string): Promise<Caller> => {
+      let decoded: CompleteToken;
+      try {
+        decoded = (await verifyElsewhere(token)) as CompleteToken;
+      } catch (err) {
+        throw tokenRefused(err, acceptedTyp);
+      }
+      if (!acceptsTyp(decoded.header.typ)) throw tokenRefused(Object.assign(new Error('untrusted typ'), { code: 'FST_JWT_AUTHORIZATION_TOKEN_UNTRUSTED' }), acceptedTyp);
+      return callerFromClaims(decoded.payload, roleScopes);
+    });
 
     app.decorateRequest('authError', null);
     // Callback-style hooks: on the hot read path (anonymous discovery, 304s) an async hook's

@@ -94,6 +94,7 @@ export default fp<{ config: Config }>(
       maxInflight,
       maxInflightPerCaller,
       visibility: config.visibility,
+      health: app.serviceHealth,
     });
     app.decorate('usage', usage);
     app.decorate('bridge', bridge);
@@ -103,5 +104,5 @@ export default fp<{ config: Config }>(
       usage.close();
     });
   },
-  { name: 'bridge', dependencies: ['registry', 'mcp-upstreams'] },
+  { name: 'bridge', dependencies: ['registry', 'mcp-upstreams', 'announce'] },
 );

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin';
 import { Catalog } from '../../catalog/catalog.js';
 import { CatalogListing } from '../../catalog/listing.js';
+import { ServiceHealth } from '../../catalog/service-health.js';
 import { ViewWaiters } from '../../catalog/waiters.js';
 import { ChangeBus } from '../../registry/change-bus.js';
 import { ChangeFeed } from '../../registry/change-feed.js';
@@ -38,6 +39,8 @@ declare module 'fastify' {
     waiters: ViewWaiters;
     /** Paged, searched and filtered discovery. */
     listing: CatalogListing;
+    /** Which announced tool services are alive (without announcements, every service is). */
+    serviceHealth: ServiceHealth;
   }
 }
 
@@ -80,10 +83,14 @@ export default fp<RegistryPluginOptions>(
       maxPerCaller: config.maxWaitersPerCaller,
     });
     app.decorate('waiters', waiters);
-    app.decorate('listing', new CatalogListing(catalog, config.publicUrl));
+    // Which announced tool services are alive (src/announce/ feeds it; without announcements every service is).
+    const health = new ServiceHealth();
+    app.decorate('serviceHealth', health);
+    app.decorate('listing', new CatalogListing(catalog, config.publicUrl, health));
     // Before the server stops accepting: answer held requests so that close does not wait on them.
     app.addHook('preClose', async () => waiters.releaseAll());
     app.addHook('onClose', async () => {
+      health.close();
       replication?.close();
       waiters.close();
       store.close();

@@ -197,7 +197,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       const tokenView = request.caller.kind === 'token';
       const query = request.query;
       const format = query.format;
-      const listed = query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined;
+      const listed = query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined || query.passing === true;
       if (listed && format === undefined) {
         const listing = app.listing.list(key, listingQuery(query));
         cacheHeaders(reply, tokenView);
@@ -242,6 +242,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
     if (query.q !== undefined) chosen.set('q', query.q);
     if (query.scope !== undefined) chosen.set('scope', query.scope);
     if (query.updated_since !== undefined) chosen.set('updated_since', query.updated_since);
+    if (query.passing === true) chosen.set('passing', 'true');
     const sent = exportPageOf(listing, format, `${chosen.toString()}\u0000${query.cursor ?? ''}`);
     reply.header('etag', sent.etag).header('x-registry-index', String(listing.index));
     if (listing.nextCursor !== null) {
@@ -270,6 +271,6 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
 
 type DiscoveryQuery = z.infer<typeof DiscoveryQuerySchema>;
 
-const listingQuery = (query: DiscoveryQuery) => ({ limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since });
+const listingQuery = (query: DiscoveryQuery) => ({ limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since, passing: query.passing === true });
 
 export default discoveryRoutes;

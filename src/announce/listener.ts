@@ -1,0 +1,217 @@
+/**
+ * Self-announcing tool services (issue 14): listens on the announcement topic (ANNOUNCE_TOPIC)
+ * and turns each announcement (src/model/announcement.ts) into registry writes under the
+ * announcer's identity, and each heartbeat into liveness (src/catalog/service-health.ts).
+ *
+ * - The announcer's token is verified like a request's and must hold ANNOUNCE_SCOPE; its
+ *   subject is the owner (`announcer:<sub>`) of what it announces. The write side refuses an
+ *   announcement over anything an operator (or another announcer) registered.
+ * - Writes happen only when the announcement differs from what the catalogue holds (compared
+ *   here, so that heartbeats cost no write, and in replicated mode no message on the topic).
+ *   Tools the service stops announcing are deleted. One sync per service at a time.
+ * - Liveness is renewed only for a service this announcer owns, so an announcement can never make
+ *   an operator's service go unavailable.
+ * - Every process listens (a subscription of its own, non-durable): each replica hears the
+ *   heartbeats itself. Tokens are never logged.
+ */
+import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import type WebSocket from 'ws';
+import { Backoff, keepAlive, openSocket, payloadText, topicPath } from '../bridge/pulsar-ws.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { ServiceHealth } from '../catalog/service-health.js';
+import { AnnouncementSchema, type Announcement } from '../model/announcement.js';
+import type { Caller } from '../model/caller.js';
+import type { Actor } from '../model/records.js';
+import { parseTool, parseToolService } from '../model/resolve.js';
+import type { RegistryWrites } from '../registry/writes.js';
+
+export interface AnnounceOptions {
+  url: string;
+  token?: string | undefined;
+  topic: string;
+  scope: string;
+  connectTimeoutMs: number;
+  registry: RegistryWrites;
+  catalog: Catalog;
+  health: ServiceHealth;
+  verifyToken: (token: string) => Promise<Caller>;
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+}
+
+/** What one announcement did (for tests and logs). */
+export interface AnnouncementOutcome {
+  serviceId: string | undefined;
+  refused?: string;
+  wrote: number;
+}
+
+export class AnnouncementListener {
+  readonly #options: AnnounceOptions;
+  readonly #syncing = new Set<string>();
+  readonly #backoff = new Backoff(250, 5_000);
+  #ws: WebSocket | null = null;
+  #stopPing: (() => void) | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #stopped = false;
+  readonly #subscription = `tool-registry-announce-${randomUUID()}`;
+  #connected: ((value: void) => void) | null = null;
+  /** Resolves once subscribed the first time. */
+  readonly ready: Promise<void>;
+
+  constructor(options: AnnounceOptions) {
+    this.#options = options;
+    this.ready = new Promise((resolve) => (this.#connected = resolve));
+  }
+
+  start(): void {
+    void this.#connect();
+  }
+
+  close(): void {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#stopPing?.();
+    this.#ws?.removeAllListeners();
+    this.#ws?.on('error', () => undefined);
+    this.#ws?.terminate();
+    this.#ws = null;
+  }
+
+  /** Handles one message's payload; exported for tests through the class. */
+  async handle(text: string | undefined): Promise<AnnouncementOutcome> {
+    const { log, scope } = this.#options;
+    let value: unknown;
+    try {
+      value = text === undefined ? undefined : JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
+    const parsed = AnnouncementSchema.safeParse(value);
+    if (!parsed.success) return this.#refuse(undefined, 'not an announcement (see src/model/announcement.ts)');
+    const announcement = parsed.data;
+    const serviceId = typeof announcement.service['id'] === 'string' ? announcement.service['id'] : undefined;
+    if (serviceId === undefined) return this.#refuse(undefined, 'the announced service has no id');
+    let caller: Caller;
+    try {
+      caller = await this.#options.verifyToken(announcement.token);
+    } catch (err) {
+      return this.#refuse(serviceId, `its token was refused (${(err as Error).message})`);
+    }
+    if (caller.kind !== 'token' || caller.sub === undefined) return this.#refuse(serviceId, 'its token names no subject');
+    if (!caller.scopes.has(scope)) return this.#refuse(serviceId, `its token lacks scope ${scope}`);
+    const owner = `announcer:${caller.sub}`;
+    const actor: Actor = { sub: caller.sub, iss: caller.iss ?? null, client: 'announcement', requestId: null, announcer: owner };
+    if (announcement.goodbye) {
+      if (this.#owns(serviceId, owner)) this.#options.health.gone(serviceId);
+      return { serviceId, wrote: 0 };
+    }
+    let wrote = 0;
+    if (!this.#syncing.has(serviceId)) {
+      this.#syncing.add(serviceId);
+      try {
+        wrote = await this.#sync(serviceId, announcement, actor, owner);
+      } catch (err) {
+        log.warn({ serviceId, reason: (err as Error).message }, 'announcement refused');
+        return { serviceId, refused: (err as Error).message, wrote };
+      } finally {
+        this.#syncing.delete(serviceId);
+      }
+    }
+    if (this.#owns(serviceId, owner)) this.#options.health.beat(serviceId, announcement.heartbeatIntervalS);
+    return { serviceId, wrote };
+  }
+
+  #owns(serviceId: string, owner: string): boolean {
+    return this.#options.catalog.getService(serviceId)?.owner === owner;
+  }
+
+  /** Writes what differs from the catalogue: the service, its tools, and deletes tools no longer announced. */
+  async #sync(serviceId: string, announcement: Announcement, actor: Actor, owner: string): Promise<number> {
+    const { registry, catalog, log } = this.#options;
+    let wrote = 0;
+    const stored = catalog.getService(serviceId);
+    const service = parseToolService(announcement.service);
+    if (!stored || stored.status === 'deleted' || stored.owner !== owner || !isDeepStrictEqual(stored.descriptor, service)) {
+      await registry.putService(announcement.service, serviceId, actor);
+      wrote++;
+    }
+    const announced = new Set<string>();
+    for (const input of announcement.tools) {
+      const name = typeof input['name'] === 'string' ? input['name'] : undefined;
+      if (name === undefined) continue;
+      announced.add(name);
+      try {
+        const tool = parseTool(input, (id) => catalog.lookupService(id));
+        if (tool.serviceId !== serviceId) throw new Error(`tool "${name}" names service "${String(tool.serviceId)}", not the announced "${serviceId}"`);
+        const record = catalog.getTool(name)?.record;
+        if (record && record.owner === owner && isDeepStrictEqual(record.descriptor, tool.descriptor)) continue;
+        await registry.putTool(input, name, actor);
+        wrote++;
+      } catch (err) {
+        log.warn({ serviceId, tool: name, reason: (err as Error).message }, 'announced tool refused');
+      }
+    }
+    for (const name of catalog.toolsUsingService(serviceId)) {
+      if (announced.has(name) || catalog.getTool(name)?.record.owner !== owner) continue;
+      await registry.deleteTool(name, actor);
+      wrote++;
+    }
+    return wrote;
+  }
+
+  #refuse(serviceId: string | undefined, reason: string): AnnouncementOutcome {
+    this.#options.log.warn({ serviceId, topic: this.#options.topic }, `announcement refused: ${reason}`);
+    return { serviceId, refused: reason, wrote: 0 };
+  }
+
+  async #connect(): Promise<void> {
+    this.#timer = null;
+    if (this.#stopped) return;
+    const { url, token, topic, connectTimeoutMs, log } = this.#options;
+    let ws: WebSocket;
+    try {
+      ws = await openSocket(
+        `${url.replace(/\/+$/, '')}/ws/v2/consumer/${topicPath(topic)}/${encodeURIComponent(this.#subscription)}?subscriptionType=Exclusive&subscriptionMode=NonDurable`,
+        token,
+        connectTimeoutMs,
+      );
+    } catch {
+      this.#schedule();
+      return;
+    }
+    if (this.#stopped) {
+      ws.terminate();
+      return;
+    }
+    this.#ws = ws;
+    this.#backoff.reset();
+    log.info({ topic }, 'listening for tool services announcing themselves');
+    this.#connected?.();
+    this.#stopPing = keepAlive(ws, 30_000);
+    ws.on('message', (data) => {
+      let frame: { messageId?: unknown; payload?: unknown };
+      try {
+        frame = JSON.parse(String(data)) as typeof frame;
+      } catch {
+        return;
+      }
+      if (typeof frame.messageId !== 'string') return;
+      ws.send(JSON.stringify({ messageId: frame.messageId }));
+      void this.handle(payloadText(String(frame.payload ?? '')));
+    });
+    ws.on('error', () => undefined);
+    ws.on('close', () => {
+      if (this.#ws !== ws) return;
+      this.#ws = null;
+      this.#stopPing?.();
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#stopped || this.#timer) return;
+    this.#timer = setTimeout(() => void this.#connect(), this.#backoff.next());
+    this.#timer.unref();
+  }
+}
