@@ -209,14 +209,18 @@ async function waitForHealthy(proc: SpawnedProcess, url: string, deadlineMs = ST
   }
 }
 
-/** Starts `serve` on a free loopback port and waits until /healthz answers. */
-export async function startServer(options: Omit<SpawnOptions, 'input'> = {}): Promise<ServerProcess> {
-  const port = options.port ?? (await freePort());
-  const databasePath = options.databasePath ?? join(processTempDir(), 'registry.db');
-  const proc = spawnCli(['serve'], { ...options, port, databasePath });
+/**
+ * Starts `serve` on a free loopback port and waits until /healthz answers (within
+ * `startupDeadlineMs`, default 20 s; more for several servers started at once on a busy machine).
+ */
+export async function startServer(options: Omit<SpawnOptions, 'input'> & { startupDeadlineMs?: number } = {}): Promise<ServerProcess> {
+  const { startupDeadlineMs, ...spawnOptions } = options;
+  const port = spawnOptions.port ?? (await freePort());
+  const databasePath = spawnOptions.databasePath ?? join(processTempDir(), 'registry.db');
+  const proc = spawnCli(['serve'], { ...spawnOptions, port, databasePath });
   const url = `http://${LOOPBACK}:${port}`;
   try {
-    await waitForHealthy(proc, url);
+    await waitForHealthy(proc, url, startupDeadlineMs);
   } catch (err) {
     await stopProcess(proc, 'SIGKILL');
     throw err;
