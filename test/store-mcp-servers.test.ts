@@ -29,7 +29,10 @@ describe('migration 008 and MCP servers in the store', () => {
     db.prepare('UPDATE registry_state SET registry_index = 4').run();
     const rows = db.prepare('SELECT * FROM tools ORDER BY name').all();
 
-    expect(migrate(db).applied).toEqual([8]);
+    // 008 first, then whatever came after it (009 replication, 010 announcers).
+    const applied = migrate(db).applied;
+    expect(applied[0]).toBe(8);
+    expect(applied).toEqual([...applied].sort((a, b) => a - b));
     const store = new RegistryStore(db);
     expect(db.prepare('SELECT name, kind, service_id, descriptor, status, create_index, modify_index, updated_at FROM tools ORDER BY name').all()).toEqual(rows);
     expect(db.pragma('foreign_key_check')).toEqual([]);
