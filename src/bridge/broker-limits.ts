@@ -36,17 +36,36 @@ function positive(value: unknown): number | undefined {
  * when they cannot be read (no admin API there, no permission, timeout).
  */
 export async function readBrokerLimits(wsUrl: string, token: string | undefined, timeoutMs: number, signal?: AbortSignal): Promise<BrokerLimits> {
+  // A plain timer over the request and its body: an AbortSignal.timeout inside AbortSignal.any
+  // can be collected before it fires (nodejs/node#57736), and a body that stalls would then
+  // hold every bus call behind it (PulsarWsClient.limits waits for this).
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, timeoutMs);
+  const onAbort = () => controller.abort();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await readWithin(wsUrl, token, timeoutMs, controller.signal, () => timedOut);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+async function readWithin(wsUrl: string, token: string | undefined, timeoutMs: number, signal: AbortSignal, timedOut: () => boolean): Promise<BrokerLimits> {
   const url = `${adminBase(wsUrl)}/admin/v2/brokers/configuration/runtime`;
-  const timeout = AbortSignal.timeout(timeoutMs);
   let res: Response;
   try {
     res = await fetch(url, {
       headers: { accept: 'application/json', ...(token !== undefined && { authorization: `Bearer ${token}` }) },
       redirect: 'error',
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      signal,
     });
   } catch (err) {
-    throw new Error(timeout.aborted ? `no answer from ${new URL(url).host} within ${timeoutMs} ms` : `cannot reach ${new URL(url).host}: ${(err as Error).message}`);
+    throw new Error(timedOut() ? `no answer from ${new URL(url).host} within ${timeoutMs} ms` : `cannot reach ${new URL(url).host}: ${(err as Error).message}`);
   }
   if (!res.ok) {
     await res.body?.cancel();
@@ -57,7 +76,7 @@ export async function readBrokerLimits(wsUrl: string, token: string | undefined,
   try {
     config = await res.json();
   } catch {
-    throw new Error('GET /admin/v2/brokers/configuration/runtime did not answer JSON');
+    throw new Error(timedOut() ? `no whole answer from ${new URL(url).host} within ${timeoutMs} ms` : 'GET /admin/v2/brokers/configuration/runtime did not answer JSON');
   }
   const values = typeof config === 'object' && config !== null ? (config as Record<string, unknown>) : {};
   const maxTextFrameBytes = positive(values['webSocketMaxTextFrameSize']);

@@ -461,10 +461,20 @@ export class PulsarWsClient {
   /** The limits a publish meets; waits, once, for the broker's own when they are being read. */
   limits(): Promise<BusLimits> {
     const own = this.options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
-    this.#limits ??= (this.options.brokerLimits ?? Promise.resolve(undefined)).then(
-      (broker) => effectiveLimits(own, broker),
-      () => effectiveLimits(own, undefined),
-    );
+    if (this.#limits === undefined) {
+      // Never waited on for longer than a connection may take: past it the setting holds.
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), this.options.connectTimeoutMs);
+        timer.unref();
+      });
+      this.#limits = Promise.race([this.options.brokerLimits ?? Promise.resolve(undefined), gaveUp])
+        .then(
+          (broker) => effectiveLimits(own, broker),
+          () => effectiveLimits(own, undefined),
+        )
+        .finally(() => clearTimeout(timer));
+    }
     return this.#limits;
   }
 
