@@ -11,5 +11,6 @@ export {
   type RunningToolService,
   type ToolServiceLogger,
   type ToolServiceState,
+  type ToolServiceAnnouncement,
 } from './toolkit/tool-service.js';
 export { PulsarWsClient, type PulsarWsOptions, type BusRequest } from './bridge/pulsar-ws.js';

@@ -11,6 +11,14 @@
  * only when closed, when its `signal` aborts, or when `maxRetries` attempts in a row have failed.
  * Giving up is logged, rejects `stopped` and sets `process.exitCode` to 1, so that a process
  * running only this service ends with status 1 for its supervisor to see.
+ *
+ * With `announce`, it also announces itself to registries (issue 14, src/model/announcement.ts):
+ * once its request subscription is ready it publishes `{v: 1, token, service, tools,
+ * heartbeatIntervalS, goodbye: false}` on the announcement topic, again every
+ * `heartbeatIntervalS` while it listens (the heartbeat), and at once when `announce(tools)`
+ * changes its tools; its own producer reconnects with the same backoff when the broker drops it.
+ * close() publishes the same message with `goodbye: true` before it lets go of its subscription.
+ * The token travels only inside the message: it is never logged.
  */
 import WebSocket from 'ws';
 import {
@@ -24,7 +32,9 @@ import {
   payloadText,
   publishFrame,
   topicPath,
+  type BusLimits,
 } from '../bridge/pulsar-ws.js';
+import { ANNOUNCEMENT_VERSION, AnnouncementSchema, type Announcement } from '../model/announcement.js';
 
 export type ToolHandler = (
   user: string,
@@ -73,6 +83,33 @@ export interface ToolServiceOptions {
    * one frame; one too large for it is answered with a `response-too-large` error instead.
    */
   maxFrameBytes?: number;
+  /**
+   * Announce the service and its tools to registries, with a heartbeat (see
+   * ToolServiceAnnouncement). runToolService throws a TypeError when it does not fit the message
+   * format of src/model/announcement.ts (a heartbeat outside 1 to 3600 s, an empty token, ...).
+   */
+  announce?: ToolServiceAnnouncement;
+}
+
+/**
+ * What a service announces about itself on the registry's announcement topic (issue 14). Every
+ * message carries all of it, so a registry that starts later learns everything from the next
+ * heartbeat.
+ */
+export interface ToolServiceAnnouncement {
+  /** The registry's ANNOUNCE_TOPIC, e.g. non-persistent://tg/registry/announcements. */
+  topic: string;
+  /** A JWT holding the registry's ANNOUNCE_SCOPE (`registry:announce` by default); sent in every message, never logged. */
+  token: string;
+  /** The tool service descriptor, as `PUT /tool-services/{id}` takes it. */
+  service: Record<string, unknown>;
+  /** The tools, as `PUT /tools/{name}` takes them (each names the service); change them with announce(). */
+  tools: Record<string, unknown>[];
+  /**
+   * Seconds between heartbeats, 1 to 3600 (default 10). A registry marks the tools unavailable
+   * after 3 heartbeats in a row are missing.
+   */
+  heartbeatIntervalS?: number;
 }
 
 export interface RunningToolService {
@@ -81,7 +118,16 @@ export interface RunningToolService {
   /** Settles when the service has stopped: resolves after close() or the signal, rejects when it gave up. */
   stopped: Promise<void>;
   readonly state: ToolServiceState;
+  /** Stops the service; with `announce`, publishes a goodbye first (waiting up to 2 s for the broker to take it). */
   close(): Promise<void>;
+  /**
+   * Replaces the announced tools and publishes the announcement at once. Resolves true when the
+   * broker took it, false when it could not go out now (the broker is away, or the service is
+   * not listening): the new tools then go out with the next announcement. Never rejects; throws
+   * (synchronously) when the service was started without `announce`, or `tools` is not a list
+   * of at most 1000 objects.
+   */
+  announce(tools: Record<string, unknown>[]): Promise<boolean>;
 }
 
 interface ResponseMessage {
@@ -114,6 +160,14 @@ function parseJsonText(text: unknown): Record<string, unknown> {
   if (typeof text !== 'string' || text === '') return {};
   const value: unknown = JSON.parse(text);
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
+
+/** The request queue a service descriptor names, when it names one by its full topic name. */
+function announcedRequestQueue(service: Record<string, unknown>): string | undefined {
+  const queue = service['request-queue'];
+  if (typeof queue === 'string') return queue.includes('://') ? queue : undefined;
+  const topic = service['topic'];
+  return typeof topic === 'string' ? `non-persistent://tg/request/${topic}` : undefined;
 }
 
 function reasonOf(err: unknown): string {
@@ -155,6 +209,250 @@ function deferred(): { promise: Promise<void>; resolve: () => void; reject: (err
   return { promise, resolve, reject };
 }
 
+/** How long close() waits for the broker to take the goodbye. */
+const GOODBYE_TIMEOUT_MS = 2000;
+
+/**
+ * The announce option checked against the message format (src/model/announcement.ts), with the
+ * heartbeat's default filled in. Throws a TypeError naming what is wrong; never the token's text.
+ */
+function checkedAnnouncement(announce: ToolServiceAnnouncement): Announcement {
+  try {
+    topicPath(announce.topic);
+  } catch {
+    throw new TypeError(`announce.topic: not a Pulsar topic name: ${String(announce.topic)}`);
+  }
+  const { token, service, tools, heartbeatIntervalS } = announce;
+  const result = AnnouncementSchema.safeParse({ v: ANNOUNCEMENT_VERSION, token, service, tools, heartbeatIntervalS, goodbye: false });
+  if (!result.success) {
+    // zod's messages say what was expected, never the value received.
+    const problems = result.error.issues.map((issue) => `announce.${issue.path.map(String).join('.')}: ${issue.message}`);
+    throw new TypeError(`invalid announce option: ${problems.join('; ')}`);
+  }
+  return result.data;
+}
+
+/** `tools` checked as announce(tools) takes them. */
+function checkedTools(tools: Record<string, unknown>[]): Record<string, unknown>[] {
+  const result = AnnouncementSchema.shape.tools.safeParse(tools);
+  if (!result.success) throw new TypeError(`announce(tools): ${result.error.issues.map((issue) => `${issue.path.map(String).join('.') || 'tools'}: ${issue.message}`).join('; ')}`);
+  return result.data;
+}
+
+/** What the announcer needs from its service. */
+interface AnnouncerContext {
+  /** The producer URL on the announcement topic. */
+  url: string;
+  /** The broker's token (`Authorization` on the WebSocket), not the announcement's. */
+  brokerToken: string | undefined;
+  connectTimeoutMs: number;
+  pingIntervalMs: number;
+  limits: BusLimits;
+  backoff: Backoff;
+  log: ToolServiceLogger;
+  /** Whether the service takes requests now; heartbeats go out only then, as they claim it does. */
+  listening: () => boolean;
+}
+
+/**
+ * Publishes a service's announcement on its own producer: at once when the service (again)
+ * listens or its tools change, then every heartbeat while the service listens; a goodbye when it
+ * stops. Reconnects with backoff after any close, until stopped.
+ */
+class Announcer {
+  #ws: WebSocket | undefined;
+  #connecting = false;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #stopPings = () => undefined as void;
+  readonly #acks = new Map<string, (ok: boolean) => void>();
+  #context = 0;
+  #stopped = false;
+  /** An announcement has gone out since the last goodbye (or ever): a goodbye is worth sending. */
+  #live = false;
+  /** Log the next announcement the broker takes (after a connection, or a change of tools). */
+  #logNext = true;
+  /** The current announcement was found too large, and that was logged. */
+  #tooLarge = false;
+  #message: Announcement;
+
+  constructor(
+    private readonly ctx: AnnouncerContext,
+    private readonly topic: string,
+    announcement: Announcement,
+  ) {
+    this.#message = announcement;
+  }
+
+  get #facts(): Record<string, unknown> {
+    const id = this.#message.service['id'];
+    return { topic: this.topic, service: typeof id === 'string' ? id : undefined, tools: this.#message.tools.length };
+  }
+
+  /** The service listens (the first time or again): announce now, connecting first if needed. */
+  listening(): void {
+    if (this.#stopped) return;
+    if (this.#ws?.readyState === WebSocket.OPEN) {
+      void this.#publish(false);
+      return;
+    }
+    if (this.#connecting) return;
+    // The service just reached the broker: try now rather than after the backoff's delay.
+    clearTimeout(this.#retryTimer);
+    this.ctx.backoff.reset();
+    void this.#connect();
+  }
+
+  update(tools: Record<string, unknown>[]): Promise<boolean> {
+    this.#message = { ...this.#message, tools };
+    this.#tooLarge = false;
+    this.#logNext = true;
+    return this.#publish(false);
+  }
+
+  /** Stops heartbeats, publishes a goodbye (waiting up to `timeoutMs` for the broker to take it), and closes. */
+  async goodbye(timeoutMs: number): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#stopTimers();
+    const ws = this.#ws;
+    if (ws?.readyState === WebSocket.OPEN) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      });
+      const taken = await Promise.race([this.#publish(true), timeout]);
+      clearTimeout(timer);
+      if (taken) this.ctx.log.info(this.#facts, `said goodbye on ${this.topic}`);
+      else this.ctx.log.warn(this.#facts, `the broker did not take the goodbye on ${this.topic}; registries mark the service unavailable after missed heartbeats`);
+    } else if (this.#live) {
+      this.ctx.log.warn(this.#facts, `cannot say goodbye on ${this.topic}: the broker is away; registries mark the service unavailable after missed heartbeats`);
+    }
+    this.#detach();
+    if (ws) await closeGently(ws);
+  }
+
+  /** Stops at once, without a goodbye (the service gave up on the broker). */
+  stop(): void {
+    this.#stopped = true;
+    this.#stopTimers();
+    const ws = this.#ws;
+    this.#detach();
+    if (ws) drop(ws);
+  }
+
+  #stopTimers(): void {
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+  }
+
+  /** Forgets the socket: pings stop and waiting publishes resolve false. */
+  #detach(): void {
+    this.#ws = undefined;
+    this.#stopPings();
+    this.#stopPings = () => undefined;
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+    for (const settle of this.#acks.values()) settle(false);
+    this.#acks.clear();
+  }
+
+  #retryLater(reason: string, what: string): void {
+    const delayMs = this.ctx.backoff.next();
+    this.#retryTimer = setTimeout(() => void this.#connect(), delayMs);
+    this.ctx.log.warn({ ...this.#facts, delayMs, reason }, `${what}; retrying in ${delayMs} ms`);
+  }
+
+  async #connect(): Promise<void> {
+    this.#retryTimer = undefined;
+    if (this.#stopped || this.#connecting) return;
+    this.#connecting = true;
+    let ws: WebSocket;
+    try {
+      // The broker's token on the upgrade request; the announcement's own rides in the message.
+      ws = await openSocket(this.ctx.url, this.ctx.brokerToken, this.ctx.connectTimeoutMs);
+    } catch (err) {
+      this.#connecting = false;
+      if (!this.#stopped) this.#retryLater(reasonOf(err), `cannot open the announcement producer on ${this.topic}`);
+      return;
+    }
+    this.#connecting = false;
+    if (this.#stopped) {
+      drop(ws);
+      return;
+    }
+    this.#ws = ws;
+    this.ctx.backoff.reset();
+    this.#logNext = true;
+    this.#stopPings = keepAlive(ws, this.ctx.pingIntervalMs);
+    // Pulsar closes with codes ws reports as errors; the close that follows is what counts.
+    ws.on('error', () => undefined);
+    ws.on('close', () => this.#lost(ws));
+    ws.on('message', (data) => this.#acked(data.toString()));
+    this.#heartbeat = setInterval(() => void this.#publish(false), this.#message.heartbeatIntervalS * 1000);
+    void this.#publish(false);
+  }
+
+  #lost(ws: WebSocket): void {
+    if (this.#ws !== ws) return;
+    this.#detach();
+    if (this.#stopped) return;
+    this.#retryLater('the connection dropped', `lost the announcement producer on ${this.topic}`);
+  }
+
+  #acked(text: string): void {
+    let ack: { result?: unknown; errorMsg?: unknown; context?: unknown };
+    try {
+      ack = JSON.parse(text) as typeof ack;
+    } catch {
+      return;
+    }
+    if (typeof ack.context !== 'string') return;
+    const settle = this.#acks.get(ack.context);
+    if (!settle) return;
+    this.#acks.delete(ack.context);
+    if (ack.result === 'ok') settle(true);
+    else {
+      this.ctx.log.warn({ ...this.#facts, result: ack.result, errorMsg: ack.errorMsg }, 'the broker did not take an announcement');
+      settle(false);
+    }
+  }
+
+  /** Publishes the whole announcement; resolves whether the broker took it. */
+  #publish(goodbye: boolean): Promise<boolean> {
+    const ws = this.#ws;
+    if (ws?.readyState !== WebSocket.OPEN) return Promise.resolve(false);
+    // A heartbeat says the service takes requests: none while it does not.
+    if (!goodbye && (this.#stopped || !this.ctx.listening())) return Promise.resolve(false);
+    const message: Announcement = { ...this.#message, goodbye };
+    const payload = JSON.stringify(message);
+    const context = String(++this.#context);
+    const facts = oversize(payload, this.ctx.limits, {}, context);
+    if (facts) {
+      if (!this.#tooLarge) {
+        this.#tooLarge = true;
+        this.ctx.log.error({ ...this.#facts, bytes: facts.bytes, limitBytes: facts.limitBytes }, `cannot announce on ${this.topic}: ${oversizeMessage(facts)}`);
+      }
+      return Promise.resolve(false);
+    }
+    return new Promise<boolean>((resolve) => {
+      this.#acks.set(context, (ok) => {
+        if (ok) {
+          this.#live = !goodbye;
+          if (!goodbye && this.#logNext) {
+            this.#logNext = false;
+            this.ctx.log.info({ ...this.#facts, heartbeatIntervalS: message.heartbeatIntervalS }, `announced the service on ${this.topic}`);
+          }
+        }
+        resolve(ok);
+      });
+      ws.send(publishFrame(payload, {}, context));
+    });
+  }
+}
+
 /** Starts a tool service; it connects, and reconnects, in the background (see `ready`). */
 export function runToolService(options: ToolServiceOptions): RunningToolService {
   const requestQueue = options.requestQueue ?? `non-persistent://tg/request/${options.topic ?? options.id}`;
@@ -168,6 +466,7 @@ export function runToolService(options: ToolServiceOptions): RunningToolService 
   const pingIntervalMs = options.pingIntervalMs ?? 30_000;
   const limits = effectiveLimits(options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, undefined);
   const backoff = new Backoff(options.retryDelayMs?.min ?? 250, options.retryDelayMs?.max ?? 10_000);
+  const announcement = options.announce && checkedAnnouncement(options.announce);
   const ready = deferred();
   const stopped = deferred();
   const queued: string[] = [];
@@ -179,6 +478,29 @@ export function runToolService(options: ToolServiceOptions): RunningToolService 
   let context = 0;
   // A function, not a comparison: close() may run during any await below.
   const isStopped = () => state === 'stopped';
+  const announcer =
+    options.announce && announcement
+      ? new Announcer(
+          {
+            url: `${base}/ws/v2/producer/${topicPath(options.announce.topic)}`,
+            brokerToken: options.token,
+            connectTimeoutMs,
+            pingIntervalMs,
+            limits,
+            backoff: new Backoff(options.retryDelayMs?.min ?? 250, options.retryDelayMs?.max ?? 10_000),
+            log,
+            listening: () => state === 'listening',
+          },
+          options.announce.topic,
+          announcement,
+        )
+      : undefined;
+  if (announcement) {
+    const announced = announcedRequestQueue(announcement.service);
+    if (announced !== undefined && announced !== requestQueue) {
+      log.warn({ requestQueue, announced }, `the announced service descriptor names ${announced} as its request queue, but this service listens on ${requestQueue}`);
+    }
+  }
 
   const publish = (message: ResponseMessage, id: string) => {
     const payload = JSON.stringify(message);
@@ -262,10 +584,12 @@ export function runToolService(options: ToolServiceOptions): RunningToolService 
     else log.info({ requestQueue, responseQueue }, `listening on ${requestQueue}`);
     for (const frame of queued.splice(0)) producer.send(frame);
     ready.resolve();
+    announcer?.listening();
   };
 
   const giveUp = (err: unknown) => {
     state = 'stopped';
+    announcer?.stop();
     const reason = reasonOf(err);
     log.error({ attempts: failures, reason }, `gave up connecting to the broker after ${failures} failed attempts in a row (maxRetries ${maxRetries})`);
     if (!process.exitCode) process.exitCode = 1;
@@ -331,6 +655,8 @@ export function runToolService(options: ToolServiceOptions): RunningToolService 
     }
     clearTimeout(retryTimer);
     ready.reject(new Error(`the tool service ${options.id} was closed before it connected`));
+    // Before the subscription goes: registries stop routing calls here first.
+    await announcer?.goodbye(GOODBYE_TIMEOUT_MS);
     const current = session;
     session = undefined;
     if (current) {
@@ -353,5 +679,9 @@ export function runToolService(options: ToolServiceOptions): RunningToolService 
       return state;
     },
     close,
+    announce(tools) {
+      if (!announcer) throw new Error(`the tool service ${options.id} was started without the announce option`);
+      return announcer.update(checkedTools(tools));
+    },
   };
 }

@@ -1,0 +1,511 @@
+/**
+ * Self-announcing tool services (issue 14) against a real Apache Pulsar broker
+ * (test/setup/broker.ts): registries as real processes (ANNOUNCE_TOPIC, PULSAR_WS_URL, an HS256
+ * JWT_SECRET), each on a fresh announcement topic, and announcers of three kinds: the package's
+ * toolkit (runToolService with `announce`), a raw WebSocket publisher this file controls (to stop
+ * a heartbeat without a goodbye, or send what the toolkit never would), and the Python example
+ * built on the reference package (examples/announce_service.py).
+ *
+ * What is checked: announced tools appear in GET / and are callable; a service whose heartbeats
+ * stop is hidden from GET /?passing=true (plain GET / still lists it) and its calls get a fast
+ * 503, until heartbeats resume; a goodbye hides it at once; an announcement whose token lacks the
+ * announce scope (or does not verify) registers nothing; an announcement never changes a tool or
+ * service an operator registered.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { createSigner } from 'fast-jwt';
+import WebSocket from 'ws';
+import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { openSocket, publishFrame, topicPath } from '../../src/bridge/pulsar-ws.js';
+import { runToolService, type RunningToolService, type ToolServiceLogger } from '../../src/toolkit/tool-service.js';
+import { killAll, removeTempDirs, startServer, stopProcess, type ServerProcess } from '../helpers/process.js';
+
+const pulsar = inject('pulsar');
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** The HS256 secret every registry here is given (JWT_SECRET). */
+const SECRET = 'announce-test-secret-that-is-long-enough-for-hs256-0123';
+
+function mintToken(scopes: readonly string[], sub: string): string {
+  const sign = createSigner({ key: SECRET, expiresIn: 3_600_000, header: { alg: 'HS256', typ: 'at+jwt' } });
+  return sign({ sub, scope: scopes.join(' ') });
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+interface HttpResult {
+  status: number;
+  headers: Headers | undefined;
+  text: string;
+  json: unknown;
+  /** `code` of a problem+json answer. */
+  code: string | undefined;
+  ms: number;
+}
+
+/** One HTTP call; never throws (status 0 when no answer came). */
+async function call(url: string, method: string, path: string, options: { token?: string; body?: unknown } = {}): Promise<HttpResult> {
+  const started = performance.now();
+  try {
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: {
+        ...(options.token !== undefined && { authorization: `Bearer ${options.token}` }),
+        ...(options.body !== undefined && { 'content-type': 'application/json' }),
+      },
+      ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    const code = (json as { code?: unknown } | undefined)?.code;
+    return { status: res.status, headers: res.headers, text, json, code: typeof code === 'string' ? code : undefined, ms: performance.now() - started };
+  } catch (err) {
+    return { status: 0, headers: undefined, text: String(err), json: undefined, code: undefined, ms: performance.now() - started };
+  }
+}
+
+/** Tokens every registry here accepts (JWT_SECRET = SECRET); ANNOUNCE_SCOPE keeps its default. */
+const ANNOUNCE_SCOPE = 'registry:announce';
+const ADMIN = mintToken(['registry:write'], 'operator');
+const ANNOUNCER = mintToken([ANNOUNCE_SCOPE], 'announcer');
+const AGENT = mintToken([], 'agent');
+
+/** How long POST /tools/{name}/invoke may take to refuse a call to a service marked unavailable. */
+const FAST_503_MS = 2000;
+
+interface Names {
+  suffix: string;
+  /** The service id and its topic (non-persistent://tg/request/<topic>). */
+  service: string;
+  tool: string;
+  announceTopic: string;
+}
+
+function names(label: string): Names {
+  const suffix = randomUUID().slice(0, 8);
+  return { suffix, service: `ann-${label}-${suffix}`, tool: `ann_${label}_${suffix}`, announceTopic: `non-persistent://tg/registry/announce-${label}-${suffix}` };
+}
+
+function busTool(name: string, service: string, description = `The ${name} tool`): Record<string, unknown> {
+  return {
+    type: 'tool-service',
+    name,
+    description,
+    service,
+    timeoutMs: 5000,
+    arguments: [{ name: 'topic', type: 'string', description: 'What it is about' }],
+  };
+}
+
+function announcement(token: string, service: Record<string, unknown>, tools: Record<string, unknown>[], options: { heartbeatIntervalS?: number; goodbye?: boolean } = {}) {
+  return { v: 1, token, service, tools, heartbeatIntervalS: options.heartbeatIntervalS ?? 1, goodbye: options.goodbye ?? false };
+}
+
+function recorder(): ToolServiceLogger & { lines: string[] } {
+  const lines: string[] = [];
+  const at = (level: string) => (obj: object, msg: string) => void lines.push(JSON.stringify({ level, msg, ...obj }));
+  return { lines, info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registries, announcers, services: everything started here is stopped after each test
+
+const registries: ServerProcess[] = [];
+const services: RunningToolService[] = [];
+const publishers: RawAnnouncer[] = [];
+const children: ChildProcess[] = [];
+
+afterEach(async () => {
+  for (const p of publishers.splice(0)) p.close();
+  await Promise.all(services.splice(0).map((s) => s.close()));
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await Promise.all(registries.splice(0).map((r) => stopProcess(r, 'SIGTERM').catch(() => stopProcess(r, 'SIGKILL'))));
+  serviceLogs.length = 0;
+});
+afterAll(() => {
+  killAll();
+  removeTempDirs();
+});
+
+async function startRegistry(announceTopic: string): Promise<ServerProcess> {
+  const registry = await startServer({
+    logLevel: 'info',
+    startupDeadlineMs: 60_000,
+    env: { ANNOUNCE_TOPIC: announceTopic, PULSAR_WS_URL: pulsar.wsUrl, JWT_SECRET: SECRET, RATE_LIMIT_MAX: '0', BUS_CONNECT_TIMEOUT_MS: '2000' },
+  });
+  registries.push(registry);
+  return registry;
+}
+
+/** The registry's last log lines (requests left out) and the services', for failure messages. */
+function logsOf(registry: ServerProcess, lines = 40): string {
+  const own = `${registry.stdout()}${registry.stderr()}`
+    .trim()
+    .split('\n')
+    .filter((line) => !line.includes('"incoming request"') && !line.includes('"request completed"'));
+  // Every bus call waits for the broker's limits, read once at startup (src/http/plugins/bridge.ts
+  // logs them, or that it cannot read them); seen twice in ~12 runs: neither line, every call 504.
+  const limits = own.some((line) => line.includes('message-bus calls up to'))
+    ? ''
+    : "\n(the registry has not logged the broker's limits, which every bus call waits for: calls time out while that read is unsettled)";
+  return `--- registry ${registry.url} ---\n${own.slice(-lines).join('\n')}${limits}\n--- tool services ---\n${serviceLogs.slice(-lines).join('\n')}`;
+}
+
+/** Every toolkit service's log lines (this test's), for failure messages. */
+const serviceLogs: string[] = [];
+
+/** A toolkit service that answers `<service>: <topic argument>` (and announces, given `announce`). */
+function startService(service: string, announce?: Parameters<typeof runToolService>[0]['announce'], logger: ToolServiceLogger = recorder()): RunningToolService {
+  const running = runToolService({
+    url: pulsar.wsUrl,
+    id: service,
+    topic: service,
+    logger: {
+      info: (obj, msg) => (serviceLogs.push(JSON.stringify({ level: 'info', service, msg, ...obj })), logger.info(obj, msg)),
+      warn: (obj, msg) => (serviceLogs.push(JSON.stringify({ level: 'warn', service, msg, ...obj })), logger.warn(obj, msg)),
+      error: (obj, msg) => (serviceLogs.push(JSON.stringify({ level: 'error', service, msg, ...obj })), logger.error(obj, msg)),
+    },
+    retryDelayMs: { min: 100, max: 1000 },
+    handler: (_user, _config, args) => {
+      serviceLogs.push(JSON.stringify({ level: 'debug', service, msg: 'handling a request', args }));
+      return `${service}: ${String(args['topic'] ?? '')}`;
+    },
+    ...(announce && { announce }),
+  });
+  services.push(running);
+  return running;
+}
+
+/** A producer on the announcement topic that this file drives by hand. */
+interface RawAnnouncer {
+  /** Publishes one message; resolves once the broker took it. */
+  publish(message: object): Promise<void>;
+  /** Publishes `messages()` now and every `intervalMs` until stop(). */
+  beat(messages: () => object[], intervalMs: number): void;
+  stop(): void;
+  close(): void;
+}
+
+async function rawAnnouncer(topic: string): Promise<RawAnnouncer> {
+  const ws = await openSocket(`${pulsar.wsUrl}/ws/v2/producer/${topicPath(topic)}`, undefined, 10_000);
+  ws.on('error', () => undefined);
+  const acks = new Map<string, { resolve: () => void; reject: (err: Error) => void }>();
+  ws.on('message', (data) => {
+    const ack = JSON.parse(data.toString()) as { result?: string; context?: string; errorMsg?: string };
+    const waiter = ack.context === undefined ? undefined : acks.get(ack.context);
+    if (!waiter || ack.context === undefined) return;
+    acks.delete(ack.context);
+    if (ack.result === 'ok') waiter.resolve();
+    else waiter.reject(new Error(`the broker refused an announcement: ${ack.result} ${ack.errorMsg ?? ''}`));
+  });
+  let context = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const raw: RawAnnouncer = {
+    publish(message) {
+      const ctx = String(++context);
+      return new Promise<void>((resolve, reject) => {
+        acks.set(ctx, { resolve, reject });
+        ws.send(publishFrame(JSON.stringify(message), {}, ctx));
+      });
+    },
+    beat(messages, intervalMs) {
+      raw.stop();
+      const send = () => {
+        for (const m of messages()) raw.publish(m).catch(() => undefined);
+      };
+      send();
+      timer = setInterval(send, intervalMs);
+    },
+    stop() {
+      clearInterval(timer);
+      timer = undefined;
+    },
+    close() {
+      raw.stop();
+      if (ws.readyState === WebSocket.OPEN) ws.close();
+    },
+  };
+  publishers.push(raw);
+  return raw;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Looking at the registry
+
+async function listed(registry: ServerProcess, passing: boolean): Promise<string[]> {
+  const res = await call(registry.url, 'GET', passing ? '/?passing=true' : '/', { token: AGENT });
+  expect(res.status, `GET /${passing ? '?passing=true' : ''}: ${res.text}`).toBe(200);
+  return ((res.json as { tools?: { name: string }[] }).tools ?? []).map((t) => t.name);
+}
+
+function invoke(registry: ServerProcess, tool: string, args: Record<string, unknown> = { topic: 'x' }): Promise<HttpResult> {
+  return call(registry.url, 'POST', `/tools/${encodeURIComponent(tool)}/invoke`, { token: AGENT, body: args });
+}
+
+/** Polls `check` until it holds; returns how long that took. */
+async function until(what: string, check: () => Promise<boolean>, registry: ServerProcess, timeoutMs = 15_000, intervalMs = 100): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (await check()) return Date.now() - started;
+    if (registry.done) throw new Error(`the registry exited while waiting for ${what}\n${logsOf(registry)}`);
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${logsOf(registry)}`);
+    await sleep(intervalMs);
+  }
+}
+
+const visible = (registry: ServerProcess, tool: string, passing = true) => async () => (await listed(registry, passing)).includes(tool);
+const hidden = (registry: ServerProcess, tool: string) => async () => !(await listed(registry, true)).includes(tool);
+
+/** A call answered 503 within FAST_503_MS. */
+async function expectFast503(registry: ServerProcess, tool: string): Promise<HttpResult> {
+  const res = await invoke(registry, tool);
+  expect(res.status, `${tool} while unavailable: ${res.text}`).toBe(503);
+  expect(res.ms, 'a call to an unavailable service is refused fast').toBeLessThan(FAST_503_MS);
+  return res;
+}
+
+/** Invokes until 200 (a request sent before the service subscribed is lost, so retry); returns the result. */
+async function invokeOk(registry: ServerProcess, tool: string, args: Record<string, unknown> = { topic: 'x' }, timeoutMs = 20_000): Promise<unknown> {
+  const deadline = Date.now() + timeoutMs;
+  let res = await invoke(registry, tool, args);
+  while (res.status !== 200 && Date.now() < deadline) {
+    await sleep(250);
+    res = await invoke(registry, tool, args);
+  }
+  expect(res.status, `${tool}: ${res.text}\n${logsOf(registry)}`).toBe(200);
+  return (res.json as { result?: unknown }).result;
+}
+
+if (pulsar.skip) {
+  console.warn(`[bus] self-announcing services skipped: ${pulsar.skip}`);
+  describe.skip(`self-announcing tool services over a real Pulsar broker (skipped: ${pulsar.skip})`, () => {
+    it('needs a broker', () => undefined);
+  });
+} else {
+  describe('self-announcing tool services over a real Pulsar broker', () => {
+    it('(a) registers what a toolkit service announces, within seconds, and calls reach it; a change of tools is announced at once', async () => {
+      const n = names('a');
+      const registry = await startRegistry(n.announceTopic);
+      const log = recorder();
+      const service = startService(n.service, { topic: n.announceTopic, token: ANNOUNCER, service: { id: n.service, topic: n.service }, tools: [busTool(n.tool, n.service)], heartbeatIntervalS: 1 }, log);
+      await service.ready;
+      const tookMs = await until(`${n.tool} in GET /`, visible(registry, n.tool, false), registry, 10_000);
+      console.warn(`[announce] (a) ${n.tool} listed ${tookMs} ms after the service listened`);
+      expect(await listed(registry, true)).toContain(n.tool);
+      const tool = await call(registry.url, 'GET', `/tools/${n.tool}`, { token: AGENT });
+      expect(tool.status, tool.text).toBe(200);
+      expect(tool.json).toMatchObject({ name: n.tool, description: `The ${n.tool} tool` });
+      const svc = await call(registry.url, 'GET', `/tool-services/${n.service}`, { token: ADMIN });
+      expect(svc.status, svc.text).toBe(200);
+      expect(await invokeOk(registry, n.tool, { topic: 'hello' })).toBe(`${n.service}: hello`);
+
+      // A change of tools goes out at once, not a heartbeat later.
+      const second = `${n.tool}_2`;
+      expect(await service.announce([busTool(n.tool, n.service), busTool(second, n.service)])).toBe(true);
+      const changedMs = await until(`${second} in GET /`, visible(registry, second), registry, 10_000);
+      console.warn(`[announce] (a) ${second} listed ${changedMs} ms after announce(tools)`);
+      expect(await invokeOk(registry, second, { topic: 'again' })).toBe(`${n.service}: again`);
+      // The token never reaches the toolkit's log, nor the registry's.
+      expect(log.lines.join('\n')).not.toContain(ANNOUNCER);
+      expect(log.lines.some((l) => l.includes('announced the service'))).toBe(true);
+      expect(`${registry.stdout()}${registry.stderr()}`).not.toContain(ANNOUNCER);
+    }, 90_000);
+
+    it('(b) hides a service whose heartbeats stopped without a goodbye, answers its calls 503 fast, and brings it back when they resume', async () => {
+      const n = names('b');
+      const registry = await startRegistry(n.announceTopic);
+      // The service keeps listening all along: what changes is only whether it announces.
+      await startService(n.service).ready;
+      const heart = await rawAnnouncer(n.announceTopic);
+      const message = announcement(ANNOUNCER, { id: n.service, topic: n.service }, [busTool(n.tool, n.service)], { heartbeatIntervalS: 1 });
+      heart.beat(() => [message], 1000);
+      await until(`${n.tool} passing`, visible(registry, n.tool), registry, 10_000);
+      expect(await invokeOk(registry, n.tool, { topic: 'alive' })).toBe(`${n.service}: alive`);
+
+      // No goodbye: the heartbeats just stop (as when the process is killed or cut off).
+      heart.stop();
+      const stoppedAt = Date.now();
+      const hiddenMs = await until(`${n.tool} hidden from GET /?passing=true`, hidden(registry, n.tool), registry, 15_000, 50);
+      console.warn(`[announce] (b) hidden ${hiddenMs} ms after the last heartbeat (interval 1 s, 3 missed)`);
+      // Not before heartbeats were missed (the last one went out up to 1 s before stoppedAt).
+      expect(Date.now() - stoppedAt).toBeGreaterThanOrEqual(1500);
+      expect(await listed(registry, false), 'plain GET / still lists it').toContain(n.tool);
+      const refused = await expectFast503(registry, n.tool);
+      console.warn(`[announce] (b) invoke while unavailable: ${refused.status} in ${Math.round(refused.ms)} ms (${refused.code ?? ''})`);
+
+      // Heartbeats resume: visible and callable again.
+      heart.beat(() => [message], 1000);
+      const backMs = await until(`${n.tool} passing again`, visible(registry, n.tool), registry, 10_000);
+      console.warn(`[announce] (b) passing again ${backMs} ms after heartbeats resumed`);
+      expect(await invokeOk(registry, n.tool, { topic: 'back' })).toBe(`${n.service}: back`);
+    }, 90_000);
+
+    it('(c) hides a service at once when it says goodbye (close()), long before heartbeats would be missed', async () => {
+      const n = names('c');
+      const registry = await startRegistry(n.announceTopic);
+      // 5 s heartbeats: missed ones would take 15 s to notice; the goodbye must not wait for that.
+      const service = startService(n.service, { topic: n.announceTopic, token: ANNOUNCER, service: { id: n.service, topic: n.service }, tools: [busTool(n.tool, n.service)], heartbeatIntervalS: 5 });
+      await service.ready;
+      await until(`${n.tool} passing`, visible(registry, n.tool), registry, 20_000);
+      expect(await invokeOk(registry, n.tool)).toBe(`${n.service}: x`);
+
+      const closing = Date.now();
+      await service.close();
+      const hiddenMs = await until(`${n.tool} hidden after the goodbye`, hidden(registry, n.tool), registry, 5000, 50);
+      console.warn(`[announce] (c) hidden ${Date.now() - closing} ms after close() began (${hiddenMs} ms after it returned)`);
+      expect(Date.now() - closing, 'hidden well before 3 missed 5 s heartbeats').toBeLessThan(5000);
+      expect(await listed(registry, false), 'plain GET / still lists it').toContain(n.tool);
+      await expectFast503(registry, n.tool);
+    }, 90_000);
+
+    it('(d) registers nothing from an announcement whose token lacks the announce scope, or does not verify', async () => {
+      const n = names('d');
+      const registry = await startRegistry(n.announceTopic);
+      await startService(n.service).ready;
+      const unscoped = mintToken(['registry:read', 'tools:call'], 'not-an-announcer');
+      const forged = createSigner({ key: 'some-other-secret-that-is-long-enough-for-hs256-00', expiresIn: 3_600_000, header: { alg: 'HS256', typ: 'at+jwt' } })({ sub: 'forger', scope: ANNOUNCE_SCOPE });
+      const noScope = { service: `${n.service}-noscope`, tool: `${n.tool}_noscope` };
+      const noSig = { service: `${n.service}-forged`, tool: `${n.tool}_forged` };
+      const heart = await rawAnnouncer(n.announceTopic);
+      // On one producer, so the registry sees them in this order: the refused ones, then one it
+      // takes. Once that one shows, the others have been read (several times over).
+      heart.beat(
+        () => [
+          announcement(unscoped, { id: noScope.service, topic: n.service }, [busTool(noScope.tool, noScope.service)]),
+          announcement(forged, { id: noSig.service, topic: n.service }, [busTool(noSig.tool, noSig.service)]),
+          announcement(ANNOUNCER, { id: n.service, topic: n.service }, [busTool(n.tool, n.service)]),
+        ],
+        1000,
+      );
+      await until(`${n.tool} (the barrier) passing`, visible(registry, n.tool), registry, 10_000);
+      await sleep(2500);
+      const everything = await listed(registry, false);
+      for (const refused of [noScope, noSig]) {
+        expect(everything).not.toContain(refused.tool);
+        expect((await call(registry.url, 'GET', `/tools/${refused.tool}`, { token: ADMIN })).status, refused.tool).toBe(404);
+        expect((await call(registry.url, 'GET', `/tool-services/${refused.service}`, { token: ADMIN })).status, refused.service).toBe(404);
+        expect((await invoke(registry, refused.tool)).status).toBe(404);
+      }
+      // The barrier's own tool works, from the same topic.
+      expect(await invokeOk(registry, n.tool)).toBe(`${n.service}: x`);
+      const logs = `${registry.stdout()}${registry.stderr()}`;
+      for (const token of [unscoped, forged, ANNOUNCER]) expect(logs, 'a token in the registry log').not.toContain(token);
+    }, 90_000);
+
+    it('(e) never lets an announcement change a tool or a service an operator registered', async () => {
+      const n = names('e');
+      const registry = await startRegistry(n.announceTopic);
+      const operatorService = `${n.service}-op`;
+      const operatorTool = `${n.tool}_op`;
+      const announcerService = `${n.service}-ann`;
+      await Promise.all([startService(operatorService).ready, startService(announcerService).ready, startService(n.service).ready]);
+      const put = (path: string, body: unknown) => call(registry.url, 'PUT', path, { token: ADMIN, body });
+      const putService = await put(`/tool-services/${operatorService}`, { id: operatorService, topic: operatorService });
+      expect(putService.status, putService.text).toBe(201);
+      const putTool = await put(`/tools/${operatorTool}`, busTool(operatorTool, operatorService, 'The operator registered this'));
+      expect(putTool.status, putTool.text).toBe(201);
+      const snapshot = async () => {
+        const [tool, service] = await Promise.all([
+          call(registry.url, 'GET', `/tools/${operatorTool}`, { token: ADMIN }),
+          call(registry.url, 'GET', `/tool-services/${operatorService}`, { token: ADMIN }),
+        ]);
+        return { tool: { status: tool.status, etag: tool.headers?.get('etag'), body: tool.text }, service: { status: service.status, etag: service.headers?.get('etag'), body: service.text } };
+      };
+      const before = await snapshot();
+      expect(before.tool.status).toBe(200);
+      expect(before.service.status).toBe(200);
+
+      const heart = await rawAnnouncer(n.announceTopic);
+      heart.beat(
+        () => [
+          // The operator's tool name, on the announcer's own service.
+          announcement(ANNOUNCER, { id: announcerService, topic: announcerService }, [busTool(operatorTool, announcerService, 'An announcer took this over')]),
+          // The operator's service id, pointed elsewhere, with a tool of its own.
+          announcement(ANNOUNCER, { id: operatorService, topic: announcerService }, [busTool(`${n.tool}_hijack`, operatorService, 'Rides on the operator service')]),
+          // The barrier: a clean announcement, read after the two above.
+          announcement(ANNOUNCER, { id: n.service, topic: n.service }, [busTool(n.tool, n.service)]),
+        ],
+        1000,
+      );
+      await until(`${n.tool} (the barrier) passing`, visible(registry, n.tool), registry, 10_000);
+      await sleep(2500);
+      const after = await snapshot();
+      expect(after.tool, 'the operator tool, byte for byte').toEqual(before.tool);
+      expect(after.service, 'the operator service, byte for byte').toEqual(before.service);
+      // Calls still reach the operator's service, not the announcer's.
+      expect(await invokeOk(registry, operatorTool)).toBe(`${operatorService}: x`);
+
+      // The announcer stops without a goodbye: the operator's tool is no announced tool, so it
+      // stays passing after the announcer's heartbeats are missed.
+      heart.stop();
+      await until(`${n.tool} hidden`, hidden(registry, n.tool), registry, 15_000);
+      expect(await listed(registry, true)).toContain(operatorTool);
+      expect(await invokeOk(registry, operatorTool)).toBe(`${operatorService}: x`);
+    }, 90_000);
+
+    it.skipIf(pulsar.python === undefined)(
+      `(f) registers what the Python example announces, calls it through the registry, and hides it on its goodbye${pulsar.pythonSkip ? ` (skipped: ${pulsar.pythonSkip})` : ''}`,
+      async () => {
+        const n = names('f');
+        const registry = await startRegistry(n.announceTopic);
+        const child = spawn(
+          pulsar.python ?? 'python3',
+          [
+            join(ROOT, 'examples', 'announce_service.py'),
+            '-p',
+            pulsar.brokerUrl,
+            '--pulsar-admin-url',
+            pulsar.adminUrl,
+            '--id',
+            n.service,
+            '--topic',
+            n.service,
+            '--tool-name',
+            n.tool,
+            '--announce-topic',
+            n.announceTopic,
+            // 5 s: a goodbye shows well before 3 missed heartbeats (15 s).
+            '--heartbeat-interval',
+            '5',
+            '--no-metrics',
+            '--no-loki-enabled',
+          ],
+          { cwd: ROOT, env: { ...process.env, REGISTRY_ANNOUNCE_TOKEN: ANNOUNCER }, stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        children.push(child);
+        let output = '';
+        child.stdout?.on('data', (d: Buffer) => void (output += d.toString()));
+        child.stderr?.on('data', (d: Buffer) => void (output += d.toString()));
+        const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+        const pythonLog = () => `--- python ---\n${output.slice(-4000)}`;
+        try {
+          await until(`${n.tool} (from Python) passing`, async () => {
+            if (child.exitCode !== null) throw new Error(`the Python service exited with ${child.exitCode}\n${pythonLog()}`);
+            return visible(registry, n.tool)();
+          }, registry, 90_000, 250);
+        } catch (err) {
+          throw new Error(`${(err as Error).message}\n${pythonLog()}`);
+        }
+        expect(await invokeOk(registry, n.tool, { text: 'hello, registry' }), pythonLog()).toBe('yrtsiger ,olleh');
+
+        const stopping = Date.now();
+        child.kill('SIGTERM');
+        await until(`${n.tool} hidden after the Python goodbye`, hidden(registry, n.tool), registry, 10_000, 50);
+        console.warn(`[announce] (f) Python service hidden ${Date.now() - stopping} ms after SIGTERM`);
+        expect(Date.now() - stopping, `hidden before 3 missed 5 s heartbeats\n${pythonLog()}`).toBeLessThan(6000);
+        expect(await exited, pythonLog()).toBe(0);
+        expect(output, 'the Python service printed its token').not.toContain(ANNOUNCER);
+        expect(output).toContain('said goodbye');
+      },
+      150_000,
+    );
+  });
+}
