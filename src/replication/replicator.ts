@@ -24,7 +24,7 @@ import type { RegistryWrites } from '../registry/writes.js';
 import type { RegistryStore } from '../store/registry-store.js';
 import { ensureTopic } from './admin.js';
 import { indexOf } from './message-id.js';
-import { TopicProducer, TopicReader, TopicUnavailableError, type TopicMessage } from './topic.js';
+import { MessageTooLargeError, TopicProducer, TopicReader, TopicUnavailableError, type TopicMessage } from './topic.js';
 
 export interface ReplicatorOptions {
   /** Pulsar's WebSocket API. */
@@ -37,7 +37,10 @@ export interface ReplicatorOptions {
   /** The admin REST API, for the topic's retention; undefined: not set from here. */
   adminUrl?: string | undefined;
   connectTimeoutMs: number;
-  /** How long a write waits to be applied here after the broker took it. */
+  /**
+   * How long a write waits, after the broker took it, while this replica applies nothing: a
+   * write behind a long import keeps waiting as long as the replica is busy applying.
+   */
   applyTimeoutMs: number;
   /** Largest message, as JSON, the broker takes through the WebSocket API (base64 in one frame). */
   maxMessageBytes: number;
@@ -80,6 +83,9 @@ export class Replicator implements RegistryWrites {
   #markerTimer: NodeJS.Timeout | null = null;
   #caughtUp = false;
   #failed: string | undefined;
+  /** Messages handed to the write side and not settled yet, and when the last one settled. */
+  #applying = 0;
+  #progressAt = Date.now();
   readonly #caughtUpListeners: (() => void)[] = [];
 
   constructor(service: RegistryService, store: RegistryStore, options: ReplicatorOptions) {
@@ -214,14 +220,21 @@ export class Replicator implements RegistryWrites {
       try {
         await this.#producer.publish(payload, replicationKey(event));
       } catch (err) {
+        if (err instanceof MessageTooLargeError) throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode a write travels as one message, and the broker refused this one as too large (${err.message}); split an import into smaller ones`);
         if (err instanceof TopicUnavailableError) throw unavailable(`${err.message}: writes are refused until the broker is back; reads go on`, err);
         throw err;
       }
+      const timeoutMs = this.#options.applyTimeoutMs;
       const timedOut = new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(
-          () => reject(unavailable(`the broker took the write but this replica has not applied it within ${this.#options.applyTimeoutMs} ms; it takes effect when applied`)),
-          this.#options.applyTimeoutMs,
-        );
+        const check = () => {
+          // Still applying what came before it (an import, say): wait on.
+          if (this.#applying > 0 || Date.now() - this.#progressAt < timeoutMs) {
+            timer = setTimeout(check, Math.max(50, timeoutMs - (Date.now() - this.#progressAt)));
+            return;
+          }
+          reject(unavailable(`the broker took the write but this replica has applied nothing for ${timeoutMs} ms; the write takes effect when applied`));
+        };
+        timer = setTimeout(check, timeoutMs);
       });
       const outcome = await Promise.race([applied, timedOut]);
       if (!outcome.ok) throw outcome.error;
@@ -271,13 +284,20 @@ export class Replicator implements RegistryWrites {
       return Promise.resolve();
     }
     const waiting = event.origin === this.#options.replicaId ? this.#waiting.get(event.write) : undefined;
+    this.#applying++;
     const applied = this.#service.applyReplicated(event, { index, at: event.at, topic: this.#options.topic, messageId: message.messageId }, waiting?.actor);
+    const settled = () => {
+      this.#applying--;
+      this.#progressAt = Date.now();
+    };
     this.#tail = applied.then(
       (outcome) => {
+        settled();
         this.#appliedIndex = index;
         waiting?.resolve(outcome);
       },
       (err: unknown) => {
+        settled();
         waiting?.reject(unavailable('this replica could not apply the write; restart it', err));
         this.#fail(err instanceof Error ? err.message : String(err));
       },

@@ -35,6 +35,11 @@ export class TopicUnavailableError extends Error {
   override readonly name = 'TopicUnavailableError';
 }
 
+/** A message the broker refused for its size (past its maxMessageSize): retrying will not help. */
+export class MessageTooLargeError extends Error {
+  override readonly name = 'MessageTooLargeError';
+}
+
 function base(url: string): string {
   return url.replace(/\/+$/, '');
 }
@@ -165,8 +170,14 @@ export class TopicProducer extends Link {
     if (!ack) return;
     this.#acks.delete(context as string);
     const messageId = frame['messageId'];
-    if (frame['result'] === 'ok' && typeof messageId === 'string') ack.resolve(messageId);
-    else ack.reject(new TopicUnavailableError(`the broker did not take the write (${String(frame['result'])}: ${String(frame['errorMsg'] ?? '')})`));
+    if (frame['result'] === 'ok' && typeof messageId === 'string') {
+      ack.resolve(messageId);
+      return;
+    }
+    const reason = `${String(frame['result'])}: ${String(frame['errorMsg'] ?? '')}`;
+    // Pulsar words it "Message size is bigger than ..." or "... exceeds ... bytes".
+    if (/size|exceed|too large|too big/i.test(String(frame['errorMsg'] ?? ''))) ack.reject(new MessageTooLargeError(reason));
+    else ack.reject(new TopicUnavailableError(`the broker did not take the write (${reason})`));
   }
 
   protected onClose(): void {

@@ -10,6 +10,7 @@ import type { RegistryWrites } from '../../registry/writes.js';
 import { adminUrlOf } from '../../replication/admin.js';
 import { Replicator } from '../../replication/replicator.js';
 import { effectiveLimits, payloadLimit } from '../../bridge/pulsar-ws.js';
+import { readBrokerLimits, type BrokerLimits } from '../../bridge/broker-limits.js';
 import type { Config } from '../../config.js';
 import { openDatabase } from '../../store/database.js';
 import { migrate } from '../../store/migrations.js';
@@ -73,7 +74,7 @@ export default fp<RegistryPluginOptions>(
     const changes = new ChangeBus((err) => app.log.error({ err }, 'a change listener failed'));
     app.decorate('changes', changes);
     const service = new RegistryService(store, catalog, changes);
-    const replication = config.replication && startReplication(service, store, config, app.log);
+    const replication = config.replication && (await startReplication(service, store, config, app.log));
     app.decorate('registry', (replication ?? service) as RegistryWrites);
     app.decorate('replication', (replication ?? null) as Replicator | null);
     if (replication) await replication.start();
@@ -100,11 +101,23 @@ export default fp<RegistryPluginOptions>(
 );
 
 /** Replicated mode: the write path goes through the topic (src/replication/). */
-function startReplication(service: RegistryService, store: RegistryStore, config: Config, log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void }): Replicator | undefined {
+async function startReplication(
+  service: RegistryService,
+  store: RegistryStore,
+  config: Config,
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void },
+): Promise<Replicator | undefined> {
   const replication = config.replication;
   if (!replication) return undefined;
-  // A write is one message: base64 JSON in one text frame of PULSAR_WS_MAX_FRAME_BYTES, under the broker's message size.
-  const limits = effectiveLimits(config.bridge.maxFrameBytes, undefined);
+  // A write is one message: base64 JSON in one text frame of PULSAR_WS_MAX_FRAME_BYTES, under the
+  // broker's maxMessageSize (read from its admin API when it can be; a refusal for size is a 413 anyway).
+  let broker: BrokerLimits | undefined;
+  try {
+    broker = await readBrokerLimits(replication.url, config.bridge.pulsarToken, config.bridge.connectTimeoutMs);
+  } catch (err) {
+    log.warn({ reason: (err as Error).message }, "replication: the broker's message limits could not be read; PULSAR_WS_MAX_FRAME_BYTES alone bounds a write");
+  }
+  const limits = effectiveLimits(config.bridge.maxFrameBytes, broker);
   return new Replicator(service, store, {
     url: replication.url,
     token: config.bridge.pulsarToken,
