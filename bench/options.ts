@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 
-export const GROUPS = ['scenarios', 'growth', 'bridge', 'waiters', 'pages', 'lookup', 'search', 'filters', 'import', 'writes', 'cores', 'mcp'] as const;
+export const GROUPS = ['scenarios', 'growth', 'bridge', 'waiters', 'pages', 'lookup', 'search', 'filters', 'import', 'writes', 'cores', 'mcp', 'replication'] as const;
 export type Group = (typeof GROUPS)[number];
 
 const { values } = parseArgs({
@@ -27,6 +27,9 @@ const { values } = parseArgs({
     'import-size': { type: 'string' },
     'cores-size': { type: 'string' },
     'cores-processes': { type: 'string' },
+    'replication-sizes': { type: 'string' },
+    'replication-writes': { type: 'string' },
+    'replication-catch-up-runs': { type: 'string' },
     ...Object.fromEntries(GROUPS.map((g) => [`no-${g}`, { type: 'boolean' as const, default: false }])),
   },
 });
@@ -74,6 +77,12 @@ export const opts = {
   coresSize: positive('cores-size', values['cores-size'], 10_000),
   coresProcesses: positive('cores-processes', values['cores-processes'], availableParallelism()),
   waiterCount: positive('waiters', values.waiters, 10_000),
+  /** Issue 14: catalogue sizes a new replica catches up from (loaded once, in imports of 1,000 tools). */
+  replicationSizes: numbers(values['replication-sizes'], quick ? [1000, 5000] : [10_000, 100_000]),
+  /** Issue 14: sequential writes per run of the visibility row. */
+  replicationWrites: positive('replication-writes', values['replication-writes'], quick ? 100 : 300),
+  /** Issue 14: fresh replicas timed at each catch-up size (default --runs). */
+  replicationCatchUpRuns: positive('replication-catch-up-runs', values['replication-catch-up-runs'], positive('runs', values.runs, quick ? 1 : 3)),
   groups: Object.fromEntries(GROUPS.map((g) => [g, enabled(g)])) as Record<Group, boolean>,
 };
 

@@ -10,7 +10,7 @@
  *   --only=a,b,...          run only these groups (below); default: all of them
  *   --no-<group>            leave one group out (--no-scenarios, --no-growth, --no-bridge,
  *                           --no-waiters, --no-pages, --no-lookup, --no-search, --no-filters,
- *                           --no-import, --no-writes, --no-cores, --no-mcp)
+ *                           --no-import, --no-writes, --no-cores, --no-mcp, --no-replication)
  *   --sizes=1000,10000      catalogue sizes of the classic scenarios (default 1000,10000); given
  *                           alone, also the sizes of pages, lookup, search, filters and writes
  *   --scale-sizes=...       sizes of pages, lookup, search, filters and writes (default
@@ -23,6 +23,11 @@
  *   --cores-size=N          catalogue size of the cores row (default 10000)
  *   --cores-processes=N     ceiling processes sharing one port (default os.availableParallelism())
  *   --waiters=N             blocking queries of the waiters group (default 10000)
+ *   --replication-sizes=... catalogue sizes a new replica catches up from (default 10000,100000;
+ *                           --quick 1000,5000)
+ *   --replication-writes=N  sequential writes per run of the replication visibility row (default
+ *                           300; --quick 100)
+ *   --replication-catch-up-runs=N  fresh replicas timed at each catch-up size (default --runs)
  *
  * Groups:
  *   scenarios  At each --sizes: the registry (a child process, `node --import tsx src/cli/main.ts
@@ -58,6 +63,11 @@
  *              tools/list over /mcp (one initialized session, one page) against GET / with the
  *              same token, and tools/call of the echo tool over /mcp against POST
  *              /tools/{name}/invoke with the same arguments and token; ratios MCP / HTTP.
+ *   Issue 14 (bench/replication.ts; a Pulsar broker: PULSAR_WS_URL, else the one scripts/pulsar.sh
+ *   runs, else one started with scripts/pulsar.sh and stopped at the end):
+ *   replication  Three replicas on one topic: time from a write on one until every replica's
+ *              blocking GET / shows it; POST /tools/register throughput (16 clients) replicated
+ *              against one process; a new replica's catch-up time at --replication-sizes.
  *
  * Runs alternate registry and ceiling after a warm-up of each; every figure is the median of the
  * runs. Prints tables (ratios, and each goal with pass/miss), and writes the raw results to
@@ -71,6 +81,7 @@ import { growth, growthSections, type GrowthRow } from './growth.js';
 import { importDuringReads, importSection, type ImportReadsResult } from './import-reads.js';
 import { killAllChildren, REPO_ROOT } from './lib.js';
 import { mcpBench, mcpSection, type McpResult } from './mcp.js';
+import { replication, replicationSections, stopReplicationBrokerSync, type ReplicationResult } from './replication.js';
 import { log, opts, TARGETS } from './options.js';
 import { f0, machine, table, type Section } from './report.js';
 import { scale, scaleSections, type ScaleGroup, type ScaleRow } from './scale.js';
@@ -85,6 +96,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     log(`${signal}: stopping children`);
     killAllChildren();
     stopPulsarSync();
+    stopReplicationBrokerSync();
     process.exit(130);
   });
 }
@@ -108,6 +120,7 @@ async function main(): Promise<void> {
     importDuringReads: ImportReadsResult | Failed | null;
     cores: CoresRow[] | Failed | null;
     mcp: McpResult | Failed | null;
+    replication: ReplicationResult | Failed | null;
     elapsedS?: number;
   } = {
     date: startedAt.toISOString(),
@@ -123,6 +136,7 @@ async function main(): Promise<void> {
     importDuringReads: null,
     cores: null,
     mcp: null,
+    replication: null,
   };
   const g = opts.groups;
   log(`options: ${JSON.stringify(opts)}`);
@@ -165,6 +179,14 @@ async function main(): Promise<void> {
       log(`mcp: ${results.mcp.skipped}`);
     }
   }
+  if (g.replication) {
+    try {
+      results.replication = await replication();
+    } catch (err) {
+      results.replication = failed(err);
+      log(`replication: ${results.replication.skipped}`);
+    }
+  }
   if (g.growth) {
     results.growth.push(await growth(0));
     for (const n of opts.growthSizes) results.growth.push(await growth(n));
@@ -205,6 +227,10 @@ async function main(): Promise<void> {
     const r = results.mcp;
     sections.push('skipped' in r ? skippedSection('MCP over /mcp', r) : mcpSection(r));
   }
+  if (results.replication) {
+    const r = results.replication;
+    sections.push(...('skipped' in r ? [skippedSection('Replicated mode', r)] : replicationSections(r)));
+  }
   if (results.bridge) sections.push(bridgeSection(results.bridge));
   if (results.waiters) {
     const w = results.waiters;
@@ -240,6 +266,7 @@ main().then(
     log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     killAllChildren();
     stopPulsarSync();
+    stopReplicationBrokerSync();
     process.exit(1);
   },
 );
