@@ -21,6 +21,7 @@ import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { openSocket, publishFrame, topicPath } from '../../src/bridge/pulsar-ws.js';
 import { runToolService, type RunningToolService, type ToolServiceLogger } from '../../src/toolkit/tool-service.js';
 import { killAll, removeTempDirs, startServer, stopProcess, type ServerProcess } from '../helpers/process.js';
+import { call, type HttpResult } from '../helpers/replicas.js';
 
 const pulsar = inject('pulsar');
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -34,43 +35,6 @@ function mintToken(scopes: readonly string[], sub: string): string {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-interface HttpResult {
-  status: number;
-  headers: Headers | undefined;
-  text: string;
-  json: unknown;
-  /** `code` of a problem+json answer. */
-  code: string | undefined;
-  ms: number;
-}
-
-/** One HTTP call; never throws (status 0 when no answer came). */
-async function call(url: string, method: string, path: string, options: { token?: string; body?: unknown } = {}): Promise<HttpResult> {
-  const started = performance.now();
-  try {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: {
-        ...(options.token !== undefined && { authorization: `Bearer ${options.token}` }),
-        ...(options.body !== undefined && { 'content-type': 'application/json' }),
-      },
-      ...(options.body !== undefined && { body: JSON.stringify(options.body) }),
-      signal: AbortSignal.timeout(20_000),
-    });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    const code = (json as { code?: unknown } | undefined)?.code;
-    return { status: res.status, headers: res.headers, text, json, code: typeof code === 'string' ? code : undefined, ms: performance.now() - started };
-  } catch (err) {
-    return { status: 0, headers: undefined, text: String(err), json: undefined, code: undefined, ms: performance.now() - started };
-  }
-}
 
 /** Tokens every registry here accepts (JWT_SECRET = SECRET); ANNOUNCE_SCOPE keeps its default. */
 const ANNOUNCE_SCOPE = 'registry:announce';

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { createSigner } from 'fast-jwt';
 import { seed } from './fixtures.js';
 import { freePort, processTempDir, startServer, stopProcess, type EnvOverrides, type ExitInfo, type ServerProcess } from './process.js';
+import type { ReplicationState } from '../../src/replication/replicator.js';
 
 /** The HS256 secret every replica is given (JWT_SECRET). */
 export const SECRET = 'replication-test-secret-long-enough-for-hs256-0123456789';
@@ -82,14 +83,7 @@ export interface Cluster {
   topic: string;
 }
 
-export interface ReplicationState {
-  replica: string;
-  topic: string;
-  caughtUp: boolean;
-  broker: 'connected' | 'disconnected';
-  appliedIndex: number;
-  failed?: string;
-}
+export type { ReplicationState };
 
 export interface Readiness {
   status: number;
