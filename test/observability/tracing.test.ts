@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runToolService } from '../../src/toolkit/tool-service.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { exporter, only, parentOf, provider, spans, TRACEPARENT, tracing } from '../helpers/spans.js';
@@ -180,6 +180,27 @@ describe('tracing a message-bus call', () => {
       trace.disable();
       propagation.disable();
       context.disable();
+    }
+  });
+});
+
+describe('without tracing', () => {
+  it('costs a request no context: no extract, no context.with, no span (the 304 hot path)', async () => {
+    const t = await createTestApp({ RATE_LIMIT_MAX: '0' });
+    const extract = vi.spyOn(propagation, 'extract');
+    const enter = vi.spyOn(context, 'with');
+    const getTracer = vi.spyOn(trace, 'getTracer');
+    try {
+      const first = await t.app.inject({ method: 'GET', url: '/', headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } });
+      expect(first.statusCode).toBe(200);
+      const again = await t.app.inject({ method: 'GET', url: '/', headers: { 'if-none-match': String(first.headers['etag']) } });
+      expect(again.statusCode).toBe(304);
+      expect(extract).not.toHaveBeenCalled();
+      expect(enter).not.toHaveBeenCalled();
+      expect(getTracer).not.toHaveBeenCalled();
+    } finally {
+      vi.restoreAllMocks();
+      await t.close();
     }
   });
 });

@@ -19,6 +19,7 @@ import type { CallRecord } from '../../model/records.js';
 import type { ViewKey } from '../../model/visibility.js';
 import type { CommitObservation } from '../../registry/commit-telemetry.js';
 import type { ConfigSyncFigures } from '../../trustgraph/config-sync.js';
+import { RequestHistogram } from './request-histogram.js';
 
 /** The label value of tools (and subjects) past the cap. */
 export const OTHER_LABEL = '(other)';
@@ -27,6 +28,8 @@ const UNMATCHED_ROUTE = '(unmatched)';
 
 const BUS_STATES: readonly BridgeState[] = ['not-configured', 'connected', 'disconnected'];
 const VIEW_KINDS: readonly ViewKey['kind'][] = ['all', 'public', 'scopes'];
+/** Each view kind's place in VIEW_KINDS, without a search on the hot path. */
+const VIEW_SLOT = Object.fromEntries(VIEW_KINDS.map((kind, i) => [kind, i])) as Readonly<Record<ViewKey['kind'], number>>;
 const TOOL_KINDS = ['http', 'tool-service', 'mcp'] as const;
 
 /**
@@ -78,7 +81,8 @@ export interface MetricsOptions {
 
 export class RegistryMetrics {
   readonly registry = new Registry();
-  readonly #requests: Histogram<'method' | 'route' | 'status_code'>;
+  /** Every answered request: plain numbers on the hot path (src/http/metrics/request-histogram.ts). */
+  readonly #requests: RequestHistogram;
   readonly #calls: Counter<'tool' | 'outcome'>;
   readonly #callSeconds: Histogram<'tool'>;
   readonly #callsBySubject: Counter<'sub' | 'outcome'> | null;
@@ -101,13 +105,12 @@ export class RegistryMetrics {
     this.#tools = new BoundedLabel(options.maxToolLabels);
     this.#subjects = new BoundedLabel(options.maxToolLabels);
 
-    this.#requests = new Histogram({
-      name: 'tool_registry_http_request_duration_seconds',
-      help: 'HTTP requests by method, route pattern and status, from the start of the request to the end of the answer; the _count series count the requests',
-      labelNames: ['method', 'route', 'status_code'],
-      buckets: REQUEST_BUCKETS,
-      registers,
-    });
+    this.#requests = new RequestHistogram(
+      'tool_registry_http_request_duration_seconds',
+      'HTTP requests by method, route pattern and status, from the start of the request to the end of the answer; the _count series count the requests',
+      REQUEST_BUCKETS,
+      this.registry,
+    );
     const views = this.#views;
     new Counter({
       name: 'tool_registry_discovery_views_total',
@@ -279,12 +282,12 @@ export class RegistryMetrics {
 
   /** One answered request (Fastify's onResponse): `route` is the route pattern, undefined for 404s. */
   observeRequest(method: string, route: string | undefined, status: number, seconds: number): void {
-    this.#requests.observe({ method, route: route ?? UNMATCHED_ROUTE, status_code: status }, seconds);
+    this.#requests.observe(method, route ?? UNMATCHED_ROUTE, status, seconds);
   }
 
   /** One whole discovery view answered (GET /): 200 with its bytes, or 304. */
   viewServed(kind: ViewKey['kind'], notModified: boolean): void {
-    const i = VIEW_KINDS.indexOf(kind) * 2 + (notModified ? 1 : 0);
+    const i = VIEW_SLOT[kind] * 2 + (notModified ? 1 : 0);
     this.#views[i] = (this.#views[i] ?? 0) + 1;
   }
 

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogView } from '../../catalog/catalog.js';
@@ -191,7 +191,10 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         },
       },
     },
-    async (request, reply) => {
+    // Not async: the plain `GET /` (and its 304) is answered before the handler returns, with no
+    // promise for Fastify to wait on (an async handler's promise, resolved with the reply, cost
+    // the hot path a microtask round and a `then` lookup); only a blocking query returns one.
+    (request, reply) => {
       const key = viewKeyFor(request.caller, config.visibility, app.catalog.knownScopeNames);
       if (request.validationError) throw request.validationError;
       const tokenView = request.caller.kind === 'token';
@@ -205,30 +208,36 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         // The entries' bytes as they were serialised once per write: nothing is serialised here.
         return reply.type('application/json; charset=utf-8').send(discoveryBody(app.catalog.serviceName, listing.parts, `,"nextCursor":${JSON.stringify(listing.nextCursor)}`));
       }
-
-      let view: CatalogView | undefined;
-      if (query.index !== undefined) {
-        // Consul adds up to wait/16 of jitter so that many clients do not return in step.
-        const waitMs = (query.wait ?? 5 * 60_000) * (1 + Math.random() / 16);
-        // A held query is answered by the time the caller's token stops being accepted.
-        const expiresAt = tokenExpiresAt(request, config.jwt.clockToleranceS);
-        const untilExpiry = expiresAt === undefined ? Infinity : Math.max(0, expiresAt - Date.now());
-        const wait = app.waiters.wait(key, query.index, Math.min(waitMs, MAX_WAIT_MS * (1 + 1 / 16), untilExpiry), callerKey(request));
-        exemptFromIdleTimeout(request);
-        const onClose = () => wait.cancel();
-        reply.raw.once('close', onClose);
-        try {
-          // Resolved with the view as it is when the waiter is answered: the current index.
-          view = await wait.view;
-        } finally {
-          reply.raw.off('close', onClose);
-        }
-      }
+      if (query.index !== undefined) return heldQuery(request, reply, key, query, query.index, tokenView, listed);
       if (listed && format !== undefined) return sendExportPage(reply, key, query, format, tokenView, request.headers['if-none-match']);
       // Without `index`, the plain rediscovery call: the hot path.
-      return sendView(reply, view ?? app.catalog.view(key), key.kind, tokenView, request.headers['if-none-match'], format);
+      sendView(reply, app.catalog.view(key), key.kind, tokenView, request.headers['if-none-match'], format);
     },
   );
+
+  /** A blocking query (`index`): held until the caller's view changes after it, or `wait` ends. */
+  async function heldQuery(request: FastifyRequest, reply: FastifyReply, key: ViewKey, query: DiscoveryQuery, index: number, tokenView: boolean, listed: boolean) {
+    // Consul adds up to wait/16 of jitter so that many clients do not return in step.
+    const waitMs = (query.wait ?? 5 * 60_000) * (1 + Math.random() / 16);
+    // A held query is answered by the time the caller's token stops being accepted.
+    const expiresAt = tokenExpiresAt(request, config.jwt.clockToleranceS);
+    const untilExpiry = expiresAt === undefined ? Infinity : Math.max(0, expiresAt - Date.now());
+    const wait = app.waiters.wait(key, index, Math.min(waitMs, MAX_WAIT_MS * (1 + 1 / 16), untilExpiry), callerKey(request));
+    exemptFromIdleTimeout(request);
+    const onClose = () => wait.cancel();
+    reply.raw.once('close', onClose);
+    let view: CatalogView;
+    try {
+      // Resolved with the view as it is when the waiter is answered: the current index.
+      view = await wait.view;
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+    const format = query.format;
+    if (listed && format !== undefined) return sendExportPage(reply, key, query, format, tokenView, request.headers['if-none-match']);
+    sendView(reply, view, key.kind, tokenView, request.headers['if-none-match'], format);
+    return reply;
+  }
 
   /**
    * A page, search or filter in a format: the same listing as the plain answer's (src/catalog/
@@ -263,9 +272,9 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
     cacheHeaders(reply, tokenView);
     const notModified = ifNoneMatch(ifNoneMatchHeader, sent.etag);
     app.metrics.viewServed(kind, notModified);
-    if (notModified) return reply.code(304).send();
+    if (notModified) reply.code(304).send();
     // Bytes, which Fastify sends as they are: no serialisation on the hot path.
-    return reply.type(sent.contentType).send(sent.body);
+    else reply.type(sent.contentType).send(sent.body);
   }
 };
 
