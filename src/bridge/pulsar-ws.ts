@@ -207,7 +207,15 @@ function serviceErrorOf(error: unknown): ToolServiceError {
   return new ToolServiceError('tool-service-error', JSON.stringify(error));
 }
 
-/** Opens one WebSocket to the Pulsar API; resolves once open, rejects fast on refusal. */
+/**
+ * Opens one WebSocket to the Pulsar API; resolves once open, rejects fast on refusal.
+ *
+ * A reader or consumer is sent messages as soon as the broker has made it, and a frame can come
+ * in the same network read as the upgrade's answer, before the caller's `await` has resumed and
+ * added its 'message' listener: ws would emit it to nobody. So the socket is paused when it
+ * opens and resumed a macrotask later, after the caller's continuation (a microtask) has run;
+ * callers add their 'message' listener right after the `await`, before awaiting anything else.
+ */
 export function openSocket(url: string, token: string | undefined, timeoutMs: number): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, {
@@ -223,7 +231,11 @@ export function openSocket(url: string, token: string | undefined, timeoutMs: nu
     ws.once('open', () => {
       ws.removeAllListeners('error');
       ws.removeAllListeners('unexpected-response');
+      ws.pause();
       resolve(ws);
+      setImmediate(() => {
+        if (ws.readyState === WebSocket.OPEN) ws.resume();
+      });
     });
     // Pulsar refuses a producer or consumer with an HTTP status on the upgrade request.
     ws.once('unexpected-response', (_req, res) => fail(`the broker refused ${new URL(url).pathname} with HTTP ${res.statusCode}`));
