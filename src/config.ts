@@ -5,7 +5,8 @@
  * the Config type is what validation returns. A wrong value stops startup with one line naming
  * the variable.
  */
-import { readFileSync } from 'node:fs';
+import { createSecretKey, type KeyObject } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { PulsarQueueSchema, ScopeSchema } from './model/schemas.js';
@@ -65,6 +66,46 @@ const pemKey = z
       return z.NEVER;
     }
   });
+
+/**
+ * REPLICATION_SECRET_FILE: a file of 32 bytes, as 44 characters of base64 (what `tool-registry
+ * replication-key` and `openssl rand -base64 32` write), 64 hex digits, or the raw bytes; a
+ * trailing newline is fine. Refused when group or others may read or write it (as the dev secret
+ * and ssh keys are): a key others can read lets them read every MCP credential on the topic.
+ * A KeyObject, so that neither a log line nor JSON of the config can show the key.
+ */
+const replicationKeyFile = z
+  .string()
+  .min(1)
+  .transform((path, ctx): KeyObject => {
+    let bytes: Buffer;
+    try {
+      const mode = statSync(path).mode & 0o777;
+      if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
+        ctx.addIssue({ code: 'custom', message: `is open to other users (mode ${mode.toString(8).padStart(3, '0')}); run chmod 600 on it` });
+        return z.NEVER;
+      }
+      bytes = readFileSync(path);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` });
+      return z.NEVER;
+    }
+    const key = replicationKeyBytes(bytes);
+    if (key === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'must hold a 32-byte key: 44 characters of base64 (tool-registry replication-key writes one), 64 hex digits or 32 raw bytes' });
+      return z.NEVER;
+    }
+    return createSecretKey(key);
+  });
+
+/** The 32 key bytes a key file holds, or undefined. */
+function replicationKeyBytes(file: Buffer): Buffer | undefined {
+  if (file.length === 32) return file;
+  const text = file.toString('latin1').trim();
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  if (/^[A-Za-z0-9+/]{43}=$/.test(text)) return Buffer.from(text, 'base64');
+  return undefined;
+}
 
 const roleScopes = z.string().transform((v, ctx) => {
   try {
@@ -167,6 +208,10 @@ export const EnvSchema = z.object({
     'replicated mode: how long a write waits to be applied on the replica that took it, after the broker persisted it (then 503; the write still takes effect)',
     '10000',
     integer(100, 600_000),
+  ),
+  REPLICATION_SECRET_FILE: optional(
+    "replicated mode: a file with the 32-byte key every replica shares (base64, as `tool-registry replication-key` writes it, or hex), mode 0600; MCP servers' credentials travel the topic encrypted with it (AES-256-GCM). Unset: an MCP server with a credential is refused in replicated mode",
+    replicationKeyFile,
   ),
   ANNOUNCE_TOPIC: optional(
     'a Pulsar topic where tool services announce themselves and send heartbeats (e.g. non-persistent://tg/registry/announcements); unset: announcements are not read (needs PULSAR_WS_URL)',
@@ -300,6 +345,10 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     ctx.addIssue({ code: 'custom', path: ['REPLICATION_TOPIC'], message: 'needs PULSAR_WS_URL: replicas meet on the broker' });
     return z.NEVER;
   }
+  if (env.REPLICATION_SECRET_FILE !== undefined && env.REPLICATION_TOPIC === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['REPLICATION_SECRET_FILE'], message: 'needs REPLICATION_TOPIC: the key encrypts what travels the replication topic' });
+    return z.NEVER;
+  }
   if (env.METRICS_PORT !== undefined && env.METRICS_PORT !== 0 && env.METRICS_PORT === env.PORT) {
     ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT (unset it to serve /metrics on PORT)' });
     return z.NEVER;
@@ -348,6 +397,8 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
             url: env.PULSAR_WS_URL,
             adminUrl: env.PULSAR_ADMIN_URL,
             applyTimeoutMs: env.REPLICATION_APPLY_TIMEOUT_MS,
+            /** The key MCP servers' credentials are encrypted with on the topic, or undefined (refused then). */
+            secretKey: env.REPLICATION_SECRET_FILE,
           },
     bridge: {
       pulsarWsUrl: env.PULSAR_WS_URL,

@@ -13,6 +13,8 @@ Usage:
   tool-registry token --scope S [--scope S] [--sub NAME] [--ttl 1h]
                                              print a token signed with the local secret
                                              (JWT_SECRET, or the dev-mode secret file)
+  tool-registry replication-key <file>       write a new 32-byte key for REPLICATION_SECRET_FILE
+                                             to a new file of mode 0600 (never overwrites)
   tool-registry put tool/<name> [--file F]   create or replace a tool (JSON on stdin or --file)
   tool-registry put tool-service/<id> [--file F]
   tool-registry get tool/<name> | tool-service/<id>

@@ -1,5 +1,5 @@
 /**
- * `tool-registry`: serve (the default), migrate, token, and the data commands that talk to a
+ * `tool-registry`: serve (the default), migrate, token, replication-key, and the data commands that talk to a
  * running registry over HTTP. Errors print one line and exit non-zero.
  */
 import { pathToFileURL } from 'node:url';
@@ -9,6 +9,7 @@ import { runDataCommand, DATA_COMMANDS } from './data-commands.js';
 import { HELP } from './help.js';
 import { processIo, type CliIo } from './io.js';
 import { runMigrate } from './migrate.js';
+import { runReplicationKey } from './replication-key.js';
 import { runToken } from './token.js';
 import { UsageError } from './usage-error.js';
 
@@ -34,6 +35,7 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
       return 0;
     }
     if (command === 'token') return runToken(args, cli);
+    if (command === 'replication-key') return runReplicationKey(args, cli);
     if (DATA_COMMANDS.has(command)) return await runDataCommand(command, args, cli);
     throw new UsageError(`unknown command "${command}" (see tool-registry --help)`);
   } catch (err) {

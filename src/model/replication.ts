@@ -16,6 +16,8 @@ export const REPLICATION_OPS = [
   'mcp-server.delete',
   'mcp-server.sync',
   'import',
+  /** One part of an import too big for one message: parts are staged, the last one applies the whole import. */
+  'import.part',
   /** A replica's "where is the end?": it has caught up once it reads its own marker back. */
   'marker',
 ] as const;
@@ -39,11 +41,58 @@ export const ReplicationEventSchema = z.object({
   owner: z.string().min(1).max(300).optional(),
   /** mcp-server.sync: the server record's index the tools were listed at. */
   serverIndex: z.number().int().nonnegative().optional(),
+  /** import.part: this part's number, from 0; parts are published in order. */
+  part: z.number().int().nonnegative().optional(),
+  /** import.part: how many parts the import has (the same in every part). */
+  parts: z.number().int().positive().optional(),
+  /** import.part: this part's slice of the import's JSON text, cut between characters; the parts joined in order are the bundle. */
+  chunk: z.string().optional(),
 });
 
 export type ReplicationEvent = z.infer<typeof ReplicationEventSchema>;
 
-/** The message key: `tool/<name>`, `tool-service/<id>`, `mcp-server/<id>`, `import/<write>`, `marker/<replica>`. */
+/**
+ * An MCP server's credential as a replicated `mcp-server.put` carries it, in place of
+ * `{ "bearer": ... }`: AES-256-GCM under the key of REPLICATION_SECRET_FILE
+ * (src/replication/credential-seal.ts).
+ */
+export const SealedCredentialSchema = z.strictObject({
+  /** base64 of the 12-byte IV, the ciphertext of the bearer (UTF-8) and the 16-byte GCM tag; the AAD is the JSON of ["tool-registry mcp-server credential v1", write, target]. */
+  sealed: z.string().min(1).max(16_384),
+  /** The key's id: hex of the first 8 bytes of HMAC-SHA256(key, "tool-registry replication key id"). */
+  kid: z.string().regex(/^[0-9a-f]{16}$/),
+});
+export type SealedCredential = z.infer<typeof SealedCredentialSchema>;
+
+/** Limits of imports sent in parts: IMPORT_PART_LIMITS below. */
+export interface ImportPartLimits {
+  readonly maxParts: number;
+  readonly maxImportBytes: number;
+  readonly maxStagedBytes: number;
+  readonly orphanAfterMs: number;
+}
+
+/**
+ * Limits of an import sent in parts (src/replication/import-parts.ts), the same on every
+ * replica, so that each refuses or drops parts the same way: they are part of the message
+ * format, not settings.
+ */
+export const IMPORT_PART_LIMITS: ImportPartLimits = {
+  /** Most parts one import may have. */
+  maxParts: 10_000,
+  /** Most bytes (UTF-8) of JSON one import may join to: far above IMPORT_BODY_LIMIT's default of 64 MiB, and under V8's longest string. */
+  maxImportBytes: 256 * 1024 * 1024,
+  /** Most bytes staged at once, every unfinished import together: a part past it is refused. */
+  maxStagedBytes: 512 * 1024 * 1024,
+  /**
+   * A staged part is dropped once a message stamped this long after it is applied: its writer
+   * died or lost the broker mid-import. Its writer publishes the parts back to back, within
+   * seconds; ten minutes also absorbs clock skew between replicas (stamps are writers' clocks).
+   */
+  orphanAfterMs: 10 * 60 * 1000,
+};
+
+/** The message key: `tool/<name>`, `tool-service/<id>`, `mcp-server/<id>`, `import/<write>` (an import and each of its parts), `marker/<replica>`. */
 export function replicationKey(event: ReplicationEvent): string {
   switch (event.op) {
     case 'tool.put':
@@ -57,10 +106,17 @@ export function replicationKey(event: ReplicationEvent): string {
     case 'mcp-server.sync':
       return `mcp-server/${event.target ?? idOf(event.body) ?? event.write}`;
     case 'import':
+    case 'import.part':
+      // Every part of one import under one key: they stay in one order wherever the topic goes.
       return `import/${event.write}`;
     case 'marker':
       return `marker/${event.origin}`;
   }
+}
+
+/** Whether a message is the last part of an import sent in parts: the one that applies the import. */
+export function isLastImportPart(event: ReplicationEvent): boolean {
+  return event.op === 'import.part' && event.part !== undefined && event.parts !== undefined && event.part === event.parts - 1;
 }
 
 const stringMember = (body: unknown, key: string): string | undefined => {

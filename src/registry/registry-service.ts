@@ -22,11 +22,12 @@ import { parseCheckedTool } from '../json-schema/tool-schemas.js';
 import { ImportBundleSchema, type ToolService } from '../model/schemas.js';
 import { fieldErrorsFrom } from '../model/resolve.js';
 import { McpToolSchema, parseMcpServer, type McpTool } from '../model/mcp-schemas.js';
-import type { ReplicationEvent } from '../model/replication.js';
+import { IMPORT_PART_LIMITS, isLastImportPart, type ImportPartLimits, type ReplicationEvent } from '../model/replication.js';
 import { z } from 'zod';
 import { planMcpSync, type McpSyncPlan } from '../model/mcp-tools.js';
 import type { Actor, AuditEntryInput, Change, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { AuditFor, RegistryStore, ReplicationPosition } from '../store/registry-store.js';
+import type { StagedImport } from '../store/import-part-rows.js';
 import type { Catalog, CatalogTool, PreparedWrite } from '../catalog/catalog.js';
 import type { CatalogWrite } from '../catalog/snapshot.js';
 import type { ChangeBus } from './change-bus.js';
@@ -129,6 +130,8 @@ export class RegistryService implements RegistryWrites {
   readonly #catalog: Catalog;
   readonly #bus: ChangeBus;
   readonly #now: () => string;
+  /** Replicated mode: the limits of imports sent in parts (tests lower them). */
+  readonly #partLimits: ImportPartLimits;
   #queue: QueuedWrite[] = [];
   #scheduled = false;
   /** An exclusive write (an import) is running: nothing else is flushed meanwhile. */
@@ -142,7 +145,8 @@ export class RegistryService implements RegistryWrites {
   /** Group commits' spans and their observers (metrics). */
   readonly #commits = new CommitTelemetry();
 
-  constructor(store: RegistryStore, catalog: Catalog, bus: ChangeBus, now: () => string = isoNow) {
+  constructor(store: RegistryStore, catalog: Catalog, bus: ChangeBus, now: () => string = isoNow, partLimits: ImportPartLimits = IMPORT_PART_LIMITS) {
+    this.#partLimits = partLimits;
     this.#store = store;
     this.#catalog = catalog;
     this.#bus = bus;
@@ -202,17 +206,30 @@ export class RegistryService implements RegistryWrites {
   /**
    * Replicated mode (src/replication/): applies one message of the replication topic, decided
    * here as a local write would be, with the message's index and time; `actor` is given on the
-   * replica that published it (its audit entry), undefined elsewhere. Resolves with the outcome,
-   * refusals included; rejects only when the commit failed (the replica must read again).
+   * replica that published it (its audit entry), undefined elsewhere. `refusal`: the replicator
+   * has decided already that the message is refused (a credential that does not open); the
+   * position moves all the same. Resolves with the outcome, refusals included; rejects only when
+   * the commit failed (the replica must read again).
    */
-  applyReplicated(event: ReplicationEvent, pin: Pin, actor?: Actor): Promise<Outcome> {
-    if (event.op === 'import') {
+  applyReplicated(event: ReplicationEvent, pin: Pin, actor?: Actor, refusal?: RegistryError): Promise<Outcome> {
+    const exclusive =
+      refusal === undefined && event.op === 'import'
+        ? () => this.#importReplicated(event.body, actor, pin)
+        : refusal === undefined && isLastImportPart(event)
+          ? () => this.#importParts(event, actor, pin)
+          : undefined;
+    if (exclusive) {
       return new Promise<Outcome>((resolve, reject) => {
-        this.#queue.push({ run: () => undefined, exclusive: () => this.#importReplicated(event.body, actor, pin), resolve: resolve as (value: unknown) => void, reject, pin });
+        this.#queue.push({ run: () => undefined, exclusive, resolve: resolve as (value: unknown) => void, reject, pin });
         this.#schedule();
       });
     }
-    const run = this.#replicatedWrite(event, actor);
+    const run =
+      refusal === undefined
+        ? this.#replicatedWrite(event, actor)
+        : () => {
+            throw refusal;
+          };
     return new Promise<Outcome>((resolve, reject) => {
       this.#queue.push({ run, resolve: resolve as (value: unknown) => void, reject, pin });
       this.#schedule();
@@ -251,12 +268,74 @@ export class RegistryService implements RegistryWrites {
           if (!tools.success || event.serverIndex === undefined) throw new RegistryError('TR_ERR_VALIDATION', 'a replicated sync of an MCP server is malformed');
           return this.#syncMcpTools(required(), event.serverIndex, tools.data);
         };
+      case 'import.part':
+        return () => this.#stageImportPart(event);
       case 'import':
       case 'marker':
         return () => {
           throw new Error(`${event.op} is not a single write`);
         };
     }
+  }
+
+  /**
+   * A part of an import sent in parts, not its last: staged in the batch's transaction, the one
+   * that saves the position. Parts come in order, one each, all giving the same count, within
+   * the limits of IMPORT_PART_LIMITS; anything else refuses the part and drops what is staged of
+   * its import (its last part is refused then too), the same way on every replica.
+   */
+  #stageImportPart(event: ReplicationEvent): { part: number; parts: number } {
+    const now = Date.parse(this.#stamp());
+    const notBefore = now - this.#partLimits.orphanAfterMs;
+    // Orphans first, so that a part number they held can be staged again.
+    this.#store.dropImportPartsBefore(notBefore);
+    const staged = this.#store.stagedImport(event.write, notBefore);
+    const problem = importPartProblem(event, staged, this.#partLimits) ?? stagedBytesProblem(event, this.#store.stagedImportBytes(notBefore), this.#partLimits);
+    if (problem) {
+      this.#store.dropImportParts(event.write);
+      throw problem;
+    }
+    const { part, parts, chunk } = event as Required<Pick<ReplicationEvent, 'part' | 'parts' | 'chunk'>>;
+    this.#store.stageImportPart({ write: event.write, part, parts, chunk, bytes: Buffer.byteLength(chunk), stagedAt: now });
+    return { part, parts };
+  }
+
+  /**
+   * The last part of an import sent in parts: its staged parts and this one joined, parsed and
+   * imported as one write (all or nothing, the same validation as a local import) under this
+   * message's index, the staged parts deleted in the import's transaction; or refused, with the
+   * parts deleted and the position saved in one transaction.
+   */
+  async #importParts(event: ReplicationEvent, actor: Actor | undefined, pin: Pin): Promise<Outcome> {
+    this.#pinnedAt = pin.at;
+    const at = this.#stamp();
+    this.#pinnedAt = null;
+    const notBefore = Date.parse(at) - this.#partLimits.orphanAfterMs;
+    let plan: ImportPlan;
+    try {
+      const problem = importPartProblem(event, this.#store.stagedImport(event.write, notBefore), this.#partLimits);
+      if (problem) throw problem;
+      const text = this.#store.stagedImportChunks(event.write, notBefore).join('') + (event.chunk ?? '');
+      let input: unknown;
+      try {
+        input = JSON.parse(text);
+      } catch {
+        throw new RegistryError('TR_ERR_INVALID_JSON', `the ${event.parts ?? 0} parts of import ${event.write} do not join into JSON`);
+      }
+      plan = await this.#planImport(input);
+    } catch (error) {
+      if (!(error instanceof RegistryError)) throw error;
+      this.#store.group(
+        () => {
+          this.#store.dropImportParts(event.write);
+          this.#store.saveReplicationPosition(this.#position(pin));
+        },
+        { deferSync: true },
+      );
+      await this.#store.sync();
+      return { ok: false, error };
+    }
+    return { ok: true, value: await this.#writeImport(plan, at, actor, pin, event.write) };
   }
 
   /** An import from the topic: refused (the position saved alone) or written with the message's index. */
@@ -342,8 +421,12 @@ export class RegistryService implements RegistryWrites {
               this.#pinnedAt = null;
             }
           }
-          // Replicated mode: the position moves with the writes, refused ones included.
-          if (pinned) this.#store.saveReplicationPosition(this.#position(pinned));
+          // Replicated mode: the position moves with the writes, refused ones included; parts of
+          // imports that were never finished go once a message is stamped long enough after them.
+          if (pinned) {
+            this.#store.dropImportPartsBefore(Date.parse(this.#lastStamp) - this.#partLimits.orphanAfterMs);
+            this.#store.saveReplicationPosition(this.#position(pinned));
+          }
         },
         { deferSync: true },
       );
@@ -631,8 +714,11 @@ export class RegistryService implements RegistryWrites {
     return { services, ordered };
   }
 
-  /** Writes a validated import in slices, under the message's index in replicated mode. */
-  async #writeImport({ services, ordered }: ImportPlan, at: string, actor: Actor | undefined, pin?: Pin): Promise<ImportSummary> {
+  /**
+   * Writes a validated import in slices, under the message's index in replicated mode (and with
+   * the staged parts of `partsOf`, an import sent in parts, deleted in its transaction).
+   */
+  async #writeImport({ services, ordered }: ImportPlan, at: string, actor: Actor | undefined, pin?: Pin, partsOf?: string): Promise<ImportSummary> {
     const slices = new TimeSlices();
     const write = await this.#store.beginBulk(pin?.index);
     const entries = new Map<string, CatalogTool>();
@@ -666,7 +752,7 @@ export class RegistryService implements RegistryWrites {
       const change = { services: serviceResults.map((s) => s.record), tools: toolResults.map((t) => t.record) };
       prepared = await slices.run(this.#catalog.prepareWrite(write.index, change, entries));
       const detail = `${serviceResults.length} tool service(s), ${toolResults.length} tool(s)`;
-      await write.commit(actor && { ...actor, at, action: 'import', target: null, outcome: 'ok', status: 200, detail }, pin && this.#position(pin));
+      await write.commit(actor && { ...actor, at, action: 'import', target: null, outcome: 'ok', status: 200, detail }, pin && this.#position(pin), partsOf);
     } catch (err) {
       await Promise.allSettled(inFlight);
       // A failed step has rolled back already; the error that counts is the first.
@@ -746,6 +832,39 @@ function withPathKey(input: unknown, key: string, fromPath: string | undefined):
 function refuseNotOwned(what: string, name: string, existing: { owner?: string } | undefined, owner: string): void {
   if (existing === undefined || existing.owner === owner) return;
   throw new RegistryError('TR_ERR_CONFLICT', `${what} "${name}" was registered by ${existing.owner === undefined ? 'an operator' : 'another announcer'}: an announcement cannot write over it`);
+}
+
+/** Half of a UTF-16 pair without its other half: a chunk cut inside a character (SQLite would store U+FFFD). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+const partRefused = (event: ReplicationEvent, why: string) =>
+  new RegistryError('TR_ERR_BAD_REQUEST', `part ${event.part ?? '?'} of ${event.parts ?? '?'} of import ${event.write} is refused: ${why}; the import is dropped, send it again`);
+
+/**
+ * Why a part of an import sent in parts cannot be taken, given what is staged of its import:
+ * parts 0 to n-1 in order, each once, all with the same count, within the limits.
+ */
+function importPartProblem(event: ReplicationEvent, staged: StagedImport, limits: ImportPartLimits): RegistryError | undefined {
+  const { part, parts, chunk } = event;
+  if (part === undefined || parts === undefined || chunk === undefined) return partRefused(event, 'an import part needs part, parts and chunk');
+  if (parts > limits.maxParts) return partRefused(event, `an import has at most ${limits.maxParts} parts`);
+  if (part >= parts) return partRefused(event, 'its number is past the count');
+  if (LONE_SURROGATE.test(chunk)) return partRefused(event, 'its chunk is cut inside a character');
+  if (staged.count > 0 && (staged.minParts !== parts || staged.maxParts !== parts)) return partRefused(event, `the parts before it give another count (${staged.maxParts ?? '?'})`);
+  if (part < staged.count) return partRefused(event, 'it came before (a duplicate)');
+  if (staged.count !== part || (part > 0 && (staged.first !== 0 || staged.last !== part - 1))) {
+    return partRefused(event, `parts 0 to ${part - 1} are not all staged before it (out of order, or dropped as unfinished after ${limits.orphanAfterMs / 60_000} minutes)`);
+  }
+  if (staged.bytes + Buffer.byteLength(chunk) > limits.maxImportBytes) {
+    return new RegistryError('TR_ERR_BODY_TOO_LARGE', `import ${event.write} is past the ${limits.maxImportBytes} bytes of JSON an import sent in parts may have`);
+  }
+  return undefined;
+}
+
+/** A part that would take the bytes staged for every unfinished import past their limit. */
+function stagedBytesProblem(event: ReplicationEvent, stagedBytes: number, limits: ImportPartLimits): RegistryError | undefined {
+  if (stagedBytes + Buffer.byteLength(event.chunk ?? '') <= limits.maxStagedBytes) return undefined;
+  return new RegistryError('TR_ERR_BODY_TOO_LARGE', `the replicas hold ${stagedBytes} bytes of unfinished imports, and this part would take them past ${limits.maxStagedBytes}; send the import again later`);
 }
 
 function collect(errors: FieldError[], fn: () => void): void {

@@ -12,17 +12,34 @@
  * crash neither repeats nor skips a message. A replica is caught up (ready) once it reads back a
  * marker it published after starting. With the broker down, writes are refused at once (503)
  * and reads go on from memory; the producer and the reader reconnect by themselves.
+ *
+ * Two writes do not travel as they came. An import too big for one message goes as `import.part`
+ * messages (src/replication/import-parts.ts) that every replica stages and applies at the last
+ * one; its caller is answered then, with the last part's index. An MCP server's credential goes
+ * sealed with the key every replica shares (src/replication/credential-seal.ts), never in clear.
  */
-import { randomUUID } from 'node:crypto';
+import { randomUUID, type KeyObject } from 'node:crypto';
 import { RegistryError } from '../model/errors.js';
 import type { McpTool } from '../model/mcp-schemas.js';
-import { REPLICATION_OPS, ReplicationEventSchema, replicationKey, type ReplicationEvent, type ReplicationOp } from '../model/replication.js';
+import {
+  IMPORT_PART_LIMITS,
+  isLastImportPart,
+  REPLICATION_OPS,
+  ReplicationEventSchema,
+  replicationKey,
+  SealedCredentialSchema,
+  type ReplicationEvent,
+  type ReplicationOp,
+} from '../model/replication.js';
 import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
 import type { CommitObserver } from '../registry/commit-telemetry.js';
 import type { RegistryWrites } from '../registry/writes.js';
 import type { RegistryStore } from '../store/registry-store.js';
+import { TimeSlices } from '../registry/time-slices.js';
 import { ensureTopic } from './admin.js';
+import { openCredential, sealCredential, WrongKeyError } from './credential-seal.js';
+import { importParts } from './import-parts.js';
 import { indexOf } from './message-id.js';
 import { MessageTooLargeError, TopicProducer, TopicReader, TopicUnavailableError, type TopicMessage } from './topic.js';
 
@@ -42,8 +59,13 @@ export interface ReplicatorOptions {
    * write behind a long import keeps waiting as long as the replica is busy applying.
    */
   applyTimeoutMs: number;
-  /** Largest message, as JSON, the broker takes through the WebSocket API (base64 in one frame). */
+  /** Largest message, as JSON, the broker takes through the WebSocket API (base64 in one frame); a bigger import goes in parts. */
   maxMessageBytes: number;
+  /**
+   * The key every replica shares (REPLICATION_SECRET_FILE): MCP servers' credentials travel the
+   * topic encrypted with it (src/replication/credential-seal.ts). Undefined: such writes are refused.
+   */
+  secretKey?: KeyObject | undefined;
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 
@@ -145,44 +167,59 @@ export class Replicator implements RegistryWrites {
   }
 
   putTool(input: unknown, pathName?: string, actor?: Actor): Promise<PutResult<ToolRecord>> {
-    return this.#write('tool.put', { target: pathName, body: input }, actor);
+    return this.#write('tool.put', () => ({ target: pathName, body: input }), actor);
   }
 
   deleteTool(name: string, actor?: Actor): Promise<ToolRecord> {
-    return this.#write('tool.delete', { target: name }, actor);
+    return this.#write('tool.delete', () => ({ target: name }), actor);
   }
 
   putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>> {
-    return this.#write('tool-service.put', { target: pathId, body: input }, actor);
+    return this.#write('tool-service.put', () => ({ target: pathId, body: input }), actor);
   }
 
   deleteService(id: string, actor?: Actor): Promise<ServiceRecord> {
-    return this.#write('tool-service.delete', { target: id }, actor);
+    return this.#write('tool-service.delete', () => ({ target: id }), actor);
   }
 
+  /**
+   * A credential never travels the topic in clear: `{ bearer }` is sealed with the shared key
+   * (bound to the write and the server), and refused without one. `{ set: true }` keeps the
+   * stored credential and carries no secret.
+   */
   putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>> {
-    const credential = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>)['credential'] : undefined;
-    if (credential !== undefined && credential !== null && !(typeof credential === 'object' && (credential as Record<string, unknown>)['set'] === true)) {
-      // Every write travels through the topic, which is not a place for secrets.
-      return Promise.reject(
-        new RegistryError('TR_ERR_VALIDATION', 'in replicated mode an MCP server cannot be given a credential: it would travel through the replication topic', {
-          fieldErrors: [{ path: 'credential', message: 'not taken in replicated mode' }],
-        }),
+    const body = isRecord(input) ? input : undefined;
+    const credential = body?.['credential'];
+    if (body === undefined || credential === undefined || credential === null || (isRecord(credential) && credential['set'] === true)) {
+      return this.#write('mcp-server.put', () => ({ target: pathId, body: input }), actor);
+    }
+    const key = this.#options.secretKey;
+    const refuse = (message: string, field: string) => Promise.reject(new RegistryError('TR_ERR_VALIDATION', message, { fieldErrors: [{ path: field, message }] }));
+    if (key === undefined) {
+      return refuse(
+        'in replicated mode an MCP server\'s credential travels the replication topic encrypted with the key of REPLICATION_SECRET_FILE, and this replica has none: give every replica the same key file (tool-registry replication-key writes one)',
+        'credential',
       );
     }
-    return this.#write('mcp-server.put', { target: pathId, body: input }, actor);
+    const bearer = isRecord(credential) && Object.keys(credential).length === 1 ? credential['bearer'] : undefined;
+    // Checked here, so that nothing else shaped like a secret goes out in clear.
+    if (typeof bearer !== 'string') return refuse('must be {"bearer": "..."}, or {"set": true} to keep the stored one', 'credential');
+    const target = pathId ?? (typeof body['id'] === 'string' ? body['id'] : undefined);
+    if (target === undefined) return refuse('an MCP server with a credential needs its id', 'id');
+    return this.#write('mcp-server.put', (write) => ({ target, body: { ...body, credential: sealCredential(key, bearer, { write, target }) } }), actor);
   }
 
   deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }> {
-    return this.#write('mcp-server.delete', { target: id }, actor);
+    return this.#write('mcp-server.delete', () => ({ target: id }), actor);
   }
 
   syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult> {
-    return this.#write('mcp-server.sync', { target: serverId, serverIndex, body: wanted }, undefined);
+    return this.#write('mcp-server.sync', () => ({ target: serverId, serverIndex, body: wanted }), undefined);
   }
 
+  /** One message when it fits one; else `import.part` messages (src/replication/import-parts.ts), applied at the last. */
   importBundle(input: unknown, actor?: Actor): Promise<ImportSummary> {
-    return this.#write('import', { body: input }, actor);
+    return this.#write('import', () => ({ body: input }), actor);
   }
 
   observeCommits(observer: CommitObserver): () => void {
@@ -197,32 +234,66 @@ export class Replicator implements RegistryWrites {
     return this.#service.exportBundle();
   }
 
-  async #write<T>(op: ReplicationOp, fields: Pick<ReplicationEvent, 'target' | 'body' | 'serverIndex'>, actor: Actor | undefined): Promise<T> {
+  async #write<T>(op: ReplicationOp, fields: (write: string) => Pick<ReplicationEvent, 'target' | 'body' | 'serverIndex'>, actor: Actor | undefined): Promise<T> {
     if (this.#failed !== undefined) throw unavailable(`this replica stopped applying the replication topic (${this.#failed}); restart it`);
+    const write = randomUUID();
     const event: ReplicationEvent = {
       v: 1,
       op,
-      write: randomUUID(),
+      write,
       origin: this.#options.replicaId,
       at: new Date().toISOString(),
-      ...fields,
+      ...fields(write),
       ...(actor?.announcer !== undefined && { owner: actor.announcer }),
     };
-    const payload = JSON.stringify(event);
-    const bytes = Buffer.byteLength(payload);
-    if (bytes > this.#options.maxMessageBytes) {
-      throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode a write travels as one message of at most ${this.#options.maxMessageBytes} bytes of JSON; this one is ${bytes} (split an import into smaller ones)`);
+    const max = this.#options.maxMessageBytes;
+    if (op !== 'import') {
+      const payload = JSON.stringify(event);
+      const bytes = Buffer.byteLength(payload);
+      if (bytes > max) throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode a write travels as one message of at most ${max} bytes of JSON; this one is ${bytes}`);
+      return this.#publish(event, actor, 1, () => payload);
     }
+    // The bundle's text once: the whole message if it fits, else what the parts cut.
+    const { body, ...header } = event;
+    const text = JSON.stringify(body) ?? 'null';
+    const head = JSON.stringify(header);
+    const single = `${head.slice(0, -1)},"body":${text}}`;
+    if (Buffer.byteLength(single) <= max) return this.#publish(event, actor, 1, () => single);
+    const bytes = Buffer.byteLength(text);
+    if (bytes > IMPORT_PART_LIMITS.maxImportBytes) {
+      throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode an import has at most ${IMPORT_PART_LIMITS.maxImportBytes} bytes of JSON; this one is ${bytes}`);
+    }
+    const parts = await new TimeSlices().run(importParts(event, text, max, IMPORT_PART_LIMITS.maxParts));
+    if (parts === undefined) throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode an import goes in at most ${IMPORT_PART_LIMITS.maxParts} messages of ${max} bytes; this one needs more`);
+    return this.#publish(event, actor, parts.count, (n) => parts.message(n, n === 0 ? event.at : new Date().toISOString()));
+  }
+
+  /**
+   * Publishes a write's messages in order (one, or the parts of an import: each once the broker
+   * has taken the one before, and no more once one is refused), then waits for this replica to
+   * apply the last, and answers with its outcome.
+   */
+  async #publish<T>(event: ReplicationEvent, actor: Actor | undefined, count: number, message: (n: number) => string): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
+    let early: Outcome | undefined;
     const applied = new Promise<Outcome>((resolve, reject) => this.#waiting.set(event.write, { actor, resolve, reject }));
-    applied.catch(() => undefined);
+    applied.then(
+      (outcome) => void (early = outcome),
+      () => undefined,
+    );
+    const key = replicationKey(event);
     try {
-      try {
-        await this.#producer.publish(payload, replicationKey(event));
-      } catch (err) {
-        if (err instanceof MessageTooLargeError) throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode a write travels as one message, and the broker refused this one as too large (${err.message}); split an import into smaller ones`);
-        if (err instanceof TopicUnavailableError) throw unavailable(`${err.message}: writes are refused until the broker is back; reads go on`, err);
-        throw err;
+      for (let n = 0; n < count && early === undefined; n++) {
+        try {
+          await this.#producer.publish(message(n), key);
+        } catch (err) {
+          const what = count > 1 ? `part ${n + 1} of ${count} of this import` : 'this write';
+          if (err instanceof MessageTooLargeError) {
+            throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `the broker refused ${what} as too large (${err.message}); set PULSAR_WS_MAX_FRAME_BYTES to what the broker takes`);
+          }
+          if (err instanceof TopicUnavailableError) throw unavailable(`${err.message}: writes are refused until the broker is back; reads go on`, err);
+          throw err;
+        }
       }
       const timeoutMs = this.#options.applyTimeoutMs;
       const timedOut = new Promise<never>((_resolve, reject) => {
@@ -284,8 +355,13 @@ export class Replicator implements RegistryWrites {
       return Promise.resolve();
     }
     const waiting = event.origin === this.#options.replicaId ? this.#waiting.get(event.write) : undefined;
+    const opened = this.#openCredential(event, message.messageId);
+    if (opened === undefined) {
+      waiting?.reject(unavailable('this replica cannot decrypt the write; fix its REPLICATION_SECRET_FILE and restart it'));
+      return Promise.resolve();
+    }
     this.#applying++;
-    const applied = this.#service.applyReplicated(event, { index, at: event.at, topic: this.#options.topic, messageId: message.messageId }, waiting?.actor);
+    const applied = this.#service.applyReplicated(opened.event, { index, at: event.at, topic: this.#options.topic, messageId: message.messageId }, waiting?.actor, opened.refusal);
     const settled = () => {
       this.#applying--;
       this.#progressAt = Date.now();
@@ -294,6 +370,8 @@ export class Replicator implements RegistryWrites {
       (outcome) => {
         settled();
         this.#appliedIndex = index;
+        // An import's caller hears at its last part (or at the first part refused).
+        if (outcome.ok && event.op === 'import.part' && !isLastImportPart(event)) return;
         waiting?.resolve(outcome);
       },
       (err: unknown) => {
@@ -303,6 +381,41 @@ export class Replicator implements RegistryWrites {
       },
     );
     return this.#tail.then(() => undefined);
+  }
+
+  /**
+   * A replicated `mcp-server.put` with its sealed credential opened (src/replication/
+   * credential-seal.ts), or with the refusal every replica holding the key decides the same way
+   * (malformed, or altered); undefined when this replica has stopped: it holds no key, or another
+   * key than the writer's, and must not apply the server without its credential. Its position
+   * stays before the message, so that it applies it once restarted with the right key.
+   */
+  #openCredential(event: ReplicationEvent, messageId: string): { event: ReplicationEvent; refusal?: RegistryError } | undefined {
+    const body = event.op === 'mcp-server.put' && isRecord(event.body) ? event.body : undefined;
+    const credential = body?.['credential'];
+    if (body === undefined || !isRecord(credential) || !('sealed' in credential)) return { event };
+    const refuse = (why: string) => ({
+      event,
+      refusal: new RegistryError('TR_ERR_VALIDATION', `invalid MCP server: credential: ${why}`, { fieldErrors: [{ path: 'credential', message: why }] }),
+    });
+    const sealed = SealedCredentialSchema.safeParse(credential);
+    if (!sealed.success) return refuse('the sealed credential is malformed');
+    if (event.target === undefined) return refuse('a sealed credential needs the server id as the target');
+    const key = this.#options.secretKey;
+    if (key === undefined) {
+      this.#fail(`message ${messageId} carries an MCP server's encrypted credential and this replica has no REPLICATION_SECRET_FILE: give it the key the other replicas have`);
+      return undefined;
+    }
+    try {
+      const bearer = openCredential(key, sealed.data, { write: event.write, target: event.target });
+      return { event: { ...event, body: { ...body, credential: { bearer } } } };
+    } catch (err) {
+      if (err instanceof WrongKeyError) {
+        this.#fail(`message ${messageId} carries an MCP server's credential encrypted with another key than this replica's REPLICATION_SECRET_FILE: give it the key the other replicas have`);
+        return undefined;
+      }
+      return refuse((err as Error).message);
+    }
   }
 
   #markCaughtUp(): void {
@@ -319,6 +432,10 @@ export class Replicator implements RegistryWrites {
     this.#options.log.error({ topic: this.#options.topic }, `replication stopped: ${reason}; restart this replica`);
     this.#reader.stop();
   }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function parseEvent(text: string | undefined): ReplicationEvent | undefined {

@@ -37,7 +37,7 @@ function run(request: BulkRequest): unknown {
     case 'putTools':
       return live().putTools(request.tools, request.now);
     case 'commit':
-      live().commit(request.audit, request.position);
+      live().commit(request.audit, request.position, request.partsOf);
       return null;
     case 'rollback':
       write?.rollback();

@@ -23,7 +23,7 @@ type BulkStep =
   | { op: 'begin'; path: string; maxPageCount: number; index: number | undefined }
   | { op: 'putServices'; services: readonly ToolService[]; now: string }
   | { op: 'putTools'; tools: readonly ToolWrite[]; now: string }
-  | { op: 'commit'; audit: AuditEntryInput | undefined; position: ReplicationPosition | undefined }
+  | { op: 'commit'; audit: AuditEntryInput | undefined; position: ReplicationPosition | undefined; partsOf: string | undefined }
   | { op: 'rollback' };
 
 /** A step with the id its answer carries. */
@@ -38,7 +38,7 @@ export interface RemoteBulkWrite {
   putServices(services: readonly ToolService[], now: string): Promise<PutResult<ServiceRecord>[]>;
   putTools(tools: readonly ToolWrite[], now: string): Promise<PutResult<ToolRecord>[]>;
   /** Resolves once committed (not yet fdatasynced); `checkpointed` once the worker has checkpointed after it. */
-  commit(audit: AuditEntryInput | undefined, position: ReplicationPosition | undefined): Promise<{ checkpointed: Promise<void> }>;
+  commit(audit: AuditEntryInput | undefined, position: ReplicationPosition | undefined, partsOf: string | undefined): Promise<{ checkpointed: Promise<void> }>;
   rollback(): Promise<void>;
 }
 
@@ -78,11 +78,11 @@ export class BulkWriter {
       index,
       putServices: async (services, now) => (await this.#call({ op: 'putServices', services, now })) as PutResult<ServiceRecord>[],
       putTools: async (tools, now) => (await this.#call({ op: 'putTools', tools, now })) as PutResult<ToolRecord>[],
-      commit: async (audit, position) => {
+      commit: async (audit, position, partsOf) => {
         const checkpointed = new Promise<void>((resolve) => {
           this.#onCheckpoint = resolve;
         });
-        await this.#call({ op: 'commit', audit, position });
+        await this.#call({ op: 'commit', audit, position, partsOf });
         return { checkpointed };
       },
       rollback: async () => {

@@ -11,6 +11,7 @@ import type { ToolDescriptor, ToolKind, ToolService } from '../model/schemas.js'
 import type { CredentialChange, McpServer } from '../model/mcp-schemas.js';
 import type { AuditEntryInput, ChangeRecord, McpServerRecord, PutResult, ServiceRecord, ToolRecord, ToolStatus } from '../model/records.js';
 import { McpServerRows } from './mcp-server-rows.js';
+import { ImportPartRows, type ImportPartRow, type StagedImport } from './import-part-rows.js';
 import type { AuditStore } from './audit-store.js';
 import { BulkWriter, type RemoteBulkWrite } from './bulk-write.js';
 import type { SqliteDatabase } from './database.js';
@@ -76,8 +77,11 @@ export interface BulkWrite {
   readonly index: number;
   putServices(services: readonly ToolService[], now: string): Promise<PutResult<ServiceRecord>[]>;
   putTools(tools: readonly ToolWrite[], now: string): Promise<PutResult<ToolRecord>[]>;
-  /** Commits (with the replica's new position, in replicated mode); `sync()` must be awaited before anyone hears of it. */
-  commit(audit?: AuditEntryInput, position?: ReplicationPosition): Promise<void>;
+  /**
+   * Commits (with the replica's new position, in replicated mode, and the deletion of the staged
+   * parts of `partsOf`, an import sent in parts); `sync()` must be awaited before anyone hears of it.
+   */
+  commit(audit?: AuditEntryInput, position?: ReplicationPosition, partsOf?: string): Promise<void>;
   /** Undoes everything written so far; safe after a failed step, and twice. */
   rollback(): Promise<void>;
 }
@@ -88,8 +92,11 @@ export interface SlicedWrite {
   readonly index: number;
   putServices(services: readonly ToolService[], now: string): PutResult<ServiceRecord>[];
   putTools(tools: readonly ToolWrite[], now: string): PutResult<ToolRecord>[];
-  /** Commits (with the audit entry and the replica's position, if any); with `deferSync`, `sync()` must be awaited before anyone hears of it. */
-  commit(audit?: AuditEntryInput, position?: ReplicationPosition): void;
+  /**
+   * Commits (with the audit entry, the replica's position and the deletion of the staged parts of
+   * `partsOf`, if any); with `deferSync`, `sync()` must be awaited before anyone hears of it.
+   */
+  commit(audit?: AuditEntryInput, position?: ReplicationPosition, partsOf?: string): void;
   /** Undoes everything written so far; safe to call after a failed commit, and twice. */
   rollback(): void;
 }
@@ -182,6 +189,7 @@ export class RegistryStore {
   #autoCheckpoint: number | null = null;
   #pendingCheckpoints = 0;
   readonly #mcpServers: McpServerRows;
+  readonly #importParts: ImportPartRows;
   /** The index the next write takes instead of the next number (replicated mode), or null. */
   #pinnedIndex: number | null = null;
   /** The registry index of the last commit, and the last one known to be on disk. */
@@ -250,6 +258,7 @@ export class RegistryStore {
       probe: db.prepare('INSERT INTO health_probe (id, probed_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at'),
     };
     this.#mcpServers = new McpServerRows(db);
+    this.#importParts = new ImportPartRows(db);
     this.gate = writeGateOf(db);
     this.#committedIndex = this.registryIndex();
     this.#durableIndex = this.#committedIndex;
@@ -293,6 +302,36 @@ export class RegistryStore {
   /** Saves the replica's position, in the transaction of the writes it applied (or alone). */
   saveReplicationPosition(position: ReplicationPosition): void {
     this.#translate(() => this.#stmts.saveReplication.run(position));
+  }
+
+  /** Replicated mode: stages one part of an import sent in parts, in the transaction that saves the position. */
+  stageImportPart(row: ImportPartRow): void {
+    this.#translate(() => this.#importParts.stage(row));
+  }
+
+  /** What is staged of an import sent in parts, leaving out parts staged before `notBefore`. */
+  stagedImport(write: string, notBefore: number): StagedImport {
+    return this.#translate(() => this.#importParts.summary(write, notBefore));
+  }
+
+  /** Bytes staged for every unfinished import, from `notBefore` on. */
+  stagedImportBytes(notBefore: number): number {
+    return this.#translate(() => this.#importParts.totalBytes(notBefore));
+  }
+
+  /** The staged chunks of an import in part order, from `notBefore` on. */
+  stagedImportChunks(write: string, notBefore: number): string[] {
+    return this.#translate(() => this.#importParts.chunks(write, notBefore));
+  }
+
+  /** Deletes the staged parts of an import (refused, or applied by a bulk write's commit). */
+  dropImportParts(write: string): void {
+    this.#translate(() => this.#importParts.drop(write));
+  }
+
+  /** Deletes the parts staged before `notBefore` (their imports were never finished); returns how many. */
+  dropImportPartsBefore(notBefore: number): number {
+    return this.#translate(() => this.#importParts.dropBefore(notBefore));
   }
 
   /** The index a write takes: the pinned one in replicated mode, else the next number. */
@@ -510,13 +549,14 @@ export class RegistryStore {
         live();
         return this.#translate(() => tools.map((t) => this.#putTool(t, index, now)));
       },
-      commit: (audit, position) => {
+      commit: (audit, position, partsOf) => {
         live();
         open = false;
         try {
           this.#translate(() => {
             if (audit && this.#audit) this.#audit.insert(audit, index);
             if (position) this.#stmts.saveReplication.run(position);
+            if (partsOf !== undefined) this.#importParts.drop(partsOf);
             this.#db.exec('COMMIT');
           });
         } catch (err) {
@@ -563,7 +603,7 @@ export class RegistryStore {
         index: write.index,
         putServices: async (services, now) => write.putServices(services, now),
         putTools: async (tools, now) => write.putTools(tools, now),
-        commit: async (audit, position) => write.commit(audit, position),
+        commit: async (audit, position, partsOf) => write.commit(audit, position, partsOf),
         rollback: async () => write.rollback(),
       };
     }
@@ -584,7 +624,7 @@ export class RegistryStore {
       index: remote.index,
       putServices: (services, now) => (live(), remote.putServices(services, now)),
       putTools: (tools, now) => (live(), remote.putTools(tools, now)),
-      commit: async (audit, position) => {
+      commit: async (audit, position, partsOf) => {
         live();
         open = false;
         // SQLite would checkpoint the import's pages inside this connection's next COMMIT
@@ -592,7 +632,7 @@ export class RegistryStore {
         this.#suspendAutoCheckpoint();
         let checkpointed: Promise<void>;
         try {
-          ({ checkpointed } = await remote.commit(audit, position));
+          ({ checkpointed } = await remote.commit(audit, position, partsOf));
         } catch (err) {
           this.#resumeAutoCheckpoint();
           throw err;

@@ -128,6 +128,7 @@ async function startReplication(
     applyTimeoutMs: replication.applyTimeoutMs,
     // Less room for the message key (a tool's name) beside the payload.
     maxMessageBytes: payloadLimit(limits, {}, '0000000000').bytes - 1536,
+    secretKey: replication.secretKey,
     log,
   });
 }

@@ -1,0 +1,193 @@
+/**
+ * The Replicator (src/replication/replicator.ts) over an in-process topic (fake-topic.ts): an
+ * import bigger than one message goes in parts and is answered at its last, with its index, on
+ * every replica the same; an MCP server's credential travels sealed, opens on every replica with
+ * the key, and stops a replica without it. The real broker: test/bus/replication*.broker.test.ts.
+ */
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RegistryError } from '../../src/model/errors.js';
+import { indexOf } from '../../src/replication/message-id.js';
+import { Replicator } from '../../src/replication/replicator.js';
+import { sealCredential } from '../../src/replication/credential-seal.js';
+import { FakeTopic } from './fake-topic.js';
+import { bundle, openReplica, removeReplicaDirs, TOPIC, type TestReplica } from './support.js';
+
+const BEARER = 'upstream-bearer-0123456789abcdef';
+const KEY = createSecretKey(randomBytes(32));
+
+interface Running extends TestReplica {
+  replicator: Replicator;
+  logs: string[];
+}
+
+let topic: FakeTopic;
+const running: Running[] = [];
+
+afterEach(async () => {
+  for (const r of running.splice(0)) {
+    r.replicator.close();
+    r.store.close();
+  }
+  removeReplicaDirs();
+  await topic?.stop();
+});
+
+async function startTopic(): Promise<FakeTopic> {
+  topic = new FakeTopic();
+  await topic.start();
+  return topic;
+}
+
+/** A replica following the topic; resolves once caught up unless `wait` is false (a replica that stops). */
+async function start(id: string, options: { maxMessageBytes?: number; secretKey?: KeyObject; wait?: boolean } = {}): Promise<Running> {
+  const replica = openReplica();
+  const logs: string[] = [];
+  const line = (level: string) => (obj: object, msg: string) => void logs.push(`${level} ${JSON.stringify(obj)} ${msg}`);
+  const replicator = new Replicator(replica.service, replica.store, {
+    url: topic.url,
+    topic: TOPIC,
+    replicaId: id,
+    connectTimeoutMs: 2000,
+    applyTimeoutMs: 10_000,
+    maxMessageBytes: options.maxMessageBytes ?? 64 * 1024,
+    secretKey: options.secretKey,
+    log: { info: line('info'), warn: line('warn'), error: line('error') },
+  });
+  const r = { ...replica, replicator, logs };
+  running.push(r);
+  await replicator.start();
+  if (options.wait !== false) await replicator.caughtUp();
+  return r;
+}
+
+/** Waits until `predicate` holds (a replica following the topic). */
+async function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const lastIndex = () => indexOf(topic.entries.at(-1)!.messageId);
+const view = (r: TestReplica) => r.catalog.view({ kind: 'all' });
+
+describe('the replicator', () => {
+  it('sends an import bigger than one message in parts, answers at the last with its index, and every replica applies it the same', async () => {
+    await startTopic();
+    const a = await start('a', { maxMessageBytes: 16 * 1024 });
+    const b = await start('b', { maxMessageBytes: 16 * 1024 });
+    const input = bundle(400);
+    const summary = await a.replicator.importBundle(input, { sub: 'operator', iss: null, client: '127.0.0.1', requestId: 'r-1' });
+    const parts = topic.events().filter((e) => e['op'] === 'import.part');
+    expect(parts.length).toBeGreaterThan(5);
+    for (const entry of topic.entries) expect(Buffer.byteLength(entry.text)).toBeLessThanOrEqual(16 * 1024);
+    expect(new Set(topic.entries.filter((e) => e.text.includes('"import.part"')).map((e) => e.key)).size).toBe(1);
+    // Answered at the last part: its position is the import's index.
+    expect(summary).toEqual({ index: lastIndex(), toolServices: { created: 1, replaced: 0 }, tools: { created: 401, replaced: 0 } });
+    expect(a.catalog.index).toBe(summary.index);
+    await until(() => b.catalog.index === summary.index, 'b applies the import');
+    expect(view(b).etag).toBe(view(a).etag);
+    expect(Buffer.compare(view(a).body, view(b).body)).toBe(0);
+    for (const r of [a, b]) expect(r.stagedRows()).toEqual([]);
+    // The audit entry where it was taken, one for the whole import.
+    expect(a.audit.list({ limit: 10 }).map((e) => [e.action, e.detail])).toEqual([['import', '1 tool service(s), 401 tool(s)']]);
+    expect(b.audit.list({ limit: 10 })).toEqual([]);
+    // A new replica reads it all from the start.
+    const c = await start('c', { maxMessageBytes: 16 * 1024 });
+    expect(c.catalog.index).toBe(a.catalog.index);
+    expect(view(c).body.toString()).toBe(view(a).body.toString());
+    expect(view(c).etag).toBe(view(a).etag);
+
+    // A small import still goes as one message.
+    const before = topic.entries.length;
+    await a.replicator.importBundle({ 'tool-services': [], tools: [] });
+    expect(topic.events().slice(before).map((e) => e['op'])).toEqual(['import']);
+  });
+
+  it('answers a refused import with the refusal of its parts, and the broker refusing a part for its size with 413', async () => {
+    await startTopic();
+    const a = await start('a', { maxMessageBytes: 8 * 1024 });
+    const invalid = bundle(100);
+    (invalid.tools[50] as Record<string, unknown>)['endpoint'] = 42;
+    const refused = await a.replicator.importBundle(invalid).then(
+      () => undefined,
+      (err: unknown) => err as RegistryError,
+    );
+    expect(refused?.code).toBe('TR_ERR_VALIDATION');
+    expect(refused?.fieldErrors?.[0]?.path).toBe('tools.50.endpoint');
+    expect(a.stagedRows()).toEqual([]);
+
+    topic.maxMessageBytes = 4 * 1024;
+    const tooLarge = await a.replicator.importBundle(bundle(100)).then(
+      () => undefined,
+      (err: unknown) => err as RegistryError,
+    );
+    expect(tooLarge).toMatchObject({ code: 'TR_ERR_BODY_TOO_LARGE', message: expect.stringMatching(/part 1 of \d+ .*PULSAR_WS_MAX_FRAME_BYTES/) });
+  });
+
+  it('refuses an MCP server credential without REPLICATION_SECRET_FILE, and sends nothing', async () => {
+    await startTopic();
+    const a = await start('a');
+    const before = topic.entries.length;
+    const err = await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { bearer: BEARER } }, 'github').then(
+      () => undefined,
+      (e: unknown) => e as RegistryError,
+    );
+    expect(err).toMatchObject({ code: 'TR_ERR_VALIDATION', message: expect.stringMatching(/REPLICATION_SECRET_FILE/) });
+    expect(topic.entries.length).toBe(before);
+    // Without a credential, or keeping the stored one, it goes as before.
+    await expect(a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp' }, 'plain')).resolves.toMatchObject({ created: true });
+  });
+
+  it('seals the credential with the shared key: every replica with the key stores it, one without or with another key stops', async () => {
+    await startTopic();
+    const a = await start('a', { secretKey: KEY });
+    const b = await start('b', { secretKey: KEY });
+    const wrong = await start('wrong', { secretKey: createSecretKey(randomBytes(32)) });
+    const none = await start('none');
+    const put = await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { bearer: BEARER }, prefix: 'gh_' }, 'github');
+    expect(put).toMatchObject({ created: true, record: { id: 'github', hasCredential: true } });
+    const sent = topic.entries.at(-1)!;
+    expect(sent.text).not.toContain(BEARER);
+    expect(JSON.parse(sent.text)).toMatchObject({ op: 'mcp-server.put', target: 'github', body: { credential: { sealed: expect.any(String), kid: expect.any(String) } } });
+    expect(a.store.mcpServerCredential('github')).toBe(BEARER);
+    await until(() => b.catalog.getMcpServer('github') !== undefined, 'b applies the server');
+    expect(b.store.mcpServerCredential('github')).toBe(BEARER);
+    // Keeping the stored credential carries no secret, and keeps it everywhere.
+    await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { set: true }, prefix: 'hub_' }, 'github');
+    await until(() => b.catalog.getMcpServer('github')?.descriptor.prefix === 'hub_', 'b applies the change');
+    expect(b.store.mcpServerCredential('github')).toBe(BEARER);
+
+    for (const r of [wrong, none]) {
+      await until(() => r.replicator.state.failed !== undefined, `${r.replicator.state.replica} stops`);
+      expect(r.replicator.state.failed).toMatch(/REPLICATION_SECRET_FILE/);
+      // Not applied, and its position before the message: applied once restarted with the key.
+      expect(r.catalog.getMcpServer('github')).toBeUndefined();
+      expect(r.store.replicationPosition()?.index ?? 0).toBeLessThan(indexOf(sent.messageId));
+      await expect(r.replicator.putTool({ name: 'x' })).rejects.toMatchObject({ code: 'TR_ERR_UNAVAILABLE' });
+    }
+    for (const r of running) expect(r.logs.join('\n')).not.toContain(BEARER);
+  });
+
+  it('refuses, on every replica with the key, a sealed credential that was altered or moved to another server', async () => {
+    await startTopic();
+    const a = await start('a', { secretKey: KEY });
+    const b = await start('b', { secretKey: KEY });
+    const sealed = sealCredential(KEY, BEARER, { write: 'w-hand', target: 'github' });
+    const flipped = Buffer.from(sealed.sealed, 'base64');
+    flipped[20] = (flipped[20] ?? 0) ^ 1;
+    const event = (target: string, credential: unknown) =>
+      JSON.stringify({ v: 1, op: 'mcp-server.put', write: 'w-hand', origin: 'elsewhere', at: new Date().toISOString(), target, body: { url: 'http://127.0.0.1:9/mcp', credential } });
+    topic.append(event('github', { ...sealed, sealed: flipped.toString('base64') }));
+    topic.append(event('gitlab', sealed));
+    topic.append(event('malformed', { sealed: 42, kid: 'nope' }));
+    const last = lastIndex();
+    for (const r of [a, b]) {
+      await until(() => r.store.replicationPosition()?.index === last, 'the messages are applied');
+      expect(r.replicator.state.failed).toBeUndefined();
+      for (const id of ['github', 'gitlab', 'malformed']) expect(r.catalog.getMcpServer(id)).toBeUndefined();
+    }
+  });
+});
