@@ -220,6 +220,11 @@ export class CatalogSnapshot {
     return this.#index;
   }
 
+  /** Changes with every write and load: what is cached from the catalogue is valid while it stays. */
+  get version(): number {
+    return this.#version;
+  }
+
   /** Where agents reach this registry: part of every message-bus tool's discovery entry. */
   get publicUrl(): URL {
     return this.#publicUrl;

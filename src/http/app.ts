@@ -21,6 +21,7 @@ import securityHeadersPlugin from './plugins/security-headers.js';
 import tracingPlugin, { type TracingHandle } from './plugins/tracing.js';
 import trustGraphConfigPlugin from './plugins/trustgraph-config.js';
 import { requestIdOf } from './request-id.js';
+import { lazyChildLogger } from './request-logger.js';
 import agUiRoutes from './routes/ag-ui.js';
 import auditRoutes from './routes/audit.js';
 import changesRoutes from './routes/changes.js';
@@ -50,6 +51,8 @@ function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServ
   // Fastify hands `http` to http.createServer, but its types do not declare it.
   const serverOptions: FastifyServerOptions & { http: { maxHeaderSize: number } } = {
     logger: options.logger ?? false,
+    // Without a logger Fastify makes no child at all; with one, only requests that log make one.
+    ...(options.logger ? { childLoggerFactory: lazyChildLogger } : {}),
     bodyLimit: config.bodyLimit,
     http: { maxHeaderSize: config.maxHeaderSize, ...serverTimeouts(config).http },
     // A client's X-Request-Id is used only when bounded and well-formed (src/http/request-id.ts).

@@ -87,7 +87,8 @@ export default fp<RegistryPluginOptions>(
     // Which announced tool services are alive (src/announce/ feeds it; without announcements every service is).
     const health = new ServiceHealth();
     app.decorate('serviceHealth', health);
-    app.decorate('listing', new CatalogListing(catalog, config.publicUrl, health));
+    // Page bodies share the view cache's budget: a quarter of VIEW_CACHE_BYTES.
+    app.decorate('listing', new CatalogListing(catalog, config.publicUrl, health, Math.floor(config.viewCacheBytes / 4)));
     // Before the server stops accepting: answer held requests so that close does not wait on them.
     app.addHook('preClose', async () => waiters.releaseAll());
     app.addHook('onClose', async () => {

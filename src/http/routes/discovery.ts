@@ -3,9 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogView } from '../../catalog/catalog.js';
 import { exportOf, exportPageOf } from '../../catalog/exports.js';
-import { discoveryBody } from '../../catalog/views.js';
 import type { Config } from '../../config.js';
-import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_WAIT_MS } from '../../model/api.js';
+import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_PAGE_SIZE, MAX_WAIT_MS } from '../../model/api.js';
 import {
   AgUiToolSchema,
   AnthropicToolSchema,
@@ -21,7 +20,7 @@ import { ifNoneMatch, viewCacheHeaders } from '../conditional.js';
 import { exemptFromIdleTimeout } from '../plugins/connections.js';
 import { ANYONE, empty, headers, problem, problems, waitersFullExample } from '../openapi/responses.js';
 import { tokenExpiresAt } from '../token-expiry.js';
-import { documentedOnly } from '../validation.js';
+import { documentedOnly, withFastPath } from '../validation.js';
 
 const viewHeaders = {
   ETag: headers.ViewETag,
@@ -41,6 +40,28 @@ const DiscoveryHeadersSchema = z.object({
     .string()
     .optional()
     .describe('Entity tags from earlier answers (comma-separated), or `*`. A `W/` prefix is ignored (weak comparison). When one matches the current view\'s `ETag`, the answer is `304`.'),
+});
+
+/** A page's size as zod's `z.coerce.number().int().min(1).max(MAX_PAGE_SIZE)` takes it, written plainly. */
+const PLAIN_LIMIT = /^[1-9][0-9]{0,3}$/;
+
+/**
+ * The query of a page walk (`limit` and `cursor`, nothing else), as DiscoveryQuerySchema parses
+ * it; anything else (other parameters, repeats, odd spellings, refusals) goes to zod.
+ */
+const DiscoveryQueryChecked = withFastPath(DiscoveryQuerySchema, (query) => {
+  let value: { limit?: number; cursor?: string } | undefined;
+  for (const key in query) {
+    const given = query[key];
+    if (typeof given !== 'string') return undefined;
+    if (key === 'limit') {
+      const limit = PLAIN_LIMIT.test(given) ? Number(given) : Infinity;
+      if (limit > MAX_PAGE_SIZE) return undefined;
+      (value ??= {}).limit = limit;
+    } else if (key === 'cursor' && given.length <= 2048) (value ??= {}).cursor = given;
+    else return undefined;
+  }
+  return value;
 });
 
 const DESCRIPTION = `Without query parameters, returns the article's discovery document: the registry's name,
@@ -140,7 +161,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         summary: "Discover the tools in the caller's view",
         description: DESCRIPTION,
         security: ANYONE,
-        querystring: DiscoveryQuerySchema,
+        querystring: DiscoveryQueryChecked,
         // Read by the handler as it came: the hot path parses no headers.
         headers: documentedOnly(DiscoveryHeadersSchema),
         response: {
@@ -202,11 +223,13 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       const format = query.format;
       const listed = query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined || query.passing === true;
       if (listed && format === undefined) {
-        const listing = app.listing.list(key, listingQuery(query));
+        // The entries' bytes as they were serialised once per write, the body kept until the next
+        // write (src/catalog/listing.ts): nothing is serialised here.
+        const listing = app.listing.body(key, listingQuery(query));
         cacheHeaders(reply, tokenView);
         reply.header('x-registry-index', String(listing.index));
-        // The entries' bytes as they were serialised once per write: nothing is serialised here.
-        return reply.type('application/json; charset=utf-8').send(discoveryBody(app.catalog.serviceName, listing.parts, `,"nextCursor":${JSON.stringify(listing.nextCursor)}`));
+        reply.type('application/json; charset=utf-8').send(listing.body);
+        return;
       }
       if (query.index !== undefined) return heldQuery(request, reply, key, query, query.index, tokenView, listed);
       if (listed && format !== undefined) return sendExportPage(reply, key, query, format, tokenView, request.headers['if-none-match']);

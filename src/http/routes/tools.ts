@@ -98,7 +98,9 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         },
       },
     },
-    async (request, reply) => {
+    // Not async, as `GET /` (src/http/routes/discovery.ts): answered before the handler returns,
+    // with no promise for Fastify to wait on.
+    (request, reply) => {
       const admin = isAdmin(request.caller, config);
       // The view policy first, so that under ANONYMOUS_DISCOVERY=none names cannot be probed.
       const viewKey = admin ? null : viewKeyFor(request.caller, config.visibility, app.catalog.knownScopeNames);
@@ -113,13 +115,14 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         const body = Buffer.from(JSON.stringify(toolRecordBody(entry.record)));
         const etag = `"r${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
         reply.header('etag', etag);
-        if (ifNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
-        return reply.type('application/json; charset=utf-8').send(body);
+        if (ifNoneMatch(request.headers['if-none-match'], etag)) reply.code(304).send();
+        else reply.type('application/json; charset=utf-8').send(body);
+        return;
       }
       // The discovery entry, as bytes serialised once per write of the tool.
       reply.header('etag', entry.etag);
-      if (ifNoneMatch(request.headers['if-none-match'], entry.etag)) return reply.code(304).send();
-      return reply.type('application/json; charset=utf-8').send(entry.bytes);
+      if (ifNoneMatch(request.headers['if-none-match'], entry.etag)) reply.code(304).send();
+      else reply.type('application/json; charset=utf-8').send(entry.bytes);
     },
   );
 
