@@ -20,20 +20,21 @@ export class KindStats {
   readonly samples: string[] = [];
   constructor(readonly expected: ReadonlySet<number>) {}
 
-  record(status: number, ms: number): void {
+  /** `detail` (the answer's body) is kept in the error samples. */
+  record(status: number, ms: number, detail = ''): void {
     this.statuses.set(String(status), (this.statuses.get(String(status)) ?? 0) + 1);
     if (this.expected.has(status)) {
       this.ok++;
       this.latencies.add(ms);
     } else {
-      this.error(`HTTP ${status}`);
+      this.error(`HTTP ${status}${detail === '' ? '' : ` ${detail.slice(0, 200)}`}`);
     }
   }
 
   error(what: string): void {
     this.errors++;
     if (this.samples.length < 5) this.samples.push(what);
-    if (!/^HTTP \d+$/.test(what)) this.statuses.set('network', (this.statuses.get('network') ?? 0) + 1);
+    if (!/^HTTP \d+/.test(what)) this.statuses.set('network', (this.statuses.get('network') ?? 0) + 1);
   }
 }
 
@@ -107,7 +108,7 @@ export async function loop(ctx: LoopContext, kind: string, thinkMs: number, step
 /** One request, recorded under `kind`. */
 export async function call(ctx: LoopContext, kind: string, path: string, init: RequestInit = {}): Promise<Timed> {
   const res = await timedFetch(`${ctx.base}${path}`, init);
-  ctx.stats.get(kind)?.record(res.status, res.ms);
+  ctx.stats.get(kind)?.record(res.status, res.ms, res.text);
   return res;
 }
 
@@ -138,12 +139,24 @@ export async function bearerDiscovery(ctx: LoopContext, token: string, thinkMs: 
   });
 }
 
+/** The periodic import: `tools` tools and `services` tool services, rewritten every round. */
+export interface ImportShape {
+  everyS: number;
+  tools: number;
+  /**
+   * Tool services with 120-character ids: an event each for admin change streams only (so the
+   * stalled readers, an admin's, fall behind), and no change to the tools anyone discovers.
+   */
+  services: number;
+}
+
 /**
- * Replaces, creates and deletes tools (a rolling set of 200 names), and imports a bundle of
- * `importSize` tools every `importEveryS`. Records when the write of each registry index was
- * sent, so that the change streams' delay (write sent -> event received) can be measured.
+ * Replaces, creates and deletes tools (a rolling set of 200 names), and imports a bundle
+ * (`shape`) every few seconds. Records when the write of each registry index was sent, so that
+ * the change streams' delay (write sent -> event received) can be measured.
  */
-export async function writer(ctx: LoopContext, adminToken: string, thinkMs: number, writtenAt: Map<number, number>, toolPort: number, importEveryS: number, importSize: number): Promise<void> {
+export async function writer(ctx: LoopContext, adminToken: string, thinkMs: number, writtenAt: Map<number, number>, toolPort: number, shape: ImportShape): Promise<void> {
+  const pad = 'x'.repeat(100);
   let lastImport = performance.now();
   let round = 0;
   let lastPut: string | undefined;
@@ -151,10 +164,11 @@ export async function writer(ctx: LoopContext, adminToken: string, thinkMs: numb
     const name = `soak-w-${String(i % 200).padStart(3, '0')}`;
     const sentAt = performance.now();
     let res: Timed;
-    if (performance.now() - lastImport > importEveryS * 1000) {
+    if (performance.now() - lastImport > shape.everyS * 1000) {
       lastImport = performance.now();
       round++;
-      const tools = Array.from({ length: importSize }, (_, k) => ({
+      const services = Array.from({ length: shape.services }, (_, k) => ({ id: `soak-svc-${pad}-${String(k).padStart(5, '0')}`, topic: `soak-round-${round}` }));
+      const tools = Array.from({ length: shape.tools }, (_, k) => ({
         name: `soak-bulk-${String(k).padStart(4, '0')}`,
         endpoint: '/echo',
         host: '127.0.0.1',
@@ -162,7 +176,7 @@ export async function writer(ctx: LoopContext, adminToken: string, thinkMs: numb
         description: `soak bulk tool ${k}, round ${round}`,
         scopes: [`soak:scope-${k % 10}`],
       }));
-      res = await call(ctx, 'writes', '/import', { method: 'POST', headers: json(adminToken), body: JSON.stringify({ 'tool-services': [], tools }) });
+      res = await call(ctx, 'writes', '/import', { method: 'POST', headers: json(adminToken), body: JSON.stringify({ 'tool-services': services, tools }) });
     } else if (i % 7 === 6 && lastPut !== undefined) {
       // The tool the previous step wrote, so it exists: a 404 would be the registry's fault.
       res = await call(ctx, 'writes', `/tools/${lastPut}`, { method: 'DELETE', headers: { authorization: `Bearer ${adminToken}` } });
@@ -200,20 +214,32 @@ export async function probes(ctx: LoopContext, everyMs: number): Promise<void> {
   });
 }
 
+/** What one change reader received, to check that it missed no write. */
+export interface ReaderLog {
+  /** X-Registry-Index of its first stream: it follows every write after it. */
+  firstIndex: number | null;
+  /** The `id:` of every write it received, in order of arrival. */
+  ids: number[];
+  /** Streams it opened (1 + reconnects with Last-Event-ID). */
+  streams: number;
+}
+
 /**
  * A change-feed reader that reads everything, resumes with Last-Event-ID, and notes when each
  * write's event (its `id:` line) arrives. A stream ended by the registry is an error for a
  * client that reads (it was not slow); the reader reconnects and goes on.
  */
-export function changeReader(ctx: LoopContext, token: string, arrivals: [index: number, at: number][]): Promise<void> {
+export function changeReader(ctx: LoopContext, token: string, arrivals: [index: number, at: number][], log: ReaderLog): Promise<void> {
   const stats = ctx.stats.get('changes');
   if (!stats) throw new Error('no stats for changes');
   let lastId: string | undefined;
   const open = () =>
     new Promise<void>((resolve) => {
       const started = performance.now();
+      log.streams++;
       const req = request(`${ctx.base}/changes`, { headers: { authorization: `Bearer ${token}`, ...(lastId !== undefined && { 'last-event-id': lastId }) } }, (res: IncomingMessage) => {
         stats.record(res.statusCode ?? 0, performance.now() - started);
+        log.firstIndex ??= Number(res.headers['x-registry-index']);
         let buffer = '';
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
@@ -225,6 +251,7 @@ export function changeReader(ctx: LoopContext, token: string, arrivals: [index: 
             const id = /^id: (\d+)$/m.exec(event)?.[1];
             if (id !== undefined) {
               lastId = id;
+              log.ids.push(Number(id));
               arrivals.push([Number(id), performance.now()]);
             }
           }
@@ -255,4 +282,19 @@ export function changeReader(ctx: LoopContext, token: string, arrivals: [index: 
       if (!ctx.stopped()) await sleep(500);
     }
   })();
+}
+
+/**
+ * Checks a reader against the writes the clients made: every write after its first index and
+ * up to the last id it received must have arrived, once, in order. (A reader with a view of the
+ * whole catalogue, an admin's, gets an event for every write.)
+ */
+export function checkReader(log: ReaderLog, written: ReadonlySet<number>): { received: number; missing: number; repeatedOrOutOfOrder: number } {
+  const last = log.ids.at(-1) ?? -1;
+  const got = new Set(log.ids);
+  let missing = 0;
+  for (const index of written) if (index > (log.firstIndex ?? Infinity) && index <= last && !got.has(index)) missing++;
+  let repeatedOrOutOfOrder = 0;
+  for (let i = 1; i < log.ids.length; i++) if ((log.ids[i] ?? 0) <= (log.ids[i - 1] ?? 0)) repeatedOrOutOfOrder++;
+  return { received: log.ids.length, missing, repeatedOrOutOfOrder };
 }
