@@ -5,53 +5,16 @@
  * same way and still move the position; the position is saved with the writes and survives a
  * reopen. The broker-level behaviour is in test/bus/replication.broker.test.ts.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Catalog } from '../../src/catalog/catalog.js';
 import { type RegistryError } from '../../src/model/errors.js';
 import type { ReplicationEvent } from '../../src/model/replication.js';
-import { ChangeBus } from '../../src/registry/change-bus.js';
-import { RegistryService, type Outcome, type Pin } from '../../src/registry/registry-service.js';
-import { AuditStore } from '../../src/store/audit-store.js';
-import { openDatabase } from '../../src/store/database.js';
-import { migrate } from '../../src/store/migrations.js';
-import { RegistryStore } from '../../src/store/registry-store.js';
+import type { Outcome, Pin } from '../../src/registry/registry-service.js';
 import { seed } from '../helpers/fixtures.js';
+import { message, openReplica, removeReplicaDirs, tool, TOPIC, type TestReplica } from './support.js';
 
-const TOPIC = 'persistent://tg/registry/test';
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+afterEach(removeReplicaDirs);
 
-function replica(dir = mkdtempSync(join(tmpdir(), 'tool-registry-apply-'))) {
-  if (!dirs.includes(dir)) dirs.push(dir);
-  const db = openDatabase(join(dir, 'registry.db'));
-  migrate(db);
-  const audit = new AuditStore(db);
-  const store = new RegistryStore(db, audit);
-  const catalog = new Catalog({ publicUrl: new URL('http://registry.test'), serviceName: 'tool-registry', viewCacheBytes: 1 << 20 });
-  catalog.load(store.loadSnapshot());
-  // The local clock is never used for replicated writes: a wrong one shows if it is.
-  const service = new RegistryService(store, catalog, new ChangeBus(), () => '1999-01-01T00:00:00.000Z');
-  const position = store.replicationPosition();
-  if (position) service.restoreStamp(position.lastAt);
-  return { dir, db, store, audit, catalog, service };
-}
-
-let sequence = 0;
-/** A message: its event and where it sits on the topic. */
-function message(fields: Partial<ReplicationEvent> & Pick<ReplicationEvent, 'op'>, at = '2026-11-30T10:00:00.000Z'): { event: ReplicationEvent; pin: Pin } {
-  sequence++;
-  const event: ReplicationEvent = { v: 1, write: `w${sequence}`, origin: 'a', at, ...fields };
-  return { event, pin: { index: 1000 + sequence * 7, at, topic: TOPIC, messageId: `id-${sequence}` } };
-}
-
-const tool = (name: string, extra: Record<string, unknown> = {}) => ({ ...seed('calculator'), name, ...extra });
-
-async function applyAll(r: ReturnType<typeof replica>, messages: { event: ReplicationEvent; pin: Pin }[]): Promise<Outcome[]> {
+async function applyAll(r: TestReplica, messages: { event: ReplicationEvent; pin: Pin }[]): Promise<Outcome[]> {
   return Promise.all(messages.map(({ event, pin }) => r.service.applyReplicated(event, pin)));
 }
 
@@ -70,8 +33,8 @@ describe('replicated apply', () => {
       message({ op: 'tool.put', body: { name: 'bad' } }),
       message({ op: 'tool.delete', target: 'never-was' }),
     ];
-    const a = replica();
-    const b = replica();
+    const a = openReplica();
+    const b = openReplica();
     const outcomesA = await applyAll(a, messages);
     // The second replica gets them in smaller bursts: batching must not change anything.
     const outcomesB: Outcome[] = [];
@@ -87,18 +50,18 @@ describe('replicated apply', () => {
       expect(r.store.getTool('beta')).toMatchObject({ index: messages[4]!.pin.index, updatedAt: '2026-11-30T10:00:00.000Z' });
       expect(r.store.getTool('alpha')).toMatchObject({ status: 'deleted', index: messages[5]!.pin.index });
     }
-    const view = (r: ReturnType<typeof replica>) => r.catalog.view({ kind: 'all' });
+    const view = (r: TestReplica) => r.catalog.view({ kind: 'all' });
     expect(view(a).etag).toBe(view(b).etag);
     expect(Buffer.compare(view(a).body, view(b).body)).toBe(0);
-    const rows = (r: ReturnType<typeof replica>) => r.db.prepare('SELECT name, status, create_index, modify_index, updated_at, descriptor FROM tools ORDER BY name').all();
+    const rows = (r: TestReplica) => r.db.prepare('SELECT name, status, create_index, modify_index, updated_at, descriptor FROM tools ORDER BY name').all();
     expect(rows(a)).toEqual(rows(b));
-    const changes = (r: ReturnType<typeof replica>) => r.db.prepare('SELECT registry_index, kind, name, op FROM changes ORDER BY seq').all();
+    const changes = (r: TestReplica) => r.db.prepare('SELECT registry_index, kind, name, op FROM changes ORDER BY seq').all();
     expect(changes(a)).toEqual(changes(b));
   });
 
   it('writes the audit entry only where the write was taken', async () => {
-    const a = replica();
-    const b = replica();
+    const a = openReplica();
+    const b = openReplica();
     const m = message({ op: 'tool.put', body: tool('audited') });
     await a.service.applyReplicated(m.event, m.pin, { sub: 'op', iss: null, client: '127.0.0.1', requestId: 'r1' });
     await b.service.applyReplicated(m.event, m.pin);
@@ -107,11 +70,11 @@ describe('replicated apply', () => {
   });
 
   it('keeps the position and the last time across a reopen, and refuses an index that does not move forward', async () => {
-    const a = replica();
+    const a = openReplica();
     const m = message({ op: 'tool.put', body: tool('kept') }, '2026-11-30T12:00:00.000Z');
     expect((await a.service.applyReplicated(m.event, m.pin)).ok).toBe(true);
     a.store.close();
-    const again = replica(a.dir);
+    const again = openReplica({ dir: a.dir });
     expect(again.store.replicationPosition()).toEqual({ topic: TOPIC, messageId: m.pin.messageId, index: m.pin.index, lastAt: '2026-11-30T12:00:00.000Z' });
     // An earlier clock after the restart still stamps with the last time given out.
     const later = message({ op: 'tool.put', body: tool('later') }, '2026-11-30T11:00:00.000Z');
@@ -126,7 +89,7 @@ describe('replicated apply', () => {
   });
 
   it('applies an import under the message index, and a refused import still moves the position', async () => {
-    const a = replica();
+    const a = openReplica();
     const ok = message({ op: 'import', body: { 'tool-services': [seed('joke-service')], tools: [seed('tell-joke'), tool('one'), tool('two')] } });
     const outcome = await a.service.applyReplicated(ok.event, ok.pin);
     expect(outcome).toMatchObject({ ok: true, value: { index: ok.pin.index, tools: { created: 3, replaced: 0 } } });
