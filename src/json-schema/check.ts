@@ -15,6 +15,7 @@
  */
 import type { ErrorObject } from 'ajv';
 import { checkerFor, dialectOf, knowsFormat, knowsKeyword, REFUSED_KEYWORDS, type AnyAjv, type Dialect } from './dialects.js';
+import { isObject } from '../model/json-object.js';
 
 /** The most JSON a schema may be (UTF-8 bytes): it is served to every agent that may call the tool. */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
@@ -270,6 +271,3 @@ function describe(error: ErrorObject, what: 'schema' | 'arguments'): SchemaProbl
 
 const bounded = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}...` : text);
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -20,14 +20,13 @@
  * `const`, and through `$ref`, `anyOf`, `oneOf` and `allOf`); where that cannot tell, the null
  * stays and the check decides.
  */
+import { isObject } from '../model/json-object.js';
 
 type Schema = Record<string, unknown>;
 type Json = Record<string, unknown>;
 
 /** `$ref` hops followed from one subschema (a cycle of references ends here). */
 const MAX_REF_HOPS = 32;
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The arguments without the nulls that stand for absent keys; the same object when there are none. */
 export function withoutStrictNulls(schema: Schema, args: Json): Json {

@@ -4,6 +4,7 @@
  */
 import type { McpTool } from './mcp-schemas.js';
 import { JsonTypeSchema, type BusTool, type HttpTool, type JsonType, type ToolDescriptor, type ToolKind } from './schemas.js';
+import { isObject } from './json-object.js';
 
 /** A JSON Schema whose top is an object: a tool's arguments, or its structured answer. */
 export interface JsonSchemaObject {
@@ -202,9 +203,6 @@ export function normaliseTool(kind: ToolKind, descriptor: ToolDescriptor): Tool 
   return kind === 'http' ? normaliseHttpTool(descriptor as HttpTool) : normaliseBusTool(descriptor as BusTool);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /**
  * An object keyed by user-given names (parameter and argument names), without a prototype, so

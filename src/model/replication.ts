@@ -6,6 +6,7 @@
  * Version 1: a message that is not a version-1 write is skipped, the same way on every replica.
  */
 import { z } from 'zod';
+import { isObject } from './json-object.js';
 
 export const REPLICATION_OPS = [
   'tool.put',
@@ -120,8 +121,8 @@ export function isLastImportPart(event: ReplicationEvent): boolean {
 }
 
 const stringMember = (body: unknown, key: string): string | undefined => {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const value = (body as Record<string, unknown>)[key];
+  if (!isObject(body)) return undefined;
+  const value = body[key];
   return typeof value === 'string' ? value : undefined;
 };
 const nameOf = (body: unknown) => stringMember(body, 'name');

@@ -29,6 +29,7 @@
 import { z } from 'zod';
 import { RegistryError, type FieldError } from './errors.js';
 import type { BusTool, ToolService } from './schemas.js';
+import { isObject } from './json-object.js';
 
 export const TOOL_SERVICE_TYPE = 'tool-service';
 export const TOOL_TYPE = 'tool';
@@ -350,6 +351,3 @@ export function planConfigWrites(writes: ConfigWrites): ConfigWritePlan {
   return { requests, tooLarge };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -20,6 +20,7 @@
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { RegistryError } from '../model/errors.js';
+import { isObject } from '../model/json-object.js';
 import type { McpTool } from '../model/mcp-schemas.js';
 import {
   IMPORT_PART_LIMITS,
@@ -188,9 +189,9 @@ export class Replicator implements RegistryWrites {
    * stored credential and carries no secret.
    */
   putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>> {
-    const body = isRecord(input) ? input : undefined;
+    const body = isObject(input) ? input : undefined;
     const credential = body?.['credential'];
-    if (body === undefined || credential === undefined || credential === null || (isRecord(credential) && credential['set'] === true)) {
+    if (body === undefined || credential === undefined || credential === null || (isObject(credential) && credential['set'] === true)) {
       return this.#write('mcp-server.put', () => ({ target: pathId, body: input }), actor);
     }
     const key = this.#options.secretKey;
@@ -201,7 +202,7 @@ export class Replicator implements RegistryWrites {
         'credential',
       );
     }
-    const bearer = isRecord(credential) && Object.keys(credential).length === 1 ? credential['bearer'] : undefined;
+    const bearer = isObject(credential) && Object.keys(credential).length === 1 ? credential['bearer'] : undefined;
     // Checked here, so that nothing else shaped like a secret goes out in clear.
     if (typeof bearer !== 'string') return refuse('must be {"bearer": "..."}, or {"set": true} to keep the stored one', 'credential');
     const target = pathId ?? (typeof body['id'] === 'string' ? body['id'] : undefined);
@@ -391,9 +392,9 @@ export class Replicator implements RegistryWrites {
    * stays before the message, so that it applies it once restarted with the right key.
    */
   #openCredential(event: ReplicationEvent, messageId: string): { event: ReplicationEvent; refusal?: RegistryError } | undefined {
-    const body = event.op === 'mcp-server.put' && isRecord(event.body) ? event.body : undefined;
+    const body = event.op === 'mcp-server.put' && isObject(event.body) ? event.body : undefined;
     const credential = body?.['credential'];
-    if (body === undefined || !isRecord(credential) || !('sealed' in credential)) return { event };
+    if (body === undefined || !isObject(credential) || !('sealed' in credential)) return { event };
     const refuse = (why: string) => ({
       event,
       refusal: new RegistryError('TR_ERR_VALIDATION', `invalid MCP server: credential: ${why}`, { fieldErrors: [{ path: 'credential', message: why }] }),
@@ -432,10 +433,6 @@ export class Replicator implements RegistryWrites {
     this.#options.log.error({ topic: this.#options.topic }, `replication stopped: ${reason}; restart this replica`);
     this.#reader.stop();
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function parseEvent(text: string | undefined): ReplicationEvent | undefined {
