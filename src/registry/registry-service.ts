@@ -214,9 +214,9 @@ export class RegistryService implements RegistryWrites {
   applyReplicated(event: ReplicationEvent, pin: Pin, actor?: Actor, refusal?: RegistryError): Promise<Outcome> {
     const exclusive =
       refusal === undefined && event.op === 'import'
-        ? () => this.#importReplicated(event.body, actor, pin)
+        ? () => this.#importReplicated(() => event.body, actor, pin)
         : refusal === undefined && isLastImportPart(event)
-          ? () => this.#importParts(event, actor, pin)
+          ? () => this.#importReplicated((notBefore) => this.#joinedImport(event, notBefore), actor, pin, event.write)
           : undefined;
     if (exclusive) {
       return new Promise<Outcome>((resolve, reject) => {
@@ -301,33 +301,38 @@ export class RegistryService implements RegistryWrites {
   }
 
   /**
-   * The last part of an import sent in parts: its staged parts and this one joined, parsed and
-   * imported as one write (all or nothing, the same validation as a local import) under this
-   * message's index, the staged parts deleted in the import's transaction; or refused, with the
-   * parts deleted and the position saved in one transaction.
+   * The last part of an import sent in parts: its staged parts (those not dropped as orphans
+   * before `notBefore`) and this one joined and parsed; a RegistryError when they do not make
+   * one import.
    */
-  async #importParts(event: ReplicationEvent, actor: Actor | undefined, pin: Pin): Promise<Outcome> {
+  #joinedImport(event: ReplicationEvent, notBefore: number): unknown {
+    const problem = importPartProblem(event, this.#store.stagedImport(event.write, notBefore), this.#partLimits);
+    if (problem) throw problem;
+    const text = this.#store.stagedImportChunks(event.write, notBefore).join('') + (event.chunk ?? '');
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new RegistryError('TR_ERR_INVALID_JSON', `the ${event.parts ?? 0} parts of import ${event.write} do not join into JSON`);
+    }
+  }
+
+  /**
+   * An import from the topic, one message or the last of its parts (`partsOf`, its write id):
+   * refused (the position saved alone, with the import's staged parts deleted) or written with
+   * the message's index and time (the staged parts deleted in its transaction).
+   */
+  async #importReplicated(input: (notBefore: number) => unknown, actor: Actor | undefined, pin: Pin, partsOf?: string): Promise<Outcome> {
     this.#pinnedAt = pin.at;
     const at = this.#stamp();
     this.#pinnedAt = null;
-    const notBefore = Date.parse(at) - this.#partLimits.orphanAfterMs;
     let plan: ImportPlan;
     try {
-      const problem = importPartProblem(event, this.#store.stagedImport(event.write, notBefore), this.#partLimits);
-      if (problem) throw problem;
-      const text = this.#store.stagedImportChunks(event.write, notBefore).join('') + (event.chunk ?? '');
-      let input: unknown;
-      try {
-        input = JSON.parse(text);
-      } catch {
-        throw new RegistryError('TR_ERR_INVALID_JSON', `the ${event.parts ?? 0} parts of import ${event.write} do not join into JSON`);
-      }
-      plan = await this.#planImport(input);
+      plan = await this.#planImport(input(Date.parse(at) - this.#partLimits.orphanAfterMs));
     } catch (error) {
       if (!(error instanceof RegistryError)) throw error;
       this.#store.group(
         () => {
-          this.#store.dropImportParts(event.write);
+          if (partsOf !== undefined) this.#store.dropImportParts(partsOf);
           this.#store.saveReplicationPosition(this.#position(pin));
         },
         { deferSync: true },
@@ -335,24 +340,7 @@ export class RegistryService implements RegistryWrites {
       await this.#store.sync();
       return { ok: false, error };
     }
-    return { ok: true, value: await this.#writeImport(plan, at, actor, pin, event.write) };
-  }
-
-  /** An import from the topic: refused (the position saved alone) or written with the message's index. */
-  async #importReplicated(input: unknown, actor: Actor | undefined, pin: Pin): Promise<Outcome> {
-    let plan: ImportPlan;
-    try {
-      plan = await this.#planImport(input);
-    } catch (error) {
-      if (!(error instanceof RegistryError)) throw error;
-      this.#store.group(() => this.#store.saveReplicationPosition(this.#position(pin)), { deferSync: true });
-      await this.#store.sync();
-      return { ok: false, error };
-    }
-    this.#pinnedAt = pin.at;
-    const at = this.#stamp();
-    this.#pinnedAt = null;
-    return { ok: true, value: await this.#writeImport(plan, at, actor, pin) };
+    return { ok: true, value: await this.#writeImport(plan, at, actor, pin, partsOf) };
   }
 
   #position(pin: Pin): ReplicationPosition {
