@@ -126,6 +126,8 @@ name(ToolServiceSchema, 'ToolService', 'The stored, normalised tool service (alw
 
 /** The most tools one page or search answer holds (catalog/listing.ts enforces the same). */
 export const MAX_PAGE_SIZE = 1000;
+/** The longest `cursor` a page request may carry (the registry's own are far shorter). */
+export const MAX_CURSOR_LENGTH = 2048;
 /** The longest a blocking query is held. */
 export const MAX_WAIT_MS = 10 * 60_000;
 const UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -153,7 +155,7 @@ export const DiscoveryQuerySchema = z.object({
     'How long a blocking query may be held: digits with a unit `ms`, `s`, `m` or `h` (`1500ms`, `30s`, `5m`; bare digits are seconds). Default 5 minutes; longer than 10 minutes counts as 10 minutes. Up to 1/16 of random jitter is added, so that many clients do not come back in step. Used only with `index`.',
   ),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().describe('Page size (default 100), or the most search results.'),
-  cursor: z.string().max(2048).optional().describe('The `nextCursor` of the previous page, as given (opaque).'),
+  cursor: z.string().max(MAX_CURSOR_LENGTH).optional().describe('The `nextCursor` of the previous page, as given (opaque).'),
   q: z.string().max(500).optional().describe('Full-text search over tool names and descriptions.'),
   scope: ScopeSchema.describe('Only tools that list this scope among theirs.').optional(),
   passing: z

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { CatalogView } from '../../catalog/catalog.js';
 import { exportOf, exportPageOf } from '../../catalog/exports.js';
 import type { Config } from '../../config.js';
-import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_PAGE_SIZE, MAX_WAIT_MS } from '../../model/api.js';
+import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_CURSOR_LENGTH, MAX_PAGE_SIZE, MAX_WAIT_MS } from '../../model/api.js';
 import {
   AgUiToolSchema,
   AnthropicToolSchema,
@@ -58,7 +58,7 @@ const DiscoveryQueryChecked = withFastPath(DiscoveryQuerySchema, (query) => {
       const limit = PLAIN_LIMIT.test(given) ? Number(given) : Infinity;
       if (limit > MAX_PAGE_SIZE) return undefined;
       (value ??= {}).limit = limit;
-    } else if (key === 'cursor' && given.length <= 2048) (value ??= {}).cursor = given;
+    } else if (key === 'cursor' && given.length <= MAX_CURSOR_LENGTH) (value ??= {}).cursor = given;
     else return undefined;
   }
   return value;
