@@ -12,7 +12,18 @@ export function sseEvent(event: string, data: unknown, id?: string | number): st
   return `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-/** One write's changes; only the last carries the SSE id, so a resume never splits a write. */
-export function sseChanges(events: readonly ViewChange[]): string {
-  return events.map((e, i) => sseEvent('change', e, i === events.length - 1 ? e.index : undefined)).join('');
+/**
+ * Changes in log order. Only the last event of each write carries the SSE id, so a resume never
+ * splits a write: an event followed by another write's, and the last one when `complete` (it ends
+ * its write; a replay may send a big write in parts).
+ */
+export function sseChanges(events: readonly ViewChange[], complete = true): string {
+  let text = '';
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i] as ViewChange;
+    const next = events[i + 1];
+    const endsWrite = next === undefined ? complete : next.index !== event.index;
+    text += sseEvent('change', event, endsWrite ? event.index : undefined);
+  }
+  return text;
 }

@@ -4,16 +4,17 @@
  * Transport-neutral: a subscriber gets each write's events as one group (never split, so a
  * resume id never falls inside a write) and may return a promise to slow the replay down.
  */
-import type { ChangeRecord } from '../model/records.js';
+import type { Change, ChangeRecord } from '../model/records.js';
 import { changeInView, type ViewChange, type ViewKey } from '../model/visibility.js';
 import type { ChangeBus } from './change-bus.js';
+import { TurnQueue } from './time-slices.js';
 
 /** Where the feed reads the past: the store's change log. */
 export interface ChangeLog {
   /** Rows after `index`, oldest first, at most `limit`. */
   changesSince(index: number, limit: number): ChangeRecord[];
-  /** Every row of one write. */
-  changesAt(index: number): ChangeRecord[];
+  /** Rows after the row `seq`, oldest first, at most `limit`. A write's rows are consecutive. */
+  changesAfterRow(seq: number, limit: number): ChangeRecord[];
 }
 
 export interface FeedOptions {
@@ -31,10 +32,15 @@ export interface FeedOptions {
 }
 
 /**
- * Receives one write's events. During the replay a returned promise is awaited (backpressure);
- * live events are never awaited, so the subscriber bounds its own buffer.
+ * Receives events in log order. `complete` says whether the last of them ends its write (in
+ * this view): a resume id belongs there and after every event followed by another write's. Live
+ * deliveries are one whole write each, and the same array goes to every subscriber with the same
+ * view (treat it as read-only). A replay delivers at most `REPLAY_PAGE` rows' events at a time, so
+ * a big write (a bulk import) may come in several parts, all but the last with `complete` false;
+ * a returned promise is awaited (backpressure). Live events are never awaited, so the subscriber
+ * bounds its own buffer.
  */
-export type FeedDelivery = (events: ViewChange[], phase: 'replay' | 'live') => void | Promise<void>;
+export type FeedDelivery = (events: readonly ViewChange[], phase: 'replay' | 'live', complete: boolean) => void | Promise<void>;
 
 export interface FeedSubscription {
   /** True when `from` was ahead of the registry (reset or restored): the client must start over. */
@@ -46,14 +52,28 @@ export interface FeedSubscription {
   close(): void;
 }
 
-const REPLAY_PAGE = 5000;
+/** Change-log rows a replay reads and delivers per turn (a few milliseconds of work). */
+export const REPLAY_PAGE = 1000;
 /** Live events a subscription may hold back while its replay waits for the client. */
 export const MAX_HELD_BACK_EVENTS = 10_000;
+
+/** One id per distinct view, so that subscribers with the same view share one write's events. */
+function viewId(key: ViewKey, admin: boolean): string {
+  const view = key.kind === 'scopes' ? `scopes:${[...key.scopes].sort().join(' ')}` : key.kind;
+  return admin ? `admin:${view}` : view;
+}
 
 export class ChangeFeed {
   readonly #log: ChangeLog;
   readonly #bus: ChangeBus;
   readonly #currentIndex: () => number;
+  /**
+   * Replays share the event loop in turns: 20 streams reopened with `since=0` on a log of
+   * 100,000 rows used to replay in one go and held every other request for seconds.
+   */
+  readonly #turns = new TurnQueue();
+  /** One write's events per view, computed once for all its subscribers. */
+  readonly #viewed = new WeakMap<readonly Change[], Map<string, readonly ViewChange[]>>();
 
   constructor(log: ChangeLog, bus: ChangeBus, currentIndex: () => number) {
     this.#log = log;
@@ -67,12 +87,13 @@ export class ChangeFeed {
    */
   subscribe(options: FeedOptions, deliver: FeedDelivery): FeedSubscription {
     const { key, admin } = options;
+    const view = viewId(key, admin);
     const index = this.#currentIndex();
     const reset = options.from !== undefined && options.from > index;
     const from = reset ? undefined : options.from;
     let closed = false;
     let replaying = from !== undefined;
-    const heldBack: [number, ViewChange[]][] = [];
+    const heldBack: [number, readonly ViewChange[]][] = [];
     let heldBackEvents = 0;
     const close = () => {
       closed = true;
@@ -81,10 +102,10 @@ export class ChangeFeed {
     };
     const unsubscribe = this.#bus.subscribe((at, changes) => {
       if (closed) return;
-      const events = changes.map((c) => changeInView(c, at, key, admin)).filter((e): e is ViewChange => e !== null);
+      const events = this.#inView(changes, at, view, key, admin);
       if (events.length === 0) return;
       if (!replaying) {
-        void deliver(events, 'live');
+        void deliver(events, 'live', true);
         return;
       }
       heldBack.push([at, events]);
@@ -97,11 +118,11 @@ export class ChangeFeed {
     const caughtUp =
       from === undefined
         ? Promise.resolve()
-        : this.#replay(from, key, admin, () => closed, async (events) => {
-            if (!closed) await deliver(events, 'replay');
+        : this.#replay(from, key, admin, () => closed, async (events, complete) => {
+            if (!closed) await deliver(events, 'replay', complete);
           }).then((replayedThrough) => {
             replaying = false;
-            for (const [at, events] of heldBack) if (at > replayedThrough && !closed) void deliver(events, 'live');
+            for (const [at, events] of heldBack) if (at > replayedThrough && !closed) void deliver(events, 'live', true);
             heldBack.length = 0;
           });
     return {
@@ -112,37 +133,67 @@ export class ChangeFeed {
     };
   }
 
+  #inView(changes: readonly Change[], at: number, view: string, key: ViewKey, admin: boolean): readonly ViewChange[] {
+    let byView = this.#viewed.get(changes);
+    if (!byView) {
+      byView = new Map();
+      this.#viewed.set(changes, byView);
+    }
+    let events = byView.get(view);
+    if (!events) {
+      events = changes.map((c) => changeInView(c, at, key, admin)).filter((e): e is ViewChange => e !== null);
+      byView.set(view, events);
+    }
+    return events;
+  }
+
   /**
-   * Delivers the change log after `from`, a page at a time and never ending a page inside a
-   * write. Returns the registry index it has replayed through.
+   * Delivers the change log after `from`, `REPLAY_PAGE` rows per turn of the shared TurnQueue.
+   * The last event seen is held until the next row shows whether its write goes on, so that
+   * `complete` is exact even when a write spans pages or ends in rows outside the view. Returns
+   * the registry index it has replayed through.
    */
-  async #replay(from: number, key: ViewKey, admin: boolean, stopped: () => boolean, deliver: (events: ViewChange[]) => Promise<void>): Promise<number> {
-    let cursor = from;
+  async #replay(from: number, key: ViewKey, admin: boolean, stopped: () => boolean, deliver: (events: ViewChange[], complete: boolean) => Promise<void>): Promise<number> {
+    let afterRow: number | undefined;
+    let last = from;
+    let held: ViewChange | undefined;
     for (;;) {
+      await this.#turns.turn();
       // A closed subscription reads no further page.
-      if (stopped()) return cursor;
+      if (stopped()) return last;
       // Read and note the catalogue's index in one synchronous step: they agree then.
       const through = this.#currentIndex();
-      const rows = this.#log.changesSince(cursor, REPLAY_PAGE);
-      let complete = rows;
-      if (rows.length === REPLAY_PAGE) {
-        // Hold the last write's rows back for the next page, or read one huge write (a bulk
-        // import) whole.
-        const lastIndex = rows.at(-1)?.index;
-        complete = rows.filter((r) => r.index !== lastIndex);
-        if (complete.length === 0 && lastIndex !== undefined) complete = this.#log.changesAt(lastIndex);
-      }
-      let group: ViewChange[] = [];
-      for (const [i, row] of complete.entries()) {
+      const rows = afterRow === undefined ? this.#log.changesSince(from, REPLAY_PAGE) : this.#log.changesAfterRow(afterRow, REPLAY_PAGE);
+      const events: ViewChange[] = [];
+      let complete = true;
+      for (const row of rows) {
+        if (held && row.index !== held.index) {
+          events.push(held);
+          complete = true;
+          held = undefined;
+        }
         const event = changeInView(row, row.index, key, admin);
-        if (event) group.push(event);
-        if (complete[i + 1]?.index !== row.index && group.length > 0) {
-          await deliver(group);
-          group = [];
+        if (event) {
+          if (held) {
+            events.push(held);
+            complete = false;
+          }
+          held = event;
         }
       }
-      if (rows.length < REPLAY_PAGE) return Math.max(through, complete.at(-1)?.index ?? cursor);
-      cursor = complete.at(-1)?.index ?? cursor;
+      const end = rows.length < REPLAY_PAGE;
+      if (end && held) {
+        events.push(held);
+        complete = true;
+        held = undefined;
+      }
+      if (events.length > 0) await deliver(events, complete);
+      const lastRow = rows.at(-1);
+      if (lastRow) {
+        afterRow = lastRow.seq;
+        last = lastRow.index;
+      }
+      if (end) return Math.max(through, last);
     }
   }
 }

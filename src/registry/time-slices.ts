@@ -39,6 +39,50 @@ export class TimeSlices {
   }
 }
 
+/**
+ * Fair turns for many long tasks at once (change-stream replays): a task that has used up the
+ * current slice queues, and each later turn of the event loop resumes one queued task, in the
+ * order they queued. However many tasks there are, one turn of the loop runs one slice of them
+ * (plus one step of any task resumed by I/O), so requests keep their latency: with a private
+ * `TimeSlices` each, 20 tasks resumed in the same turn would hold the loop for 20 slices.
+ */
+export class TurnQueue {
+  readonly #sliceMs: number;
+  readonly #queue: (() => void)[] = [];
+  #sliceStarted = Number.NEGATIVE_INFINITY;
+  #scheduled = false;
+
+  constructor(sliceMs = 5) {
+    this.#sliceMs = sliceMs;
+  }
+
+  /** Tasks waiting for a turn (for tests and metrics). */
+  get waiting(): number {
+    return this.#queue.length;
+  }
+
+  /** Resolves at once while the running task's slice has time left; at its turn otherwise. */
+  async turn(): Promise<void> {
+    if (performance.now() - this.#sliceStarted < this.#sliceMs) return;
+    await new Promise<void>((resolve) => {
+      this.#queue.push(resolve);
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#queue.length === 0) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#sliceStarted = performance.now();
+      this.#queue.shift()?.();
+      // Queued during the check phase, so the next task runs in the next turn of the loop.
+      this.#schedule();
+    });
+  }
+}
+
 /** Items per merge step of sortInSlices (a few hundred microseconds of work). */
 const SORT_RUN = 1024;
 

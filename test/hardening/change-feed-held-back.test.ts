@@ -13,7 +13,7 @@ describe('a replay that waits on its client', () => {
     const log: ChangeRecord[] = [{ seq: 1, index: 1, kind: 'tool', name: 'first', op: 'upsert', scopesBefore: null, scopesAfter: [] }];
     let index = 1;
     const bus = new ChangeBus();
-    const feed = new ChangeFeed({ changesSince: (from) => log.filter((r) => r.index > from), changesAt: (at) => log.filter((r) => r.index === at) }, bus, () => index);
+    const feed = new ChangeFeed({ changesSince: (from) => log.filter((r) => r.index > from), changesAfterRow: (seq) => log.filter((r) => r.seq > seq) }, bus, () => index);
     let fellBehind = 0;
     let delivered = 0;
     // A client that never drains: the first replayed write is never acknowledged.

@@ -304,3 +304,42 @@ describe('a change stream ends when the token that opened it expires', () => {
     expect(Date.now() - started).toBeLessThan(3500);
   }, 15_000);
 });
+
+describe('change streams replaying a long log share the event loop with other requests', () => {
+  let t: TestApp;
+  let port: number;
+  let admin: string;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_MAX: '0', MAX_WAITERS_PER_CALLER: '20' });
+    port = await listen(t);
+    admin = t.token(['registry:write']);
+    // 20,000 change-log rows: four imports of 5,000 tool services (events only admins see).
+    for (let round = 0; round < 4; round++) {
+      const services = Array.from({ length: 5000 }, (_, k) => ({ id: `svc-${k}`, topic: `round-${round}` }));
+      const res = await t.app.inject({ method: 'POST', url: '/import', headers: bearer(admin), payload: { 'tool-services': services, tools: [] } });
+      expect(res.statusCode).toBe(200);
+    }
+  }, 60_000);
+  afterAll(() => t.close());
+
+  it('answers /healthz while eight `since=0` replays are still under way', async () => {
+    const last = t.app.catalog.index;
+    const readers = await Promise.all(Array.from({ length: 8 }, () => rawSocket(port)));
+    const events: string[] = [];
+    const replayed = readers.map(async (reader) => {
+      reader.socket.write(`GET /changes?since=0 HTTP/1.1\r\nHost: registry\r\nAuthorization: Bearer ${admin}\r\n\r\n`);
+      await until(() => reader.received().includes(`id: ${last}\n`), 'the replay to reach the last write', 30_000);
+      events.push('replayed');
+      reader.socket.destroy();
+    });
+    // Sent after the streams: before, their replays ran in one go and it was answered last.
+    const probe = get(port, '/healthz', {}, 30_000).then((res) => {
+      events.push('healthz');
+      return res.status;
+    });
+    expect(await probe).toBe(200);
+    await Promise.all(replayed);
+    expect(events.indexOf('healthz')).toBeLessThan(events.length - 1);
+    expect(events.filter((e) => e === 'replayed')).toHaveLength(8);
+  }, 60_000);
+});

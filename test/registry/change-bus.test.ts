@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import type { Change, ChangeRecord } from '../../src/model/records.js';
 import type { ViewChange } from '../../src/model/visibility.js';
 import { ChangeBus } from '../../src/registry/change-bus.js';
-import { ChangeFeed, type ChangeLog } from '../../src/registry/change-feed.js';
+import { sseChanges } from '../../src/http/sse.js';
+import { ChangeFeed, type ChangeLog, REPLAY_PAGE } from '../../src/registry/change-feed.js';
 
 const tool = (name: string, scopesAfter: string[] | null = [], scopesBefore: string[] | null = null): Change => ({
   kind: 'tool',
@@ -57,7 +58,7 @@ function memoryLog(): ChangeLog & { write(index: number, changes: Change[]): voi
       for (const c of changes) rows.push({ ...c, seq: rows.length + 1, index });
     },
     changesSince: (index, limit) => rows.filter((r) => r.index > index).slice(0, limit),
-    changesAt: (index) => rows.filter((r) => r.index === index),
+    changesAfterRow: (seq, limit) => rows.filter((r) => r.seq > seq).slice(0, limit),
   };
 }
 
@@ -131,15 +132,78 @@ describe('ChangeFeed', () => {
     expect(got).toHaveLength(2);
   });
 
-  it('never splits one write across deliveries, however large', async () => {
+  it('replays a big write in bounded parts, with the resume id only where each write ends', async () => {
     const { feed, commit } = setup();
-    commit(Array.from({ length: 12_000 }, (_, i) => tool(`bulk${i}`)));
+    commit(Array.from({ length: 2 * REPLAY_PAGE + 500 }, (_, i) => tool(`bulk${i}`)));
     commit([tool('next')]);
-    const sizes: number[] = [];
-    const sub = feed.subscribe({ from: 0, key: everything, admin: false }, (events) => {
-      sizes.push(events.length);
+    const parts: { size: number; complete: boolean }[] = [];
+    let text = '';
+    const sub = feed.subscribe({ from: 0, key: everything, admin: false }, (events, _phase, complete) => {
+      parts.push({ size: events.length, complete });
+      text += sseChanges(events, complete);
     });
     await sub.caughtUp;
-    expect(sizes).toEqual([12_000, 1]);
+    expect(Math.max(...parts.map((p) => p.size))).toBeLessThanOrEqual(REPLAY_PAGE);
+    expect(parts.slice(0, 2).every((p) => !p.complete)).toBe(true);
+    expect(parts.at(-1)?.complete).toBe(true);
+    // Every event once, in order; ids after the last event of write 1 and after write 2.
+    const names = [...text.matchAll(/"name":"([^"]+)"/g)].map((m) => m[1]);
+    expect(names).toEqual([...Array.from({ length: 2 * REPLAY_PAGE + 500 }, (_, i) => `bulk${i}`), 'next']);
+    const ids = [...text.matchAll(/id: (\d+)\nevent: change\ndata: \{[^\n]*"name":"([^"]+)"/g)].map((m) => `${m[1]} ${m[2]}`);
+    expect(ids).toEqual([`1 bulk${2 * REPLAY_PAGE + 499}`, '2 next']);
+  });
+
+  it('puts the id on the last event in view when the rest of a write, past a page, is outside it', async () => {
+    const { feed, commit } = setup();
+    const scoped = { kind: 'scopes', scopes: new Set(['x']) } as const;
+    // The visible tools end the page; the next page holds only tools the view cannot see.
+    commit([...Array.from({ length: REPLAY_PAGE }, (_, i) => tool(`mine${i}`, ['x'])), ...Array.from({ length: 10 }, (_, i) => tool(`hidden${i}`, ['y']))]);
+    commit([tool('hidden-write', ['y'])]);
+    commit([tool('mine-last', ['x'])]);
+    let text = '';
+    const sub = feed.subscribe({ from: 0, key: scoped, admin: false }, (events, _phase, complete) => {
+      text += sseChanges(events, complete);
+    });
+    await sub.caughtUp;
+    const ids = [...text.matchAll(/id: (\d+)\nevent: change\ndata: \{[^\n]*"name":"([^"]+)"/g)].map((m) => `${m[1]} ${m[2]}`);
+    expect(ids).toEqual([`1 mine${REPLAY_PAGE - 1}`, '3 mine-last']);
+    expect(text).not.toContain('hidden');
+  });
+
+  it('gives every subscriber with the same view the same live array, computed once', () => {
+    const { feed, commit } = setup();
+    const got: (readonly ViewChange[])[] = [];
+    const subs = [0, 1, 2].map(() => feed.subscribe({ from: undefined, key: everything, admin: true }, (events) => void got.push(events)));
+    const other = feed.subscribe({ from: undefined, key: everything, admin: false }, (events) => void got.push(events));
+    commit([tool('a'), { kind: 'tool-service', name: 'svc', op: 'upsert', scopesBefore: null, scopesAfter: [] }]);
+    expect(got).toHaveLength(4);
+    expect(got[1]).toBe(got[0]);
+    expect(got[2]).toBe(got[0]);
+    expect(got[0]?.map((e) => e.name)).toEqual(['a', 'svc']);
+    expect(got[3]?.map((e) => e.name)).toEqual(['a']);
+    for (const sub of [...subs, other]) sub.close();
+  });
+
+  it('replays many subscribers in turns: one slice of work per turn of the event loop', async () => {
+    const { feed, commit } = setup();
+    for (let i = 0; i < 12; i++) commit(Array.from({ length: 500 }, (_, k) => tool(`w${i}-${k}`)));
+    const subs = Array.from({ length: 6 }, () => feed.subscribe({ from: 0, key: everything, admin: false }, () => undefined));
+    // A timer every turn of the loop measures how long each turn was held.
+    let longest = 0;
+    let lastTick = performance.now();
+    let ticking = true;
+    const tick = () => {
+      const now = performance.now();
+      longest = Math.max(longest, now - lastTick);
+      lastTick = now;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const started = performance.now();
+    await Promise.all(subs.map((s) => s.caughtUp));
+    ticking = false;
+    const total = performance.now() - started;
+    // 6 replays of 6,000 rows each: all of it far longer than any single turn.
+    expect(longest).toBeLessThan(total / 4);
   });
 });
