@@ -27,6 +27,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { ADMIN_SCOPE, adminToken, httpTool, JWT_SECRET, token } from './data.js';
 import { freePort, killAllChildren, median, percentile, REPO_ROOT, sleep, spawnNode, waitHttpOk } from './lib.js';
@@ -186,6 +187,9 @@ async function main(): Promise<number> {
     })();
 
     log(`load for ${durationS} s`);
+    // The soak's own event loop: when it is held, every latency it measures grows with it.
+    const ownLoop = monitorEventLoopDelay({ resolution: 10 });
+    ownLoop.enable();
     // Mirrors with the admin's view: every write is an event for them, so none may be missing.
     const readerLogs: ReaderLog[] = Array.from({ length: LOAD.changeReaders }, () => ({ firstIndex: null, ids: [], streams: 0 }));
     const agent = (sub: string) => token(sub, ['soak:call', 'bench:scope-01', 'bench:scope-18']);
@@ -220,6 +224,7 @@ async function main(): Promise<number> {
 
     await takeSample();
     stopped = true;
+    ownLoop.disable();
     await sampling;
     for (const socket of [...stalled, ...hogs]) socket.destroy();
     // Loops end at their next turn; a blocking query may still be held for its wait.
@@ -289,10 +294,15 @@ async function main(): Promise<number> {
       stalledReaders: stalledSummary,
       changeReaders: readers,
       memory: memorySummary,
+      eventLoops: {
+        // The registry's longest hold in each sample interval (its prom-client lag gauge).
+        registryHeldMs: summariseHolds(memory.map((m) => m.loopLagMaxMs)),
+        soakDelayMs: { p50: ownLoop.percentile(50) / 1e6, p99: ownLoop.percentile(99) / 1e6, max: ownLoop.max / 1e6 },
+      },
       verdict: errors === 0 && alive && readersComplete ? 'pass' : 'fail',
     };
 
-    printReport(result.wellBehaved, result.changeLagMs, counts, stalledSummary, readers, memorySummary, alive, errors);
+    printReport(result.wellBehaved, result.changeLagMs, counts, stalledSummary, readers, memorySummary, result.eventLoops, alive, errors);
     const outDir = join(REPO_ROOT, '.cache', 'soak');
     mkdirSync(outDir, { recursive: true });
     const file = join(outDir, `soak-${result.at.replace(/[:.]/g, '-')}.json`);
@@ -311,6 +321,12 @@ async function main(): Promise<number> {
   }
 }
 
+/** The registry's longest event-loop hold per sample interval, over the run. */
+function summariseHolds(values: readonly (number | undefined)[]): { median: number; max: number; over500: number } {
+  const held = values.filter((v): v is number => v !== undefined && Number.isFinite(v));
+  return { median: median(held), max: held.length > 0 ? Math.max(...held) : NaN, over500: held.filter((v) => v > 500).length };
+}
+
 const fmt = (ms: number) => (Number.isFinite(ms) ? ms.toFixed(ms < 10 ? 2 : 1) : '-');
 
 function printReport(
@@ -320,6 +336,7 @@ function printReport(
   stalled: { opened: number; cutOff: number; medianLifetimeS: number; maxLifetimeS: number },
   readers: { streams: number; received: number; missing: number; repeatedOrOutOfOrder: number }[],
   memory: { startMiB: number; maxMiB: number; endMiB: number; trendPerMin: Record<string, number>; heapFloorMiBByMinute: number[]; samples: MemorySample[] },
+  loops: { registryHeldMs: { median: number; max: number; over500: number }; soakDelayMs: { p50: number; p99: number; max: number } },
   alive: boolean,
   errors: number,
 ): void {
@@ -352,6 +369,9 @@ function printReport(
       `call rows ${signed(t.callRows, 0)}, audit rows ${signed(t.auditRows, 0)}`,
     `Heap used after collection (least per minute, from minute 1): ${memory.heapFloorMiBByMinute.join(', ') || '-'} MiB, trend ${signed(t.heapFloorMiB)} MiB/min ` +
       '(a leak raises this floor; RSS and heap over a few minutes follow the collector\'s sawtooth)',
+    `Event loops: the registry's longest hold per sample, median ${fmt(loops.registryHeldMs.median)} ms, max ${fmt(loops.registryHeldMs.max)} ms, ` +
+      `${loops.registryHeldMs.over500} samples over 500 ms; the soak's own loop delay p50 ${fmt(loops.soakDelayMs.p50)} ms, p99 ${fmt(loops.soakDelayMs.p99)} ms, ` +
+      `max ${fmt(loops.soakDelayMs.max)} ms (it adds to every latency above).`,
     '',
     'Registry memory over time (MiB; counts of what grows):',
     '',
