@@ -23,6 +23,8 @@ export interface FeedOptions {
   key: ViewKey;
   /** Admins also see tool services come and go. */
   admin: boolean;
+  /** Who subscribes (src/http/caller-key.ts): replays take turns by caller first. */
+  caller?: string;
   /**
    * Called (once) when live events held back during a slow replay pass `MAX_HELD_BACK_EVENTS`:
    * the subscription is closed, and the subscriber ends its stream so that the client resumes
@@ -68,8 +70,8 @@ export class ChangeFeed {
   readonly #bus: ChangeBus;
   readonly #currentIndex: () => number;
   /**
-   * Replays share the event loop in turns: 20 streams reopened with `since=0` on a log of
-   * 100,000 rows used to replay in one go and held every other request for seconds.
+   * Replays share the event loop in turns, callers round-robin: 20 streams reopened with
+   * `since=0` on a log of 100,000 rows held every other request for seconds.
    */
   readonly #turns = new TurnQueue();
   /** One write's events per view, computed once for all its subscribers. */
@@ -118,7 +120,7 @@ export class ChangeFeed {
     const caughtUp =
       from === undefined
         ? Promise.resolve()
-        : this.#replay(from, key, admin, () => closed, async (events, complete) => {
+        : this.#replay(from, key, admin, options.caller ?? '', () => closed, async (events, complete) => {
             if (!closed) await deliver(events, 'replay', complete);
           }).then((replayedThrough) => {
             replaying = false;
@@ -153,12 +155,19 @@ export class ChangeFeed {
    * `complete` is exact even when a write spans pages or ends in rows outside the view. Returns
    * the registry index it has replayed through.
    */
-  async #replay(from: number, key: ViewKey, admin: boolean, stopped: () => boolean, deliver: (events: ViewChange[], complete: boolean) => Promise<void>): Promise<number> {
+  async #replay(
+    from: number,
+    key: ViewKey,
+    admin: boolean,
+    caller: string,
+    stopped: () => boolean,
+    deliver: (events: ViewChange[], complete: boolean) => Promise<void>,
+  ): Promise<number> {
     let afterRow: number | undefined;
     let last = from;
     let held: ViewChange | undefined;
     for (;;) {
-      await this.#turns.turn();
+      await this.#turns.turn(caller);
       // A closed subscription reads no further page.
       if (stopped()) return last;
       // Read and note the catalogue's index in one synchronous step: they agree then.

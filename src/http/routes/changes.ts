@@ -146,7 +146,8 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
       const admin = isAdmin(request.caller, config);
       const from = request.headers['last-event-id'] ?? request.query.since;
       const expiresAt = tokenExpiresAt(request, config.jwt.clockToleranceS);
-      const release = app.waiters.reserve(callerKey(request));
+      const caller = callerKey(request);
+      const release = app.waiters.reserve(caller);
       reply.hijack();
       const raw = reply.raw;
       exemptFromIdleTimeout(request);
@@ -204,7 +205,7 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
         raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, 'x-registry-index': String(app.catalog.index) });
         raw.write(': connected\n\n');
         const onFellBehind = () => endStream('the stream fell behind the live changes', 0);
-        const subscription = app.changeFeed.subscribe({ from, key, admin, onFellBehind }, async (events, phase, complete) => {
+        const subscription = app.changeFeed.subscribe({ from, key, admin, caller, onFellBehind }, async (events, phase, complete) => {
           if (phase === 'live') {
             send(liveText(events));
             return;
