@@ -84,6 +84,8 @@ export class JwksKeySource {
   fetches = 0;
   /** Fetches that failed: the endpoint, the document or discovery (for metrics). */
   failedFetches = 0;
+  /** Goes up whenever the key set changes: what was verified with the old one is checked again. */
+  version = 0;
 
   constructor(options: JwksOptions) {
     if (!options.jwksUrl && !options.issuer) throw new Error('JWKS needs a jwksUrl or an issuer');
@@ -171,6 +173,7 @@ export class JwksKeySource {
       // createLocalJWKSet checks the document's shape; a key that does not import fails only
       // the tokens that name it, not the others.
       this.#keys = { json, select: createLocalJWKSet(jwks), pems: new Map() };
+      this.version++;
     } catch (err) {
       // Keep the keys we had.
       this.failedFetches++;

@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import type { TokenKeys } from './keys.js';
 
 /** Verified tokens kept (by a hash of their bytes, until they expire), per signing key. */
-const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
+export const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
 
 export interface TokenRules {
   verify: VerifierOptions;

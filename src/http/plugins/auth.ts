@@ -5,7 +5,8 @@ import { createVerifier } from 'fast-jwt';
 import { bearerToken, callerFromClaims, refuseRepeatedAuthorization, tokenRefused } from '../../auth/caller.js';
 import type { JwksKeySource } from '../../auth/jwks.js';
 import { keySourceFor, resolveTokenKeys } from '../../auth/keys.js';
-import { tokenRules, typChecker } from '../../auth/verifier.js';
+import { VerifiedTokens } from '../../auth/verified-tokens.js';
+import { tokenRules, typChecker, VERIFIED_TOKEN_CACHE_SIZE } from '../../auth/verifier.js';
 import { ANONYMOUS, requireScope, type Caller } from '../../model/caller.js';
 import type { Config } from '../../config.js';
 
@@ -96,6 +97,16 @@ export default fp<AuthPluginOptions>(
     const extractToken = (request: FastifyRequest) => bearerToken(request.headers.authorization, hasQueryToken(request));
     // fast-jwt hands back the same object for a cached token, so its Caller is built once.
     const callers = new WeakMap<object, Caller>();
+    const verified = new VerifiedTokens(VERIFIED_TOKEN_CACHE_SIZE, config.jwt.clockToleranceS * 1000);
+    let keysVersion = jwks?.version ?? 0;
+    /** A header verified before, unless the key set has changed since (a key may be retired). */
+    const verifiedBefore = (header: string): Caller | undefined => {
+      if (jwks && jwks.version !== keysVersion) {
+        keysVersion = jwks.version;
+        verified.clear();
+      }
+      return verified.get(header, Date.now());
+    };
 
     await app.register(fastifyJwt, {
       // Verify only (no private key, so no signer). A static key is checked against the allowed
@@ -160,7 +171,8 @@ export default fp<AuthPluginOptions>(
         done();
         return;
       }
-      if (request.headers.authorization !== undefined) {
+      const header = request.headers.authorization;
+      if (header !== undefined) {
         try {
           refuseRepeatedAuthorization(request.raw.rawHeaders);
         } catch (err) {
@@ -169,9 +181,19 @@ export default fp<AuthPluginOptions>(
           return;
         }
       }
+      // A token in the query as well is @fastify/jwt's to refuse; it is never taken from here.
+      const cacheable = header !== undefined && !hasQueryToken(request);
+      const known = cacheable ? verifiedBefore(header) : undefined;
+      if (known !== undefined) {
+        request.caller = known;
+        done();
+        return;
+      }
       // On success @fastify/jwt sets request.caller (formatUser).
       request.jwtVerify(PLUGIN_VERIFY_OPTIONS, (err: (Error & { code?: unknown }) | null) => {
         if (err) request.authError = tokenRefused(err, acceptedTyp, err.code === FOLDED_INVALID ? unfold(request) : err.code);
+        // Not when the keys changed meanwhile: the next lookup starts the cache afresh.
+        else if (cacheable && (jwks === undefined || jwks.version === keysVersion)) verified.set(header, request.caller, Date.now());
         done();
       });
     });
