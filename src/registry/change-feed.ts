@@ -1,11 +1,11 @@
 /**
  * The change feed any front can follow: the changes in one caller's view, replayed from the
  * stored change log after an index and then live, with no gap and no repeat at the hand-over.
- * Transport-neutral: a subscriber gets each write's events as one group (never split, so a
- * resume id never falls inside a write) and may return a promise to slow the replay down.
+ * Transport-neutral: a subscriber learns where each write ends (so that a resume id never falls
+ * inside a write) and may return a promise to slow the replay down.
  */
 import type { Change, ChangeRecord } from '../model/records.js';
-import { changeInView, type ViewChange, type ViewKey } from '../model/visibility.js';
+import { changeInView, type ViewChange, type ViewKey, viewKeyString } from '../model/visibility.js';
 import type { ChangeBus } from './change-bus.js';
 import { TurnQueue } from './time-slices.js';
 
@@ -61,7 +61,7 @@ export const MAX_HELD_BACK_EVENTS = 10_000;
 
 /** One id per distinct view, so that subscribers with the same view share one write's events. */
 function viewId(key: ViewKey, admin: boolean): string {
-  const view = key.kind === 'scopes' ? `scopes:${[...key.scopes].sort().join(' ')}` : key.kind;
+  const view = viewKeyString(key);
   return admin ? `admin:${view}` : view;
 }
 
