@@ -11,7 +11,7 @@ import { bundle, FILTER_SCOPE, SEARCHES, toolName } from './data.js';
 import { load, peakRssMiB, rssMiB, type RunResult } from './lib.js';
 import { log, opts, TARGETS } from './options.js';
 import { f0, f2, table, type Section } from './report.js';
-import { importBundle, startRegistry, type Registry } from './servers.js';
+import { importBundle, searchIndexed, startRegistry, type Registry } from './servers.js';
 
 interface Probe {
   url: string;
@@ -93,7 +93,10 @@ export async function growth(n: number): Promise<GrowthRow> {
     const rssAfterGetMiB = rssMiB(registry.child.pid);
     const run = await load({ url: `${registry.base}/`, durationS: opts.growthDurationS, connections: opts.growthConnections, expectStatus: 200 });
     const row: GrowthRow = { n, importMs, importPeakRssMiB, bundleMiB, startupMs: registry.startupMs, rssAfterStartMiB, firstGetMs, rssAfterGetMiB, viewBytes, rps: run.rps, p50: run.p50, p99: run.p99, errors: run.errors };
-    if (n > 0) row.probes = await probes(registry, n);
+    if (n > 0) {
+      await searchIndexed(registry);
+      row.probes = await probes(registry, n);
+    }
     const p = row.probes;
     log(
       `growth ${n}: import ${importMs === null ? '-' : `${importMs.toFixed(0)} ms`}, startup ${row.startupMs.toFixed(0)} ms, RSS ${rssAfterStartMiB.toFixed(0)} -> ${rssAfterGetMiB.toFixed(0)} MiB, ` +

@@ -17,7 +17,7 @@ import { sleep } from './lib.js';
 import { compare, loader, type LoadSpec, type Side } from './measure.js';
 import { log, opts, TARGETS, type Group } from './options.js';
 import { f0, f1, f2, pct, passMiss, table, type Section } from './report.js';
-import { capture, captureAll, checkCeiling, exactSpec, importBundle, keptHeaders, startCeiling, startRegistry, type Captured, type Registry } from './servers.js';
+import { capture, captureAll, checkCeiling, exactSpec, importBundle, keptHeaders, searchIndexed, startCeiling, startRegistry, type Captured, type Registry } from './servers.js';
 
 export type ScaleGroup = Extract<Group, 'pages' | 'lookup' | 'search' | 'filters' | 'writes'>;
 
@@ -75,7 +75,7 @@ export async function scale(n: number, groups: Record<ScaleGroup, boolean>): Pro
     log(`scale ${n}: starting the registry`);
     registry = await startRegistry(dir);
     const importMs = await importBundle(registry, bundle(n));
-    log(`scale ${n}: imported ${n} tools in ${importMs.toFixed(0)} ms`);
+    log(`scale ${n}: imported ${n} tools in ${importMs.toFixed(0)} ms, searchable ${(await searchIndexed(registry)).toFixed(0)} ms later`);
     const base = registry.base;
 
     let lateSince = '';

@@ -47,6 +47,25 @@ export async function importBundle(registry: Registry, body: string): Promise<nu
   return ms;
 }
 
+/**
+ * Waits until every written tool is searchable (`tool_registry_search_backlog` is 0): a big
+ * import, or the load at startup, is indexed for search in slices after it is answered, and a
+ * search row measured before that would measure a smaller index.
+ */
+export async function searchIndexed(registry: Registry, timeoutMs = 120_000): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    const res = await fetch(`${registry.base}/metrics`, { headers: { authorization: `Bearer ${adminToken()}` } });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}: ${text.slice(0, 300)}`);
+    const backlog = /^tool_registry_search_backlog (\d+)$/mu.exec(text)?.[1];
+    if (backlog === undefined) throw new Error('GET /metrics has no tool_registry_search_backlog');
+    if (backlog === '0') return performance.now() - started;
+    if (performance.now() - started > timeoutMs) throw new Error(`search backlog still ${backlog} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** The view headers the classic scenarios' ceiling repeats. */
 const KEPT_HEADERS = ['content-type', 'etag', 'cache-control', 'vary', 'x-hidden-tools', 'x-registry-index', 'x-request-id'];
 

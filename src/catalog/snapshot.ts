@@ -238,6 +238,11 @@ export class CatalogSnapshot {
     return this.#services.size;
   }
 
+  /** Written tools not yet searchable: indexed in slices after a big write (see #indexForSearch). */
+  get searchBacklog(): number {
+    return this.#searchPending();
+  }
+
   get toolCount(): number {
     return this.#tools.size;
   }

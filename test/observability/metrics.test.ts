@@ -147,6 +147,7 @@ describe('GET /metrics', () => {
     expect(value('tool_registry_tools', { kind: 'mcp' })).toBe(0);
     expect(value('tool_registry_tool_services')).toBe(0);
     expect(value('tool_registry_index')).toBe(t.app.catalog.index);
+    expect(value('tool_registry_search_backlog')).toBe(0);
     expect(value('tool_registry_blocking_queries')).toBe(1);
     expect(value('tool_registry_streams')).toBe(1);
     expect(value('tool_registry_mcp_sessions')).toBe(1);

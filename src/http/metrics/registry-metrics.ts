@@ -153,6 +153,14 @@ export class RegistryMetrics {
       },
     });
     new Gauge({
+      name: 'tool_registry_search_backlog',
+      help: 'Written tools not yet searchable by ?q= (a big write or the startup load is indexed in slices between requests)',
+      registers,
+      collect() {
+        this.set(catalog.searchBacklog);
+      },
+    });
+    new Gauge({
       name: 'tool_registry_blocking_queries',
       help: 'Blocking discovery queries held (GET /?index=...); they share MAX_WAITERS with the streams',
       registers,
