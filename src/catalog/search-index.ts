@@ -18,6 +18,14 @@
  * 23 ns a posting (1.4 ms for a word in 87,600 of 100,000 tools, on a shared 2-core machine),
  * and choosing the page about as much again per document touched.
  *
+ * Pruning (MaxScore, with the tier as the score): a document in none of the rarest r words has
+ * at most k - r of the query's k words. So a search first reads only the rarest word's postings,
+ * and looks the other words up for those documents, skipping whole blocks; if the page it finds
+ * is full of documents with more than k - 1 words, no other can displace them. Otherwise it runs
+ * again with as many of the rarest words as that page proves necessary, or all of them. "customer
+ * invoices summary" at 100,000 tools (words in 0.5% to 16% of them) went from 1.06 to 0.51 ms.
+ * A one-word search still scores every document with the word (3 ms for one in 88% of 100,000).
+ *
  * Writes: a document is searchable as soon as it is added. Replacing or removing one marks its
  * id dead (searches skip it; document frequencies and average lengths count live documents
  * only, through a forward index of each document's terms). When dead ids pass a quarter of all
@@ -200,6 +208,43 @@ interface QueryTerm {
   weight: number;
 }
 
+/** A query term ready to score: `factor` is its weight times its IDF times (k1 + 1). */
+interface ScoredTerm {
+  term: number;
+  bit: number;
+  factor: number;
+  /** A word of the query, not a prefix expansion. */
+  whole: boolean;
+}
+
+/** The terms of one query word (the word and, for the last, its expansions), and their postings. */
+interface QueryGroup {
+  bit: number;
+  postings: number;
+  terms: ScoredTerm[];
+}
+
+/** A page of results, the tier of its last, and whether it stopped because `accept` wrote. */
+interface Best {
+  names: string[];
+  worstTier: number;
+  stopped: boolean;
+}
+
+/** A posting's term frequency, BM25F: per field, its count times the field's norm for its length. */
+function termFrequency(meta: number, norms: Float64Array): number {
+  let tf = 0;
+  let field = meta & 255;
+  if (field !== 0) tf += (field & 3) * (norms[field >>> 2] as number);
+  field = (meta >>> 8) & 255;
+  if (field !== 0) tf += (field & 3) * (norms[LENGTH_CODES + (field >>> 2)] as number);
+  field = (meta >>> 16) & 255;
+  if (field !== 0) tf += (field & 3) * (norms[2 * LENGTH_CODES + (field >>> 2)] as number);
+  field = meta >>> 24;
+  if (field !== 0) tf += (field & 3) * (norms[3 * LENGTH_CODES + (field >>> 2)] as number);
+  return tf;
+}
+
 /**
  * Per document [score, mark] as float32, 8 bytes: one cache line per posting scored, and half
  * the bytes of float64. Marks (below 2^23) are exact in float32; a score is summed in float64
@@ -281,29 +326,49 @@ export class SearchIndex {
     const text = query.length > MAX_QUERY_CHARS ? query.slice(0, MAX_QUERY_CHARS) : query;
     const allWords = splitWords(text, MAX_QUERY_CHARS);
     if (allWords.length === 0) return [];
-    const terms = this.#queryTerms(text, allWords);
+    const groups = this.#queryGroups(this.#queryTerms(text, allWords));
     const nested = this.#searching;
     const scratch = nested ? this.#newScratch() : this.#readyScratch();
     // Ids below this are the ones this search can touch, even if `accept` compacts the index.
     const docCount = this.#docCount;
+    const limit = Math.floor(options.limit);
+    const nameWords = allWords.slice(0, (FIELDS[NAME] as Field).maxWords);
+    const trimmed = text.trim();
     this.#searching = true;
     let touched = 0;
     try {
-      touched = this.#score(terms, scratch);
-      touched = this.#markNamed(scratch, touched, terms, allWords.slice(0, (FIELDS[NAME] as Field).maxWords), text.trim());
-      return this.#best(scratch, touched, Math.floor(options.limit), options.accept);
-    } finally {
-      const { acc, touched: docs } = scratch;
-      if (touched > docCount >>> 3) {
-        acc.fill(0, 0, 2 * docCount);
-      } else {
-        for (let i = 0; i < touched; i++) {
-          const a = 2 * (docs[i] as number);
-          acc[a] = 0;
-          acc[a + 1] = 0;
-        }
+      // First only the rarest word's documents, if that can fill the page (see #pass); if it did
+      // not, again with as many words as the page it found proves are needed, or all of them.
+      const k = groups.length;
+      let essential = Math.min(k, 1);
+      for (;;) {
+        touched = this.#pass(groups, essential, scratch, nameWords, trimmed);
+        const best = this.#best(scratch, touched, limit, options.accept);
+        const full = best.names.length === limit;
+        // A document in none of the first `essential` groups has at most k - essential of the
+        // query's words, and no name mark (a named document has every word).
+        if (essential === k || best.stopped || (full && best.worstTier > k - essential)) return best.names;
+        this.#clear(scratch, touched, docCount);
+        touched = 0;
+        essential = full ? Math.min(k, k - best.worstTier + 1) : k;
       }
+    } finally {
+      this.#clear(scratch, touched, docCount);
       this.#searching = nested;
+    }
+  }
+
+  /** Zeroes the accumulators of the documents a pass touched. */
+  #clear(scratch: Scratch, touched: number, docCount: number): void {
+    const { acc, touched: docs } = scratch;
+    if (touched > docCount >>> 3) {
+      acc.fill(0, 0, 2 * docCount);
+      return;
+    }
+    for (let i = 0; i < touched; i++) {
+      const a = 2 * (docs[i] as number);
+      acc[a] = 0;
+      acc[a + 1] = 0;
     }
   }
 
@@ -489,49 +554,132 @@ export class SearchIndex {
     return chosen;
   }
 
-  /** BM25F, term at a time, into the accumulators; returns how many documents it touched. */
-  #score(terms: readonly QueryTerm[], scratch: Scratch): number {
+  /**
+   * The query's terms by word (a word and its prefix expansions share a bit), rarest word first,
+   * each term with its BM25 factor. Terms are scored in this order in every pass, so a document's
+   * score, rounded per term, is the same whichever pass gives it.
+   */
+  #queryGroups(terms: readonly QueryTerm[]): QueryGroup[] {
     const live = this.#ids.size;
-    // weight / (1 - b + b * length / average) for each field and length code.
+    const byBit = new Map<number, QueryGroup>();
+    for (const { term, bit, weight } of terms) {
+      const df = this.#df[term] as number;
+      const factor = weight * Math.log(1 + (live - df + 0.5) / (df + 0.5)) * (K1 + 1);
+      let group = byBit.get(bit);
+      if (group === undefined) byBit.set(bit, (group = { bit, postings: 0, terms: [] }));
+      group.postings += df;
+      group.terms.push({ term, bit, factor, whole: weight === 1 });
+    }
+    return [...byBit.values()].sort((a, b) => a.postings - b.postings || a.bit - b.bit);
+  }
+
+  /** weight / (1 - b + b * length / average) for each field and length code. */
+  #norms(): Float64Array {
+    const live = this.#ids.size;
     const norms = new Float64Array(FIELD_COUNT * LENGTH_CODES);
     for (let f = 0; f < FIELD_COUNT; f++) {
       const { weight, b } = FIELDS[f] as Field;
       const average = Math.max((this.#lengthTotals[f] as number) / live, 1e-9);
       for (let c = 0; c < LENGTH_CODES; c++) norms[f * LENGTH_CODES + c] = weight / (1 - b + (b * (LENGTH_OF_CODE[c] as number)) / average);
     }
+    return norms;
+  }
+
+  /**
+   * One pass of scoring (MaxScore, with the tier for a score). The first `essential` groups are
+   * read term at a time: their documents are the candidates. Each other term is then only
+   * looked up for the candidates, in document order, skipping whole blocks, so a common word
+   * costs about the rare word's documents, not its own. With every group essential, every
+   * document with any word is scored. Returns how many documents the pass touched.
+   */
+  #pass(groups: readonly QueryGroup[], essential: number, scratch: Scratch, nameWords: readonly string[], trimmed: string): number {
+    const norms = this.#norms();
+    let count = 0;
+    for (let g = 0; g < essential; g++) for (const term of (groups[g] as QueryGroup).terms) count = this.#scoreTerm(term, norms, scratch, count);
+    if (essential < groups.length && count > 0) {
+      const candidates = scratch.touched.subarray(0, count);
+      let sorted = true;
+      for (let i = 1; i < count && sorted; i++) sorted = (candidates[i - 1] as number) < (candidates[i] as number);
+      if (!sorted) candidates.sort();
+      for (let g = essential; g < groups.length; g++) for (const term of (groups[g] as QueryGroup).terms) this.#probe(term, norms, scratch, 0, count);
+    }
+    return this.#markNamed(scratch, count, groups, norms, nameWords, trimmed);
+  }
+
+  /** Adds a term's postings to the accumulators; returns the count of touched documents. */
+  #scoreTerm({ term, bit, factor }: ScoredTerm, norms: Float64Array, scratch: Scratch, touchedBefore: number): number {
     const { acc, touched } = scratch;
     const pages = this.#pool.pages;
-    let count = 0;
-    for (const { term, bit, weight } of terms) {
-      const df = this.#df[term] as number;
-      const factor = weight * Math.log(1 + (live - df + 0.5) / (df + 0.5)) * (K1 + 1);
-      for (let block = this.#head[term] as number; block !== 0; ) {
-        const page = pages[Math.floor(block / PAGE_WORDS)] as Uint32Array;
-        const at = block & OFFSET_MASK;
-        for (let i = at + HEADER, end = i + 2 * (page[at + 2] as number); i < end; i += 2) {
-          const d = page[i] as number;
-          const meta = page[i + 1] as number;
-          let tf = 0;
-          let field = meta & 255;
-          if (field !== 0) tf += (field & 3) * (norms[field >>> 2] as number);
-          field = (meta >>> 8) & 255;
-          if (field !== 0) tf += (field & 3) * (norms[LENGTH_CODES + (field >>> 2)] as number);
-          field = (meta >>> 16) & 255;
-          if (field !== 0) tf += (field & 3) * (norms[2 * LENGTH_CODES + (field >>> 2)] as number);
-          field = meta >>> 24;
-          if (field !== 0) tf += (field & 3) * (norms[3 * LENGTH_CODES + (field >>> 2)] as number);
-          // Every contribution is positive, so a score of 0 means not touched yet.
-          const a = 2 * d;
-          const score = acc[a] as number;
-          if (score === 0) touched[count++] = d;
-          acc[a] = score + (factor * tf) / (K1 + tf);
-          const mark = acc[a + 1] as number;
-          if ((mark & bit) === 0) acc[a + 1] = mark + bit + WORD_COUNT_UNIT;
-        }
-        block = page[at] as number;
+    let count = touchedBefore;
+    for (let block = this.#head[term] as number; block !== 0; ) {
+      const page = pages[Math.floor(block / PAGE_WORDS)] as Uint32Array;
+      const at = block & OFFSET_MASK;
+      for (let i = at + HEADER, end = i + 2 * (page[at + 2] as number); i < end; i += 2) {
+        const d = page[i] as number;
+        const tf = termFrequency(page[i + 1] as number, norms);
+        // Every contribution is positive, so a score of 0 means not touched yet.
+        const a = 2 * d;
+        const score = acc[a] as number;
+        if (score === 0) touched[count++] = d;
+        acc[a] = score + (factor * tf) / (K1 + tf);
+        const mark = acc[a + 1] as number;
+        if ((mark & bit) === 0) acc[a + 1] = mark + bit + WORD_COUNT_UNIT;
       }
+      block = page[at] as number;
     }
     return count;
+  }
+
+  /**
+   * Adds a term's postings to the touched documents scratch.touched[from..to), which are in
+   * ascending order (as postings are): blocks that end before the next candidate are skipped
+   * by their last posting, and a block is searched by galloping from where the last one was.
+   */
+  #probe({ term, bit, factor }: ScoredTerm, norms: Float64Array, scratch: Scratch, from: number, to: number): void {
+    const { acc, touched } = scratch;
+    const pages = this.#pool.pages;
+    let block = this.#head[term] as number;
+    if (block === 0) return;
+    let page = pages[Math.floor(block / PAGE_WORDS)] as Uint32Array;
+    let at = block & OFFSET_MASK;
+    let i = at + HEADER;
+    let end = i + 2 * (page[at + 2] as number);
+    for (let c = from; c < to; c++) {
+      const d = touched[c] as number;
+      while (i >= end || (page[end - 2] as number) < d) {
+        block = page[at] as number;
+        if (block === 0) return;
+        page = pages[Math.floor(block / PAGE_WORDS)] as Uint32Array;
+        at = block & OFFSET_MASK;
+        i = at + HEADER;
+        end = i + 2 * (page[at + 2] as number);
+      }
+      // The block's last posting is >= d: the first posting >= d is in [i, end - 2].
+      if ((page[i] as number) < d) {
+        let lo = i;
+        let step = 2;
+        let hi = lo + step;
+        while (hi < end - 2 && (page[hi] as number) < d) {
+          lo = hi;
+          step *= 2;
+          hi = lo + step;
+        }
+        if (hi > end - 2) hi = end - 2;
+        while (hi - lo > 2) {
+          const mid = lo + (((hi - lo) >>> 2) << 1);
+          if ((page[mid] as number) < d) lo = mid;
+          else hi = mid;
+        }
+        i = hi;
+      }
+      if (page[i] !== d) continue;
+      const tf = termFrequency(page[i + 1] as number, norms);
+      const a = 2 * d;
+      acc[a] = (acc[a] as number) + (factor * tf) / (K1 + tf);
+      const mark = acc[a + 1] as number;
+      if ((mark & bit) === 0) acc[a + 1] = mark + bit + WORD_COUNT_UNIT;
+      i += 2;
+    }
   }
 
   /**
@@ -540,10 +688,12 @@ export class SearchIndex {
    * words as the query has words, so the candidates are the postings of the rarest term with
    * that name length (read again: they are few), checked by hash, then by their words.
    */
-  #markNamed(scratch: Scratch, touched: number, terms: readonly QueryTerm[], nameWords: readonly string[], trimmed: string): number {
+  #markNamed(scratch: Scratch, touched: number, groups: readonly QueryGroup[], norms: Float64Array, nameWords: readonly string[], trimmed: string): number {
     let rarest = -1;
-    for (const { term, weight } of terms) {
-      if (weight === 1 && (rarest < 0 || (this.#df[term] as number) < (this.#df[rarest] as number))) rarest = term;
+    for (const group of groups) {
+      for (const { term, whole } of group.terms) {
+        if (whole && (rarest < 0 || (this.#df[term] as number) < (this.#df[rarest] as number))) rarest = term;
+      }
     }
     if (rarest < 0) return touched;
     const { acc, touched: docs } = scratch;
@@ -561,7 +711,12 @@ export class SearchIndex {
         const name = this.#names[d] as string;
         if (splitWords(name, nameWords.length + 1).join(' ') !== key) continue;
         const a = 2 * d;
-        if (acc[a] === 0 && acc[a + 1] === 0) docs[count++] = d;
+        if (acc[a] === 0 && acc[a + 1] === 0) {
+          // Not a candidate of this pass (it cannot be, having every word, but it costs little to be sure).
+          docs[count] = d;
+          for (const group of groups) for (const term of group.terms) this.#probe(term, norms, scratch, count, count + 1);
+          count++;
+        }
         acc[a + 1] = (acc[a + 1] as number) + (name === trimmed ? NAME_MARK : NAME_WORDS_MARK);
       }
       block = page[at] as number;
@@ -569,8 +724,28 @@ export class SearchIndex {
     return count;
   }
 
-  /** The best `limit` accepted live documents among those touched: a bounded heap, worst on top. */
-  #best(scratch: Scratch, touched: number, limit: number, accept: ((name: string) => boolean) | undefined): string[] {
+  /**
+   * The best `limit` accepted live documents among those touched. `accept` looks a tool up in
+   * the catalogue (cache misses, at 100,000 tools), so it is first asked only about the best
+   * `limit` of all: when it takes every one, they are the page. Otherwise it is asked, as the
+   * candidates come, about each one good enough to enter the page.
+   */
+  #best(scratch: Scratch, touched: number, limit: number, accept: ((name: string) => boolean) | undefined): Best {
+    if (accept === undefined) return this.#select(scratch, touched, limit, undefined);
+    const unfiltered = this.#select(scratch, touched, limit, undefined);
+    const epoch = this.#epoch;
+    let taken = 0;
+    for (const name of unfiltered.names) {
+      if (!accept(name)) break;
+      if (this.#epoch !== epoch) return { names: unfiltered.names.slice(0, taken + 1), worstTier: 0, stopped: true };
+      taken++;
+    }
+    if (taken === unfiltered.names.length) return unfiltered;
+    return this.#select(scratch, touched, limit, accept);
+  }
+
+  /** The best `limit` live documents among those touched that `accept` takes: a bounded heap, worst on top. */
+  #select(scratch: Scratch, touched: number, limit: number, accept: ((name: string) => boolean) | undefined): Best {
     const { acc, touched: docs } = scratch;
     const names = this.#names;
     const alive = this.#alive;
@@ -590,6 +765,7 @@ export class SearchIndex {
     let worstScore = 0;
     let worstName = '';
     const epoch = this.#epoch;
+    let stopped = false;
     for (let i = 0; i < touched; i++) {
       const d = docs[i] as number;
       if (alive[d] === 0) continue;
@@ -604,7 +780,10 @@ export class SearchIndex {
       }
       if (accept !== undefined) {
         if (!accept(names[d] as string)) continue;
-        if (this.#epoch !== epoch) break;
+        if (this.#epoch !== epoch) {
+          stopped = true;
+          break;
+        }
       }
       if (heap.length < limit) {
         let at = heap.length;
@@ -636,7 +815,9 @@ export class SearchIndex {
         worstName = names[worst] as string;
       }
     }
-    return heap.sort((a, b) => (before(a, b) ? -1 : 1)).map((d) => names[d] as string);
+    heap.sort((a, b) => (before(a, b) ? -1 : 1));
+    const worst = heap[heap.length - 1];
+    return { names: heap.map((d) => names[d] as string), worstTier: worst === undefined ? 0 : tier(worst), stopped };
   }
 
   #readyScratch(): Scratch {

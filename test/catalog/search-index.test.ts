@@ -188,6 +188,31 @@ describe('search', () => {
     expect(index.search('email calendar', { limit: 3 })).toEqual(ranked.slice(0, 3));
   });
 
+  it('gives the head of the whole ranking when it skips the common words (property)', () => {
+    // A multi-word search first scores only the rarest word's tools and looks the others up for
+    // them; it must give what scoring every tool gives: the first `limit` of the full ranking.
+    const vocabulary = ['alpha', 'beta', 'gamma', 'delta', 'omega', 'sigma', 'beta', 'beta', 'gamma', 'the'];
+    const words = fc.array(fc.constantFrom(...vocabulary), { minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(words, words), { minLength: 1, maxLength: 120 }),
+        fc.array(fc.constantFrom(...vocabulary, 'alp', 'sig', 'zzz'), { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 1, max: 30 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.boolean(),
+        (docs, query, limit, keepEvery, typing) => {
+          const index = indexOf(...docs.map(([name, description], i) => tool(`${name.join('_')}_${i}`, description.join(' '))));
+          const q = query.join(' ') + (typing ? '' : ' ');
+          const accept = (name: string) => Number(name.slice(name.lastIndexOf('_') + 1)) % keepEvery === 0;
+          const everything = index.search(q, { limit: 100_000 });
+          expect(index.search(q, { limit }), q).toEqual(everything.slice(0, limit));
+          expect(index.search(q, { limit, accept }), q).toEqual(everything.filter(accept).slice(0, limit));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('matches titles and keywords', () => {
     const index = indexOf(tool('t1', 'Does things', { title: 'Invoice Maker' }), tool('t2', 'Does things', { keywords: ['billing', 'PDF'] }));
     expect(index.search('invoices', all)).toEqual(['t1']);
