@@ -84,6 +84,11 @@ const SEARCH_CHUNK = 64;
 /** Tools, marks or names handled per step of a prepared write (well under a millisecond). */
 const PREPARE_STEP = 1024;
 
+/** Names in code-unit order: taken as they are when they already are (a load's rows), else sorted. */
+function sortedNames(names: string[]): SortedNames {
+  return strictlyAscending(names) ? SortedNames.ofAscending(names) : new SortedNames(names);
+}
+
 /** What search sees of a tool: its name, description, title hint, and parameter names. */
 function searchDocument(entry: CatalogTool): SearchDocument {
   const title = entry.tool.title ?? entry.tool.hints['title'];
@@ -209,6 +214,8 @@ export class CatalogSnapshot {
   /** Names of big writes to index after the backlog (some may have changed or gone since). */
   #searchBulk: { names: readonly string[]; next: number }[] = [];
   #searchScheduled = false;
+  /** Searches waiting for the backlog to be indexed (searchable()). */
+  #searchWaiters: (() => void)[] = [];
   /** Where prepare() puts entries' bytes. */
   readonly #arena = new ByteArena(256 * 1024);
 
@@ -271,19 +278,22 @@ export class CatalogSnapshot {
       }
       this.#indexService(entry, 'in');
     }
-    this.#all = new SortedNames(this.#tools.keys());
-    this.#public = new SortedNames(publicNames);
-    for (const [scope, names] of scopeNames) this.#byScope.set(scope, new SortedNames(names));
+    // Rows come in name order, so the name indexes are usually taken as they are.
+    this.#all = sortedNames([...this.#tools.keys()]);
+    this.#public = sortedNames(publicNames);
+    for (const [scope, names] of scopeNames) this.#byScope.set(scope, sortedNames(names));
     for (const t of data.tombstones ?? []) this.#tombstones.set(t.name, t);
     this.#deletions = [...this.#tombstones.values()].map((t) => ({ name: t.name, index: t.index })).sort((a, b) => a.index - b.index);
     this.#rebuildChangeMarks();
     this.#loadLives(data.toolHistory ?? []);
+    // Indexed for search like a big write: at once when few, else in slices after the load
+    // (searches wait for them: see searchable()), so startup does not wait for it.
     this.#search = new SearchIndex();
     this.#searchBacklog.clear();
-    this.#searchBulk = [];
-    this.#search.upsertMany([...this.#tools.values()].map(searchDocument));
+    this.#searchBulk = [{ names: [...this.#tools.keys()], next: 0 }];
     this.#scopeSetChangedAt = data.index;
     this.#changed(data.index);
+    this.#indexForSearch();
   }
 
   /**
@@ -614,8 +624,9 @@ export class CatalogSnapshot {
 
   /**
    * Live tool names matching `query`, best first (see SearchIndex), at most `limit` of those
-   * `accept` takes. A tool written moments ago by a big write may not be found yet (it is
-   * indexed within about a second of the write); a deleted one never is.
+   * `accept` takes. A tool written moments ago by a big write, or loaded at startup, may not be
+   * found yet (it is indexed within a second or two: wait for searchable() first); a deleted one
+   * never is.
    */
   search(query: string, limit: number, accept: (entry: CatalogTool) => boolean): CatalogTool[] {
     const names = this.#search.search(query, {
@@ -626,6 +637,15 @@ export class CatalogSnapshot {
       },
     });
     return names.map((name) => this.#tools.get(name) as CatalogTool);
+  }
+
+  /**
+   * Null when every written tool is searchable; else a promise that resolves once they are (the
+   * slices after a big write or the load run every turn of the event loop, so it does).
+   */
+  searchable(): Promise<void> | null {
+    if (this.#searchPending() === 0) return null;
+    return new Promise((resolve) => this.#searchWaiters.push(resolve));
   }
 
   /**
@@ -675,6 +695,11 @@ export class CatalogSnapshot {
       if (bulk.next === bulk.names.length) this.#searchBulk.shift();
     }
     this.#search.upsertMany(docs);
+    if (this.#searchWaiters.length > 0 && this.#searchPending() === 0) {
+      const waiters = this.#searchWaiters;
+      this.#searchWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
   }
 
   getTool(name: string): CatalogTool | undefined {

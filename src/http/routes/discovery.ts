@@ -203,7 +203,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
           401: problems.ViewUnauthorized,
           429: problems.TooManyRequests,
           503: problem(
-            'A blocking query would be held while `MAX_WAITERS` blocking queries and change streams are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`, with `Retry-After`), or a search found the database busy (`TR_ERR_UNAVAILABLE`).',
+            'A blocking query would be held while `MAX_WAITERS` blocking queries and change streams are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`, with `Retry-After`).',
             {
               headers: { 'Retry-After': { ...headers['Retry-After'], required: false, description: 'Seconds to wait before retrying; sent when `MAX_WAITERS` or `MAX_WAITERS_PER_CALLER` was reached.' } },
               example: waitersFullExample,
@@ -223,20 +223,31 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       const format = query.format;
       const listed = query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined || query.passing === true;
       if (listed && format === undefined) {
-        // The entries' bytes as they were serialised once per write, the body kept until the next
-        // write (src/catalog/listing.ts): nothing is serialised here.
-        const listing = app.listing.body(key, listingQuery(query));
-        cacheHeaders(reply, tokenView);
-        reply.header('x-registry-index', String(listing.index));
-        reply.type('application/json; charset=utf-8').send(listing.body);
-        return;
+        return whenSearchable(query, () => {
+          // The entries' bytes as they were serialised once per write, the body kept until the
+          // next write (src/catalog/listing.ts): nothing is serialised here.
+          const listing = app.listing.body(key, listingQuery(query));
+          cacheHeaders(reply, tokenView);
+          reply.header('x-registry-index', String(listing.index));
+          return reply.type('application/json; charset=utf-8').send(listing.body);
+        });
       }
       if (query.index !== undefined) return heldQuery(request, reply, key, query, query.index, tokenView, listed);
-      if (listed && format !== undefined) return sendExportPage(reply, key, query, format, tokenView, request.headers['if-none-match']);
+      if (listed && format !== undefined) return whenSearchable(query, () => sendExportPage(reply, key, query, format, tokenView, request.headers['if-none-match']));
       // Without `index`, the plain rediscovery call: the hot path.
       sendView(reply, app.catalog.view(key), key.kind, tokenView, request.headers['if-none-match'], format);
     },
   );
+
+  /**
+   * Answers at once, or, for a search, once every tool written before it is searchable: a big
+   * write or the startup load is indexed in slices after it (CatalogSnapshot.searchable), and a
+   * search should find what was written before it was asked. A second or two at most.
+   */
+  function whenSearchable<T>(query: DiscoveryQuery, answer: () => T): T | Promise<T> {
+    const pending = query.q === undefined ? null : app.catalog.searchable();
+    return pending === null ? answer() : pending.then(answer);
+  }
 
   /** A blocking query (`index`): held until the caller's view changes after it, or `wait` ends. */
   async function heldQuery(request: FastifyRequest, reply: FastifyReply, key: ViewKey, query: DiscoveryQuery, index: number, tokenView: boolean, listed: boolean) {
