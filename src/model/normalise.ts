@@ -61,9 +61,12 @@ const MCP_TEXT_RETURNS = "The tool's text content, its parts joined by line feed
 function inputSchemaOf(parameters: Record<string, ToolParameter & { required?: boolean }>): DerivedInputSchema {
   const properties = dictionary<Record<string, unknown>>();
   const required: string[] = [];
-  for (const [name, { required: isRequired, ...schema }] of Object.entries(parameters)) {
+  for (const name of Object.keys(parameters)) {
+    const parameter = parameters[name] as ToolParameter & { required?: boolean };
+    const schema: Record<string, unknown> = {};
+    for (const keyword of Object.keys(parameter)) if (keyword !== 'required') setOwn(schema, keyword, parameter[keyword]);
     properties[name] = schema;
-    if (isRequired !== false) required.push(name);
+    if (parameter.required !== false) required.push(name);
   }
   // Closed, as models do best with, and enforced as served: a call with a key the tool does not
   // list is refused (400) before it reaches the tool, like any other argument that does not fit.
@@ -212,6 +215,18 @@ function dictionary<V>(): Record<string, V> {
   return Object.create(null) as Record<string, V>;
 }
 
+/** A copy without the keys whose value is undefined (a loop: a load runs it for every parameter). */
 function stripUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v !== undefined) setOwn(copy, key, v);
+  }
+  return copy as T;
+}
+
+/** object[key] = value, as an own property even for `__proto__` (what a spread or Object.fromEntries does). */
+function setOwn(object: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+  else object[key] = value;
 }

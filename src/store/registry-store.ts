@@ -176,6 +176,28 @@ const serviceFromRow = (row: ServiceRow): ServiceRecord => ({
   ...(row.owner !== null && { owner: row.owner }),
 });
 
+/**
+ * A tools row as an array, in this order: what a load reads, 100,000 rows at a time, where
+ * better-sqlite3's arrays cost a quarter less than its objects.
+ */
+const TOOL_COLUMNS = 'name, kind, service_id, mcp_server_id, descriptor, status, create_index, modify_index, updated_at, owner';
+type ToolRowArray = [string, ToolKind, string | null, string | null, string, ToolStatus, number, number, string, string | null];
+
+function toolFromRowArray(row: ToolRowArray): ToolRecord {
+  const record: ToolRecord = {
+    name: row[0],
+    kind: row[1],
+    serviceId: row[2] ?? row[3],
+    descriptor: JSON.parse(row[4]) as ToolDescriptor,
+    status: row[5],
+    createIndex: row[6],
+    index: row[7],
+    updatedAt: row[8],
+  };
+  if (row[9] !== null) record.owner = row[9];
+  return record;
+}
+
 const toolFromRow = (row: ToolRow): ToolRecord => ({
   name: row.name,
   kind: row.kind,
@@ -223,7 +245,7 @@ export class RegistryStore {
         INSERT INTO replication_state (id, topic, message_id, message_index, last_at) VALUES (1, @topic, @messageId, @index, @lastAt)
         ON CONFLICT (id) DO UPDATE SET topic = excluded.topic, message_id = excluded.message_id, message_index = excluded.message_index, last_at = excluded.last_at`),
       liveServices: db.prepare("SELECT * FROM tool_services WHERE status != 'deleted' ORDER BY id"),
-      liveTools: db.prepare("SELECT * FROM tools WHERE status != 'deleted' ORDER BY name"),
+      liveTools: db.prepare(`SELECT ${TOOL_COLUMNS} FROM tools WHERE status != 'deleted' ORDER BY name`).raw(true),
       getService: db.prepare('SELECT * FROM tool_services WHERE id = ?'),
       getTool: db.prepare('SELECT * FROM tools WHERE name = ?'),
       // What a put needs of the row it replaces, without reading and parsing its descriptor.
@@ -264,7 +286,7 @@ export class RegistryStore {
       ),
       changesSince: db.prepare(CHANGE_LOG_READS.since),
       changesAfterRow: db.prepare(CHANGE_LOG_READS.afterRow),
-      tombstones: db.prepare("SELECT * FROM tools WHERE status = 'deleted' ORDER BY name"),
+      tombstones: db.prepare(`SELECT ${TOOL_COLUMNS} FROM tools WHERE status = 'deleted' ORDER BY name`).raw(true),
       room: db.prepare(
         'SELECT (m.max_page_count - c.page_count + f.freelist_count) * s.page_size FROM pragma_max_page_count() m, pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s',
       ).pluck(),
@@ -362,13 +384,13 @@ export class RegistryStore {
       index: this.registryIndex(),
       services: (this.#stmts.liveServices.all() as ServiceRow[]).map(serviceFromRow),
       mcpServers: this.#mcpServers.live(),
-      tools: (this.#stmts.liveTools.all() as ToolRow[]).map(toolFromRow),
+      tools: (this.#stmts.liveTools.all() as ToolRowArray[]).map(toolFromRowArray),
     }))();
   }
 
   /** Deleted tools, kept so paged walks and filters can show what went away. */
   loadTombstones(): ToolRecord[] {
-    return (this.#stmts.tombstones.all() as ToolRow[]).map(toolFromRow);
+    return (this.#stmts.tombstones.all() as ToolRowArray[]).map(toolFromRowArray);
   }
 
   /**
