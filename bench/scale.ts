@@ -45,6 +45,14 @@ const LATE_WRITES = 20;
 const EARLY_SINCE = '2000-01-01T00:00:00Z';
 
 const readGoal = `>= ${TARGETS.scaleReadRatio} of ceiling, p99 < ${TARGETS.scaleReadP99Ms} ms`;
+/**
+ * Issue 10 asks pages and lookups for a share of the ceiling; searches and filters build their
+ * answer per request, and are asked for a p99 and a cost that follows the page (the growth
+ * table), their ratio reported beside.
+ */
+const builtGoal = `p99 < ${TARGETS.scaleReadP99Ms} ms`;
+const goalOf = (group: ScaleGroup) => (group === 'search' || group === 'filters' ? builtGoal : readGoal);
+const metGoal = (group: ScaleGroup, ratio: number, p99: number) => p99 < TARGETS.scaleReadP99Ms && (goalOf(group) === builtGoal || ratio >= TARGETS.scaleReadRatio);
 const writeGoal = `>= ${TARGETS.scaleWritesPerS.toLocaleString('en-US')} writes/s`;
 
 function toolsIn(body: Buffer): number | null {
@@ -95,7 +103,7 @@ export async function scale(n: number, groups: Record<ScaleGroup, boolean>): Pro
     const cases: ReadCase[] = [];
     const unmeasured = (group: ScaleGroup, row: string, url: string, note: string) => {
       log(`scale ${n}: ${row}: ${note}`);
-      rows.push({ group, row, n, url, answerTools: null, answerBytes: null, registry: null, ceiling: null, ratio: null, goal: readGoal, met: false, note });
+      rows.push({ group, row, n, url, answerTools: null, answerBytes: null, registry: null, ceiling: null, ratio: null, goal: goalOf(group), met: false, note });
     };
     const single = async (group: ScaleGroup, row: string, url: string) => {
       const answer = await capture(base, url);
@@ -157,8 +165,8 @@ export async function scale(n: number, groups: Record<ScaleGroup, boolean>): Pro
             registry: r,
             ceiling: c,
             ratio,
-            goal: readGoal,
-            met: ratio >= TARGETS.scaleReadRatio && r.p99 < TARGETS.scaleReadP99Ms,
+            goal: goalOf(group),
+            met: metGoal(group, ratio, r.p99),
             ...(r.errors > 0 && { note: `registry: ${r.errors} unexpected answers` }),
           });
         };
