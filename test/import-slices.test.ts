@@ -57,14 +57,12 @@ describe('a big import', () => {
     expect(t.app.catalog.searchBacklog).toBe(0);
   }, 120_000);
 
-  it('is searchable from the first search after a restart, though indexed after startup', async () => {
+  it('is searchable from the first search after a restart', async () => {
     const { admin } = await serve();
     const tools = Array.from({ length: 5_000 }, (_, i) => tool(`bulk_${String(i).padStart(5, '0')}`));
     const res = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: JSON.stringify({ 'tool-services': [], tools }) });
     expect(res.statusCode).toBe(200);
     const app = await t.restart();
-    // Ready before the catalogue is searchable: the load is indexed in slices after it.
-    expect(app.catalog.searchBacklog).toBeGreaterThan(0);
     const found = await app.inject({ method: 'GET', url: '/?q=bulk_04999' });
     expect(found.statusCode).toBe(200);
     expect((found.json() as { tools: { name: string }[] }).tools[0]?.name).toBe('bulk_04999');

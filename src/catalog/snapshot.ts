@@ -286,14 +286,15 @@ export class CatalogSnapshot {
     this.#deletions = [...this.#tombstones.values()].map((t) => ({ name: t.name, index: t.index })).sort((a, b) => a.index - b.index);
     this.#rebuildChangeMarks();
     this.#loadLives(data.toolHistory ?? []);
-    // Indexed for search like a big write: at once when few, else in slices after the load
-    // (searches wait for them: see searchable()), so startup does not wait for it.
+    // Indexed for search at once. In slices after the load (as a big write is) the registry was
+    // ready 1.5 s sooner at 100,000 tools, but the heap then grew in small steps and V8 ran
+    // 26-35 ms mark-compacts every few seconds for a while after (none this way).
     this.#search = new SearchIndex();
     this.#searchBacklog.clear();
-    this.#searchBulk = [{ names: [...this.#tools.keys()], next: 0 }];
+    this.#searchBulk = [];
+    this.#search.upsertMany([...this.#tools.values()].map(searchDocument));
     this.#scopeSetChangedAt = data.index;
     this.#changed(data.index);
-    this.#indexForSearch();
   }
 
   /**
@@ -624,9 +625,8 @@ export class CatalogSnapshot {
 
   /**
    * Live tool names matching `query`, best first (see SearchIndex), at most `limit` of those
-   * `accept` takes. A tool written moments ago by a big write, or loaded at startup, may not be
-   * found yet (it is indexed within a second or two: wait for searchable() first); a deleted one
-   * never is.
+   * `accept` takes. A tool written moments ago by a big write may not be found yet (it is
+   * indexed within a second or two: wait for searchable() first); a deleted one never is.
    */
   search(query: string, limit: number, accept: (entry: CatalogTool) => boolean): CatalogTool[] {
     const names = this.#search.search(query, {
@@ -641,7 +641,7 @@ export class CatalogSnapshot {
 
   /**
    * Null when every written tool is searchable; else a promise that resolves once they are (the
-   * slices after a big write or the load run every turn of the event loop, so it does).
+   * slices after a big write run every turn of the event loop, so it does).
    */
   searchable(): Promise<void> | null {
     if (this.#searchPending() === 0) return null;

@@ -154,7 +154,7 @@ export class RegistryMetrics {
     });
     new Gauge({
       name: 'tool_registry_search_backlog',
-      help: 'Written tools not yet searchable by ?q= (a big write or the startup load is indexed in slices between requests)',
+      help: 'Written tools not yet searchable by ?q= (a big write is indexed in slices between requests after it)',
       registers,
       collect() {
         this.set(catalog.searchBacklog);
