@@ -79,3 +79,31 @@ describe('LRU byte cache', () => {
     expect(cache.bytes).toBe(0);
   });
 });
+
+describe('searchable()', () => {
+  it('holds searches while a big write is indexed in slices, and lets them go when it is, or when the catalogue is loaded again', async () => {
+    const big = (from: number) => Array.from({ length: 2_500 }, (_, i) => record(`bulk_${from + i}`, 2 + from + i));
+    const catalog = catalogWith(record('a', 1));
+    expect(catalog.searchable()).toBeNull();
+
+    // More tools than are indexed at once: in slices after the write.
+    catalog.apply(3, { tools: big(0) });
+    const indexed = catalog.searchable();
+    expect(indexed).not.toBeNull();
+    expect(catalog.searchBacklog).toBeGreaterThan(0);
+    await indexed;
+    expect(catalog.searchBacklog).toBe(0);
+    expect(catalog.search('bulk_2499', 1, () => true).map((t) => t.tool.name)).toEqual(['bulk_2499']);
+
+    // A load (a replica's resync) replaces the backlog: nobody is left waiting for it.
+    catalog.apply(4, { tools: big(10_000) });
+    const replaced = catalog.searchable();
+    expect(replaced).not.toBeNull();
+    catalog.load({ index: 5, services: [], tools: [record('b', 5)] });
+    let settled = false;
+    void replaced?.then(() => (settled = true));
+    await Promise.resolve();
+    expect(settled).toBe(true);
+    expect(catalog.searchable()).toBeNull();
+  });
+});

@@ -293,6 +293,7 @@ export class CatalogSnapshot {
     this.#searchBacklog.clear();
     this.#searchBulk = [];
     this.#search.upsertMany([...this.#tools.values()].map(searchDocument));
+    this.#settleSearchWaiters();
     this.#scopeSetChangedAt = data.index;
     this.#changed(data.index);
   }
@@ -695,11 +696,15 @@ export class CatalogSnapshot {
       if (bulk.next === bulk.names.length) this.#searchBulk.shift();
     }
     this.#search.upsertMany(docs);
-    if (this.#searchWaiters.length > 0 && this.#searchPending() === 0) {
-      const waiters = this.#searchWaiters;
-      this.#searchWaiters = [];
-      for (const resolve of waiters) resolve();
-    }
+    this.#settleSearchWaiters();
+  }
+
+  /** Lets the searches waiting in searchable() go once nothing is left to index. */
+  #settleSearchWaiters(): void {
+    if (this.#searchWaiters.length === 0 || this.#searchPending() > 0) return;
+    const waiters = this.#searchWaiters;
+    this.#searchWaiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   getTool(name: string): CatalogTool | undefined {
