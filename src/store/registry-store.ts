@@ -111,19 +111,6 @@ interface ServiceRow {
   owner: string | null;
 }
 
-interface ToolRow {
-  name: string;
-  kind: ToolKind;
-  service_id: string | null;
-  mcp_server_id: string | null;
-  descriptor: string;
-  status: ToolStatus;
-  create_index: number;
-  modify_index: number;
-  updated_at: string;
-  owner: string | null;
-}
-
 interface ChangeRow {
   seq: number;
   registry_index: number;
@@ -177,13 +164,13 @@ const serviceFromRow = (row: ServiceRow): ServiceRecord => ({
 });
 
 /**
- * A tools row as an array, in this order: what a load reads, 100,000 rows at a time, where
- * better-sqlite3's arrays cost a quarter less than its objects.
+ * A tools row, read as an array in this order (`.raw()`): a load reads 100,000 of them at a
+ * time, and better-sqlite3's arrays cost a quarter less than its row objects.
  */
 const TOOL_COLUMNS = 'name, kind, service_id, mcp_server_id, descriptor, status, create_index, modify_index, updated_at, owner';
-type ToolRowArray = [string, ToolKind, string | null, string | null, string, ToolStatus, number, number, string, string | null];
+type ToolRow = [string, ToolKind, string | null, string | null, string, ToolStatus, number, number, string, string | null];
 
-function toolFromRowArray(row: ToolRowArray): ToolRecord {
+function toolFromRow(row: ToolRow): ToolRecord {
   const record: ToolRecord = {
     name: row[0],
     kind: row[1],
@@ -197,18 +184,6 @@ function toolFromRowArray(row: ToolRowArray): ToolRecord {
   if (row[9] !== null) record.owner = row[9];
   return record;
 }
-
-const toolFromRow = (row: ToolRow): ToolRecord => ({
-  name: row.name,
-  kind: row.kind,
-  serviceId: row.service_id ?? row.mcp_server_id,
-  descriptor: JSON.parse(row.descriptor) as ToolDescriptor,
-  status: row.status,
-  createIndex: row.create_index,
-  index: row.modify_index,
-  updatedAt: row.updated_at,
-  ...(row.owner !== null && { owner: row.owner }),
-});
 
 export class RegistryStore {
   /** Held by a sliced write (an import): other writers on the connection wait for it. */
@@ -254,7 +229,7 @@ export class RegistryStore {
       liveServices: db.prepare("SELECT * FROM tool_services WHERE status != 'deleted' ORDER BY id"),
       liveTools: db.prepare(`SELECT ${TOOL_COLUMNS} FROM tools WHERE status != 'deleted' ORDER BY name`).raw(true),
       getService: db.prepare('SELECT * FROM tool_services WHERE id = ?'),
-      getTool: db.prepare('SELECT * FROM tools WHERE name = ?'),
+      getTool: db.prepare(`SELECT ${TOOL_COLUMNS} FROM tools WHERE name = ?`).raw(true),
       // What a put needs of the row it replaces, without reading and parsing its descriptor.
       toolBefore: db.prepare("SELECT status, create_index, json_extract(descriptor, '$.scopes') AS scopes FROM tools WHERE name = ?"),
       serviceBefore: db.prepare('SELECT status, create_index FROM tool_services WHERE id = ?'),
@@ -285,8 +260,8 @@ export class RegistryStore {
         "UPDATE tool_services SET status = 'deleted', modify_index = ?, updated_at = ? WHERE id = ? AND status != 'deleted' RETURNING *",
       ),
       tombstoneTool: db.prepare(
-        "UPDATE tools SET status = 'deleted', modify_index = ?, updated_at = ? WHERE name = ? AND status != 'deleted' RETURNING *",
-      ),
+        `UPDATE tools SET status = 'deleted', modify_index = ?, updated_at = ? WHERE name = ? AND status != 'deleted' RETURNING ${TOOL_COLUMNS}`,
+      ).raw(true),
       toolsOfService: db.prepare("SELECT name FROM tools WHERE service_id = ? AND status != 'deleted' ORDER BY name").pluck(),
       change: db.prepare(
         'INSERT INTO changes (registry_index, kind, name, op, scopes_before, scopes_after) VALUES (?, ?, ?, ?, ?, ?)',
@@ -391,13 +366,13 @@ export class RegistryStore {
       index: this.registryIndex(),
       services: (this.#stmts.liveServices.all() as ServiceRow[]).map(serviceFromRow),
       mcpServers: this.#mcpServers.live(),
-      tools: (this.#stmts.liveTools.all() as ToolRowArray[]).map(toolFromRowArray),
+      tools: (this.#stmts.liveTools.all() as ToolRow[]).map(toolFromRow),
     }))();
   }
 
   /** Deleted tools, kept so paged walks and filters can show what went away. */
   loadTombstones(): ToolRecord[] {
-    return (this.#stmts.tombstones.all() as ToolRowArray[]).map(toolFromRowArray);
+    return (this.#stmts.tombstones.all() as ToolRow[]).map(toolFromRow);
   }
 
   /**
