@@ -334,6 +334,7 @@ export class SearchIndex {
     const limit = Math.floor(options.limit);
     const nameWords = allWords.slice(0, (FIELDS[NAME] as Field).maxWords);
     const trimmed = text.trim();
+    const norms = this.#norms();
     this.#searching = true;
     let touched = 0;
     try {
@@ -342,7 +343,7 @@ export class SearchIndex {
       const k = groups.length;
       let essential = Math.min(k, 1);
       for (;;) {
-        touched = this.#pass(groups, essential, scratch, nameWords, trimmed);
+        touched = this.#pass(groups, essential, norms, scratch, nameWords, trimmed);
         const best = this.#best(scratch, touched, limit, options.accept);
         const full = best.names.length === limit;
         // A document in none of the first `essential` groups has at most k - essential of the
@@ -592,8 +593,7 @@ export class SearchIndex {
    * costs about the rare word's documents, not its own. With every group essential, every
    * document with any word is scored. Returns how many documents the pass touched.
    */
-  #pass(groups: readonly QueryGroup[], essential: number, scratch: Scratch, nameWords: readonly string[], trimmed: string): number {
-    const norms = this.#norms();
+  #pass(groups: readonly QueryGroup[], essential: number, norms: Float64Array, scratch: Scratch, nameWords: readonly string[], trimmed: string): number {
     let count = 0;
     for (let g = 0; g < essential; g++) for (const term of (groups[g] as QueryGroup).terms) count = this.#scoreTerm(term, norms, scratch, count);
     if (essential < groups.length && count > 0) {
