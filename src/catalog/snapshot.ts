@@ -724,7 +724,11 @@ export class CatalogSnapshot {
 
   /** Every live tool in name order. */
   tools(): readonly CatalogTool[] {
-    this.#sorted ??= this.#all.values().map((name) => this.#tools.get(name) as CatalogTool);
+    if (this.#sorted === null) {
+      const sorted: CatalogTool[] = [];
+      for (const name of this.#all.values()) sorted.push(this.#tools.get(name) as CatalogTool);
+      this.#sorted = sorted;
+    }
     return this.#sorted;
   }
 

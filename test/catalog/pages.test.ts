@@ -10,6 +10,7 @@ import { Catalog } from '../../src/catalog/catalog.js';
 import { CatalogListing } from '../../src/catalog/listing.js';
 import type { ToolLifeEvent } from '../../src/catalog/snapshot.js';
 import { SortedNames } from '../../src/catalog/sorted-names.js';
+import { finish } from '../../src/catalog/steps.js';
 import { walkView } from '../../src/catalog/walk.js';
 import { parseTool } from '../../src/model/resolve.js';
 import type { ToolRecord } from '../../src/model/records.js';
@@ -144,18 +145,45 @@ describe('pinned walks in name order', () => {
 
 describe('name indexes', () => {
   it('stay sorted and exact under single and bulk changes', () => {
-    fc.assert(
-      fc.property(fc.array(fc.string({ maxLength: 3 })), fc.array(fc.tuple(fc.array(fc.string({ maxLength: 3 }), { maxLength: 80 }), fc.array(fc.string({ maxLength: 3 }), { maxLength: 80 }))), (start, changes) => {
-        const names = new SortedNames(start);
-        const model = new Set(start);
-        for (const [added, removed] of changes) {
-          names.update(added, removed);
-          for (const r of removed) model.delete(r);
-          for (const a of added) model.add(a);
-          expect(names.values()).toEqual([...model].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
-        }
-      }),
-    );
+    const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    // Blocks of 2 and 4 names split, shrink and join at every few changes; 256 is the default.
+    for (const blockSize of [2, 4, 256]) {
+      fc.assert(
+        fc.property(
+          fc.array(fc.string({ maxLength: 3 })),
+          fc.array(fc.tuple(fc.array(fc.string({ maxLength: 3 }), { maxLength: 80 }), fc.array(fc.string({ maxLength: 3 }), { maxLength: 80 }))),
+          fc.array(fc.string({ maxLength: 3 }), { maxLength: 10 }),
+          (start, changes, probes) => {
+            const names = new SortedNames(start, { blockSize });
+            const model = new Set(start);
+            for (const [added, removed] of changes) {
+              names.update(added, removed);
+              for (const r of removed) model.delete(r);
+              for (const a of added) model.add(a);
+              const expected = [...model].sort(byCodeUnit);
+              expect([...names.values()]).toEqual(expected);
+              expect(names.size).toBe(expected.length);
+              // Read by position in order (a walk), then out of order.
+              expect(expected.map((_, i) => names.at(i))).toEqual(expected);
+              for (let i = expected.length - 1; i >= 0; i -= 3) expect(names.at(i)).toBe(expected[i]);
+              expect(names.at(expected.length)).toBeUndefined();
+              for (const probe of probes) {
+                expect(names.firstAfter(probe)).toBe(expected.filter((n) => n <= probe).length);
+                expect(names.has(probe)).toBe(model.has(probe));
+              }
+            }
+          },
+        ),
+      );
+    }
+  });
+
+  it('merge a big write beside the index, step by step', () => {
+    const names = SortedNames.ofAscending(['b', 'd', 'f', 'h'], { blockSize: 2 });
+    const merged = finish(names.mergedSteps(['a', 'd', 'e', 'z'], new Set(['f', 'd'])));
+    // An added name stays even when it is also removed; the index itself is unchanged.
+    expect([...merged.values()]).toEqual(['a', 'b', 'd', 'e', 'h', 'z']);
+    expect([...names.values()]).toEqual(['b', 'd', 'f', 'h']);
   });
 });
 
