@@ -84,11 +84,6 @@ const SEARCH_CHUNK = 64;
 /** Tools, marks or names handled per step of a prepared write (well under a millisecond). */
 const PREPARE_STEP = 1024;
 
-/** Names in code-unit order: taken as they are when they already are (a load's rows), else sorted. */
-function sortedNames(names: string[]): SortedNames {
-  return strictlyAscending(names) ? SortedNames.ofAscending(names) : new SortedNames(names);
-}
-
 /** What search sees of a tool: its name, description, title hint, and parameter names. */
 function searchDocument(entry: CatalogTool): SearchDocument {
   const title = entry.tool.title ?? entry.tool.hints['title'];
@@ -279,9 +274,9 @@ export class CatalogSnapshot {
       this.#indexService(entry, 'in');
     }
     // Rows come in name order, so the name indexes are usually taken as they are.
-    this.#all = sortedNames([...this.#tools.keys()]);
-    this.#public = sortedNames(publicNames);
-    for (const [scope, names] of scopeNames) this.#byScope.set(scope, sortedNames(names));
+    this.#all = new SortedNames(this.#tools.keys());
+    this.#public = new SortedNames(publicNames);
+    for (const [scope, names] of scopeNames) this.#byScope.set(scope, new SortedNames(names));
     for (const t of data.tombstones ?? []) this.#tombstones.set(t.name, t);
     this.#deletions = [...this.#tombstones.values()].map((t) => ({ name: t.name, index: t.index })).sort((a, b) => a.index - b.index);
     this.#rebuildChangeMarks();

@@ -17,6 +17,11 @@ export function strictlyAscending(names: readonly string[]): boolean {
   return true;
 }
 
+/** `names` in order, each once: as they are when they already are (a load's rows, a write's tools), else deduplicated and sorted. */
+function inOrder(names: readonly string[]): readonly string[] {
+  return strictlyAscending(names) ? names : [...new Set(names)].sort(compareNames);
+}
+
 /** Above this share of the index, a bulk change is merged in one pass instead of inserted name by name. */
 const MERGE_SHARE = 1 / 64;
 
@@ -55,10 +60,13 @@ export class SortedNames {
   /** The block the last `at` read from: a walk reads positions in order. */
   #hint = 0;
 
-  /** `blockSize` is for tests, to make blocks split and merge with a handful of names. */
+  /**
+   * Names in any order (ones already strictly ascending are not sorted again). `blockSize` is
+   * for tests, to make blocks split and merge with a handful of names.
+   */
   constructor(names: Iterable<string> = [], options: { blockSize?: number } = {}) {
     this.#blockSize = options.blockSize ?? DEFAULT_BLOCK;
-    this.#reset([...new Set(names)].sort(compareNames));
+    this.#reset(inOrder(Array.isArray(names) ? (names as readonly string[]) : [...names]));
   }
 
   /** Names already strictly ascending (not checked): taken without a sort. */
@@ -191,7 +199,7 @@ export class SortedNames {
       return;
     }
     // Writes come in name order (the catalogue sorts a write's tools once): no sort then.
-    const incoming = strictlyAscending(added) ? added : [...new Set(added)].sort(compareNames);
+    const incoming = inOrder(added);
     this.#reset(finish(this.#merge(incoming, new Set(removed), Infinity)));
   }
 
