@@ -4,7 +4,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.js';
-import { clientErrorHandler, frameworkErrors } from './framework-errors.js';
+import { answerExpectation, clientErrorHandler, frameworkErrors } from './framework-errors.js';
 import jsonBodyPlugin from './json-body.js';
 import auditPlugin from './plugins/audit.js';
 import authPlugin from './plugins/auth.js';
@@ -49,12 +49,13 @@ export interface BuildOptions {
 
 function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServerOptions {
   // Fastify hands `http` to http.createServer, but its types do not declare it.
-  const serverOptions: FastifyServerOptions & { http: { maxHeaderSize: number } } = {
+  const serverOptions: FastifyServerOptions & { http: { maxHeaderSize: number; requireHostHeader: boolean } } = {
     logger: options.logger ?? false,
     // Without a logger Fastify makes no child at all; with one, only requests that log make one.
     ...(options.logger ? { childLoggerFactory: lazyChildLogger } : {}),
     bodyLimit: config.bodyLimit,
-    http: { maxHeaderSize: config.maxHeaderSize, ...serverTimeouts(config).http },
+    // A missing Host is refused in the problem shape by the first hook (framework-errors.ts).
+    http: { maxHeaderSize: config.maxHeaderSize, requireHostHeader: false, ...serverTimeouts(config).http },
     // A client's X-Request-Id is used only when bounded and well-formed (src/http/request-id.ts).
     requestIdHeader: false,
     genReqId: requestIdOf,
@@ -72,6 +73,7 @@ function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServ
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(fastifyOptions(config, options));
+  app.server.on('checkExpectation', answerExpectation);
   // Every route's zod schemas validate its request and type its handler (src/http/validation.ts).
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

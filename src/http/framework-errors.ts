@@ -1,15 +1,32 @@
 /**
  * Problem details for what Fastify and Node answer before any route or hook runs: a malformed
- * URL or too long a path parameter (Fastify's `frameworkErrors`), and requests Node's parser
+ * URL or too long a path parameter (Fastify's `frameworkErrors`), requests Node's parser
  * refuses outright, such as a header block over MAX_HEADER_SIZE, an invalid method or a bad
- * Content-Length (`clientErrorHandler`, which gets only the socket). Both are Fastify options,
- * set once in app.ts's fastifyOptions.
+ * Content-Length (`clientErrorHandler`, which gets only the socket), and an `Expect` Node does
+ * not meet (`answerExpectation`, on the server's `checkExpectation`). The first two are Fastify
+ * options, set once in app.ts's fastifyOptions. Node's own answers to these had no body at all.
+ *
+ * Node's check for a missing `Host` is off (its 400 had no body either): `requestLineProblem`
+ * refuses it, and a query string whose percent escapes do not decode, from the first hook.
  */
-import { STATUS_CODES } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERRORS, type ErrorCode } from '../model/errors.js';
-import { PROBLEM_CONTENT_TYPE, problemBody, sendProblem } from './plugins/errors.js';
+import { ERRORS, RegistryError, type ErrorCode } from '../model/errors.js';
+import { PROBLEM_CONTENT_TYPE_HEADER, problemBody, sendProblem } from './plugins/errors.js';
+
+/** What every answer written outside Fastify carries, as security-headers.ts gives the others. */
+function rawHeaders(status: number, body: string): string {
+  return [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
+    `Content-Type: ${PROBLEM_CONTENT_TYPE_HEADER}`,
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'X-Content-Type-Options: nosniff',
+    `X-Request-Id: ${randomUUID()}`,
+    'Connection: close',
+  ].join('\r\n');
+}
 
 /** Fastify's router errors (FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH, FST_ERR_ASYNC_CONSTRAINT). */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
@@ -44,9 +61,54 @@ export function clientErrorHandler(this: { log: FastifyRequest['log'] }, err: No
   if (socket.writable) {
     const { status } = ERRORS[code];
     const body = JSON.stringify(problemBody(code, detail));
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    socket.write(`${rawHeaders(status, body)}\r\n\r\n${body}`);
   }
   socket.destroy(err);
+}
+
+/**
+ * Node's `checkExpectation`: a request whose `Expect` is not `100-continue` (which Node meets
+ * itself). RFC 9110 section 10.1.1: 417, here in the problem shape; the connection is closed, as
+ * the body the client may still send is not read.
+ */
+export function answerExpectation(_request: IncomingMessage, response: ServerResponse): void {
+  const code = 'TR_ERR_EXPECTATION_FAILED';
+  const body = JSON.stringify(problemBody(code, 'the registry meets no expectation but "Expect: 100-continue"'));
+  response.writeHead(ERRORS[code].status, {
+    'content-type': PROBLEM_CONTENT_TYPE_HEADER,
+    'content-length': Buffer.byteLength(body),
+    'x-content-type-options': 'nosniff',
+    'x-request-id': randomUUID(),
+    connection: 'close',
+  });
+  response.end(body);
+}
+
+/** A percent sign not followed by two hex digits, or escapes that are not UTF-8. */
+function malformedEscapes(query: string): boolean {
+  try {
+    decodeURIComponent(query);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * What is wrong with a request's line or Host before anything reads it: an HTTP/1.1 request
+ * without `Host` (RFC 9112 section 3.2: 400), or a query string with percent escapes that do not
+ * decode, which the router would pass on undecoded (RFC 3986 section 2.1). Undefined when fine;
+ * costs an `indexOf` on requests without `%` in their query.
+ */
+export function requestLineProblem(request: FastifyRequest): RegistryError | undefined {
+  const raw = request.raw;
+  if (raw.headers.host === undefined && raw.httpVersionMajor === 1 && raw.httpVersionMinor === 1) {
+    return new RegistryError('TR_ERR_BAD_REQUEST', 'an HTTP/1.1 request must carry a Host header');
+  }
+  const url = request.url;
+  const query = url.indexOf('?');
+  if (query >= 0 && url.indexOf('%', query) >= 0 && malformedEscapes(url.slice(query + 1))) {
+    return new RegistryError('TR_ERR_BAD_REQUEST', 'the query string has a "%" that is not a valid percent-encoded UTF-8 sequence');
+  }
+  return undefined;
 }

@@ -167,13 +167,28 @@ export function parseJsonBody(text: string, maxDepth: number, within: Within = T
   return value;
 }
 
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
+
+/**
+ * A 415 for a JSON body declared in another charset than UTF-8 (RFC 8259 section 8.1 has JSON
+ * exchanged between systems in UTF-8): read as UTF-8 it would not be the text the client meant.
+ * Undefined when the charset is UTF-8 or not given.
+ */
+export function charsetProblem(contentType: string | undefined): RegistryError | undefined {
+  const charset = contentType === undefined ? undefined : CHARSET.exec(contentType)?.[1]?.toLowerCase();
+  if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return undefined;
+  return new RegistryError('TR_ERR_UNSUPPORTED_MEDIA_TYPE', `send the body as application/json in UTF-8, not charset=${charset.slice(0, 40)}`);
+}
+
 /** Replaces Fastify's `application/json` parser (for the whole app). */
 export default fp<{ maxDepth: number }>(
   async (app, { maxDepth }) => {
     app.removeContentTypeParser('application/json');
     // As bytes: Fastify's `parseAs: 'string'` decodes leniently.
-    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
       try {
+        const charset = charsetProblem(request.headers['content-type']);
+        if (charset) throw charset;
         done(null, parseJsonBody(decodeUtf8(body as Buffer), maxDepth));
       } catch (err) {
         done(err as Error, undefined);

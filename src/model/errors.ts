@@ -47,6 +47,7 @@ export const ERRORS = {
   TR_ERR_REQUEST_TIMEOUT: { status: 408, title: 'The request was not received in time' },
   TR_ERR_URI_TOO_LONG: { status: 414, title: 'A path segment is too long' },
   TR_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported content type' },
+  TR_ERR_EXPECTATION_FAILED: { status: 417, title: 'The expectation cannot be met' },
   TR_ERR_HEADERS_TOO_LARGE: { status: 431, title: 'The request headers are too large' },
   TR_ERR_TOO_MANY_REQUESTS: { status: 429, title: 'Too many requests' },
   TR_ERR_INTERNAL: { status: 500, title: 'Internal server error' },

@@ -278,6 +278,71 @@ describe('issue 9: errors answered before any route are problem+json', () => {
   });
 });
 
+describe('errors Node answered without a body: problem+json, with the headers of every answer', () => {
+  const headersOf = (answer: string) => (answer.split('\r\n\r\n')[0] ?? '').toLowerCase();
+
+  it('a header block over MAX_HEADER_SIZE carries the charset, nosniff and a request id', async () => {
+    const head = headersOf(await raw(`GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`));
+    expect(head).toContain('content-type: application/problem+json; charset=utf-8');
+    expect(head).toContain('x-content-type-options: nosniff');
+    expect(head).toMatch(/x-request-id: [0-9a-f-]{36}/);
+  });
+
+  it('an HTTP/1.1 request without Host: 400, while HTTP/1.0 needs none', async () => {
+    const answer = await raw('GET / HTTP/1.1\r\n\r\n');
+    expect(rawProblem(answer, 400).code).toBe('TR_ERR_BAD_REQUEST');
+    expect(answer).toContain('Host header');
+    expect(headersOf(answer)).toContain('x-content-type-options: nosniff');
+    expect(await raw('GET /healthz HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1.1 200 /);
+  });
+
+  it('an Expect other than 100-continue: 417', async () => {
+    const answer = await raw('GET / HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n\r\n');
+    expect(rawProblem(answer, 417).code).toBe('TR_ERR_EXPECTATION_FAILED');
+    expect(headersOf(answer)).toContain('content-type: application/problem+json; charset=utf-8');
+  });
+
+  it('a query string whose escapes do not decode: 400, as the same bytes in the path are', async () => {
+    for (const path of ['/?q=%E0%A4%A', '/?q=%ZZ', '/stats?x=100%', '/tools/calculator?a=%C3']) {
+      expect((await problemOf(await send('GET', path), 400)).detail).toContain('percent-encoded');
+    }
+    expect((await send('GET', '/?q=%E2%82%AC+100%25')).status).toBe(200);
+  });
+
+  it('a method a known path does not take: 405 with Allow; an unknown path stays 404', async () => {
+    const patch = await send('PATCH', '/import', {});
+    expect((await problemOf(patch, 405)).code).toBe('TR_ERR_METHOD_NOT_ALLOWED');
+    expect(patch.headers.get('allow')).toBe('POST');
+    // GET, PUT and DELETE of /tools/{name} take the name "register" too.
+    expect((await send('PATCH', '/tools/register', {})).headers.get('allow')).toBe('DELETE, GET, HEAD, POST, PUT');
+    const tool = await send('PATCH', '/tools/any-name-at-all');
+    await problemOf(tool, 405);
+    expect(tool.headers.get('allow')).toBe('DELETE, GET, HEAD, PUT');
+    expect((await send('DELETE', '/')).headers.get('allow')).toBe('GET, HEAD');
+    expect((await problemOf(await send('PATCH', '/no/such/path'), 404)).code).toBe('TR_ERR_ROUTE_NOT_FOUND');
+    const long = await problemOf(await send('GET', `/x${'/abc'.repeat(2_000)}`), 404);
+    expect(long.detail.length).toBeLessThan(300);
+  });
+
+  it('a body over the limit names the limit and its setting; a repeated query parameter says so', async () => {
+    const big = await problemOf(await send('POST', '/tools/register', { ...seed('calculator'), description: 'x'.repeat(2 * 1024 * 1024) }), 413);
+    expect(big.detail).toMatch(/\d+ bytes .*BODY_LIMIT/);
+    const twice = await problemOf(await send('GET', '/?limit=1&limit=2'), 400);
+    expect(twice.errors).toEqual([{ path: 'limit', message: 'is given 2 times; give it once' }]);
+  });
+
+  it('a JSON body in another charset than UTF-8: 415, changing nothing', async () => {
+    const before = await exported();
+    for (const path of ['/tools/register', '/import']) {
+      const res = await fetch(`${base}${path}`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json; charset=latin1' }, body: JSON.stringify({ ...seed('calculator'), name: 'latin' }) });
+      expect((await problemOf(res, 415)).detail).toContain('charset=latin1');
+    }
+    expect(await exported()).toBe(before);
+    const utf8 = await fetch(`${base}/tools/register`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json; charset="UTF-8"' }, body: JSON.stringify({ ...seed('calculator'), name: 'utf8-declared' }) });
+    expect(utf8.status).toBe(201);
+  });
+});
+
 describe('issue 9: /readyz on a full database', () => {
   it('reports the database not ready when it has no room for a write, and the refused write changes nothing', async () => {
     // Past the 1 s shared probe result of earlier tests.

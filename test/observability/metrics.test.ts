@@ -255,7 +255,7 @@ describe('METRICS_PORT', () => {
       expect(sampleValue(metrics, 'tool_registry_bus_state', { state: 'not-configured' })).toBe(1);
       const other = await fetch(`${base}/`);
       expect(other.status).toBe(404);
-      expect(other.headers.get('content-type')).toBe('application/problem+json');
+      expect(other.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
       expect(await other.json()).toMatchObject({ code: 'TR_ERR_ROUTE_NOT_FOUND' });
       const posted = await fetch(`${base}/metrics`, { method: 'POST' });
       expect(posted.status).toBe(405);

@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ERRORS, type ErrorCode } from '../../model/errors.js';
-import { PROBLEM_CONTENT_TYPE, problemBody } from '../plugins/errors.js';
+import { PROBLEM_CONTENT_TYPE_HEADER, problemBody } from '../plugins/errors.js';
 
 export interface MetricsSource {
   readonly contentType: string;
@@ -21,7 +21,7 @@ const REQUEST_TIMEOUT_MS = 30_000;
 
 function refuse(res: ServerResponse, code: ErrorCode, detail: string, headers: Record<string, string> = {}): void {
   const body = JSON.stringify(problemBody(code, detail));
-  res.writeHead(ERRORS[code].status, { ...headers, 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': Buffer.byteLength(body) }).end(body);
+  res.writeHead(ERRORS[code].status, { ...headers, 'content-type': PROBLEM_CONTENT_TYPE_HEADER, 'content-length': Buffer.byteLength(body) }).end(body);
 }
 
 function answer(source: MetricsSource, req: IncomingMessage, res: ServerResponse, onError: (err: unknown) => void): void {

@@ -4,6 +4,8 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ERRORS, RegistryError, problemType, type BearerChallenge, type ErrorCode, type FieldError } from '../../model/errors.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+/** The Content-Type of problems written outside Fastify, as Fastify writes it for the others. */
+export const PROBLEM_CONTENT_TYPE_HEADER = `${PROBLEM_CONTENT_TYPE}; charset=utf-8`;
 
 /** Realm for every Bearer challenge. */
 const REALM = 'tool-registry';
@@ -53,7 +55,13 @@ function fieldErrorOf(issue: FastifySchemaValidationError): FieldError {
  * services (src/http/validation.ts); a body schema that refuses is `TR_ERR_VALIDATION`.
  */
 function validationProblem(err: FastifyError & { validation: FastifySchemaValidationError[] }, request: FastifyRequest): RegistryError {
-  const fieldErrors = err.validation.map(fieldErrorOf);
+  const query = err.validationContext === 'querystring' ? (request.query as Record<string, unknown>) : undefined;
+  const fieldErrors = err.validation.map((issue) => {
+    const error = fieldErrorOf(issue);
+    // `?limit=1&limit=2` reaches the schema as an array: "expected number, received NaN" hid that.
+    const given = query?.[error.path];
+    return Array.isArray(given) && issue.keyword === 'invalid_type' ? { path: error.path, message: `is given ${given.length} times; give it once` } : error;
+  });
   const invalidRequest = request.routeOptions.config.invalidRequest;
   if (err.validationContext === 'body') {
     const first = fieldErrors[0];
@@ -66,12 +74,20 @@ function validationProblem(err: FastifyError & { validation: FastifySchemaValida
   return new RegistryError('TR_ERR_BAD_REQUEST', detail, { fieldErrors });
 }
 
+/** A 413's detail: the limit, and the setting that raises it (a route may name its own). */
+function bodyTooLarge(request: FastifyRequest): string {
+  const { bodyLimit } = request.routeOptions.config;
+  const bytes = bodyLimit?.bytes ?? request.server.initialConfig.bodyLimit;
+  return `the request body is larger than the ${bytes ?? 'configured'} bytes this route accepts (${bodyLimit?.setting ?? 'BODY_LIMIT'})`;
+}
+
 /** Turns any thrown value into a catalogue code and a safe detail (5xx details stay hidden). */
 export function problemOf(err: unknown, request?: FastifyRequest): { code: ErrorCode; detail: string; error?: RegistryError } {
   if (request && hasZodFastifySchemaValidationErrors(err)) err = validationProblem(err as FastifyError & { validation: FastifySchemaValidationError[] }, request);
   if (err instanceof RegistryError) return { code: err.code, detail: err.message, error: err };
   const fastifyError = err as Partial<FastifyError> | undefined;
   const mapped = fastifyError?.code ? FASTIFY_CODES[fastifyError.code] : undefined;
+  if (mapped === 'TR_ERR_BODY_TOO_LARGE' && request) return { code: mapped, detail: bodyTooLarge(request) };
   if (mapped) return { code: mapped, detail: DETAILS[mapped] ?? fastifyError?.message ?? ERRORS[mapped].title };
   if (err instanceof SyntaxError && fastifyError?.statusCode === 400) {
     return { code: 'TR_ERR_INVALID_JSON', detail: 'the request body is not valid JSON' };
@@ -115,14 +131,50 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The problem detail when the route's query string, path, headers or (not a descriptor) body fail their schema. */
     invalidRequest?: string;
+    /** A route whose body limit is not BODY_LIMIT: its size and setting, named in its 413. */
+    bodyLimit?: { bytes: number; setting: string };
     /** Where the RFC 9728 metadata of a route with its own resource identifier is (`/mcp`). */
     resourceMetadataUrl?: string;
+  }
+}
+
+/** Up to this much of a path is echoed in a 404's detail. */
+const ECHOED_PATH = 200;
+
+/**
+ * Which methods each route path takes, for 405s: RFC 9110 section 15.5.6 has a path that exists
+ * answer a method it does not take with 405 and an `Allow` header, where Fastify answers 404.
+ * Patterns are few (tens), and only requests no route matched are checked against them.
+ */
+class RouteMethods {
+  readonly #routes: { pattern: RegExp; methods: Set<string> }[] = [];
+
+  add(url: string, methods: readonly string[]): void {
+    const source = url
+      .split('/')
+      .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/');
+    const key = `^${source}/?$`;
+    const known = this.#routes.find((route) => route.pattern.source === key);
+    const entry = known ?? { pattern: new RegExp(key), methods: new Set<string>() };
+    if (!known) this.#routes.push(entry);
+    for (const method of methods) entry.methods.add(method);
+    if (entry.methods.has('GET')) entry.methods.add('HEAD');
+  }
+
+  /** The methods the path takes, sorted; empty when no route has it. */
+  allowed(path: string): string[] {
+    const methods = new Set<string>();
+    for (const route of this.#routes) if (route.pattern.test(path)) for (const method of route.methods) methods.add(method);
+    return [...methods].sort();
   }
 }
 
 export default fp<{ resourceMetadataUrl?: string }>(
   async (app, options) => {
     app.decorate('resourceMetadataUrl', options.resourceMetadataUrl);
+    const routeMethods = new RouteMethods();
+    app.addHook('onRoute', (route) => routeMethods.add(route.url, Array.isArray(route.method) ? route.method : [route.method]));
     app.setErrorHandler((err, request: FastifyRequest, reply) => {
       const { code, detail, error } = problemOf(err, request);
       const status = ERRORS[code].status;
@@ -130,9 +182,16 @@ export default fp<{ resourceMetadataUrl?: string }>(
       else request.log.info({ code, detail }, 'request refused');
       return sendProblem(reply, code, detail, error);
     });
-    app.setNotFoundHandler((request, reply) =>
-      sendProblem(reply, 'TR_ERR_ROUTE_NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0] ?? ''}`),
-    );
+    app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?')[0] ?? '';
+      const allowed = routeMethods.allowed(path);
+      if (allowed.length > 0 && !allowed.includes(request.method)) {
+        reply.header('allow', allowed.join(', '));
+        return sendProblem(reply, 'TR_ERR_METHOD_NOT_ALLOWED', `${request.method} is not a method of this path; it takes ${allowed.join(', ')}`);
+      }
+      const shown = path.length > ECHOED_PATH ? `${path.slice(0, ECHOED_PATH)}…` : path;
+      return sendProblem(reply, 'TR_ERR_ROUTE_NOT_FOUND', `no route ${request.method} ${shown}`);
+    });
   },
   { name: 'errors' },
 );

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../../config.js';
 import { RegistryError } from '../../model/errors.js';
+import { requestLineProblem } from '../framework-errors.js';
 
 /**
  * The headers every answer carries: `X-Content-Type-Options: nosniff`, so that no body is run
@@ -42,7 +43,8 @@ export default fp<{ config: Config }>(
     //
     // Once the server is closing, a request that still arrives on an open connection is
     // refused here in the problem shape (Fastify's own return503OnClosing answers in another
-    // shape), and the connection is closed after the answer.
+    // shape), and the connection is closed after the answer. So is a request without Host or
+    // with a query string that does not decode (framework-errors.ts), in this one hook too.
     let closing = false;
     app.addHook('preClose', (done) => {
       closing = true;
@@ -51,7 +53,7 @@ export default fp<{ config: Config }>(
     app.addHook('onRequest', (request, reply, done) => {
       reply.header('x-request-id', request.id);
       reply.header('x-content-type-options', 'nosniff');
-      if (!closing) return done();
+      if (!closing) return done(requestLineProblem(request));
       reply.header('connection', 'close');
       done(new RegistryError('TR_ERR_UNAVAILABLE', 'the registry is shutting down; retry shortly', { retryAfterS: 5 }));
     });

@@ -7,6 +7,7 @@ import { RegistryError } from '../../model/errors.js';
 import { importOfTrustGraph, inDumpTerms, trustGraphDumpOf, trustGraphItemsOf, TrustGraphDumpSchema } from '../../model/trustgraph-config.js';
 import { adminOnly, adminReadProblems, headers, json, writeProblems } from '../openapi/responses.js';
 import { readBodyInPlace } from '../body-in-place.js';
+import { charsetProblem } from '../json-body.js';
 import { actorOf } from '../plugins/audit.js';
 import { parseJsonSliced } from '../sliced-json.js';
 import { documentedOnly } from '../validation.js';
@@ -20,14 +21,16 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
   // place and parsed in slices by the route, so that a bundle of tens of MiB never holds the
   // event loop.
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { bodyLimit: config.importBodyLimit }, (request, payload, done) =>
-    readBodyInPlace(payload, request.headers['content-length'], config.importBodyLimit, done),
-  );
+  app.addContentTypeParser('application/json', { bodyLimit: config.importBodyLimit }, (request, payload, done) => {
+    const charset = charsetProblem(request.headers['content-type']);
+    if (charset) done(charset, undefined);
+    else readBodyInPlace(payload, request.headers['content-length'], config.importBodyLimit, done);
+  });
 
   app.post(
     '/import',
     {
-      config: { admin: 'importing', audit: 'import' },
+      config: { admin: 'importing', audit: 'import', bodyLimit: { bytes: config.importBodyLimit, setting: 'IMPORT_BODY_LIMIT' } },
       schema: {
         tags: ['bulk'],
         operationId: 'importBundle',
