@@ -1,6 +1,9 @@
 /**
  * The SQLite store: migrations, one registry index per write, tombstones, restart.
  */
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/store/database.js';
@@ -18,6 +21,29 @@ function memoryStore() {
 }
 
 const NOW = '2026-11-29T00:00:00.000Z';
+
+describe('database files', () => {
+  it('makes a new database, its WAL and shared memory, and its folder readable by the owner only', () => {
+    const root = mkdtempSync(join(tmpdir(), 'tr-mode-'));
+    try {
+      const path = join(root, 'data', 'registry.db');
+      const db = openDatabase(path);
+      migrate(db);
+      const mode = (file: string) => statSync(file).mode & 0o777;
+      expect(mode(join(root, 'data'))).toBe(0o700);
+      for (const file of [path, `${path}-wal`, `${path}-shm`]) expect([file, mode(file)]).toEqual([file, 0o600]);
+      db.close();
+      // An existing file keeps the mode its owner chose.
+      const shared = join(root, 'shared.db');
+      writeFileSync(shared, '');
+      chmodSync(shared, 0o640);
+      openDatabase(shared).close();
+      expect(mode(shared)).toBe(0o640);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('migrations', () => {
   it('applies every migration once and records it', () => {

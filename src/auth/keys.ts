@@ -34,7 +34,7 @@ function readOrCreateDevSecret(path: string): { secret: string; created: boolean
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  mkdirSync(dirname(path), { recursive: true });
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const secret = randomBytes(48).toString('base64url');
   try {
     writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });

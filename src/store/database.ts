@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -10,13 +10,28 @@ export interface OpenOptions {
 }
 
 /**
+ * A new database is readable by its owner only: it holds MCP servers' upstream credentials and
+ * the audit log. Its folder, when made here, is the owner's too (0700), and the file is made
+ * 0600 before SQLite opens it; SQLite makes the `-wal` and `-shm` files with the mode of the
+ * database file. An existing file keeps the mode its owner gave it.
+ */
+function createPrivately(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
+/**
  * Opens the registry database with the pragmas the store relies on. WAL lets reads go on during
  * a write; synchronous=FULL makes each acknowledged commit survive power loss as well as a
  * killed process, at the cost of one fsync per write transaction. The registry's group commit
  * moves that fsync off the main thread (src/store/wal-sync.ts) without weakening it.
  */
 export function openDatabase(path: string, options: OpenOptions = {}): SqliteDatabase {
-  if (path !== ':memory:' && !path.startsWith('file:')) mkdirSync(dirname(path), { recursive: true });
+  if (path !== ':memory:' && !path.startsWith('file:')) createPrivately(path);
   const db = new Database(path);
   try {
     db.pragma('journal_mode = WAL');
