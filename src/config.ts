@@ -54,6 +54,15 @@ const list = z
   .string()
   .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== ''));
 
+/** A URL with one of these schemes, and no user name or password in it (they would be logged with it). */
+const urlOf = (protocol: RegExp, error: string) =>
+  z.url({ protocol, error }).refine((v) => {
+    // Zod runs this after a failed URL check too, which has said what is wrong.
+    const url = URL.parse(v);
+    return url === null || (url.username === '' && url.password === '');
+  }, 'must not carry a user name or password; give credentials in their own settings');
+const httpUrl = urlOf(/^https?$/, 'must be an http:// or https:// URL');
+
 const pemKey = z
   .string()
   .min(1)
@@ -123,7 +132,7 @@ export const EnvSchema = z.object({
   DATABASE_PATH: setting('SQLite database file (":memory:" for a throwaway one)', './data/registry.db', z.string().min(1)),
   PUBLIC_URL: optional(
     'base URL agents reach this registry at (default http://HOST:PORT); message-bus tools point at its invoke route',
-    z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).transform((v) => new URL(v)),
+    httpUrl.transform((v) => new URL(v)),
   ),
   ANONYMOUS_DISCOVERY: setting(
     'what callers without a token see: full (every tool), public (tools needing no scope) or none (401)',
@@ -139,11 +148,11 @@ export const EnvSchema = z.object({
     { secret: true },
   ),
   JWT_PUBLIC_KEY: optional('PEM public key (RSA, EC or Ed25519; RS256, ES256/384/512 or EdDSA), or the path of a PEM file', pemKey),
-  JWT_ISSUER: optional('required token issuer (iss); without a secret or key, its metadata names the JWKS', z.url({ error: 'must be the issuer URL' })),
+  JWT_ISSUER: optional('required token issuer (iss); without a secret or key, its metadata names the JWKS', urlOf(/^[a-z][a-z0-9+.-]*$/, 'must be the issuer URL')),
   JWT_AUDIENCE: optional('accepted token audiences (aud), comma-separated (default with a JWKS: RESOURCE_URL and RESOURCE_URL/mcp, the MCP endpoint\'s own identifier)', list),
   JWKS_URL: optional(
     'URL of the authorization server\'s JWKS (instead of discovery from JWT_ISSUER)',
-    z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).transform((v) => new URL(v)),
+    httpUrl.transform((v) => new URL(v)),
   ),
   JWKS_COOLDOWN_S: setting('least seconds between JWKS fetches caused by unknown key ids', '30', integer(0, 86_400)),
   JWKS_TIMEOUT_MS: setting('longest a JWKS or metadata fetch may take', '3000', integer(100, 60_000)),
@@ -153,8 +162,8 @@ export const EnvSchema = z.object({
     list.pipe(z.array(z.string().min(1)).min(1)).transform((types) => types.map((t) => t.toLowerCase().replace(/^application\//, ''))),
   ),
   ROLE_SCOPES: optional('JSON map of roles or groups claim values to scopes, e.g. {"registry-admin":"registry:write"}', roleScopes),
-  RESOURCE_URL: optional('this API\'s resource identifier (RFC 8707/9728; default PUBLIC_URL)', z.url({ error: 'must be a URL' })),
-  AUTHORIZATION_SERVERS: optional('issuer URLs advertised in protected-resource metadata, comma-separated (default JWT_ISSUER)', list),
+  RESOURCE_URL: optional('this API\'s resource identifier (RFC 8707/9728; default PUBLIC_URL)', httpUrl),
+  AUTHORIZATION_SERVERS: optional('issuer URLs advertised in protected-resource metadata, comma-separated (default JWT_ISSUER)', list.pipe(z.array(httpUrl))),
   JWT_ALGORITHMS: optional(
     'allowed token algorithms, comma-separated (default from the key: HS256, RS256 or ES256)',
     list.pipe(z.array(z.enum(JWT_ALGORITHMS, { error: 'is not a supported algorithm' })).min(1)),
@@ -184,7 +193,7 @@ export const EnvSchema = z.object({
   ),
   PULSAR_WS_URL: optional(
     'Pulsar WebSocket API base URL for message-bus calls, e.g. ws://127.0.0.1:8080 (unset: such calls answer 503)',
-    z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }),
+    urlOf(/^wss?$/, 'must be a ws:// or wss:// URL'),
   ),
   PULSAR_TOKEN: optional('token for the Pulsar WebSocket API (sent as a Bearer header, never logged)', z.string().min(1), { secret: true }),
   PULSAR_WS_MAX_FRAME_BYTES: setting(
@@ -194,7 +203,7 @@ export const EnvSchema = z.object({
   ),
   PULSAR_ADMIN_URL: optional(
     "Pulsar's admin REST API, where replicated mode creates its topic and sets its retention (unset: the host and port of PULSAR_WS_URL)",
-    z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+    httpUrl,
   ),
   REPLICATION_TOPIC: optional(
     'replicated mode: a persistent Pulsar topic (e.g. persistent://tg/registry/descriptors) that carries every write; each replica applies it in order to its own DATABASE_PATH (needs PULSAR_WS_URL)',
@@ -347,6 +356,10 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
   }
   if (env.REPLICATION_SECRET_FILE !== undefined && env.REPLICATION_TOPIC === undefined) {
     ctx.addIssue({ code: 'custom', path: ['REPLICATION_SECRET_FILE'], message: 'needs REPLICATION_TOPIC: the key encrypts what travels the replication topic' });
+    return z.NEVER;
+  }
+  if (keyModeOf(env) === 'jwks' && env.JWKS_URL === undefined && env.JWT_ISSUER !== undefined && !/^https?:$/.test(new URL(env.JWT_ISSUER).protocol)) {
+    ctx.addIssue({ code: 'custom', path: ['JWT_ISSUER'], message: 'must be an http:// or https:// URL to find its JWKS from (or set JWKS_URL, JWT_SECRET or JWT_PUBLIC_KEY)' });
     return z.NEVER;
   }
   if (env.METRICS_PORT !== undefined && env.METRICS_PORT !== 0 && env.METRICS_PORT === env.PORT) {
@@ -518,7 +531,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Settings = {}): Config
   const value = input[name];
   // Secrets are never echoed, nor is the value when the problem is another setting beside it.
   const echoed = value !== undefined && !SETTINGS[name].secret && !(issue.code === 'custom' && issue.params?.['echo'] === false);
-  const shown = echoed ? ` (got ${JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value)})` : '';
+  // A URL's password is not echoed either.
+  const safe = value?.replace(/\/\/[^/?#@]*@/, '//***@');
+  const shown = echoed && safe !== undefined ? ` (got ${JSON.stringify(safe.length > 80 ? `${safe.slice(0, 80)}...` : safe)})` : '';
   throw new ConfigError(`${name}: ${issue.message}${shown}`);
 }
 

@@ -55,7 +55,12 @@ const list = (env: Env, name: string): string[] | undefined =>
 function exporterNames(env: Env): ('otlp' | 'console')[] {
   if (value(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return [];
   const named = list(env, 'OTEL_TRACES_EXPORTER');
-  const endpoint = value(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ?? value(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const endpointVariable = value(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') === undefined ? 'OTEL_EXPORTER_OTLP_ENDPOINT' : 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT';
+  const endpoint = value(env, endpointVariable);
+  // The exporter would fall back to localhost:4318 on a value it cannot read, and say so later in a stack trace.
+  if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint)) {
+    throw new ConfigError(`${endpointVariable}: must be an http:// or https:// URL (got ${JSON.stringify(endpoint.replace(/\/\/[^/?#@]*@/, '//***@').slice(0, 80))})`);
+  }
   const wanted = named ?? (endpoint === undefined ? [] : ['otlp']);
   return wanted.flatMap((name): ('otlp' | 'console')[] => {
     if (name === 'none') return [];

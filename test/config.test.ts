@@ -83,7 +83,23 @@ describe('a wrong value is one line naming the variable', () => {
   });
 
   it('shortens a long value', () => {
-    expect(errorOf({ RESOURCE_URL: 'x'.repeat(100) })).toBe(`RESOURCE_URL: must be a URL (got "${'x'.repeat(80)}...")`);
+    expect(errorOf({ RESOURCE_URL: 'x'.repeat(100) })).toBe(`RESOURCE_URL: must be an http:// or https:// URL (got "${'x'.repeat(80)}...")`);
+  });
+
+  it('refuses URLs the registry could not use, before anything starts', () => {
+    expect(errorOf({ RESOURCE_URL: 'foo:bar' })).toBe('RESOURCE_URL: must be an http:// or https:// URL (got "foo:bar")');
+    expect(errorOf({ AUTHORIZATION_SERVERS: 'https://as.example,notaurl' })).toMatch(/^AUTHORIZATION_SERVERS: must be an http:\/\/ or https:\/\/ URL/);
+    // Discovery reads the issuer's metadata over HTTP; with a key of its own, an issuer is only compared.
+    expect(errorOf({ JWT_ISSUER: 'javascript:alert(1)' })).toMatch(/^JWT_ISSUER: must be an http:\/\/ or https:\/\/ URL to find its JWKS from/);
+    expect(loadConfig({ JWT_ISSUER: 'urn:example:issuer', JWT_SECRET: 's'.repeat(32) }).jwt.issuer).toBe('urn:example:issuer');
+  });
+
+  it('refuses a password in a URL, and does not echo it', () => {
+    for (const name of ['JWKS_URL', 'PULSAR_WS_URL', 'PUBLIC_URL', 'JWT_ISSUER'] as const) {
+      const scheme = name === 'PULSAR_WS_URL' ? 'ws' : 'http';
+      const message = errorOf({ [name]: `${scheme}://user:HUNTER2@host.example/x` });
+      expect(message).toBe(`${name}: must not carry a user name or password; give credentials in their own settings (got "${scheme}://***@host.example/x")`);
+    }
   });
 
   it('never echoes a secret', () => {
