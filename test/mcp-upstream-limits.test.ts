@@ -38,7 +38,7 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
       ['a control character in the prefix', { url: upstream.url, prefix: 'gh\u001b' }, 'prefix'],
       ['a credential with a space', { url: upstream.url, credential: { bearer: 'a b' } }, 'credential'],
       ['a credential to keep that is not there', { url: upstream.url, credential: { set: true } }, 'credential'],
-      ['an unknown field', { url: upstream.url, headers: {} }, ''],
+      ['an unknown field', { url: upstream.url, headers: {} }, 'headers'],
       ['a bad scope', { url: upstream.url, toolScopes: { one: ['has space'] } }, 'toolScopes.one.0'],
     ];
     for (const [what, payload, path] of refused) {
@@ -76,7 +76,7 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
     const synced = new Promise<void>((resolve) => registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 'fine') && resolve()));
     await registry.app.inject({ method: 'PUT', url: '/mcp-servers/small', headers: admin, payload: { url: small.url } });
     await synced;
-    expect((await status('small')).skipped).toEqual([{ name: 'escape', reason: 'description: must not contain control characters' }]);
+    expect((await status('small')).skipped).toEqual([{ name: 'escape', reason: 'description: must not contain control characters or bidirectional formatting characters' }]);
     expect(registry.app.catalog.getTool('escape')).toBeUndefined();
   });
 

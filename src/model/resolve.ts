@@ -25,10 +25,11 @@ export type ServiceLookup = (id: string) => ToolService | undefined;
 
 /** Turns zod issues into field errors with dotted paths under `prefix`. */
 export function fieldErrorsFrom(error: z.ZodError, prefix: readonly PropertyKey[] = []): FieldError[] {
-  return error.issues.map((issue) => {
-    let message = issue.message;
-    if (issue.code === 'unrecognized_keys') message = `unknown field(s): ${issue.keys.join(', ')}`;
-    return { path: [...prefix, ...issue.path].map(String).join('.'), message };
+  return error.issues.flatMap((issue) => {
+    const at = (...more: PropertyKey[]) => [...prefix, ...issue.path, ...more].map(String).join('.');
+    // One error per unknown key, at its own path, as a bus tool's unknown config key gets.
+    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: at(key), message: `unknown field "${key}"` }));
+    return [{ path: at(), message: issue.message }];
   });
 }
 

@@ -37,7 +37,7 @@ export const NOT_PROTO = { message: 'must not be "__proto__"' };
 const NO_CONTROL_BUT_NL_TAB = /^[^\x00-\x08\x0B-\x1F\x7F-\x9F\u2028\u2029\u202A-\u202E\u2066-\u2069]*$/;
 // eslint-disable-next-line no-control-regex -- the same set, to find one
 const CONTROL_CHARACTER = /[\x00-\x08\x0B-\x1F\x7F-\x9F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
-const CONTROL_MESSAGE = 'must not contain control characters';
+const CONTROL_MESSAGE = 'must not contain control characters or bidirectional formatting characters';
 
 /** Free-form text of at most `max` characters, under the rule above. */
 export const text = (max: number) => z.string().max(max).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE);
@@ -85,7 +85,9 @@ export const ServiceIdSchema = z
 /** RFC 6749 section 3.3 scope-token: printable ASCII except space, `"` and `\`. */
 export const ScopeSchema = z
   .string()
-  .regex(/^[\x21\x23-\x5B\x5D-\x7E]{1,200}$/, 'must be an OAuth scope token (printable ASCII, no spaces or quotes)')
+  .min(1, 'must not be empty')
+  .max(200, 'must be at most 200 characters')
+  .regex(/^[\x21\x23-\x5B\x5D-\x7E]*$/, 'must be an OAuth scope token (printable ASCII, no spaces or quotes)')
   .refine(notProto, NOT_PROTO);
 
 /** Pulsar tenant, namespace and local topic names, as the broker's NamedEntity allows. */

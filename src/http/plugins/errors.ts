@@ -41,12 +41,14 @@ const DETAILS: Partial<Record<ErrorCode, string>> = {
   TR_ERR_INVALID_JSON: 'the request body is not valid JSON',
 };
 
-/** One field error per zod issue, as resolve.ts words them for bodies: dotted paths, names of unknown keys. */
-function fieldErrorOf(issue: FastifySchemaValidationError): FieldError {
-  const path = issue.instancePath.split('/').filter((segment) => segment !== '').join('.');
+/** Field errors of a zod issue, as resolve.ts words them for bodies: dotted paths, one per unknown key at its own path. */
+function fieldErrorsOf(issue: FastifySchemaValidationError, noun: string): FieldError[] {
+  const path = issue.instancePath.split('/').filter((segment) => segment !== '');
   const keys = issue.params['keys'];
-  if (issue.keyword === 'unrecognized_keys' && Array.isArray(keys)) return { path, message: `unknown field(s): ${keys.join(', ')}` };
-  return { path, message: issue.message ?? 'is invalid' };
+  if (issue.keyword === 'unrecognized_keys' && Array.isArray(keys)) {
+    return keys.map((key) => ({ path: [...path, String(key)].join('.'), message: `unknown ${noun} "${String(key)}"` }));
+  }
+  return [{ path: path.join('.'), message: issue.message ?? 'is invalid' }];
 }
 
 /**
@@ -56,12 +58,14 @@ function fieldErrorOf(issue: FastifySchemaValidationError): FieldError {
  */
 function validationProblem(err: FastifyError & { validation: FastifySchemaValidationError[] }, request: FastifyRequest): RegistryError {
   const query = err.validationContext === 'querystring' ? (request.query as Record<string, unknown>) : undefined;
-  const fieldErrors = err.validation.map((issue) => {
-    const error = fieldErrorOf(issue);
-    // `?limit=1&limit=2` reaches the schema as an array: "expected number, received NaN" hid that.
-    const given = query?.[error.path];
-    return Array.isArray(given) && issue.keyword === 'invalid_type' ? { path: error.path, message: `is given ${given.length} times; give it once` } : error;
-  });
+  const noun = query ? 'query parameter' : 'field';
+  const fieldErrors = err.validation.flatMap((issue) =>
+    fieldErrorsOf(issue, noun).map((error) => {
+      // `?limit=1&limit=2` reaches the schema as an array: "expected number, received NaN" hid that.
+      const given = query?.[error.path];
+      return Array.isArray(given) && issue.keyword === 'invalid_type' ? { path: error.path, message: `is given ${given.length} times; give it once` } : error;
+    }),
+  );
   const invalidRequest = request.routeOptions.config.invalidRequest;
   if (err.validationContext === 'body') {
     const first = fieldErrors[0];

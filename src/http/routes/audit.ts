@@ -23,7 +23,7 @@ const auditRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { co
           200: json(AuditPageSchema, 'One page of entries.'),
           ...adminReadProblems,
           400: problem(
-            'A query parameter is malformed, out of range or unknown (`TR_ERR_BAD_REQUEST`, with one entry in `errors` per problem, `path` being the parameter\'s name, empty for unknown ones), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).',
+            'A query parameter is malformed, out of range or unknown (`TR_ERR_BAD_REQUEST`, with one entry in `errors` per problem, `path` being the parameter\'s name, unknown ones included), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).',
             {
               headers: { 'WWW-Authenticate': headers.MalformedAuthorizationChallenge },
               example: {
@@ -32,7 +32,7 @@ const auditRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { co
                 status: 400,
                 detail: 'invalid audit query',
                 code: 'TR_ERR_BAD_REQUEST',
-                errors: [{ path: '', message: 'unknown field(s): colour' }],
+                errors: [{ path: 'colour', message: 'unknown query parameter "colour"' }],
               },
             },
           ),
