@@ -83,6 +83,17 @@ describe('tokens with an HS256 secret, issuer and audience', () => {
     await expectStillAnswering(t);
   });
 
+  it.each([
+    ['a sub that is an object', () => good({ sub: { id: 'x' } }), "the token's sub claim is not a string"],
+    ['an iss that is a number', () => t.token(['calculator:use'], { iss: 7, aud: 'tool-registry' }), /./],
+    ['no exp', () => createSigner({ key: TEST_SECRET })({ iss: 'https://auth.test', aud: 'tool-registry', scope: 'calculator:use' }), 'the token lacks a claim this registry requires: exp, and iss or aud when it names an issuer or audience'],
+    ['no aud', () => createSigner({ key: TEST_SECRET, expiresIn: 60_000 })({ iss: 'https://auth.test', scope: 'calculator:use' }), /^the token lacks a claim this registry requires/],
+  ] as const)('names what is wrong with %s in its 401', async (_name, make, description) => {
+    const res = await t.app.inject({ method: 'GET', url: '/', headers: bearer(make()) });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toMatchObject({ code: 'TR_ERR_INVALID_TOKEN', detail: typeof description === 'string' ? description : expect.stringMatching(description) });
+  });
+
   it.each(invalid)('answers 401 invalid_token on a write for %s', async (_name, make) => {
     const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: bearer(make()), payload: seed('database_query') });
     expect(res.statusCode).toBe(401);

@@ -111,6 +111,19 @@ function refuseControlCharactersInIdentity(token: string): void {
   }
 }
 
+/**
+ * A 401 for a verified token whose `sub` or `iss` is there but not a string (RFC 7519 section 4.1:
+ * StringOrURI). Ignored, such a token would act as one without a subject, sharing its budgets
+ * and audit identity with every other; undefined when both are absent or strings.
+ */
+export function identityClaimProblem(claims: Record<string, unknown>): RegistryError | undefined {
+  for (const claim of IDENTITY_CLAIMS) {
+    const value = claims[claim];
+    if (value !== undefined && typeof value !== 'string') return invalidToken(`the token's ${claim} claim is not a string`);
+  }
+  return undefined;
+}
+
 function invalidToken(description: string, cause?: unknown): RegistryError {
   return new RegistryError('TR_ERR_INVALID_TOKEN', description, {
     challenge: { error: 'invalid_token', description },
@@ -198,6 +211,8 @@ function describe(code: string, acceptedTyp: readonly string[]): string {
       return 'the token algorithm is not allowed';
     case 'FAST_JWT_INVALID_CLAIM_VALUE':
       return 'the token issuer, audience or type is not accepted here';
+    case 'FAST_JWT_MISSING_REQUIRED_CLAIM':
+      return 'the token lacks a claim this registry requires: exp, and iss or aud when it names an issuer or audience';
     case 'FST_JWT_AUTHORIZATION_TOKEN_UNTRUSTED': // the one `trusted` check is the typ policy
       return `the token type must be ${acceptedTyp.join(' or ')}`;
     case 'TR_JWT_UNKNOWN_KEY':

@@ -19,6 +19,8 @@ export interface TokenRules {
    * alike, and this tells which, without checking a forged token's signature a second time.
    */
   claimsPass(payload: Record<string, unknown>): boolean;
+  /** Whether a decoded payload lacks a claim `verify` requires (exp, and iss or aud when configured). */
+  lacksClaim(payload: Record<string, unknown>): boolean;
 }
 
 export function tokenRules(config: Config, keys: TokenKeys): TokenRules {
@@ -43,6 +45,7 @@ export function tokenRules(config: Config, keys: TokenKeys): TokenRules {
       // one forged token costs a hash each, not a signature check.
       errorCacheTTL: -1,
     },
+    lacksClaim: (payload) => requiredClaims.some((claim) => !(claim in payload)),
     claimsPass: (payload) =>
       requiredClaims.every((claim) => claim in payload) &&
       (issuer === undefined || payload['iss'] === issuer) &&

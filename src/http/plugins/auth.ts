@@ -2,7 +2,7 @@ import fastifyJwt, { type VerifyOptions } from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { createVerifier } from 'fast-jwt';
-import { bearerToken, callerFromClaims, refuseRepeatedAuthorization, tokenRefused } from '../../auth/caller.js';
+import { bearerToken, callerFromClaims, identityClaimProblem, refuseRepeatedAuthorization, tokenRefused } from '../../auth/caller.js';
 import type { JwksKeySource } from '../../auth/jwks.js';
 import { keySourceFor, resolveTokenKeys } from '../../auth/keys.js';
 import { VerifiedTokens } from '../../auth/verified-tokens.js';
@@ -117,7 +117,13 @@ export default fp<AuthPluginOptions>(
       decode: { complete: true },
       // extractToken throws our own 400/401 refusals (RFC 6750), which @fastify/jwt passes on.
       verify: { ...rules.verify, extractToken },
-      trusted: (_request, decoded) => acceptsTyp((decoded as CompleteToken).header.typ),
+      // The typ policy; and identity claims that are strings (RFC 7519's StringOrURI), refused
+      // in their own words (a rejection reaches the hook as it is) rather than ignored.
+      trusted: (_request, decoded) => {
+        if (!acceptsTyp((decoded as CompleteToken).header.typ)) return false;
+        const problem = identityClaimProblem((decoded as CompleteToken).payload);
+        return problem === undefined ? true : Promise.reject(problem);
+      },
       formatUser: (decoded) => {
         let caller = callers.get(decoded as object);
         if (!caller) callers.set(decoded as object, (caller = callerFromClaims((decoded as CompleteToken).payload, roleScopes)));
@@ -139,6 +145,7 @@ export default fp<AuthPluginOptions>(
       } catch {
         return 'FAST_JWT_MALFORMED';
       }
+      if (rules.lacksClaim(payload)) return 'FAST_JWT_MISSING_REQUIRED_CLAIM';
       return rules.claimsPass(payload) ? 'FAST_JWT_INVALID_SIGNATURE' : 'FAST_JWT_INVALID_CLAIM_VALUE';
     };
 
@@ -159,6 +166,8 @@ export default fp<AuthPluginOptions>(
         throw tokenRefused(err, acceptedTyp);
       }
       if (!acceptsTyp(decoded.header.typ)) throw tokenRefused(Object.assign(new Error('untrusted typ'), { code: 'FST_JWT_AUTHORIZATION_TOKEN_UNTRUSTED' }), acceptedTyp);
+      const problem = identityClaimProblem(decoded.payload);
+      if (problem) throw problem;
       return callerFromClaims(decoded.payload, roleScopes);
     });
 
