@@ -44,7 +44,7 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
-    t = await createTestApp({ RATE_LIMIT_MAX: '0', MAX_INFLIGHT_CALLS: '2' });
+    t = await createTestApp({ RATE_LIMIT_MAX: '0', MAX_INFLIGHT_CALLS: '2' }, { keepLogs: true });
     admin = bearer(t.token(['registry:write']));
     const register = async (extra: Record<string, unknown>) => {
       const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('calculator'), host: '127.0.0.1', port, ...extra } });
@@ -108,6 +108,14 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
     const cut = await invoke('cut', {}, bearer(t.token([])));
     expect(cut.statusCode, cut.body).toBe(502);
     expect(cut.json().serviceError.type).toBe('tool-unreachable');
+    // Expected in operation: warnings naming the code and the cause, without a stack.
+    const failed = t.logs.map((line) => JSON.parse(line) as { level: number; msg: string; code?: string; detail?: string; err?: unknown }).filter((entry) => entry.msg === 'request failed');
+    expect(failed.map((entry) => entry.code)).toEqual(expect.arrayContaining(['TR_ERR_TOOL_SERVICE', 'TR_ERR_TIMEOUT']));
+    for (const entry of failed) {
+      expect(entry.level, JSON.stringify(entry)).toBe(40);
+      expect(entry.err).toBeUndefined();
+      expect(entry.detail).toMatch(/failed: |no answer within/);
+    }
   });
 
   it('refuses calls past MAX_INFLIGHT_CALLS with 503 and Retry-After', async () => {

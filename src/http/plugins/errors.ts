@@ -78,6 +78,12 @@ function validationProblem(err: FastifyError & { validation: FastifySchemaValida
   return new RegistryError('TR_ERR_BAD_REQUEST', detail, { fieldErrors });
 }
 
+/** The message of what caused a refusal (`connect ECONNREFUSED ...`), for the log. */
+function causeOf(error: RegistryError | undefined): string | undefined {
+  const cause = error?.cause;
+  return cause instanceof Error ? cause.message : undefined;
+}
+
 /** A 413's detail: the limit, and the setting that raises it (a route may name its own). */
 function bodyTooLarge(request: FastifyRequest): string {
   const { bodyLimit } = request.routeOptions.config;
@@ -182,7 +188,11 @@ export default fp<{ resourceMetadataUrl?: string }>(
     app.setErrorHandler((err, request: FastifyRequest, reply) => {
       const { code, detail, error } = problemOf(err, request);
       const status = ERRORS[code].status;
-      if (status >= 500) request.log.error({ err }, 'request failed');
+      if (code === 'TR_ERR_INTERNAL') request.log.error({ err }, 'request failed');
+      // The registry's own refusals of 5xx kind (a tool service down or slow, the bus
+      // unreachable, too many calls, a full database): expected in operation, so a warning
+      // with what went wrong below, without a stack.
+      else if (status >= 500) request.log.warn({ code, detail, cause: causeOf(error) }, 'request failed');
       else request.log.info({ code, detail }, 'request refused');
       return sendProblem(reply, code, detail, error);
     });
