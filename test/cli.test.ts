@@ -297,6 +297,27 @@ describe('bad configuration or usage stops the CLI with one line', () => {
     expect(result.stderr).toBe('tool-registry: JWT_SECRET: must be at least 32 characters (256 bits) for HS256\n');
   });
 
+  it('a database path that cannot be a database, or a port in use, exits 2 with one line naming the setting', async () => {
+    const dir = processTempDir();
+    writeFileSync(join(dir, 'a-file'), '');
+    writeFileSync(join(dir, 'text.db'), 'this is a text file, not a SQLite database; '.repeat(20));
+    for (const [path, reason] of [[join(dir, 'a-file', 'registry.db'), 'a part of its folder path is a file, not a folder'], [join(dir, 'text.db'), 'the file is not a SQLite database']] as const) {
+      const result = await run(['serve'], { databasePath: path });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe(`tool-registry: DATABASE_PATH: cannot open the database at ${path}: ${reason}\n`);
+    }
+    const busy = await buildApp(loadConfig({ DATABASE_PATH: ':memory:' }));
+    await busy.listen({ host: LOOPBACK, port: 0 });
+    try {
+      const port = String((busy.server.address() as AddressInfo).port);
+      const result = await run(['serve'], { env: { PORT: port } });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toBe(`tool-registry: PORT: ${port} is already in use on ${LOOPBACK}\n`);
+    } finally {
+      await busy.close();
+    }
+  });
+
   it('an unknown command, flag or argument, or a flag without its value, exits 2 with one line', async () => {
     const cases: [string[], string][] = [
       [['frobnicate'], 'unknown command "frobnicate" (see tool-registry --help)'],

@@ -4,6 +4,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig } from '../config.js';
+import { DatabaseOpenError } from '../store/open-error.js';
 import { parseCommandArgs } from './args.js';
 import { runDataCommand, DATA_COMMANDS } from './data-commands.js';
 import { HELP } from './help.js';
@@ -39,6 +40,11 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
     if (DATA_COMMANDS.has(command)) return await runDataCommand(command, args, cli);
     throw new UsageError(`unknown command "${command}" (see tool-registry --help)`);
   } catch (err) {
+    // What the operator must change: the setting named first, as a wrong value is.
+    if (err instanceof DatabaseOpenError) {
+      cli.stderr(`tool-registry: DATABASE_PATH: ${err.message}\n`);
+      return 2;
+    }
     const message = err instanceof Error ? err.message : String(err);
     cli.stderr(`tool-registry: ${message}\n`);
     return err instanceof ConfigError || err instanceof UsageError ? 2 : 1;

@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { DatabaseOpenError } from './open-error.js';
 
 export type SqliteDatabase = Database.Database;
 
@@ -31,16 +32,22 @@ function createPrivately(path: string): void {
  * moves that fsync off the main thread (src/store/wal-sync.ts) without weakening it.
  */
 export function openDatabase(path: string, options: OpenOptions = {}): SqliteDatabase {
-  if (path !== ':memory:' && !path.startsWith('file:')) createPrivately(path);
-  const db = new Database(path);
+  let db: SqliteDatabase;
   try {
+    if (path !== ':memory:' && !path.startsWith('file:')) createPrivately(path);
+    db = new Database(path);
+  } catch (err) {
+    throw new DatabaseOpenError(path, err);
+  }
+  try {
+    // The first statement reads the file: a file that is not a database fails here.
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
     db.pragma(`busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5000)}`);
   } catch (err) {
     db.close();
-    throw err;
+    throw new DatabaseOpenError(path, err);
   }
   return db;
 }
