@@ -191,6 +191,11 @@ export const EnvSchema = z.object({
     '0',
     integer(0, 86_400_000),
   ),
+  SHUTDOWN_TIMEOUT_MS: setting(
+    "longest a SIGTERM or SIGINT waits for requests in flight (tool calls included) before the process exits anyway, with 1; under Docker's 10 s stop grace by default (0: wait for them all)",
+    '8000',
+    integer(0, 3_600_000),
+  ),
   PULSAR_WS_URL: optional(
     'Pulsar WebSocket API base URL for message-bus calls, e.g. ws://127.0.0.1:8080 (unset: such calls answer 503)',
     urlOf(/^wss?$/, 'must be a ws:// or wss:// URL'),
@@ -447,6 +452,7 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
       keepAliveTimeoutMs: env.KEEP_ALIVE_TIMEOUT_MS,
       idleTimeoutMs: env.IDLE_TIMEOUT_MS,
+      shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     },
     viewCacheBytes: env.VIEW_CACHE_BYTES,
     /** Registered upstream MCP servers (src/registry/mcp-sync.ts). */

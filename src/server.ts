@@ -61,6 +61,14 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, 'shutting down');
+    // Acknowledged writes are on disk already; what a deadline cuts is answers still owed.
+    const deadline = config.connections.shutdownTimeoutMs;
+    if (deadline > 0) {
+      setTimeout(() => {
+        app.log.warn({ shutdownTimeoutMs: deadline }, 'requests still in flight after SHUTDOWN_TIMEOUT_MS; exiting without them');
+        process.exit(1);
+      }, deadline).unref();
+    }
     app.close().then(
       () => process.exit(0),
       (err: unknown) => {

@@ -4,6 +4,8 @@
  * as a child process on 127.0.0.1 and a temp database.
  */
 import { existsSync, statSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -193,6 +195,47 @@ describe('SIGTERM shuts down cleanly', { timeout: 60_000 }, () => {
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
       const rows = db.prepare("SELECT name, status FROM tools WHERE status = 'active'").all();
       expect(rows).toEqual([{ name: 'calculator', status: 'active' }]);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('SIGTERM with a tool call that does not end', { timeout: 60_000 }, () => {
+  let server: ServerProcess | undefined;
+  let tool: Server | undefined;
+
+  afterAll(async () => {
+    if (server) await stopProcess(server, 'SIGKILL').catch(() => undefined);
+    tool?.closeAllConnections();
+    await new Promise((resolve) => tool?.close(resolve));
+    killAll();
+    removeTempDirs();
+  });
+
+  it('exits 1 after SHUTDOWN_TIMEOUT_MS, not after the call timeout, keeping every acknowledged write', async () => {
+    let called!: () => void;
+    const calling = new Promise<void>((resolve) => (called = resolve));
+    // Takes the call and never answers it.
+    tool = createServer(() => called());
+    await new Promise<void>((resolve) => tool?.listen(0, '127.0.0.1', resolve));
+    const databasePath = join(processTempDir(), 'registry.db');
+    server = await startServer({ databasePath, logLevel: 'info', env: { SHUTDOWN_TIMEOUT_MS: '1000', TOOL_CALL_TIMEOUT_MS: '60000' } });
+    const admin = await mintTokenWithCli(databasePath, ['registry:write'], 'op');
+    const hanging = { ...seed('calculator'), name: 'hangs', scopes: [], host: '127.0.0.1', port: (tool.address() as AddressInfo).port };
+    expect((await send(server.url, 'POST', '/tools/register', admin, hanging)).status).toBe(201);
+    const call = send(server.url, 'POST', '/tools/hangs/invoke', admin, { expression: '1' }).catch(() => 'cut');
+    await calling;
+
+    const started = Date.now();
+    const exit = await stopProcess(server, 'SIGTERM', 20_000);
+    expect(exit).toEqual({ code: 1, signal: null });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(server.stdout()).toContain('requests still in flight after SHUTDOWN_TIMEOUT_MS');
+    expect(await call).toBe('cut');
+    const db = new Database(databasePath, { readonly: true, fileMustExist: true });
+    try {
+      expect(db.prepare("SELECT name FROM tools WHERE status = 'active'").all()).toEqual([{ name: 'hangs' }]);
     } finally {
       db.close();
     }
