@@ -5,7 +5,7 @@
  * stop it before it touches anything, and a token minted by another process from the dev secret
  * file must be accepted by the server.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -334,6 +334,11 @@ describe('bad configuration or usage stops the CLI with one line', () => {
       expect(result.stdout).toBe('');
       expect(result.stderr).toBe(`tool-registry: ${message}\n`);
     }
+  });
+
+  it('--version prints the package version', async () => {
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V', 'version']) expect(await run([flag])).toEqual({ code: 0, stdout: `tool-registry ${version}\n`, stderr: '' });
   });
 
   it('--help prints the usage and every setting', async () => {

@@ -24,6 +24,7 @@ Usage:
                                              (or a TrustGraph config dump: tool-service and tool items)
   tool-registry export [--format trustgraph] print every live service and tool in that form (or as
                                              TrustGraph config items, tg-export-workspace-config's form)
+  tool-registry --version                    print the version
 
 Data commands (put, get, delete, list, import, export) talk to a running registry:
   --url URL          registry base URL (REGISTRY_URL; default http://127.0.0.1:8006)

@@ -4,6 +4,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig } from '../config.js';
+import { packageVersion } from '../package-root.js';
 import { DatabaseOpenError } from '../store/open-error.js';
 import { parseCommandArgs } from './args.js';
 import { runDataCommand, DATA_COMMANDS } from './data-commands.js';
@@ -25,6 +26,10 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   const args = command === first ? rest : argv;
   if (args.includes('--help') || args.includes('-h') || command === 'help') {
     cli.stdout(HELP);
+    return 0;
+  }
+  if (argv.length === 1 && (first === '--version' || first === '-V' || first === 'version')) {
+    cli.stdout(`tool-registry ${packageVersion()}\n`);
     return 0;
   }
   try {
