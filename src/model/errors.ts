@@ -42,6 +42,7 @@ export const ERRORS = {
   TR_ERR_CONFLICT: { status: 409, title: 'Conflict' },
   TR_ERR_GONE: { status: 410, title: 'The tool was deleted' },
   TR_ERR_IN_USE: { status: 409, title: 'The tool service is still used by tools' },
+  TR_ERR_PRECONDITION_FAILED: { status: 412, title: 'A precondition of the request does not hold' },
   TR_ERR_BODY_TOO_LARGE: { status: 413, title: 'The request body is too large' },
   TR_ERR_REQUEST_TOO_LARGE: { status: 413, title: 'The call is too large for the message bus' },
   TR_ERR_REQUEST_TIMEOUT: { status: 408, title: 'The request was not received in time' },

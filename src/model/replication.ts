@@ -6,6 +6,7 @@
  * Version 1: a message that is not a version-1 write is skipped, the same way on every replica.
  */
 import { z } from 'zod';
+import { WriteConditionSchema } from './write-condition.js';
 import { isObject } from './json-object.js';
 
 export const REPLICATION_OPS = [
@@ -40,6 +41,8 @@ export const ReplicationEventSchema = z.object({
   body: z.unknown().optional(),
   /** Who owns what the write makes: the announcer (src/announce/), absent for an operator. */
   owner: z.string().min(1).max(300).optional(),
+  /** tool.put, tool.delete: If-Match / If-None-Match, checked against the tool where the write is applied. */
+  condition: WriteConditionSchema.optional(),
   /** mcp-server.sync: the server record's index the tools were listed at. */
   serverIndex: z.number().int().nonnegative().optional(),
   /** import.part: this part's number, from 0; parts are published in order. */

@@ -34,6 +34,8 @@ import type { ChangeBus } from './change-bus.js';
 import type { RegistryWrites } from './writes.js';
 import { sortInSlices, TimeSlices } from './time-slices.js';
 import { compareNames } from '../catalog/sorted-names.js';
+import { toolRecordRepresentation } from '../catalog/record-etag.js';
+import { checkWriteCondition, type WriteCondition } from '../model/write-condition.js';
 import { callerSpan, CommitTelemetry, type CommitObserver } from './commit-telemetry.js';
 import type { SpanContext } from '@opentelemetry/api';
 import { isDeepStrictEqual } from 'node:util';
@@ -154,12 +156,12 @@ export class RegistryService implements RegistryWrites {
   }
 
   /** `POST /tools/register` and `PUT /tools/{name}`; `pathName` must match the body's name. */
-  putTool(input: unknown, pathName?: string, actor?: Actor): Promise<PutResult<ToolRecord>> {
-    return this.#enqueue(() => this.#putTool(input, pathName, actor));
+  putTool(input: unknown, pathName?: string, actor?: Actor, condition?: WriteCondition): Promise<PutResult<ToolRecord>> {
+    return this.#enqueue(() => this.#putTool(input, pathName, actor, actor?.announcer ?? null, condition));
   }
 
-  deleteTool(name: string, actor?: Actor): Promise<ToolRecord> {
-    return this.#enqueue(() => this.#deleteTool(name, actor));
+  deleteTool(name: string, actor?: Actor, condition?: WriteCondition): Promise<ToolRecord> {
+    return this.#enqueue(() => this.#deleteTool(name, actor, actor?.announcer ?? null, condition));
   }
 
   putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>> {
@@ -251,9 +253,9 @@ export class RegistryService implements RegistryWrites {
     switch (event.op) {
       // The owner comes with the message, so that every replica decides ownership the same way.
       case 'tool.put':
-        return () => this.#putTool(event.body, target, actor, owner);
+        return () => this.#putTool(event.body, target, actor, owner, event.condition);
       case 'tool.delete':
-        return () => this.#deleteTool(required(), actor, owner);
+        return () => this.#deleteTool(required(), actor, owner, event.condition);
       case 'tool-service.put':
         return () => this.#putService(event.body, target, actor, owner);
       case 'tool-service.delete':
@@ -526,6 +528,12 @@ export class RegistryService implements RegistryWrites {
   }
 
   /** A live tool's record as the writes so far leave it, staged ones included. */
+  /** A tool write's If-Match / If-None-Match against the tool as stored now, staged writes included. */
+  #checkCondition(name: string, condition: WriteCondition): void {
+    const current = this.#tool(name);
+    checkWriteCondition(`tool "${name}"`, condition, current && toolRecordRepresentation(current).etag);
+  }
+
   #tool(name: string): ToolRecord | undefined {
     const record = this.#staged?.tools.get(name);
     if (record) return record.status === 'deleted' ? undefined : record;
@@ -555,7 +563,9 @@ export class RegistryService implements RegistryWrites {
     return this.#lastStamp;
   }
 
-  #putTool(input: unknown, pathName?: string, actor?: Actor, owner: string | null = actor?.announcer ?? null): PutResult<ToolRecord> {
+  #putTool(input: unknown, pathName?: string, actor?: Actor, owner: string | null = actor?.announcer ?? null, condition?: WriteCondition): PutResult<ToolRecord> {
+    // Before the body is read (RFC 9110 section 13.2.2); a PUT names its tool in the path.
+    if (condition !== undefined && pathName !== undefined) this.#checkCondition(pathName, condition);
     const parsed = parseCheckedTool(withPathKey(input, 'name', pathName), this.#lookupService);
     this.#refuseManaged(parsed.name);
     const existing = this.#tool(parsed.name);
@@ -570,7 +580,8 @@ export class RegistryService implements RegistryWrites {
     return result;
   }
 
-  #deleteTool(name: string, actor?: Actor, owner: string | null = actor?.announcer ?? null): ToolRecord {
+  #deleteTool(name: string, actor?: Actor, owner: string | null = actor?.announcer ?? null, condition?: WriteCondition): ToolRecord {
+    if (condition !== undefined) this.#checkCondition(name, condition);
     this.#refuseManaged(name);
     if (owner !== null) refuseNotOwned('tool', name, this.#tool(name), owner);
     const at = this.#stamp();

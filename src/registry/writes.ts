@@ -5,13 +5,15 @@
  */
 import type { McpTool } from '../model/mcp-schemas.js';
 import type { ToolService } from '../model/schemas.js';
+import type { WriteCondition } from '../model/write-condition.js';
 import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { CommitObserver } from './commit-telemetry.js';
 import type { ImportSummary, McpSyncResult } from './registry-service.js';
 
 export interface RegistryWrites {
-  putTool(input: unknown, pathName?: string, actor?: Actor): Promise<PutResult<ToolRecord>>;
-  deleteTool(name: string, actor?: Actor): Promise<ToolRecord>;
+  /** `condition`: If-Match / If-None-Match, checked against the stored tool where the write is applied. */
+  putTool(input: unknown, pathName?: string, actor?: Actor, condition?: WriteCondition): Promise<PutResult<ToolRecord>>;
+  deleteTool(name: string, actor?: Actor, condition?: WriteCondition): Promise<ToolRecord>;
   putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>>;
   deleteService(id: string, actor?: Actor): Promise<ServiceRecord>;
   putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>>;

@@ -33,6 +33,7 @@ import {
   type ReplicationOp,
 } from '../model/replication.js';
 import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { WriteCondition } from '../model/write-condition.js';
 import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
 import type { CommitObserver } from '../registry/commit-telemetry.js';
 import type { RegistryWrites } from '../registry/writes.js';
@@ -167,12 +168,13 @@ export class Replicator implements RegistryWrites {
     return new Promise((resolve) => this.#caughtUpListeners.push(resolve));
   }
 
-  putTool(input: unknown, pathName?: string, actor?: Actor): Promise<PutResult<ToolRecord>> {
-    return this.#write('tool.put', () => ({ target: pathName, body: input }), actor);
+  // A condition travels with the write and is checked where it is applied, on every replica alike.
+  putTool(input: unknown, pathName?: string, actor?: Actor, condition?: WriteCondition): Promise<PutResult<ToolRecord>> {
+    return this.#write('tool.put', () => ({ target: pathName, body: input, ...(condition && { condition }) }), actor);
   }
 
-  deleteTool(name: string, actor?: Actor): Promise<ToolRecord> {
-    return this.#write('tool.delete', () => ({ target: name }), actor);
+  deleteTool(name: string, actor?: Actor, condition?: WriteCondition): Promise<ToolRecord> {
+    return this.#write('tool.delete', () => ({ target: name, ...(condition && { condition }) }), actor);
   }
 
   putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>> {

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type RegistryError } from '../../src/model/errors.js';
 import type { ReplicationEvent } from '../../src/model/replication.js';
 import type { Outcome, Pin } from '../../src/registry/registry-service.js';
+import { toolRecordRepresentation } from '../../src/catalog/record-etag.js';
 import { seed } from '../helpers/fixtures.js';
 import { message, openReplica, removeReplicaDirs, tool, TOPIC, type TestReplica } from './support.js';
 
@@ -57,6 +58,28 @@ describe('replicated apply', () => {
     expect(rows(a)).toEqual(rows(b));
     const changes = (r: TestReplica) => r.db.prepare('SELECT registry_index, kind, name, op FROM changes ORDER BY seq').all();
     expect(changes(a)).toEqual(changes(b));
+  });
+
+  it('checks a write\'s If-Match where it is applied, alike on every replica', async () => {
+    const first = message({ op: 'tool.put', target: 'cond', body: tool('cond') });
+    const a = openReplica();
+    const b = openReplica();
+    await applyAll(a, [first]);
+    await applyAll(b, [first]);
+    const etag = toolRecordRepresentation(a.store.getTool('cond')!).etag;
+    expect(toolRecordRepresentation(b.store.getTool('cond')!).etag).toBe(etag);
+    // Two writers read the same tool; both send their change conditional on it: one wins.
+    const messages = [
+      message({ op: 'tool.put', target: 'cond', body: tool('cond', { description: 'first writer' }), condition: { ifMatch: [etag] } }),
+      message({ op: 'tool.put', target: 'cond', body: tool('cond', { description: 'second writer' }), condition: { ifMatch: [etag] } }),
+      message({ op: 'tool.put', target: 'cond', body: tool('cond'), condition: { ifNoneMatch: '*' } }),
+      message({ op: 'tool.delete', target: 'cond', condition: { ifMatch: [etag] } }),
+    ];
+    const shape = (o: Outcome) => (o.ok ? 'ok' : (o.error as RegistryError).code);
+    for (const r of [a, b]) {
+      expect((await applyAll(r, messages)).map(shape)).toEqual(['ok', 'TR_ERR_PRECONDITION_FAILED', 'TR_ERR_PRECONDITION_FAILED', 'TR_ERR_PRECONDITION_FAILED']);
+      expect(r.store.getTool('cond')?.descriptor).toMatchObject({ description: 'first writer' });
+    }
   });
 
   it('writes the audit entry only where the write was taken', async () => {

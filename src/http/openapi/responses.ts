@@ -45,6 +45,11 @@ export const headers = {
     required: true,
     schema: EntityTag,
   },
+  RecordETag: {
+    description: "Strong entity tag of the stored record as written (what an admin's `GET /tools/{name}` answers with): send it in `If-Match` to make the next write conditional on it.",
+    required: true,
+    schema: EntityTag,
+  },
   ViewETag: {
     description:
       'Strong entity tag over the exact body of this view (a quoted base64url string). Sent with the full view, and with exports (`format`) whether paged, searched or filtered or not; not with plain pages, search or filter results.',
@@ -177,6 +182,15 @@ export const problems = {
   }),
   NotFound: problem("No such live tool or tool service, or the tool is not in the caller's view (`TR_ERR_NOT_FOUND`).", {
     example: { type: 'urn:tool-registry:error:not-found', title: 'Not found', status: 404, detail: 'no tool "calculator"', code: 'TR_ERR_NOT_FOUND' },
+  }),
+  PreconditionFailed: problem('`If-Match` or `If-None-Match` does not hold for the tool as stored now (`TR_ERR_PRECONDITION_FAILED`): it changed, does not exist, or exists. Nothing was written.', {
+    example: {
+      type: 'urn:tool-registry:error:precondition-failed',
+      title: 'A precondition of the request does not hold',
+      status: 412,
+      detail: 'tool "calculator" has changed: its entity tag is "r4Zk0TqS3Qm3m3a4xq0S8FfS2wB" (If-Match)',
+      code: 'TR_ERR_PRECONDITION_FAILED',
+    },
   }),
   WriteConflict: problem(
     'The write conflicts with the stored registry (`TR_ERR_CONFLICT`): a storage constraint, or a tool write to a tool of an upstream MCP server, which only the server changes (`mcpServer` names it).',

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -13,12 +12,13 @@ import {
   type StoredToolDescriptor,
 } from '../../model/api.js';
 import { RegistryError } from '../../model/errors.js';
+import { toolRecordRepresentation } from '../../catalog/record-etag.js';
 import { toolRecordBody as storedRecordBody } from '../../model/record-bodies.js';
 import type { ToolRecord } from '../../model/records.js';
 import { isAdmin, mayKnowOf, viewKeyFor, visibleScopes } from '../../model/visibility.js';
 import { actorOf } from '../plugins/audit.js';
 import { ANYONE, adminOnly, empty, headers, json, problems, writeProblems } from '../openapi/responses.js';
-import { ifNoneMatch, viewCacheHeaders } from '../conditional.js';
+import { ifNoneMatch, viewCacheHeaders, writeConditionOf } from '../conditional.js';
 import { documentedOnly } from '../validation.js';
 
 /** A descriptor, checked by the registry service against the catalogue (src/model/resolve.ts). */
@@ -30,10 +30,21 @@ function toolRecordBody(record: ToolRecord) {
   return { ...body, descriptor: body.descriptor as StoredToolDescriptor };
 }
 
-const written = (description: string, location: boolean) =>
+const written = (description: string, location: boolean, etag = false) =>
   json(ToolRecordSchema, description, {
-    headers: { 'X-Registry-Index': headers['X-Registry-Index'], ...(location && { Location: headers.ToolLocation }) },
+    headers: { 'X-Registry-Index': headers['X-Registry-Index'], ...(location && { Location: headers.ToolLocation }), ...(etag && { ETag: headers.RecordETag }) },
   });
+
+/** Preconditions of a tool's writes, checked by the registry in the write's batch. */
+const WriteConditionHeaders = documentedOnly(
+  z.object({
+    'If-Match': z
+      .string()
+      .optional()
+      .describe("`*` (the tool must exist) or entity tags from `GET /tools/{name}` as an admin reads it (or from an earlier write's `ETag`): the write happens only if the tool's stored record still has one of them, else `412`. Keeps two operators from overwriting each other's changes."),
+    'If-None-Match': z.string().optional().describe('`*`: the write happens only if no live tool has this name, else `412` (create, never replace).'),
+  }),
+);
 
 const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
@@ -112,8 +123,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       reply.header('x-registry-index', String(entry.record.index));
       if (admin) {
         // The stored record (config values included): rarer, serialised per request.
-        const body = Buffer.from(JSON.stringify(toolRecordBody(entry.record)));
-        const etag = `"r${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+        const { body, etag } = toolRecordRepresentation(entry.record);
         reply.header('etag', etag);
         if (ifNoneMatch(request.headers['if-none-match'], etag)) reply.code(304).send();
         else reply.type('application/json; charset=utf-8').send(body);
@@ -172,17 +182,20 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
           "Same bodies as `POST /tools/register`. The body's `name` may be left out (it is taken from the path); if given it must equal the path's name, or the answer is `400`. `201` when created, `200` when replaced. A replacement may change the tool's kind.",
         security: admin,
         params: ToolNameParamsSchema,
+        headers: WriteConditionHeaders,
         body: DescriptorBody,
         response: {
-          200: written('An existing tool was replaced.', false),
-          201: written('The tool was created.', false),
+          200: written('An existing tool was replaced.', false, true),
+          201: written('The tool was created.', false, true),
           ...writeProblems,
+          412: problems.PreconditionFailed,
         },
       },
     },
     async (request, reply) => {
-      const { record, created } = await app.registry.putTool(request.body, request.params.name, actorOf(request));
+      const { record, created } = await app.registry.putTool(request.body, request.params.name, actorOf(request), writeConditionOf(request.headers));
       reply.header('x-registry-index', String(record.index));
+      reply.header('etag', toolRecordRepresentation(record).etag);
       return reply.code(created ? 201 : 200).send(toolRecordBody(record));
     },
   );
@@ -200,6 +213,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
           'Leaves a tombstone (status `deleted`) so change feeds can tell mirrors; the tool leaves every view at once. Returns the tombstone record.',
         security: admin,
         params: ToolNameParamsSchema,
+        headers: WriteConditionHeaders,
         response: {
           200: json(ToolRecordSchema, "The tool's tombstone.", { headers: { 'X-Registry-Index': headers['X-Registry-Index'] } }),
           400: problems.BadRequest,
@@ -207,13 +221,14 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
           403: problems.Forbidden,
           404: problems.NotFound,
           409: problems.WriteConflict,
+          412: problems.PreconditionFailed,
           429: problems.TooManyRequests,
           503: problems.Unavailable,
         },
       },
     },
     async (request, reply) => {
-      const record = await app.registry.deleteTool(request.params.name, actorOf(request));
+      const record = await app.registry.deleteTool(request.params.name, actorOf(request), writeConditionOf(request.headers));
       reply.header('x-registry-index', String(record.index));
       return toolRecordBody(record);
     },
