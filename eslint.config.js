@@ -27,7 +27,7 @@ const MAY_IMPORT = {
   http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'trustgraph', 'replication', 'announce', 'config', 'package-root', 'model'],
   telemetry: ['config', 'package-root'], // the OpenTelemetry SDK, started by the server
   server: ['http', 'telemetry', 'config', 'model'],
-  cli: ['server', 'http', 'auth', 'store', 'config', 'model'],
+  cli: ['server', 'http', 'auth', 'store', 'config', 'package-root', 'model'], // package-root: --version
   index: ['http', 'toolkit', 'bridge', 'config', 'model'], // the package's library API
   client: [], //                       tool-registry/client: model for types only, below
 };
