@@ -47,7 +47,7 @@ const integer = (min: number, max: number) =>
 
 const BOOLEAN_WORDS = { true: true, false: false, '1': true, '0': false, on: true, off: false, yes: true, no: false } as const;
 const boolean = z
-  .enum(Object.keys(BOOLEAN_WORDS) as [keyof typeof BOOLEAN_WORDS], { error: 'must be true or false' })
+  .enum(Object.keys(BOOLEAN_WORDS) as [keyof typeof BOOLEAN_WORDS], { error: 'must be on or off (true/false, yes/no, 1/0)' })
   .transform((word) => BOOLEAN_WORDS[word]);
 
 const list = z
@@ -159,7 +159,7 @@ export const EnvSchema = z.object({
   JWT_TYP: setting(
     'accepted token typ headers, comma-separated: at+jwt (RFC 9068), add JWT for older servers',
     'at+jwt',
-    list.pipe(z.array(z.string().min(1)).min(1)).transform((types) => types.map((t) => t.toLowerCase().replace(/^application\//, ''))),
+    list.pipe(z.array(z.string().min(1)).min(1, 'must name at least one type')).transform((types) => types.map((t) => t.toLowerCase().replace(/^application\//, ''))),
   ),
   ROLE_SCOPES: optional('JSON map of roles or groups claim values to scopes, e.g. {"registry-admin":"registry:write"}', roleScopes),
   RESOURCE_URL: optional('this API\'s resource identifier (RFC 8707/9728; default PUBLIC_URL)', httpUrl),
