@@ -270,6 +270,13 @@ describe('bad configuration or usage stops the CLI with one line', () => {
     expect(existsSync(databasePath)).toBe(false);
   });
 
+  it('a file that cannot be read is a usage error, as one that is not JSON is', async () => {
+    const missing = join(processTempDir(), 'missing.json');
+    const env = { REGISTRY_TOKEN: 'x', REGISTRY_URL: 'http://127.0.0.1:1' };
+    expect(await run(['import', missing], { env })).toEqual({ code: 2, stdout: '', stderr: `tool-registry: cannot read ${missing}: no such file\n` });
+    expect(await run(['put', 'tool/x', '--file', processTempDir()], { env })).toMatchObject({ code: 2, stderr: expect.stringContaining('it is a folder') });
+  });
+
   it('serve with ANONYMOUS_DISCOVERY=bogus exits 2 naming ANONYMOUS_DISCOVERY', async () => {
     const databasePath = join(processTempDir(), 'registry.db');
     const result = await run(['serve'], { databasePath, env: { PORT: String(await freePort()), ANONYMOUS_DISCOVERY: 'bogus' } });

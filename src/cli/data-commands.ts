@@ -27,6 +27,16 @@ function parseTarget(text: string | undefined): Target {
   return { collection: match[1] === 'tool' ? 'tools' : 'tool-services', key: match[2] };
 }
 
+/** A file the user named: one that cannot be read is a usage error (exit 2), as bad JSON in it is. */
+function readNamedFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UsageError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a folder' : (code ?? (err as Error).message)}`);
+  }
+}
+
 function readJson(source: string, text: string): unknown {
   try {
     return JSON.parse(text);
@@ -138,7 +148,7 @@ export async function runDataCommand(command: string, args: readonly string[], i
     case 'put': {
       unexpected(1);
       const target = parseTarget(rest[0]);
-      const body = file !== undefined ? readJson(file, readFileSync(file, 'utf8')) : readJson('stdin', await readStdin(io));
+      const body = file !== undefined ? readJson(file, readNamedFile(file)) : readJson('stdin', await readStdin(io));
       print(await client.request('PUT', `/${target.collection}/${encodeURIComponent(target.key)}`, body));
       return 0;
     }
@@ -172,7 +182,7 @@ export async function runDataCommand(command: string, args: readonly string[], i
       unexpected(1);
       const bundleFile = rest[0] ?? file;
       if (bundleFile === undefined) throw new UsageError('import needs a file: tool-registry import <file>');
-      print(await client.request('POST', '/import', readJson(bundleFile, readFileSync(bundleFile, 'utf8'))));
+      print(await client.request('POST', '/import', readJson(bundleFile, readNamedFile(bundleFile))));
       return 0;
     }
     case 'export': {
