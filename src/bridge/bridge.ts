@@ -10,7 +10,7 @@ import { mayLearnOf, type VisibilityPolicy } from '../model/visibility.js';
 import type { Catalog, CatalogTool } from '../catalog/catalog.js';
 import type { ToolKind } from '../model/schemas.js';
 import { RegistryError, type FieldError } from '../model/errors.js';
-import { ArgumentValidators, UncompilableSchemaError } from '../json-schema/arguments.js';
+import { ArgumentValidators, OutputValidators, UncompilableSchemaError } from '../json-schema/arguments.js';
 import { withoutStrictNulls } from '../json-schema/strict-nulls.js';
 import type { CallOutcome } from '../model/records.js';
 import type { UsageTracker } from '../usage/tracker.js';
@@ -62,6 +62,7 @@ export type BridgeState = TransportState;
 export class ToolBridge {
   readonly #options: BridgeOptions;
   readonly #validators: ArgumentValidators;
+  readonly #outputValidators = new OutputValidators();
   #inflight = 0;
   /** In-flight calls per caller (callerKey); a caller's entry goes when its last call ends. */
   readonly #inflightBy = new Map<string, number>();
@@ -210,6 +211,23 @@ export class ToolBridge {
     if (errors.length === 0) return;
     const listed = errors.map((e) => `${e.path || '(arguments)'}: ${e.message}`).join('; ');
     throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', `the arguments do not fit the input schema of ${tool.name}: ${listed}`, { fieldErrors: errors });
+  }
+
+  /**
+   * Why a call's JSON answer does not fit the tool's output schema (one line), or undefined when
+   * it does or the tool declares none: MCP's `structuredContent` must conform to it. A stored
+   * schema that cannot be compiled is reported the same way: nothing can be shown to conform.
+   */
+  outputProblem(tool: Tool, value: Record<string, unknown>): string | undefined {
+    let errors: FieldError[];
+    try {
+      errors = this.#outputValidators.check(tool, value);
+    } catch (err) {
+      if (!(err instanceof UncompilableSchemaError)) throw err;
+      return `the tool's stored output schema cannot be checked against (${err.message})`;
+    }
+    if (errors.length === 0) return undefined;
+    return `the answer does not fit the output schema of ${tool.name}: ${errors.map((e) => `${e.path || '(answer)'}: ${e.message}`).join('; ')}`;
   }
 
   /**

@@ -1,5 +1,6 @@
 /**
- * A call's arguments checked against the tool's input schema, exactly as discovery serves it.
+ * A call's arguments checked against the tool's input schema, exactly as discovery serves it, and its
+ * JSON answer against the output schema, where the tool declares one.
  * A schema is compiled when the tool is first called (never at registration: about 1.5 ms a
  * schema), and its validator kept until the tool is written again.
  *
@@ -31,7 +32,9 @@ interface Compiled {
   validate: ValidateFunction | UncompilableSchemaError;
 }
 
-export class ArgumentValidators {
+/** Validators of one of a tool's schemas, chosen by `schemaOf`: its input or its output schema. */
+class SchemaValidators {
+  readonly #schemaOf: (tool: Tool) => Record<string, unknown> | undefined;
   readonly #perGeneration: number;
   /** By tool name (user-keyed: a Map). */
   readonly #compiled = new Map<string, Compiled>();
@@ -39,7 +42,8 @@ export class ArgumentValidators {
   #compiles = 0;
   #instances = new Map<Dialect, AnyAjv>();
 
-  constructor(perGeneration = COMPILES_PER_GENERATION) {
+  constructor(schemaOf: (tool: Tool) => Record<string, unknown> | undefined, perGeneration: number) {
+    this.#schemaOf = schemaOf;
     this.#perGeneration = perGeneration;
   }
 
@@ -49,23 +53,26 @@ export class ArgumentValidators {
   }
 
   /**
-   * The arguments' problems, one field error per failing path (a JSON pointer into the
-   * arguments, `/items/0/name`), at most MAX_PROBLEMS; none when they fit.
-   * Throws UncompilableSchemaError when the tool's stored schema cannot be compiled.
+   * The value's problems, one field error per failing path (a JSON pointer into the value,
+   * `/items/0/name`), at most MAX_PROBLEMS; none when it fits, or when the tool has no such
+   * schema. Throws UncompilableSchemaError when the tool's stored schema cannot be compiled.
    */
-  check(tool: Tool, args: Record<string, unknown>): FieldError[] {
+  check(tool: Tool, value: Record<string, unknown>): FieldError[] {
     const validate = this.#validatorOf(tool);
+    if (validate === null) return [];
     if (validate instanceof UncompilableSchemaError) throw validate;
-    if (validate(args)) return [];
+    if (validate(value)) return [];
     return problemsOf(validate.errors ?? [], 'arguments').map(({ path, message }) => ({ path: pointerOf(path), message }));
   }
 
-  #validatorOf(tool: Tool): ValidateFunction | UncompilableSchemaError {
+  #validatorOf(tool: Tool): ValidateFunction | UncompilableSchemaError | null {
+    const schema = this.#schemaOf(tool);
+    if (schema === undefined) return null;
     const found = this.#compiled.get(tool.name);
     if (found?.tool === tool) return found.validate;
     if (this.#compiles >= this.#perGeneration) this.#nextGeneration();
     this.#compiles++;
-    const validate = this.#compile(tool);
+    const validate = this.#compile(schema);
     this.#compiled.set(tool.name, { tool, generation: this.#generation, validate });
     return validate;
   }
@@ -77,8 +84,7 @@ export class ArgumentValidators {
     for (const [name, compiled] of this.#compiled) if (compiled.generation < this.#generation - 1) this.#compiled.delete(name);
   }
 
-  #compile(tool: Tool): ValidateFunction | UncompilableSchemaError {
-    const schema = tool.inputSchema;
+  #compile(schema: Record<string, unknown>): ValidateFunction | UncompilableSchemaError {
     // The registration check first: a schema stored before it existed gets its reasons.
     const problems = schemaProblems(schema, { sizeLimit: false });
     const dialect = dialectOf(schema);
@@ -96,5 +102,22 @@ export class ArgumentValidators {
       // Out of the instance's cache by schema; what the instance keeps besides goes with it.
       ajv.removeSchema(schema);
     }
+  }
+}
+
+/** A call's arguments against the tool's input schema, as discovery serves it. */
+export class ArgumentValidators extends SchemaValidators {
+  constructor(perGeneration = COMPILES_PER_GENERATION) {
+    super((tool) => tool.inputSchema, perGeneration);
+  }
+}
+
+/**
+ * A call's JSON answer against the tool's output schema, where it declares one: MCP's
+ * `structuredContent` must conform to it (MCP 2025-06-18, "Output Schema").
+ */
+export class OutputValidators extends SchemaValidators {
+  constructor(perGeneration = COMPILES_PER_GENERATION) {
+    super((tool) => tool.outputSchema, perGeneration);
   }
 }

@@ -95,6 +95,25 @@ describe('schemas and MCP (issue 12)', () => {
     expect(upstream.calls.length).toBe(calls);
   });
 
+  it('answers an answer that does not fit the output schema as an isError result, not as structured content', async () => {
+    // The host answers {"ok": true, "got": ...}.
+    const fits = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] };
+    const breaks = { type: 'object', properties: { ok: { type: 'string' } }, required: ['ok'] };
+    for (const [name, outputSchema] of [['fits_output', fits], ['breaks_output', breaks]] as const) {
+      const tool = { name, endpoint: '/tools/out', description: 'Answers an object', host: '127.0.0.1', port: host.port, outputSchema };
+      expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool })).statusCode).toBe(201);
+    }
+    await mcp.client.listTools();
+    const good = await mcp.client.callTool({ name: 'fits_output', arguments: {} });
+    expect(good.isError).toBeFalsy();
+    expect(good.structuredContent).toEqual({ ok: true, got: {} });
+    // The official client would refuse structured content that breaks the schema (-32602).
+    const bad = await mcp.client.callTool({ name: 'breaks_output', arguments: {} });
+    expect(bad.isError).toBe(true);
+    expect(bad.structuredContent).toBeUndefined();
+    expect((bad.content as { text: string }[])[0]?.text).toMatch(/^breaks_output failed: the answer does not fit the output schema of breaks_output: \/ok: /);
+  });
+
   it('forwards arguments that fit, through both kinds', async () => {
     const ok = await mcp.client.callTool({ name: 'place_order', arguments: { customer: { id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70' }, items: [{ name: 'bolt', quantity: 1 }] } });
     expect(ok.isError).toBeFalsy();
