@@ -187,6 +187,8 @@ export default fp<{ maxDepth: number }>(
     // As bytes: Fastify's `parseAs: 'string'` decodes leniently.
     app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
       try {
+        // Clients that set Content-Type on every request send it with bodiless DELETEs too.
+        if (request.method === 'DELETE' && (body as Buffer).length === 0) return done(null, undefined);
         const charset = charsetProblem(request.headers['content-type']);
         if (charset) throw charset;
         done(null, parseJsonBody(decodeUtf8(body as Buffer), maxDepth));

@@ -72,6 +72,13 @@ describe('conditional tool writes', () => {
     expect((await t.app.inject({ method: 'DELETE', url: '/tools/fresh', headers: { ...admin, 'if-match': read } })).statusCode).toBe(412);
   });
 
+  it('takes a DELETE that declares a JSON body but sends none, as clients that always set Content-Type do', async () => {
+    expect((await put('bodiless', calculator('x'))).statusCode).toBe(201);
+    const res = await t.app.inject({ method: 'DELETE', url: '/tools/bodiless', headers: { ...admin, 'content-type': 'application/json' } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ name: 'bodiless', status: 'deleted' });
+  });
+
   it('refuses a malformed condition with 400, before anything is written', async () => {
     const before = await etagOf('calculator');
     for (const header of ['unquoted', '"a" junk', '']) {
