@@ -151,6 +151,29 @@ describe('the MCP endpoint', () => {
     expect(challenge).toMatch(/resource_metadata="[^"]*\/\.well-known\/oauth-protected-resource\/mcp"/);
   });
 
+  it('a batch: refused from 2025-06-18 on (and when empty); before that, a call in it outside the scopes is 403 as alone', async () => {
+    const c = await open(['alpha'], 'batcher');
+    const headers = (version: string) => ({
+      authorization: `Bearer ${t.token(['alpha'], { sub: 'batcher' })}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': c.transport.sessionId ?? '',
+      'mcp-protocol-version': version,
+    });
+    const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    const call = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'beta_echo', arguments: {} } };
+    for (const version of ['2025-06-18', '2025-11-25']) {
+      const res = await fetch(url, { method: 'POST', headers: headers(version), body: JSON.stringify([list]) });
+      expect(res.status, version).toBe(400);
+      expect(((await res.json()) as { detail: string }).detail).toContain('no JSON-RPC batches');
+    }
+    const empty = await fetch(url, { method: 'POST', headers: headers('2025-03-26'), body: '[]' });
+    expect(empty.status).toBe(400);
+    const older = await fetch(url, { method: 'POST', headers: headers('2025-03-26'), body: JSON.stringify([list, call]) });
+    expect(older.status).toBe(403);
+    expect(older.headers.get('www-authenticate')).toContain('scope="beta"');
+  });
+
   it('a request reusing the id of one still being answered is refused, not left hanging', async () => {
     const c = await open(['alpha'], 'id-reuser');
     const headers = {

@@ -39,6 +39,9 @@ const SDK_STATUS_CODES: Readonly<Record<number, ErrorCode>> = {
   415: 'TR_ERR_UNSUPPORTED_MEDIA_TYPE',
 };
 
+/** The protocol revision that removed JSON-RPC batching. */
+const BATCHLESS_REVISION = '2025-06-18';
+
 /** setTimeout's longest delay; a later token expiry re-arms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -220,7 +223,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
           content: { 'application/json': { schema: JsonRpcMessageSchema }, 'text/event-stream': { schema: McpEventsSchema } },
         },
         202: empty('The message was a notification or a response: nothing to answer.'),
-        400: problem('Not a JSON-RPC message, a request other than `initialize` without `Mcp-Session-Id`, or an unsupported `MCP-Protocol-Version` (`TR_ERR_BAD_REQUEST`, with the JSON-RPC `error`).'),
+        400: problem('Not a JSON-RPC message, a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (`TR_ERR_BAD_REQUEST`, with the JSON-RPC `error`), or a batch: empty, or sent under `MCP-Protocol-Version` 2025-06-18 or later, which have none (`TR_ERR_BAD_REQUEST`).'),
         409: problem('A request with the id of one still being answered on this session (`TR_ERR_CONFLICT`).'),
         406: problem('`Accept` must list both `application/json` and `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).'),
         413: problems.PayloadTooLarge,
@@ -233,6 +236,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     async (request, reply) => {
       const key = enter(request);
       const body = request.body;
+      refuseBatch(request, body);
       let session: McpSession;
       let opened = false;
       if (request.headers['mcp-session-id'] === undefined) {
@@ -273,15 +277,32 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
    * other refusal (an unknown tool, a deleted one) is the protocol's own error, from the handler.
    */
   const refuseCallOutsideScopes = (request: FastifyRequest, body: unknown) => {
-    const params = (body as { method?: unknown; params?: { name?: unknown } } | null)?.params;
-    if ((body as { method?: unknown } | null)?.method !== 'tools/call' || typeof params?.name !== 'string') return;
-    try {
-      app.bridge.admit(params.name, request.caller);
-    } catch (err) {
-      if (err instanceof RegistryError && (err.code === 'TR_ERR_INSUFFICIENT_SCOPE' || err.code === 'TR_ERR_UNAUTHENTICATED')) {
-        recordFailedCall(request, params.name, err.code, err.status);
-        throw err;
+    // Each call of a batch (protocol revisions before 2025-06-18), as a single one.
+    for (const message of Array.isArray(body) ? (body as unknown[]) : [body]) {
+      const params = (message as { method?: unknown; params?: { name?: unknown } } | null)?.params;
+      if ((message as { method?: unknown } | null)?.method !== 'tools/call' || typeof params?.name !== 'string') continue;
+      try {
+        app.bridge.admit(params.name, request.caller);
+      } catch (err) {
+        if (err instanceof RegistryError && (err.code === 'TR_ERR_INSUFFICIENT_SCOPE' || err.code === 'TR_ERR_UNAUTHENTICATED')) {
+          recordFailedCall(request, params.name, err.code, err.status);
+          throw err;
+        }
       }
+    }
+  };
+
+  /**
+   * JSON-RPC batches: MCP 2025-06-18 removed them, so a request of that revision or later (its
+   * `MCP-Protocol-Version` header) may not send one; an empty batch is never a request
+   * (JSON-RPC 2.0 section 6).
+   */
+  const refuseBatch = (request: FastifyRequest, body: unknown) => {
+    if (!Array.isArray(body)) return;
+    if (body.length === 0) throw new RegistryError('TR_ERR_BAD_REQUEST', 'an empty JSON-RPC batch is not a request');
+    const version = request.headers['mcp-protocol-version'];
+    if (typeof version === 'string' && version >= BATCHLESS_REVISION) {
+      throw new RegistryError('TR_ERR_BAD_REQUEST', `MCP ${version} has no JSON-RPC batches (removed in ${BATCHLESS_REVISION}); send one message per request`);
     }
   };
 
