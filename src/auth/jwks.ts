@@ -96,6 +96,11 @@ export class JwksKeySource {
     this.#algorithms = new Set(options.algorithms);
   }
 
+  /** Whether a key set has been fetched (it is kept when later fetches fail). */
+  get hasKeys(): boolean {
+    return this.#keys !== undefined;
+  }
+
   /** Fetches the key set now, in the background (the first request need not wait), and every refreshMs. */
   start(): void {
     void this.#refresh();
