@@ -127,7 +127,7 @@ const roleScopes = z.string().transform((v, ctx) => {
 
 /** Every setting, in the order --help and the README list them. */
 export const EnvSchema = z.object({
-  PORT: setting('TCP port to listen on', '8006', integer(0, 65535)),
+  PORT: setting('TCP port to listen on (0: a free one, which the URLs the registry gives out then name, unless PUBLIC_URL is set)', '8006', integer(0, 65535)),
   HOST: setting('address to listen on (0.0.0.0 for every interface)', '127.0.0.1', z.string().min(1)),
   DATABASE_PATH: setting('SQLite database file (":memory:" for a throwaway one)', './data/registry.db', z.string().min(1)),
   PUBLIC_URL: optional(

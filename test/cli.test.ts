@@ -16,7 +16,7 @@ import { HELP } from '../src/cli/help.js';
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/http/app.js';
 import { seed } from './helpers/fixtures.js';
-import { freePort, jwtPayload, killAll, linesOf, LOOPBACK, processTempDir, removeTempDirs, REPO_ROOT, runCli } from './helpers/process.js';
+import { freePort, jwtPayload, killAll, linesOf, LOOPBACK, processTempDir, removeTempDirs, REPO_ROOT, runCli, spawnCli, stopProcess } from './helpers/process.js';
 
 const SEED_DIR = join(REPO_ROOT, 'test', 'fixtures', 'seed');
 const HTTP_TOOLS = ['calculator', 'file_reader', 'database_query', 'simulation_data', 'weather_forecast'] as const;
@@ -438,5 +438,22 @@ describe.concurrent('the real process (child processes)', () => {
     expect(lines[0]).toMatch(/\bPORT\b/);
     expect(lines[0]).toContain('abc');
     expect(existsSync(databasePath)).toBe(false);
+  });
+
+  it('serve with PORT=0 and no PUBLIC_URL listens on a free port and gives out URLs naming it', async ({ expect }) => {
+    const proc = spawnCli(['serve'], { port: 0, logLevel: 'info' });
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!proc.stdout().includes('tool-registry ready') && !proc.done && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const ready = linesOf(proc.stdout())
+        .map((line) => JSON.parse(line) as { msg: string; publicUrl?: string })
+        .find((entry) => entry.msg === 'tool-registry ready');
+      const publicUrl = new URL(ready?.publicUrl ?? 'http://unset');
+      expect(publicUrl.port).toMatch(/^[1-9][0-9]*$/);
+      const document = (await (await fetch(new URL('/openapi.json', publicUrl))).json()) as { servers: { url: string }[] };
+      expect(document.servers[0]?.url).toBe(publicUrl.href.replace(/\/$/, ''));
+    } finally {
+      await stopProcess(proc);
+    }
   });
 });

@@ -2,6 +2,7 @@
  * `tool-registry`: serve (the default), migrate, token, replication-key, and the data commands that talk to a
  * running registry over HTTP. Errors print one line and exit non-zero.
  */
+import { createServer, type AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { ConfigError, loadConfig } from '../config.js';
 import { packageVersion } from '../package-root.js';
@@ -34,8 +35,14 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
   }
   try {
     if (command === 'serve' || command === 'migrate') {
-      const config = loadConfig(cli.env, parseCommandArgs(command, args).settings);
+      const { settings } = parseCommandArgs(command, args);
+      let config = loadConfig(cli.env, settings);
       if (command === 'migrate') return runMigrate(config, cli);
+      // PORT=0 (any free port) without PUBLIC_URL: the port is chosen now, so that the URLs the
+      // registry gives out (invoke routes, its resource identifier, the API document) name it.
+      if (config.port === 0 && !(settings.PUBLIC_URL ?? cli.env['PUBLIC_URL'])) {
+        config = loadConfig(cli.env, { ...settings, PORT: String(await freePort(config.host)) });
+      }
       const { startServer } = await import('../server.js');
       await startServer(config);
       return 0;
@@ -60,5 +67,17 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main(process.argv.slice(2)).then((code) => {
     if (code !== 0) process.exitCode = code;
+  });
+}
+
+/** A port free on `host` now (the server binds it a moment later). */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
   });
 }

@@ -125,7 +125,7 @@ function childEnv(options: SpawnOptions, databasePath: string): NodeJS.ProcessEn
 }
 
 /** Spawns `node --import tsx src/cli/main.ts ...args` from the repository root. */
-function spawnCli(args: readonly string[], options: SpawnOptions = {}): SpawnedProcess {
+export function spawnCli(args: readonly string[], options: SpawnOptions = {}): SpawnedProcess {
   const databasePath = options.databasePath ?? join(processTempDir(), 'registry.db');
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
     cwd: REPO_ROOT,
