@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -117,6 +117,15 @@ describe('token mints a JWT the running registry accepts', () => {
     const reader = await mintToken(server.databasePath, ['calculator:use'], 'reader');
     expect(jwtPayload(reader)['scope']).toBe('calculator:use');
     expect((await get(`${server.url}/tool-services`, reader)).status).toBe(403);
+  });
+
+  it('says so on stderr when it had to create the dev secret, which no running registry knows yet', async () => {
+    const databasePath = join(processTempDir(), 'elsewhere', 'registry.db');
+    const first = await run(['token', '--scope', 'a:read'], { databasePath });
+    expect(first.code).toBe(0);
+    expect(linesOf(first.stdout)).toHaveLength(1);
+    expect(first.stderr).toBe(`tool-registry: created a new dev secret at ${join(dirname(databasePath), 'registry.secret')}; only a registry serving DATABASE_PATH=${databasePath} accepts this token\n`);
+    expect((await run(['token', '--scope', 'a:read'], { databasePath })).stderr).toBe('');
   });
 
   it('takes --flag=value, a repeated --scope and space-separated scopes', async () => {

@@ -1,5 +1,6 @@
 import { createSigner } from 'fast-jwt';
-import { resolveTokenKeys } from '../auth/keys.js';
+import { existsSync } from 'node:fs';
+import { devSecretPathFor, resolveTokenKeys } from '../auth/keys.js';
 import { loadConfig, type Config } from '../config.js';
 import { parseCommandArgs } from './args.js';
 import type { CliIo } from './io.js';
@@ -49,6 +50,12 @@ export function runToken(args: readonly string[], io: CliIo): number {
   const scopes = (options.get('scope') ?? []).flatMap((s) => s.split(' ')).filter((s) => s !== '');
   const sub = options.get('sub')?.at(-1) ?? 'cli';
   const ttlS = parseTtl(options.get('ttl')?.at(-1) ?? '1h');
+  const secretPath = config.jwt.keyMode === 'dev' ? devSecretPathFor(config.databasePath) : undefined;
+  const secretExisted = secretPath !== undefined && existsSync(secretPath);
   io.stdout(`${mintToken(config, { scopes, sub, ttlS })}\n`);
+  // Run in another folder than the registry's, this made a secret no running registry knows.
+  if (secretPath !== undefined && !secretExisted) {
+    io.stderr(`tool-registry: created a new dev secret at ${secretPath}; only a registry serving DATABASE_PATH=${config.databasePath} accepts this token\n`);
+  }
   return 0;
 }
