@@ -319,6 +319,10 @@ describe('errors Node answered without a body: problem+json, with the headers of
     await problemOf(tool, 405);
     expect(tool.headers.get('allow')).toBe('DELETE, GET, HEAD, PUT');
     expect((await send('DELETE', '/')).headers.get('allow')).toBe('GET, HEAD');
+    // /mcp serves no HEAD, so it is not offered.
+    const head = await fetch(`${base}/mcp`, { method: 'HEAD' });
+    expect(head.status).toBe(405);
+    expect(head.headers.get('allow')).toBe('DELETE, GET, OPTIONS, POST');
     expect((await problemOf(await send('PATCH', '/no/such/path'), 404)).code).toBe('TR_ERR_ROUTE_NOT_FOUND');
     const long = await problemOf(await send('GET', `/x${'/abc'.repeat(2_000)}`), 404);
     expect(long.detail.length).toBeLessThan(300);

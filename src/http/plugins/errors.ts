@@ -157,7 +157,8 @@ const ECHOED_PATH = 200;
  * Patterns are few (tens), and only requests no route matched are checked against them.
  */
 class RouteMethods {
-  readonly #routes: { pattern: RegExp; methods: Set<string> }[] = [];
+  /** By the pattern's source text (RegExp.source escapes `/`, so it cannot be the key). */
+  readonly #routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
 
   add(url: string, methods: readonly string[]): void {
     const source = url
@@ -165,17 +166,16 @@ class RouteMethods {
       .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
       .join('/');
     const key = `^${source}/?$`;
-    const known = this.#routes.find((route) => route.pattern.source === key);
-    const entry = known ?? { pattern: new RegExp(key), methods: new Set<string>() };
-    if (!known) this.#routes.push(entry);
+    let entry = this.#routes.get(key);
+    if (!entry) this.#routes.set(key, (entry = { pattern: new RegExp(key), methods: new Set<string>() }));
+    // Fastify's HEAD routes for GET ones come through onRoute too (not /mcp's: it has none).
     for (const method of methods) entry.methods.add(method);
-    if (entry.methods.has('GET')) entry.methods.add('HEAD');
   }
 
   /** The methods the path takes, sorted; empty when no route has it. */
   allowed(path: string): string[] {
     const methods = new Set<string>();
-    for (const route of this.#routes) if (route.pattern.test(path)) for (const method of route.methods) methods.add(method);
+    for (const route of this.#routes.values()) if (route.pattern.test(path)) for (const method of route.methods) methods.add(method);
     return [...methods].sort();
   }
 }
