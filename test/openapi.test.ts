@@ -918,7 +918,7 @@ describe('the OpenAPI document', () => {
     expect((await call('/healthz', { method: 'GET', url: '/healthz', headers: bearer('ignored') })).res.statusCode).toBe(200);
     const ready = await call('/readyz', { method: 'GET', url: '/readyz' });
     expect(ready.res.statusCode).toBe(200);
-    expect(ready.body).toMatchObject({ checks: { database: 'ok', bridge: 'not-configured', signingKeys: 'local' }, inflightCalls: 0 });
+    expect(ready.body).toMatchObject({ checks: { database: 'ok', bridge: 'not-configured' }, signingKeys: 'local', inflightCalls: 0 });
     // Prometheus metrics: operators only (METRICS_PORT unset).
     const metrics = await call('/metrics', { method: 'GET', url: '/metrics', headers: admin });
     expect(metrics.res.statusCode).toBe(200);

@@ -607,12 +607,12 @@ export const ReadinessSchema = z
         .describe(
           'The message bus: `not-configured` (no `PULSAR_WS_URL`; calls to message-bus tools answer `503`), `connected`, or `disconnected` (not connected yet, or the connection dropped). Reported apart: it does not make the registry unready.',
         ),
-      signingKeys: z
-        .enum(['local', 'loaded', 'unavailable'])
-        .describe(
-          "The keys tokens are verified with: `local` (`JWT_SECRET`, `JWT_PUBLIC_KEY` or the dev secret), `loaded` (the authorization server's JWKS was fetched), or `unavailable` (it has not been fetched yet: every token is refused with 401 until it is). Reported apart: anonymous discovery works without it.",
-        ),
     }),
+    signingKeys: z
+      .enum(['local', 'loaded', 'unavailable'])
+      .describe(
+        "The keys tokens are verified with: `local` (`JWT_SECRET`, `JWT_PUBLIC_KEY` or the dev secret), `loaded` (the authorization server's JWKS was fetched), or `unavailable` (it has not been fetched yet: every token is refused with 401 until it is). Reported apart: anonymous discovery works without it.",
+      ),
     index: CountSchema.describe('The registry index the catalogue reflects.'),
     inflightCalls: CountSchema.describe('Tool calls in flight now (at most `MAX_INFLIGHT_CALLS`).'),
     waiters: CountSchema.describe('Blocking discovery queries and change streams held now (at most `MAX_WAITERS`).'),

@@ -58,7 +58,9 @@ const healthRoutes: FastifyPluginAsync = async (fastify) => {
       // The bridge's state is reported apart: discovery and writes work while the broker is down.
       return {
         status: 'ready' as const,
-        checks: { database: 'ok' as const, bridge: app.bridge.state, signingKeys: app.jwks === null ? ('local' as const) : app.jwks.hasKeys ? ('loaded' as const) : ('unavailable' as const) },
+        checks: { database: 'ok' as const, bridge: app.bridge.state },
+        // Beside the checks, as the bridge's state is: reported, never a reason to be unready.
+        signingKeys: app.jwks === null ? ('local' as const) : app.jwks.hasKeys ? ('loaded' as const) : ('unavailable' as const),
         index: app.catalog.index,
         inflightCalls: app.bridge.inflight,
         waiters: app.waiters.size,
