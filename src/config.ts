@@ -537,10 +537,14 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Settings = {}): Config
   const value = input[name];
   // Secrets are never echoed, nor is the value when the problem is another setting beside it.
   const echoed = value !== undefined && !SETTINGS[name].secret && !(issue.code === 'custom' && issue.params?.['echo'] === false);
-  // A URL's password is not echoed either.
-  const safe = value?.replace(/\/\/[^/?#@]*@/, '//***@');
+  const safe = value === undefined ? undefined : withoutUserinfo(value);
   const shown = echoed && safe !== undefined ? ` (got ${JSON.stringify(safe.length > 80 ? `${safe.slice(0, 80)}...` : safe)})` : '';
   throw new ConfigError(`${name}: ${issue.message}${shown}`);
+}
+
+/** A setting's value as an error may echo it: a URL's user name and password become `***`. */
+export function withoutUserinfo(value: string): string {
+  return value.replace(/\/\/[^/?#@]*@/, '//***@');
 }
 
 /** A config for tests and embedding: defaults, with overrides. */

@@ -28,7 +28,7 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
-import { ConfigError } from './config.js';
+import { ConfigError, withoutUserinfo } from './config.js';
 import { packageVersion } from './package-root.js';
 
 export interface Telemetry {
@@ -59,7 +59,7 @@ function exporterNames(env: Env): ('otlp' | 'console')[] {
   const endpoint = value(env, endpointVariable);
   // The exporter would fall back to localhost:4318 on a value it cannot read, and say so later in a stack trace.
   if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint)) {
-    throw new ConfigError(`${endpointVariable}: must be an http:// or https:// URL (got ${JSON.stringify(endpoint.replace(/\/\/[^/?#@]*@/, '//***@').slice(0, 80))})`);
+    throw new ConfigError(`${endpointVariable}: must be an http:// or https:// URL (got ${JSON.stringify(withoutUserinfo(endpoint).slice(0, 80))})`);
   }
   const wanted = named ?? (endpoint === undefined ? [] : ['otlp']);
   return wanted.flatMap((name): ('otlp' | 'console')[] => {
