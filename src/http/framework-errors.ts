@@ -16,16 +16,18 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, RegistryError, type ErrorCode } from '../model/errors.js';
 import { PROBLEM_CONTENT_TYPE_HEADER, problemBody, sendProblem } from './plugins/errors.js';
 
-/** What every answer written outside Fastify carries, as security-headers.ts gives the others. */
-function rawHeaders(status: number, body: string): string {
-  return [
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
-    `Content-Type: ${PROBLEM_CONTENT_TYPE_HEADER}`,
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    'X-Content-Type-Options: nosniff',
-    `X-Request-Id: ${randomUUID()}`,
-    'Connection: close',
-  ].join('\r\n');
+/**
+ * The headers of a problem answered outside Fastify, on a connection closed after it: what
+ * security-headers.ts gives every other answer, and the problem's type and length.
+ */
+function rawProblemHeaders(body: string): Record<string, string> {
+  return {
+    'Content-Type': PROBLEM_CONTENT_TYPE_HEADER,
+    'Content-Length': String(Buffer.byteLength(body)),
+    'X-Content-Type-Options': 'nosniff',
+    'X-Request-Id': randomUUID(),
+    Connection: 'close',
+  };
 }
 
 /** Fastify's router errors (FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH, FST_ERR_ASYNC_CONSTRAINT). */
@@ -61,7 +63,8 @@ export function clientErrorHandler(this: { log: FastifyRequest['log'] }, err: No
   if (socket.writable) {
     const { status } = ERRORS[code];
     const body = JSON.stringify(problemBody(code, detail));
-    socket.write(`${rawHeaders(status, body)}\r\n\r\n${body}`);
+    const head = Object.entries(rawProblemHeaders(body)).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${head.join('')}\r\n${body}`);
   }
   socket.destroy(err);
 }
@@ -74,13 +77,7 @@ export function clientErrorHandler(this: { log: FastifyRequest['log'] }, err: No
 export function answerExpectation(_request: IncomingMessage, response: ServerResponse): void {
   const code = 'TR_ERR_EXPECTATION_FAILED';
   const body = JSON.stringify(problemBody(code, 'the registry meets no expectation but "Expect: 100-continue"'));
-  response.writeHead(ERRORS[code].status, {
-    'content-type': PROBLEM_CONTENT_TYPE_HEADER,
-    'content-length': Buffer.byteLength(body),
-    'x-content-type-options': 'nosniff',
-    'x-request-id': randomUUID(),
-    connection: 'close',
-  });
+  response.writeHead(ERRORS[code].status, rawProblemHeaders(body));
   response.end(body);
 }
 
