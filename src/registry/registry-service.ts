@@ -527,13 +527,13 @@ export class RegistryService implements RegistryWrites {
     });
   }
 
-  /** A live tool's record as the writes so far leave it, staged ones included. */
   /** A tool write's If-Match / If-None-Match against the tool as stored now, staged writes included. */
   #checkCondition(name: string, condition: WriteCondition): void {
     const current = this.#tool(name);
     checkWriteCondition(`tool "${name}"`, condition, current && toolRecordRepresentation(current).etag);
   }
 
+  /** A live tool's record as the writes so far leave it, staged ones included. */
   #tool(name: string): ToolRecord | undefined {
     const record = this.#staged?.tools.get(name);
     if (record) return record.status === 'deleted' ? undefined : record;
