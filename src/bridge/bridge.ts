@@ -59,6 +59,11 @@ export interface InvokeResult {
 
 export type BridgeState = TransportState;
 
+/** Schema problems in one line: `path: message; ...`, the value's top named `top`. */
+function listed(errors: readonly FieldError[], top: string): string {
+  return errors.map((e) => `${e.path || top}: ${e.message}`).join('; ');
+}
+
 export class ToolBridge {
   readonly #options: BridgeOptions;
   readonly #validators: ArgumentValidators;
@@ -209,8 +214,7 @@ export class ToolBridge {
       throw new RegistryError('TR_ERR_TOOL_SERVICE', `${tool.name} failed: ${message}`, { extra: { serviceError: { type: 'invalid-input-schema', message } } });
     }
     if (errors.length === 0) return;
-    const listed = errors.map((e) => `${e.path || '(arguments)'}: ${e.message}`).join('; ');
-    throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', `the arguments do not fit the input schema of ${tool.name}: ${listed}`, { fieldErrors: errors });
+    throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', `the arguments do not fit the input schema of ${tool.name}: ${listed(errors, '(arguments)')}`, { fieldErrors: errors });
   }
 
   /**
@@ -227,7 +231,7 @@ export class ToolBridge {
       return `the tool's stored output schema cannot be checked against (${err.message})`;
     }
     if (errors.length === 0) return undefined;
-    return `the answer does not fit the output schema of ${tool.name}: ${errors.map((e) => `${e.path || '(answer)'}: ${e.message}`).join('; ')}`;
+    return `the answer does not fit the output schema of ${tool.name}: ${listed(errors, '(answer)')}`;
   }
 
   /**
