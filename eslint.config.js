@@ -10,7 +10,8 @@ import tseslint from 'typescript-eslint';
  * rules; keep the two in step.
  */
 const MAY_IMPORT = {
-  model: [], //                        bottom: of packages only zod (boundaries/external below)
+  portable: [], //                     pure code without imports, run by the server and the fetch-only client alike
+  model: ['portable'], //              bottom: of packages only zod (boundaries/external below)
   'package-root': [], //               finds migrations/ from src/ or dist/src/
   config: ['model'], //                the one settings schema
   store: ['package-root', 'model'], // storage
@@ -29,10 +30,10 @@ const MAY_IMPORT = {
   server: ['http', 'telemetry', 'config', 'model'],
   cli: ['server', 'http', 'auth', 'store', 'config', 'package-root', 'model'], // package-root: --version
   index: ['http', 'toolkit', 'bridge', 'config', 'model'], // the package's library API
-  client: [], //                       tool-registry/client: model for types only, below
+  client: ['portable'], //             tool-registry/client: model for types only, below
 };
 
-const FOLDERS = ['model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'trustgraph', 'replication', 'announce', 'client'];
+const FOLDERS = ['portable', 'model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'trustgraph', 'replication', 'announce', 'client'];
 const FILES = { config: 'src/config.ts', 'package-root': 'src/package-root.ts', telemetry: 'src/telemetry.ts', server: 'src/server.ts', index: 'src/index.ts' };
 
 // Fastify and its plugins belong to src/http only; src/server.ts may name FastifyInstance.
@@ -127,6 +128,7 @@ export default tseslint.config(
             { from: ['model'], disallow: ['*'], message: 'model/ imports nothing but zod (architecture.md).' },
             { from: ['model'], allow: ['zod'] },
             { from: ['client'], disallow: ['*'], message: 'src/client imports no packages: it runs on fetch alone (issue 12).' },
+            { from: ['portable'], disallow: ['*'], message: 'src/portable imports nothing: the fetch-only client runs it too.' },
           ],
         },
       ],

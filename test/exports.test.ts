@@ -229,4 +229,36 @@ describe('GET /?format= (issue 12)', () => {
     expect(unknown.json()).toMatchObject({ errors: [{ path: 'format' }] });
     for (const format of EXPORT_FORMATS) expect(unknown.body).toContain(format);
   });
+
+  it('rewrites what OpenAI and Anthropic refuse (root combinators, arrays without items, draft-07) and gives an empty view no prompt', async () => {
+    const admin = bearer(handle.token(['registry:write']));
+    const put = (url: string, payload: Record<string, unknown>) => handle.app.inject({ method: 'PUT', url, headers: admin, payload });
+    const ab = { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } }, additionalProperties: false };
+    expect((await put('/tools/either', httpTool('either', 'vendor:use', { ...ab, anyOf: [{ required: ['a'] }, { required: ['b'] }] }))).statusCode).toBe(201);
+    const tuple = { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { pair: { type: 'array', items: [{ type: 'string' }, { type: 'integer' }], additionalItems: false } } };
+    expect((await put('/tools/draft7', httpTool('draft7', 'vendor:use', tuple))).statusCode).toBe(201);
+    expect((await put('/tool-services/tagger', { id: 'tagger', topic: 'tagger' })).statusCode).toBe(201);
+    const busTool = { type: 'tool-service', description: 'Tags things', service: 'tagger', scopes: ['vendor:use'], arguments: [{ name: 'tags', type: 'array', description: 'tags' }] };
+    expect((await put('/tools/tag_it', busTool)).statusCode).toBe(201);
+
+    const vendor = bearer(handle.token(['vendor:use']));
+    const openai = (await get('/?format=openai', vendor)).json<OpenAiChatTool[]>();
+    const parameters = Object.fromEntries(openai.map((t) => [t.function.name, t.function.parameters]));
+    expect(parameters['either']).toEqual(ab);
+    expect(parameters['tag_it']).toMatchObject({ properties: { tags: { type: 'array', items: {} } } });
+    expect(parameters['draft7']).toEqual({ type: 'object', properties: { pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: {}, maxItems: 2 } } });
+    const responses = (await get('/?format=openai-responses', vendor)).json<OpenAiResponsesTool[]>();
+    expect(Object.fromEntries(responses.map((t) => [t.name, t.parameters]))).toEqual(parameters);
+    const anthropic = Object.fromEntries((await get('/?format=anthropic', vendor)).json<AnthropicTool[]>().map((t) => [t.name, t.input_schema]));
+    expect(anthropic['either']).toEqual(ab);
+    expect(anthropic['draft7']).toEqual({ type: 'object', properties: { pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: false } } });
+    expect(anthropic['tag_it']).toMatchObject({ properties: { tags: { type: 'array' } } });
+    // The registry still serves and checks the schema as registered.
+    expect((await get('/tools/either', vendor)).json()).toMatchObject({ inputSchema: { anyOf: [{ required: ['a'] }, { required: ['b'] }] } });
+
+    const nobody = bearer(handle.token(['nothing:here']));
+    const prompt = await get('/?format=prompt', nobody);
+    expect(prompt.statusCode).toBe(200);
+    expect(prompt.body).toBe('');
+  });
 });

@@ -13,7 +13,6 @@
  */
 import { createHash } from 'node:crypto';
 import {
-  PROMPT_HEADING,
   agUiToolOf,
   anthropicToolOf,
   mcpExportOf,
@@ -21,6 +20,7 @@ import {
   openAiResponsesToolOf,
   openAiStrictToolOf,
   promptLineOf,
+  promptText,
   type ExportFormat,
   type OpenAiChatTool,
   type SkippedTool,
@@ -30,7 +30,7 @@ import type { Listing } from './listing.js';
 import type { CatalogView } from './views.js';
 
 /** Bumped whenever a format's conversion changes, so that an older ETag never matches. */
-const EXPORT_VERSION = 2;
+const EXPORT_VERSION = 3;
 
 export interface ExportBody {
   body: Buffer;
@@ -110,7 +110,7 @@ function render(tools: readonly Tool[], format: ExportFormat, nextCursor?: strin
       return json(tools.map(agUiToolOf));
     case 'prompt':
       // Every page is a prompt of its own, with the heading: the lines of all pages are the whole view's.
-      return { text: [PROMPT_HEADING, ...tools.map(promptLineOf)].join('\n') + '\n', contentType: TEXT_TYPE };
+      return { text: promptText(tools.map(promptLineOf)), contentType: TEXT_TYPE };
   }
 }
 

@@ -7,16 +7,17 @@
 import type { AgUiTool, AnthropicTool, OpenAiChatTool } from '../model/exports.js';
 import type { McpToolEntry } from '../model/mcp-tool.js';
 import type { PublicTool } from '../model/public-view.js';
+import { promptLine, promptText, vendorSchema } from '../portable/vendor-schemas.js';
 
 export type { AgUiTool, AnthropicTool, OpenAiChatTool, McpToolEntry };
 
 /** OpenAI Chat Completions `tools` (`GET /?format=openai`). */
 export const toOpenAI = (tools: readonly PublicTool[]): OpenAiChatTool[] =>
-  tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.inputSchema } }));
+  tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: vendorSchema(tool.inputSchema, 'openai') } }));
 
 /** Anthropic Messages `tools` (`GET /?format=anthropic`). */
 export const toAnthropic = (tools: readonly PublicTool[]): AnthropicTool[] =>
-  tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema }));
+  tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: vendorSchema(tool.inputSchema, 'anthropic') as AnthropicTool['input_schema'] }));
 
 /** An MCP `tools/list` result's `tools` (`GET /?format=mcp` holds them under `tools`). */
 export const toMcp = (tools: readonly PublicTool[]): McpToolEntry[] =>
@@ -38,10 +39,8 @@ export const toAgUi = (tools: readonly PublicTool[]): AgUiTool[] =>
  *     Available tools:
  *     - calculator(expression): Perform mathematical calculations
  *
- * Empty when there are no tools, as the article's agent then adds no tool message.
+ * with a final newline; empty when there are no tools, as the article's agent then adds no
+ * tool message.
  */
-export function toPromptContext(tools: readonly PublicTool[]): string {
-  if (tools.length === 0) return '';
-  const lines = tools.map((tool) => `- ${tool.name}(${Object.keys(tool.parameters).join(', ')}): ${tool.description.replace(/\s+/gu, ' ').trim()}`);
-  return ['Available tools:', ...lines].join('\n');
-}
+export const toPromptContext = (tools: readonly PublicTool[]): string =>
+  promptText(tools.map((tool) => promptLine(tool.name, Object.keys(tool.parameters), tool.description)));

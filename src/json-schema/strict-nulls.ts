@@ -20,7 +20,7 @@
  * `const`, and through `$ref`, `anyOf`, `oneOf` and `allOf`); where that cannot tell, the null
  * stays and the check decides.
  */
-import { isObject } from '../model/json-object.js';
+import { copyOf, isObject, resolveLocal } from '../model/json-object.js';
 
 type Schema = Record<string, unknown>;
 type Json = Record<string, unknown>;
@@ -120,32 +120,4 @@ function refusesNull(schema: unknown, root: Schema, hops: number): boolean {
   }
   const allOf = schema['allOf'];
   return Array.isArray(allOf) && allOf.some((branch) => refusesNull(branch, root, hops + 1));
-}
-
-/** A local `$ref` (`#`, `#/$defs/name`, any JSON pointer into the document); undefined otherwise. */
-function resolveLocal(ref: string, root: Schema): unknown {
-  if (!ref.startsWith('#')) return undefined;
-  let pointer: string;
-  try {
-    pointer = decodeURIComponent(ref.slice(1));
-  } catch {
-    return undefined;
-  }
-  if (pointer === '') return root;
-  if (!pointer.startsWith('/')) return undefined;
-  let node: unknown = root;
-  for (const token of pointer.slice(1).split('/')) {
-    const key = token.replaceAll('~1', '/').replaceAll('~0', '~');
-    if (Array.isArray(node)) node = node[Number(key)];
-    else if (isObject(node) && Object.hasOwn(node, key)) node = node[key];
-    else return undefined;
-  }
-  return node;
-}
-
-/** A copy that keeps every own key as data (`__proto__` included: it came from JSON). */
-function copyOf(value: Json): Json {
-  const copy: Json = {};
-  for (const key of Object.keys(value)) Object.defineProperty(copy, key, { value: value[key], writable: true, enumerable: true, configurable: true });
-  return copy;
 }

@@ -4,6 +4,8 @@
  * whole view are built once per view in src/catalog/exports.ts.
  */
 import { z } from 'zod';
+import { promptLine, vendorSchema } from '../portable/vendor-schemas.js';
+import { resolveLocal } from './json-object.js';
 import { mcpToolOf, type McpToolEntry } from './mcp-tool.js';
 import type { Tool } from './normalise.js';
 
@@ -81,33 +83,34 @@ export const McpExportSchema = z
   })
   .meta({ id: 'McpExport', description: 'The result of an MCP `tools/list` (`ListToolsResult`).' });
 
+// OpenAI's and Anthropic's formats take the input schema as those vendors accept it (src/portable/vendor-schemas.ts).
 export const openAiChatToolOf = (tool: Tool): OpenAiChatTool => ({
   type: 'function',
-  function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+  function: { name: tool.name, description: tool.description, parameters: vendorSchema(tool.inputSchema, 'openai') },
 });
 
 export const openAiResponsesToolOf = (tool: Tool): OpenAiResponsesTool => ({
   type: 'function',
   name: tool.name,
   description: tool.description,
-  parameters: tool.inputSchema,
+  parameters: vendorSchema(tool.inputSchema, 'openai'),
   strict: false,
 });
 
-export const anthropicToolOf = (tool: Tool): AnthropicTool => ({ name: tool.name, description: tool.description, input_schema: tool.inputSchema });
+export const anthropicToolOf = (tool: Tool): AnthropicTool => ({
+  name: tool.name,
+  description: tool.description,
+  input_schema: vendorSchema(tool.inputSchema, 'anthropic') as AnthropicTool['input_schema'],
+});
 
 export const agUiToolOf = (tool: Tool): AgUiTool => ({ name: tool.name, description: tool.description, parameters: tool.inputSchema });
 
 export const mcpExportOf = (tool: Tool): McpToolEntry => mcpToolOf(tool);
 
 /** The article's prompt line: `- calculator(expression): Perform mathematical calculations`. */
-export function promptLineOf(tool: Tool): string {
-  // One tool per line, whatever the description holds.
-  const description = tool.description.replace(/\s+/gu, ' ').trim();
-  return `- ${tool.name}(${Object.keys(tool.parameters).join(', ')}): ${description}`;
-}
+export const promptLineOf = (tool: Tool): string => promptLine(tool.name, Object.keys(tool.parameters), tool.description);
 
-export const PROMPT_HEADING = 'Available tools:';
+export { promptText } from '../portable/vendor-schemas.js';
 
 // ---------------------------------------------------------------------------------------------
 // OpenAI strict mode (Structured Outputs, "Supported schemas" in OpenAI's guide).
@@ -180,7 +183,13 @@ function countChars(counts: StrictCounts, values: readonly unknown[]): number {
   return chars;
 }
 
-function strictSchema(schema: unknown, path: string, depth: number, counts: StrictCounts): Schema {
+/**
+ * `underAnyOf`: inside an `anyOf` of the registered schema. The bridge drops a strict model's
+ * nulls only where a failure fails the whole call (src/json-schema/strict-nulls.ts), never
+ * inside an `anyOf`; so there an optional property cannot be made required and nullable, and
+ * the tool is skipped instead.
+ */
+function strictSchema(schema: unknown, path: string, depth: number, counts: StrictCounts, root: Schema, underAnyOf = false): Schema {
   if (!isSchema(schema)) throw new NotStrict(`${path || '/'}: a boolean schema`);
   if (depth > STRICT_MAX_DEPTH) throw new NotStrict(`${path}: nested more than ${STRICT_MAX_DEPTH} levels`);
   const types = typesOf(schema);
@@ -206,14 +215,17 @@ function strictSchema(schema: unknown, path: string, depth: number, counts: Stri
   }
   if (schema['const'] !== undefined) countChars(counts, [schema['const']]);
   if (typeof schema['$ref'] === 'string' && !schema['$ref'].startsWith('#')) throw new NotStrict(`${path}: a $ref to another document`);
-  if (Array.isArray(schema['anyOf'])) out['anyOf'] = schema['anyOf'].map((s, i) => strictSchema(s, `${path}/anyOf/${i}`, depth + 1, counts));
+  if (underAnyOf && typeof schema['$ref'] === 'string' && hasOptionalProperty(resolveLocal(schema['$ref'], root), root, new Set())) {
+    throw new NotStrict(`${path}: a $ref inside anyOf to a schema with optional properties (a model's null for one would be refused)`);
+  }
+  if (Array.isArray(schema['anyOf'])) out['anyOf'] = schema['anyOf'].map((s, i) => strictSchema(s, `${path}/anyOf/${i}`, depth + 1, counts, root, true));
   for (const defs of ['$defs', 'definitions'] as const) {
     if (!isSchema(schema[defs])) continue;
     countChars(counts, Object.keys(schema[defs]));
-    out[defs] = mapValues(schema[defs], (s, name) => strictSchema(s, `${path}/${defs}/${name}`, depth + 1, counts));
+    out[defs] = mapValues(schema[defs], (s, name) => strictSchema(s, `${path}/${defs}/${name}`, depth + 1, counts, root, underAnyOf));
   }
   if (Array.isArray(schema['items'])) throw new NotStrict(`${path}/items: a tuple (an array of item schemas)`);
-  if (schema['items'] !== undefined) out['items'] = strictSchema(schema['items'], `${path}/items`, depth + 1, counts);
+  if (schema['items'] !== undefined) out['items'] = strictSchema(schema['items'], `${path}/items`, depth + 1, counts, root, underAnyOf);
   else if (types.includes('array')) throw new NotStrict(`${path || '/'}: an array without "items"`);
   if (types.includes('object') || schema['properties'] !== undefined) {
     if (schema['additionalProperties'] !== false) throw new NotStrict(`${path || '/'}: an object without "additionalProperties": false`);
@@ -223,13 +235,27 @@ function strictSchema(schema: unknown, path: string, depth: number, counts: Stri
     if (counts.properties > STRICT_MAX_PROPERTIES) throw new NotStrict(`more than ${STRICT_MAX_PROPERTIES} properties`);
     countChars(counts, Object.keys(properties));
     out['properties'] = mapValues(properties, (s, name) => {
-      const converted = strictSchema(s, `${path}/properties/${name}`, depth + 1, counts);
-      return required.has(name) ? converted : nullable(converted);
+      const converted = strictSchema(s, `${path}/properties/${name}`, depth + 1, counts, root, underAnyOf);
+      if (required.has(name)) return converted;
+      if (underAnyOf) throw new NotStrict(`${path}/properties/${name}: an optional property inside anyOf (a model's null for it would be refused)`);
+      return nullable(converted);
     });
     // Every property listed: an optional one is now required and may be null.
     out['required'] = Object.keys(properties);
   }
   return out;
+}
+
+/** Whether an object in the schema (through its properties, items, anyOf and local $refs) has a property it does not require. */
+function hasOptionalProperty(schema: unknown, root: Schema, seen: Set<unknown>): boolean {
+  if (!isSchema(schema) || seen.has(schema)) return false;
+  seen.add(schema);
+  const properties = isSchema(schema['properties']) ? schema['properties'] : {};
+  const required = Array.isArray(schema['required']) ? schema['required'] : [];
+  if (Object.keys(properties).some((name) => !required.includes(name))) return true;
+  const below = [...Object.values(properties), schema['items'], ...(Array.isArray(schema['anyOf']) ? schema['anyOf'] : [])];
+  if (typeof schema['$ref'] === 'string') below.push(resolveLocal(schema['$ref'], root));
+  return below.some((s) => hasOptionalProperty(s, root, seen));
 }
 
 function mapValues(object: Schema, map: (value: unknown, key: string) => Schema): Schema {
@@ -249,7 +275,7 @@ function mapValues(object: Schema, map: (value: unknown, key: string) => Schema)
 export function openAiStrictToolOf(tool: Tool): { tool: OpenAiChatTool } | { skipped: SkippedTool } {
   try {
     if (tool.inputSchema['anyOf'] !== undefined) throw new NotStrict('/: the root is an anyOf');
-    const parameters = strictSchema(tool.inputSchema, '', 1, { properties: 0, enumValues: 0, chars: 0 });
+    const parameters = strictSchema(tool.inputSchema, '', 1, { properties: 0, enumValues: 0, chars: 0 }, tool.inputSchema);
     return { tool: { type: 'function', function: { name: tool.name, description: tool.description, parameters, strict: true } } };
   } catch (error) {
     if (error instanceof NotStrict) return { skipped: { name: tool.name, reason: error.message } };

@@ -153,9 +153,9 @@ describe('RegistryClient', () => {
     expect(toAnthropic(tools)).toEqual(await exported('anthropic'));
     expect({ tools: toMcp(tools) }).toEqual(await exported('mcp'));
     expect(toAgUi(tools)).toEqual(await exported('ag-ui'));
-    expect(toPromptContext(tools)).toBe(((await exported('prompt')) as string).trimEnd());
+    expect(toPromptContext(tools)).toBe(await exported('prompt'));
     const calculator = tools.find((tool) => tool.name === 'calculator') as PublicTool;
-    expect(toPromptContext([calculator])).toBe('Available tools:\n- calculator(expression): Perform mathematical calculations');
+    expect(toPromptContext([calculator])).toBe('Available tools:\n- calculator(expression): Perform mathematical calculations\n');
     expect(toOpenAI([calculator])[0]).toEqual({ type: 'function', function: { name: 'calculator', description: 'Perform mathematical calculations', parameters: calculator.inputSchema } });
     expect(toPromptContext([])).toBe('');
   });
