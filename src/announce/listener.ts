@@ -22,7 +22,8 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { ServiceHealth } from '../catalog/service-health.js';
 import { AnnouncementSchema, type Announcement } from '../model/announcement.js';
 import type { Caller } from '../model/caller.js';
-import type { Actor } from '../model/records.js';
+import { RegistryError } from '../model/errors.js';
+import type { Actor, AuditEntryInput } from '../model/records.js';
 import { parseTool, parseToolService } from '../model/resolve.js';
 import type { RegistryWrites } from '../registry/writes.js';
 
@@ -37,6 +38,8 @@ export interface AnnounceOptions {
   health: ServiceHealth;
   verifyToken: (token: string) => Promise<Caller>;
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  /** Records a refused announcement in the audit log (accepted ones are audited by their writes). */
+  auditRefusal?: (entry: AuditEntryInput) => void;
 }
 
 /** What one announcement did (for tests and logs). */
@@ -88,18 +91,18 @@ export class AnnouncementListener {
       value = undefined;
     }
     const parsed = AnnouncementSchema.safeParse(value);
-    if (!parsed.success) return this.#refuse(undefined, 'not an announcement (see src/model/announcement.ts)');
+    if (!parsed.success) return this.#refuse(undefined, 'not an announcement (see src/model/announcement.ts)', 400);
     const announcement = parsed.data;
     const serviceId = typeof announcement.service['id'] === 'string' ? announcement.service['id'] : undefined;
-    if (serviceId === undefined) return this.#refuse(undefined, 'the announced service has no id');
+    if (serviceId === undefined) return this.#refuse(undefined, 'the announced service has no id', 400);
     let caller: Caller;
     try {
       caller = await this.#options.verifyToken(announcement.token);
     } catch (err) {
-      return this.#refuse(serviceId, `its token was refused (${(err as Error).message})`);
+      return this.#refuse(serviceId, `its token was refused (${(err as Error).message})`, 401);
     }
-    if (caller.kind !== 'token' || caller.sub === undefined) return this.#refuse(serviceId, 'its token names no subject');
-    if (!caller.scopes.has(scope)) return this.#refuse(serviceId, `its token lacks scope ${scope}`);
+    if (caller.kind !== 'token' || caller.sub === undefined) return this.#refuse(serviceId, 'its token names no subject', 401);
+    if (!caller.scopes.has(scope)) return this.#refuse(serviceId, `its token lacks scope ${scope}`, 403, caller);
     const owner = `announcer:${caller.sub}`;
     const actor: Actor = { sub: caller.sub, iss: caller.iss ?? null, client: 'announcement', requestId: null, announcer: owner };
     if (announcement.goodbye) {
@@ -113,6 +116,7 @@ export class AnnouncementListener {
         wrote = await this.#sync(serviceId, announcement, actor, owner);
       } catch (err) {
         log.warn({ serviceId, reason: (err as Error).message }, 'announcement refused');
+        this.#audit(serviceId, err instanceof RegistryError ? err.status : 500, err instanceof RegistryError ? err.code : null, caller);
         return { serviceId, refused: (err as Error).message, wrote };
       } finally {
         this.#syncing.delete(serviceId);
@@ -160,9 +164,27 @@ export class AnnouncementListener {
     return wrote;
   }
 
-  #refuse(serviceId: string | undefined, reason: string): AnnouncementOutcome {
+  #refuse(serviceId: string | undefined, reason: string, status: number, caller?: Caller): AnnouncementOutcome {
     this.#options.log.warn({ serviceId, topic: this.#options.topic }, `announcement refused: ${reason}`);
+    this.#audit(serviceId, status, null, caller);
     return { serviceId, refused: reason, wrote: 0 };
+  }
+
+  /** A refused announcement in the audit log: action `announcement`, the service as target, the announcer as subject when its token was good. */
+  #audit(serviceId: string | undefined, status: number, code: string | null, caller?: Caller): void {
+    const token = caller?.kind === 'token' ? caller : undefined;
+    this.#options.auditRefusal?.({
+      at: new Date().toISOString(),
+      sub: token?.sub ?? null,
+      iss: token?.iss ?? null,
+      client: 'announcement',
+      action: 'announcement',
+      target: serviceId ?? null,
+      outcome: status === 401 || status === 403 ? 'denied' : status >= 500 ? 'error' : 'invalid',
+      status,
+      detail: code,
+      requestId: null,
+    });
   }
 
   async #connect(): Promise<void> {

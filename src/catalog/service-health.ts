@@ -47,6 +47,15 @@ export class ServiceHealth {
     this.#changed(serviceId, false);
   }
 
+  /**
+   * Forgets a service's heartbeats: an operator took it over or it was deleted, and an
+   * operator's service is always available (its announcer can no longer beat for it).
+   */
+  forget(serviceId: string): void {
+    const was = this.available(serviceId);
+    if (this.#beats.delete(serviceId) && !was) this.#changed(serviceId, true);
+  }
+
   available(serviceId: string): boolean {
     const beat = this.#beats.get(serviceId);
     return beat === undefined || (!beat.gone && beat.until > this.#now());

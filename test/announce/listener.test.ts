@@ -30,6 +30,7 @@ async function setup() {
     health: t.app.serviceHealth,
     verifyToken: (token) => t.app.verifyToken(token),
     log: { warn: (obj, msg) => warnings.push(`${msg} ${JSON.stringify(obj)}`), info: () => undefined },
+    auditRefusal: (entry) => t.app.auditLog.recordRefusal(entry),
   });
   return { t, listener, warnings };
 }
@@ -86,6 +87,37 @@ describe('announcements', () => {
     // Its goodbye changes nothing either.
     await listener.handle(JSON.stringify({ v: 1, token, service: seed('joke-service'), goodbye: true }));
     expect(t.app.serviceHealth.available('joke-service')).toBe(true);
+    // The attempt is in the audit log, under the announcer, as are refused tokens.
+    await listener.handle(announcement(t.token(['registry:write'], { sub: 'unscoped' }), [tool('forecast')]));
+    const audit = await t.app.inject({ method: 'GET', url: '/audit?action=announcement', headers: admin });
+    expect(audit.json().entries.map((e: { sub: string; target: string; outcome: string; status: number; detail: string | null }) => [e.sub, e.target, e.outcome, e.status, e.detail])).toEqual([
+      ['unscoped', 'weather-svc', 'denied', 403, null],
+      ['intruder', 'joke-service', 'invalid', 409, 'TR_ERR_CONFLICT'],
+    ]);
+  });
+
+  it("forgets a service's heartbeats when an operator takes it over or deletes it: an operator's service is always available", async () => {
+    const { t, listener } = await setup();
+    const admin = bearer(t.token(['registry:write']));
+    const token = t.token(['registry:announce'], { sub: 'weather-bot' });
+    await listener.handle(announcement(token, [tool('forecast')]));
+    await listener.handle(announcement(token, [tool('forecast')], { goodbye: true }));
+    expect(t.app.serviceHealth.available('weather-svc')).toBe(false);
+    const heard: boolean[] = [];
+    t.app.serviceHealth.onChange((_id, available) => heard.push(available));
+    const put = await t.app.inject({ method: 'PUT', url: '/tool-services/weather-svc', headers: admin, payload: service });
+    expect(put.statusCode).toBe(200);
+    expect(t.app.catalog.getService('weather-svc')?.owner).toBeUndefined();
+    expect(t.app.serviceHealth.availability('weather-svc')).toEqual({ available: true });
+    expect(heard).toEqual([true]);
+    const passing = await t.app.inject({ method: 'GET', url: '/?passing=true' });
+    expect(passing.json().tools.map((x: { name: string }) => x.name)).toEqual(['forecast']);
+    // Deleting an announced service forgets it too: registered again by an operator, it is available.
+    await listener.handle(JSON.stringify({ v: 1, token, service: { ...service, id: 'radar-svc' }, tools: [], heartbeatIntervalS: 1 }));
+    await listener.handle(JSON.stringify({ v: 1, token, service: { ...service, id: 'radar-svc' }, goodbye: true }));
+    expect(t.app.serviceHealth.available('radar-svc')).toBe(false);
+    expect((await t.app.inject({ method: 'DELETE', url: '/tool-services/radar-svc', headers: admin })).statusCode).toBe(200);
+    expect(t.app.serviceHealth.availability('radar-svc')).toEqual({ available: true });
   });
 
   it('marks a service unavailable after missed heartbeats or a goodbye: hidden with ?passing=true, calls 503 at once', async () => {

@@ -31,11 +31,12 @@ export default fp<{ config: Config }>(
         health: app.serviceHealth,
         verifyToken: (token) => app.verifyToken(token),
         log: app.log.child({ component: 'announce' }),
+        auditRefusal: (entry) => app.auditLog.recordRefusal(entry),
       });
       app.announcements = listener;
       app.addHook('onReady', async () => listener.start());
       app.addHook('onClose', async () => listener.close());
     }
   },
-  { name: 'announce', dependencies: ['registry', 'auth'] },
+  { name: 'announce', dependencies: ['registry', 'auth', 'audit'] },
 );

@@ -87,6 +87,14 @@ export default fp<RegistryPluginOptions>(
     // Which announced tool services are alive (src/announce/ feeds it; without announcements every service is).
     const health = new ServiceHealth();
     app.decorate('serviceHealth', health);
+    // Heartbeats count for announced services only: one an operator takes over, or a deleted one, is forgotten.
+    changes.subscribe((_index, written) => {
+      for (const change of written) {
+        if (change.kind !== 'tool-service') continue;
+        const record = catalog.getService(change.name);
+        if (record?.status !== 'active' || !record.owner) health.forget(change.name);
+      }
+    });
     // Page bodies share the view cache's budget: a quarter of VIEW_CACHE_BYTES.
     app.decorate('listing', new CatalogListing(catalog, config.publicUrl, health, Math.floor(config.viewCacheBytes / 4)));
     // Before the server stops accepting: answer held requests so that close does not wait on them.
