@@ -703,6 +703,8 @@ describe('the OpenAPI document', () => {
     expect((await invoke('echo', { payload: [1, 2] })).res.statusCode).toBe(401);
     expect((await invoke('nope', { headers: user, payload: [1, 2] })).res.statusCode).toBe(404);
     expect((await invoke('echo', { headers: user, payload: [1, 2] })).body).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_ARGUMENTS', errors: [{ path: '' }] });
+    // A JSON null is not an object either (no body at all means no arguments).
+    expect((await invoke('echo', { headers: { ...user, 'content-type': 'application/json' }, payload: 'null' })).body).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_ARGUMENTS', errors: [{ path: '' }] });
     expect((await invoke('echo', { headers: { ...user, 'content-type': 'application/json' }, payload: '{' })).body).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_JSON' });
     expect((await invoke('echo', { headers: user, payload: { text: 'x'.repeat(handle.config.bodyLimit) } })).res.statusCode).toBe(413);
     expect((await invoke('echo', { headers: { ...user, 'content-type': 'text/plain' }, payload: 'hi' })).res.statusCode).toBe(415);

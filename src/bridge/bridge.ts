@@ -32,7 +32,7 @@ export interface BridgeOptions {
   /** Checks arguments against tools' input schemas (default: a new set, compiled on first call). */
   argumentValidators?: ArgumentValidators;
   /** Whether an announced tool service is alive (src/catalog/service-health.ts); absent: all are. */
-  health?: { availability(serviceId: string): { available: boolean; intervalS?: number } };
+  health?: { availability(serviceId: string): { available: boolean; intervalS?: number; saidGoodbye?: true } };
 }
 
 export interface InvokeRequest {
@@ -121,7 +121,10 @@ export class ToolBridge {
     // A tool service that stopped its heartbeats: refused at once, not after the call's timeout.
     const health = record.kind === 'tool-service' && record.serviceId !== null ? this.#options.health?.availability(record.serviceId) : undefined;
     if (health && !health.available) {
-      throw new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${tool.name} cannot be reached now: its tool service stopped sending heartbeats`, { retryAfterS: Math.max(1, Math.ceil(health.intervalS ?? 5)) });
+      // Counted like any call the bus could not carry, so that /stats shows a dead service's refusals.
+      this.#options.usage.record({ at: new Date().toISOString(), tool: tool.name, sub: subOf(caller), outcome: 'unavailable', durationMs: 0 });
+      const why = health.saidGoodbye ? 'said goodbye' : 'stopped sending heartbeats';
+      throw new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${tool.name} cannot be reached now: its tool service ${why}`, { retryAfterS: Math.max(1, Math.ceil(health.intervalS ?? 5)) });
     }
     return entry;
   }
@@ -141,7 +144,8 @@ export class ToolBridge {
       usage.record({ at: new Date().toISOString(), tool: tool.name, sub, outcome, durationMs });
       return durationMs;
     };
-    const given = request.arguments ?? {};
+    // No body means no arguments; a JSON null is a value, and not an object.
+    const given = request.arguments === undefined ? {} : request.arguments;
     if (typeof given !== 'object' || given === null || Array.isArray(given)) {
       throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', 'the arguments must be a JSON object', {
         fieldErrors: [{ path: '', message: 'must be a JSON object of argument name to value' }],

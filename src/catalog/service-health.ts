@@ -13,12 +13,16 @@ interface Beat {
   intervalS: number;
   /** Set by a goodbye or when the lapse was noticed. */
   gone: boolean;
+  /** Set by a goodbye. */
+  goodbye?: boolean;
 }
 
 export interface ServiceAvailability {
   available: boolean;
   /** The heartbeat interval it announced, when it announced itself. */
   intervalS?: number;
+  /** Unavailable because it said goodbye (rather than missed its heartbeats). */
+  saidGoodbye?: true;
 }
 
 export class ServiceHealth {
@@ -44,6 +48,7 @@ export class ServiceHealth {
     const beat = this.#beats.get(serviceId);
     if (!beat || beat.gone) return;
     beat.gone = true;
+    beat.goodbye = true;
     this.#changed(serviceId, false);
   }
 
@@ -63,7 +68,9 @@ export class ServiceHealth {
 
   availability(serviceId: string): ServiceAvailability {
     const beat = this.#beats.get(serviceId);
-    return beat === undefined ? { available: true } : { available: this.available(serviceId), intervalS: beat.intervalS };
+    if (beat === undefined) return { available: true };
+    const available = this.available(serviceId);
+    return { available, intervalS: beat.intervalS, ...(!available && beat.goodbye === true && { saidGoodbye: true as const }) };
   }
 
   /** Whether any announced service is unavailable now (a filter has work to do). */

@@ -133,8 +133,11 @@ describe('announcements', () => {
     expect((await t.app.inject({ method: 'GET', url: '/' })).json().tools).toHaveLength(1);
     const call = await t.app.inject({ method: 'POST', url: '/tools/forecast/invoke', headers: agent, payload: { city: 'Oslo' } });
     expect(call.statusCode).toBe(503);
-    expect(call.json().code).toBe('TR_ERR_BUS_UNAVAILABLE');
+    expect(call.json()).toMatchObject({ code: 'TR_ERR_BUS_UNAVAILABLE', detail: 'forecast cannot be reached now: its tool service said goodbye' });
     expect(call.headers['retry-after']).toBe('1');
+    // Counted as a call the bus could not carry, as /stats counts every call whatever its outcome.
+    const stats = (await t.app.inject({ method: 'GET', url: '/stats', headers: bearer(t.token(['registry:write'])) })).json();
+    expect(stats).toMatchObject({ usage_by_tool: { forecast: 1 }, errors_by_class: { unavailable: 1 } });
     // It comes back with its next heartbeat.
     await listener.handle(announcement(token, [tool('forecast')]));
     expect(await passing()).toEqual(['forecast']);

@@ -333,6 +333,9 @@ describe('errors Node answered without a body: problem+json, with the headers of
     expect(big.detail).toMatch(/\d+ bytes .*BODY_LIMIT/);
     const twice = await problemOf(await send('GET', '/?limit=1&limit=2'), 400);
     expect(twice.errors).toEqual([{ path: 'limit', message: 'is given 2 times; give it once' }]);
+    // An enum's "expected one of" hid it too.
+    const formats = await problemOf(await send('GET', '/?format=openai&format=mcp&format=openai'), 400);
+    expect(formats.errors).toEqual([{ path: 'format', message: 'is given 3 times; give it once' }]);
   });
 
   it('a JSON body in another charset than UTF-8: 415, changing nothing', async () => {

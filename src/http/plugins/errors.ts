@@ -51,6 +51,9 @@ function fieldErrorsOf(issue: FastifySchemaValidationError, noun: string): Field
   return [{ path: path.join('.'), message: issue.message ?? 'is invalid' }];
 }
 
+/** The issues a query parameter given more than once raises where one value is expected. */
+const REPEAT_HIDDEN_BY = new Set(['invalid_type', 'invalid_value', 'invalid_union', 'invalid_format']);
+
 /**
  * A request that failed its route's zod schemas: 400 with one field error per issue, named
  * `TR_ERR_BAD_REQUEST` for the query string, path and headers. Bodies are validated by the
@@ -61,9 +64,10 @@ function validationProblem(err: FastifyError & { validation: FastifySchemaValida
   const noun = query ? 'query parameter' : 'field';
   const fieldErrors = err.validation.flatMap((issue) =>
     fieldErrorsOf(issue, noun).map((error) => {
-      // `?limit=1&limit=2` reaches the schema as an array: "expected number, received NaN" hid that.
+      // `?limit=1&limit=2` reaches the schema as an array: "expected number, received NaN" (or,
+      // for `?format=a&format=b`, "expected one of ...") hid that.
       const given = query?.[error.path];
-      return Array.isArray(given) && issue.keyword === 'invalid_type' ? { path: error.path, message: `is given ${given.length} times; give it once` } : error;
+      return Array.isArray(given) && REPEAT_HIDDEN_BY.has(issue.keyword) ? { path: error.path, message: `is given ${given.length} times; give it once` } : error;
     }),
   );
   const invalidRequest = request.routeOptions.config.invalidRequest;
