@@ -780,7 +780,7 @@ export class RegistryStore {
     } catch (err) {
       if (err instanceof Database.SqliteError) {
         if (err.code === 'SQLITE_BUSY' || err.code === 'SQLITE_LOCKED') {
-          throw new RegistryError('TR_ERR_UNAVAILABLE', 'the database is busy; retry shortly', { cause: err });
+          throw new RegistryError('TR_ERR_UNAVAILABLE', 'the database is busy; retry shortly', { cause: err, retryAfterS: 1 });
         }
         if (err.code === 'SQLITE_FULL' || err.code.startsWith('SQLITE_IOERR') || err.code === 'SQLITE_READONLY') {
           throw new RegistryError('TR_ERR_UNAVAILABLE', 'the database cannot take writes right now', { cause: err });

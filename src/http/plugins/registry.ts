@@ -49,6 +49,9 @@ export interface RegistryPluginOptions {
   config: Config;
 }
 
+/** How long a write waits on another process's lock once the registry serves (5 s at startup, for migrations). */
+const SERVING_BUSY_TIMEOUT_MS = 200;
+
 /** Opens and migrates the database, loads the catalogue once, and closes the database on close. */
 export default fp<RegistryPluginOptions>(
   async (app, { config }) => {
@@ -66,6 +69,11 @@ export default fp<RegistryPluginOptions>(
     }
     const catalog = new Catalog({ publicUrl: config.publicUrl, serviceName: 'tool-registry', viewCacheBytes: config.viewCacheBytes });
     catalog.load(store.loadSnapshot());
+    // Serving, a write waiting on another process's lock (a migrate or import run against the
+    // live file) holds the event loop, and every read with it: give up soon and answer 503 with
+    // Retry-After. The registry's own writers never wait on each other (one connection, and the
+    // import worker's is held apart by the write gate).
+    db.pragma(`busy_timeout = ${SERVING_BUSY_TIMEOUT_MS}`);
     app.log.info({ tools: catalog.tools().length, toolServices: catalog.services().length, index: catalog.index }, 'catalogue loaded');
     app.decorate('store', store);
     app.decorate('auditStore', auditStore);

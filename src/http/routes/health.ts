@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { HealthSchema, ReadinessSchema } from '../../model/api.js';
+import { RegistryError } from '../../model/errors.js';
 import { json, problems } from '../openapi/responses.js';
 import { sendProblem } from '../plugins/errors.js';
 
@@ -54,7 +55,12 @@ const healthRoutes: FastifyPluginAsync = async (fastify) => {
       if (!probeOk) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'the database does not take writes');
       const replication = app.replication?.state;
       if (replication?.failed !== undefined) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', `this replica stopped applying the replication topic: ${replication.failed}`);
-      if (replication && !replication.caughtUp) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'this replica is catching up with the replication topic');
+      if (replication && !replication.caughtUp) {
+        // The state goes with the 503, when an operator needs it most.
+        const detail =
+          replication.broker === 'connected' ? 'this replica is catching up with the replication topic' : 'this replica cannot reach the broker to catch up with the replication topic';
+        return sendProblem(reply, 'TR_ERR_UNAVAILABLE', detail, new RegistryError('TR_ERR_UNAVAILABLE', detail, { extra: { replication }, retryAfterS: 1 }));
+      }
       // The bridge's state is reported apart: discovery and writes work while the broker is down.
       return {
         status: 'ready' as const,
