@@ -84,6 +84,9 @@ export interface ReplicationState {
   failed?: string;
 }
 
+/** The database cannot serve as this replica's (a setting's mistake: the CLI exits 2 with it). */
+export class ReplicaDatabaseError extends Error {}
+
 interface Waiting {
   actor: Actor | undefined;
   resolve: (outcome: Outcome) => void;
@@ -117,12 +120,12 @@ export class Replicator implements RegistryWrites {
     this.#options = options;
     const position = store.replicationPosition();
     if (position === undefined && store.registryIndex() > 0) {
-      throw new Error(
+      throw new ReplicaDatabaseError(
         `DATABASE_PATH holds ${store.registryIndex()} write(s) made outside replication: start a replica on a new database and load them with \`tool-registry export\` and POST /import`,
       );
     }
     if (position !== undefined && position.topic !== options.topic) {
-      throw new Error(`DATABASE_PATH follows replication topic ${position.topic}, not REPLICATION_TOPIC ${options.topic}`);
+      throw new ReplicaDatabaseError(`DATABASE_PATH follows replication topic ${position.topic}, not REPLICATION_TOPIC ${options.topic}`);
     }
     if (position) service.restoreStamp(position.lastAt);
     this.#queued = position ? { messageId: position.messageId, index: position.index } : null;

@@ -398,8 +398,8 @@ if (pulsar.skip) {
         env: { PULSAR_WS_URL: c.wsUrl, PULSAR_ADMIN_URL: c.adminUrl, REPLICATION_TOPIC: c.topic, REPLICA_ID: 'refused', JWT_SECRET: SECRET, PORT: '0' },
         timeoutMs: 30_000,
       });
-      expect(refused.code, `${refused.stdout}\n${refused.stderr}`).not.toBe(0);
-      expect(refused.code).not.toBeNull();
+      // A setting's mistake, as every other DATABASE_PATH problem: exit 2.
+      expect(refused.code, `${refused.stdout}\n${refused.stderr}`).toBe(2);
       const lines = refused.stderr.trim().split('\n');
       expect(lines, refused.stderr).toHaveLength(1);
       expect(lines[0]).toMatch(/DATABASE_PATH/);

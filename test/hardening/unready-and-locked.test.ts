@@ -6,6 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/config.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
 
@@ -28,6 +29,16 @@ describe('operator-facing states', () => {
       detail: 'this replica cannot reach the broker to catch up with the replication topic',
       replication: { replica: 'lonely', caughtUp: false, broker: 'disconnected', appliedIndex: 0 },
     });
+  });
+
+  it('a database holding writes made outside replication is refused as a setting (exit 2), naming DATABASE_PATH', async () => {
+    const plain = await createTestApp();
+    apps.push(plain);
+    expect((await plain.app.inject({ method: 'PUT', url: '/tools/calculator', headers: bearer(plain.token(['registry:write'])), payload: seed('calculator') })).statusCode).toBe(201);
+    // Opened beside the first (its close removes the folder): two connections share a WAL database.
+    const replicated = createTestApp({ DATABASE_PATH: plain.config.databasePath, PULSAR_WS_URL: 'ws://127.0.0.1:1', REPLICATION_TOPIC: 'persistent://tg/registry/descriptors' });
+    await expect(replicated).rejects.toBeInstanceOf(ConfigError);
+    await expect(replicated).rejects.toThrow(/^DATABASE_PATH holds 1 write\(s\) made outside replication/);
   });
 
   it('a write facing another process\'s lock answers 503 with Retry-After well before the startup busy timeout', async () => {

@@ -8,10 +8,10 @@ import { ChangeFeed } from '../../registry/change-feed.js';
 import { RegistryService } from '../../registry/registry-service.js';
 import type { RegistryWrites } from '../../registry/writes.js';
 import { adminUrlOf } from '../../replication/admin.js';
-import { Replicator } from '../../replication/replicator.js';
+import { ReplicaDatabaseError, Replicator } from '../../replication/replicator.js';
 import { effectiveLimits, payloadLimit } from '../../bridge/pulsar-ws.js';
 import { readBrokerLimits, type BrokerLimits } from '../../bridge/broker-limits.js';
-import type { Config } from '../../config.js';
+import { ConfigError, type Config } from '../../config.js';
 import { openDatabase } from '../../store/database.js';
 import { migrate } from '../../store/migrations.js';
 import { AuditStore } from '../../store/audit-store.js';
@@ -135,7 +135,8 @@ async function startReplication(
     log.warn({ reason: (err as Error).message }, "replication: the broker's message limits could not be read; PULSAR_WS_MAX_FRAME_BYTES alone bounds a write");
   }
   const limits = effectiveLimits(config.bridge.maxFrameBytes, broker);
-  return new Replicator(service, store, {
+  try {
+    return new Replicator(service, store, {
     url: replication.url,
     token: config.bridge.pulsarToken,
     topic: replication.topic,
@@ -148,4 +149,8 @@ async function startReplication(
     secretKey: replication.secretKey,
     log,
   });
+  } catch (err) {
+    // A database that cannot be this replica's is a setting's mistake (exit 2), like any other DATABASE_PATH problem.
+    throw err instanceof ReplicaDatabaseError ? new ConfigError(err.message) : err;
+  }
 }
