@@ -188,6 +188,14 @@ describe('data commands manage a running registry', () => {
     expect((await adminGet('/tools/calculator')).status).toBe(404);
   });
 
+  it('without a token, a 401 says where a token comes from', async () => {
+    // No --token, no REGISTRY_TOKEN, and a database path with no dev secret beside it.
+    const result = await run(['list', 'tools', '--url', server.url], { databasePath: join(processTempDir(), 'elsewhere', 'registry.db') });
+    expect(result.code).toBe(1);
+    expect(linesOf(result.stderr)).toHaveLength(1);
+    expect(result.stderr).toMatch(/^tool-registry: 401 .*\(no token was sent: pass --token or REGISTRY_TOKEN/);
+  });
+
   it('get tool/<name> prints the stored descriptor', async () => {
     const result = await cli(['get', 'tool/tell-joke']);
     expect(result.code, result.stderr).toBe(0);
@@ -343,6 +351,8 @@ describe('bad configuration or usage stops the CLI with one line', () => {
       [['token', '--scope'], '--scope needs a value'],
       [['--port'], '--port needs a value'],
       [['list', 'tools', 'extra'], 'unexpected argument extra for list'],
+      [['export', '--url', 'notaurl'], '--url: "notaurl" is not an http(s) URL'],
+      [['list', '--url=ftp://127.0.0.1/'], '--url: "ftp://127.0.0.1/" is not an http(s) URL'],
     ];
     for (const [args, message] of cases) {
       const result = await run(args);

@@ -88,7 +88,9 @@ function httpClient(baseUrl: string, token: string | undefined): Client {
       if (!response.ok) {
         const problem = parsed as { detail?: string; errors?: { path: string; message: string }[] } | null;
         const fields = problem?.errors?.length ? ` [${problem.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}]` : '';
-        throw new Error(terminalSafe(`${response.status} ${problem?.detail ?? response.statusText}${fields}`));
+        // Without a token, say where one comes from (the server's detail names only what needed it).
+        const hint = response.status === 401 && !token ? ' (no token was sent: pass --token or REGISTRY_TOKEN, or run beside the dev secret of --database-path)' : '';
+        throw new Error(terminalSafe(`${response.status} ${problem?.detail ?? response.statusText}${fields}${hint}`));
       }
       return parsed;
     },
@@ -133,7 +135,11 @@ export async function runDataCommand(command: string, args: readonly string[], i
   const { env } = io;
   // Settings such as --database-path locate the dev secret; the rest are positional.
   const { settings, options, positionals: rest } = parseCommandArgs(command, args, DATA_OPTIONS, true);
-  const url = options.get('url')?.at(-1) ?? env['REGISTRY_URL'] ?? DEFAULT_URL;
+  const givenUrl = options.get('url')?.at(-1);
+  const url = givenUrl ?? env['REGISTRY_URL'] ?? DEFAULT_URL;
+  if (!URL.canParse(url) || !/^https?:$/u.test(new URL(url).protocol)) {
+    throw new UsageError(`${givenUrl !== undefined ? '--url' : 'REGISTRY_URL'}: "${terminalSafe(url)}" is not an http(s) URL`);
+  }
   const file = options.get('file')?.at(-1);
   const format = options.get('format')?.at(-1);
   if (format !== undefined && command !== 'export') throw new UsageError(`--format is an option of export, not of ${command}`);
