@@ -28,6 +28,15 @@ describe('POST /import', () => {
       );
       const again = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: exported });
       expect(again.json()).toMatchObject({ index: 2, toolServices: { created: 0, replaced: 2 }, tools: { created: 0, replaced: 8 } });
+      // An import with nothing in it writes nothing: the index and the view's ETag stay.
+      const etag = (await t.app.inject({ method: 'GET', url: '/' })).headers['etag'];
+      for (const empty of [{}, { tools: [], 'tool-services': [] }]) {
+        const none = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: empty });
+        expect(none.json()).toEqual({ index: 2, toolServices: { created: 0, replaced: 0 }, tools: { created: 0, replaced: 0 } });
+      }
+      const after = await t.app.inject({ method: 'GET', url: '/' });
+      expect(after.headers['etag']).toBe(etag);
+      expect(after.headers['x-registry-index']).toBe('2');
     } finally {
       await t.close();
     }

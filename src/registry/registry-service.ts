@@ -666,6 +666,9 @@ export class RegistryService implements RegistryWrites {
    */
   async #importSliced(input: unknown, actor?: Actor): Promise<ImportSummary> {
     const plan = await this.#planImport(input);
+    // Nothing to write (an empty bundle, a TrustGraph dump whose items were all skipped): no
+    // write, so no new index, no new ETags and no waiters woken for nothing.
+    if (plan.services.size === 0 && plan.ordered.length === 0) return { index: this.#catalog.index, toolServices: { created: 0, replaced: 0 }, tools: { created: 0, replaced: 0 } };
     return this.#writeImport(plan, this.#stamp(), actor);
   }
 
