@@ -107,6 +107,17 @@ export function cpuMs(pid: number): number {
   }
 }
 
+/** CPU time of a process's main thread (its JavaScript and event loop), in ms. */
+export function mainThreadCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
 /** Pids of a process's children (from /proc/<pid>/task/<tid>/children); empty when unknown. */
 function childPids(pid: number): number[] {
   try {
@@ -187,6 +198,10 @@ export interface RunResult {
   statuses: Record<string, number>;
   /** CPU the server process used per answered request, in microseconds (when its pid is known). */
   cpuUsPerReq?: number;
+  /** Of which its main thread's (when its pid is known). */
+  mainCpuUsPerReq?: number;
+  /** CPU the load generator (this process: autocannon and the request setup) used per answered request. */
+  loadCpuUsPerReq?: number;
 }
 
 export interface LoadOptions {
@@ -210,6 +225,8 @@ export async function load(options: LoadOptions): Promise<RunResult> {
   let good = 0;
   let bad = 0;
   const cpuBefore = options.serverPid === undefined ? NaN : treeCpuMs(options.serverPid);
+  const mainBefore = options.serverPid === undefined ? NaN : mainThreadCpuMs(options.serverPid);
+  const loadBefore = process.cpuUsage();
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon(
       {
@@ -238,8 +255,22 @@ export async function load(options: LoadOptions): Promise<RunResult> {
   // autocannon v8 reports `duration` in seconds.
   const elapsedS = result.duration > 0 ? result.duration : options.durationS;
   const { p50, p99 } = latencies.percentiles();
-  const cpuUsPerReq = options.serverPid === undefined ? undefined : ((treeCpuMs(options.serverPid) - cpuBefore) * 1000) / Math.max(1, good + bad);
-  return { rps: good / elapsedS, p50, p99, errors: bad + result.errors + result.timeouts, total: good + bad, statuses, ...(cpuUsPerReq !== undefined && { cpuUsPerReq }) };
+  const answered = Math.max(1, good + bad);
+  const load = process.cpuUsage(loadBefore);
+  const loadCpuUsPerReq = (load.user + load.system) / answered;
+  const cpuUsPerReq = options.serverPid === undefined ? undefined : ((treeCpuMs(options.serverPid) - cpuBefore) * 1000) / answered;
+  const mainCpuUsPerReq = options.serverPid === undefined ? undefined : ((mainThreadCpuMs(options.serverPid) - mainBefore) * 1000) / answered;
+  return {
+    rps: good / elapsedS,
+    p50,
+    p99,
+    errors: bad + result.errors + result.timeouts,
+    total: good + bad,
+    statuses,
+    loadCpuUsPerReq,
+    ...(cpuUsPerReq !== undefined && { cpuUsPerReq }),
+    ...(mainCpuUsPerReq !== undefined && { mainCpuUsPerReq }),
+  };
 }
 
 export function describeStatuses(statuses: Record<string, number>): string {

@@ -13,6 +13,10 @@ export interface Side {
   errors: number;
   /** Median CPU of the server process per request, microseconds. */
   cpuUsPerReq: number;
+  /** Of which its main thread's. */
+  mainCpuUsPerReq: number;
+  /** Median CPU of the load generator per request. */
+  loadCpuUsPerReq: number;
 }
 
 export const summarise = (runs: RunResult[]): Side => ({
@@ -22,6 +26,8 @@ export const summarise = (runs: RunResult[]): Side => ({
   p99: median(runs.map((r) => r.p99)),
   errors: runs.reduce((sum, r) => sum + r.errors, 0),
   cpuUsPerReq: median(runs.map((r) => r.cpuUsPerReq ?? NaN)),
+  mainCpuUsPerReq: median(runs.map((r) => r.mainCpuUsPerReq ?? NaN)),
+  loadCpuUsPerReq: median(runs.map((r) => r.loadCpuUsPerReq ?? NaN)),
 });
 
 export type Runner = (durationS: number) => Promise<RunResult>;

@@ -9,7 +9,7 @@
  * their own per row that parses the same JSON body and answers the registry's sample bytes.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type autocannon from 'autocannon';
 import { adminToken, bundle, FILTER_SCOPE, httpTool, SEARCHES, toolDescription, toolName } from './data.js';
@@ -330,6 +330,30 @@ export function scaleSections(rows: ScaleRow[]): Section[] {
         w.map((r) => line(r, r.answerBytes === null ? '-' : `${f0(r.answerBytes)} B`)),
         2,
         ['goal', 'note'],
+      ),
+    });
+    const cores = availableParallelism();
+    sections.push({
+      title:
+        `What bounds durable writes (the registry's side of the runs above; CPU us per write). "One thread" = 1 s / main-thread CPU a write: the rate at which the event loop, ` +
+        `which runs each write's HTTP, validation, SQL and commit, is saturated. "${cores} cores" = ${cores} s / (registry CPU + load generator CPU) a write: the rate at which the machine is.`,
+      ...table(
+        ['row', 'tools', 'writes/s', 'registry CPU', 'of it main thread', 'load generator CPU', 'bound: one thread /s', `bound: ${cores} cores /s`, 'ceiling CPU'],
+        w.map((r) => {
+          const s = r.registry;
+          return [
+            r.row,
+            f0(r.n),
+            f0(s?.rps),
+            f0(s?.cpuUsPerReq),
+            f0(s?.mainCpuUsPerReq),
+            f0(s?.loadCpuUsPerReq),
+            f0(s ? 1e6 / s.mainCpuUsPerReq : undefined),
+            f0(s ? (cores * 1e6) / (s.cpuUsPerReq + s.loadCpuUsPerReq) : undefined),
+            f0(r.ceiling?.cpuUsPerReq),
+          ];
+        }),
+        2,
       ),
     });
   }
