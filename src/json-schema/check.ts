@@ -15,7 +15,7 @@
  */
 import type { ErrorObject } from 'ajv';
 import { checkerFor, dialectOf, knowsFormat, knowsKeyword, REFUSED_KEYWORDS, type AnyAjv, type Dialect } from './dialects.js';
-import { isObject } from '../model/json-object.js';
+import { isObject, localRefSegments } from '../model/json-object.js';
 
 /** The most JSON a schema may be (UTF-8 bytes): it is served to every agent that may call the tool. */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
@@ -198,15 +198,8 @@ function checkPattern(pattern: string, path: PathSegment[], add: (path: PathSegm
 
 /** The canonical JSON pointer of a `$ref` that is a local one (`#`, `#/$defs/a%20b`), else undefined. */
 function localPointer(ref: string): string | undefined {
-  if (!ref.startsWith('#')) return undefined;
-  let fragment: string;
-  try {
-    fragment = decodeURIComponent(ref.slice(1));
-  } catch {
-    return undefined;
-  }
-  if (fragment !== '' && !fragment.startsWith('/')) return undefined;
-  return pointerOf(fragment.split('/').slice(1).map(unescapeSegment));
+  const segments = localRefSegments(ref);
+  return segments === undefined ? undefined : pointerOf(segments);
 }
 
 /** A JSON pointer (RFC 6901) of path segments. */

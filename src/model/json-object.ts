@@ -6,10 +6,10 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * What a local `$ref` (`#`, or `#` and a JSON pointer, RFC 6901) points to in `root`; undefined
- * for a reference to another document or to nothing.
+ * The segments of a local `$ref`'s JSON pointer (RFC 6901): `#` is `[]`, `#/$defs/a%20b` is
+ * `['$defs', 'a b']`; undefined for a reference to another document.
  */
-export function resolveLocal(ref: string, root: Record<string, unknown>): unknown {
+export function localRefSegments(ref: string): string[] | undefined {
   if (!ref.startsWith('#')) return undefined;
   let pointer: string;
   try {
@@ -17,11 +17,20 @@ export function resolveLocal(ref: string, root: Record<string, unknown>): unknow
   } catch {
     return undefined;
   }
-  if (pointer === '') return root;
+  if (pointer === '') return [];
   if (!pointer.startsWith('/')) return undefined;
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
+}
+
+/** What a local `$ref` points to in `root`; undefined for a reference to another document or to nothing. */
+export function resolveLocal(ref: string, root: Record<string, unknown>): unknown {
+  const segments = localRefSegments(ref);
+  if (segments === undefined) return undefined;
   let node: unknown = root;
-  for (const token of pointer.slice(1).split('/')) {
-    const key = token.replaceAll('~1', '/').replaceAll('~0', '~');
+  for (const key of segments) {
     if (Array.isArray(node)) node = node[Number(key)];
     else if (isObject(node) && Object.hasOwn(node, key)) node = node[key];
     else return undefined;
