@@ -69,8 +69,8 @@ export default fp<RegistryPluginOptions>(
     }
     const catalog = new Catalog({ publicUrl: config.publicUrl, serviceName: 'tool-registry', viewCacheBytes: config.viewCacheBytes });
     catalog.load(store.loadSnapshot());
-    // Serving, a write waiting on another process's lock (a migrate or import run against the
-    // live file) holds the event loop, and every read with it: give up soon and answer 503 with
+    // Serving, a write waiting on another process's lock (say `tool-registry migrate` run against
+    // the live file) holds the event loop, and every read with it: give up soon and answer 503 with
     // Retry-After. The registry's own writers never wait on each other (one connection, and the
     // import worker's is held apart by the write gate).
     db.pragma(`busy_timeout = ${SERVING_BUSY_TIMEOUT_MS}`);
@@ -137,18 +137,18 @@ async function startReplication(
   const limits = effectiveLimits(config.bridge.maxFrameBytes, broker);
   try {
     return new Replicator(service, store, {
-    url: replication.url,
-    token: config.bridge.pulsarToken,
-    topic: replication.topic,
-    replicaId: replication.replicaId,
-    adminUrl: replication.adminUrl ?? adminUrlOf(replication.url),
-    connectTimeoutMs: config.bridge.connectTimeoutMs,
-    applyTimeoutMs: replication.applyTimeoutMs,
-    // Less room for the message key (a tool's name) beside the payload.
-    maxMessageBytes: payloadLimit(limits, {}, '0000000000').bytes - 1536,
-    secretKey: replication.secretKey,
-    log,
-  });
+      url: replication.url,
+      token: config.bridge.pulsarToken,
+      topic: replication.topic,
+      replicaId: replication.replicaId,
+      adminUrl: replication.adminUrl ?? adminUrlOf(replication.url),
+      connectTimeoutMs: config.bridge.connectTimeoutMs,
+      applyTimeoutMs: replication.applyTimeoutMs,
+      // Less room for the message key (a tool's name) beside the payload.
+      maxMessageBytes: payloadLimit(limits, {}, '0000000000').bytes - 1536,
+      secretKey: replication.secretKey,
+      log,
+    });
   } catch (err) {
     // A database that cannot be this replica's is a setting's mistake (exit 2), like any other DATABASE_PATH problem.
     throw err instanceof ReplicaDatabaseError ? new ConfigError(err.message) : err;
