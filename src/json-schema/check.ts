@@ -15,7 +15,7 @@
  */
 import type { ErrorObject } from 'ajv';
 import { checkerFor, dialectOf, knowsFormat, knowsKeyword, REFUSED_KEYWORDS, type AnyAjv, type Dialect } from './dialects.js';
-import { isObject, localRefSegments } from '../model/json-object.js';
+import { isObject, localRefSegments, unescapePointerSegment } from '../model/json-object.js';
 
 /** The most JSON a schema may be (UTF-8 bytes): it is served to every agent that may call the tool. */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
@@ -209,11 +209,10 @@ export function pointerOf(path: readonly PathSegment[]): string {
 
 const escapeSegment = (segment: string) => (segment.includes('~') || segment.includes('/') ? segment.replaceAll('~', '~0').replaceAll('/', '~1') : segment);
 
-const unescapeSegment = (segment: string) => segment.replaceAll('~1', '/').replaceAll('~0', '~');
 
 /** The segments of a JSON pointer as Ajv reports them (`instancePath`). */
 function segmentsOf(pointer: string): string[] {
-  return pointer === '' ? [] : pointer.split('/').slice(1).map(unescapeSegment);
+  return pointer === '' ? [] : pointer.split('/').slice(1).map(unescapePointerSegment);
 }
 
 /**

@@ -4,8 +4,8 @@
  * whole view are built once per view in src/catalog/exports.ts.
  */
 import { z } from 'zod';
-import { promptLine, vendorSchema } from '../portable/vendor-schemas.js';
-import { resolveLocal } from './json-object.js';
+import { promptLine, typesOf, vendorSchema } from '../portable/vendor-schemas.js';
+import { isObject as isSchema, resolveLocal } from './json-object.js';
 import { mcpToolOf, type McpToolEntry } from './mcp-tool.js';
 import type { Tool } from './normalise.js';
 
@@ -139,14 +139,6 @@ class NotStrict extends Error {}
 
 type Schema = Record<string, unknown>;
 
-const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-function typesOf(schema: Schema): string[] {
-  const type = schema['type'];
-  if (typeof type === 'string') return [type];
-  if (Array.isArray(type)) return type.filter((t): t is string => typeof t === 'string');
-  return [];
-}
 
 /**
  * The same schema, also allowing `null`: how strict mode says a property may be left out. A

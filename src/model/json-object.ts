@@ -1,9 +1,6 @@
-export { copyOf } from '../portable/json-values.js';
+import { isObject } from '../portable/json-values.js';
 
-/** A parsed JSON value that is an object (not null, not an array): its members can be read by name. */
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+export { copyOf, isObject } from '../portable/json-values.js';
 
 /**
  * The segments of a local `$ref`'s JSON pointer (RFC 6901): `#` is `[]`, `#/$defs/a%20b` is
@@ -19,11 +16,11 @@ export function localRefSegments(ref: string): string[] | undefined {
   }
   if (pointer === '') return [];
   if (!pointer.startsWith('/')) return undefined;
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
+  return pointer.slice(1).split('/').map(unescapePointerSegment);
 }
+
+/** A JSON pointer segment as the key it names (RFC 6901: `~1` is `/`, `~0` is `~`). */
+export const unescapePointerSegment = (segment: string): string => segment.replaceAll('~1', '/').replaceAll('~0', '~');
 
 /** What a local `$ref` points to in `root`; undefined for a reference to another document or to nothing. */
 export function resolveLocal(ref: string, root: Record<string, unknown>): unknown {

@@ -24,7 +24,7 @@
  * A schema that needs none of these is returned as it is (the same object).
  */
 
-import { copyOf } from './json-values.js';
+import { copyOf, isObject as isSchema } from './json-values.js';
 
 type Schema = Record<string, unknown>;
 
@@ -40,8 +40,6 @@ const LIST = ['anyOf', 'oneOf', 'allOf', 'prefixItems', 'items'];
 const MAP = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas', 'dependencies'];
 /** What the vendors refuse at the root of a tool's input schema. */
 const NOT_AT_ROOT = ['anyOf', 'oneOf', 'allOf', 'not', 'enum', 'const'];
-
-const isSchema = (value: unknown): value is Schema => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const converted: Record<Vendor, WeakMap<Schema, Schema>> = { openai: new WeakMap(), anthropic: new WeakMap() };
 
@@ -166,7 +164,8 @@ function liftRoot(root: Schema): Schema {
   return out;
 }
 
-function typesOf(schema: Schema): string[] {
+/** The types a schema's `type` names (none when it names none). */
+export function typesOf(schema: Schema): string[] {
   const type = schema['type'];
   if (typeof type === 'string') return [type];
   return Array.isArray(type) ? type.filter((t): t is string => typeof t === 'string') : [];
