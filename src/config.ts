@@ -154,7 +154,7 @@ export const EnvSchema = z.object({
     'URL of the authorization server\'s JWKS (instead of discovery from JWT_ISSUER)',
     httpUrl.transform((v) => new URL(v)),
   ),
-  JWKS_COOLDOWN_S: setting('least seconds between JWKS fetches caused by unknown key ids', '30', integer(0, 86_400)),
+  JWKS_COOLDOWN_S: setting('least seconds between JWKS fetches caused by tokens: an unknown key id, or a signature that fails under a known one (a key replaced under the same kid)', '30', integer(0, 86_400)),
   JWKS_TIMEOUT_MS: setting('longest a JWKS or metadata fetch may take', '3000', integer(100, 60_000)),
   JWT_TYP: setting(
     'accepted token typ headers, comma-separated: at+jwt (RFC 9068), add JWT for older servers',

@@ -13,6 +13,9 @@
  *   valid tokens;
  * - the set is refetched every 10 minutes, so keys the server retired stop verifying even when
  *   no unknown kid comes along; a new kid is fetched when first seen (rotation, no restart);
+ * - a signature that fails under a known kid refetches too, within the same cooldown: a server
+ *   that re-keys under the same kid is followed at once, and a flood of forged signatures
+ *   costs at most one fetch per cooldown, as forged kids do;
  * - with only an issuer, `jwks_uri` comes from its metadata (OpenID Connect discovery, then
  *   RFC 8414), whose `issuer` must match.
  */
@@ -99,6 +102,17 @@ export class JwksKeySource {
   /** Whether a key set has been fetched (it is kept when later fetches fail). */
   get hasKeys(): boolean {
     return this.#keys !== undefined;
+  }
+
+  /**
+   * After a signature failed under a key of the set taken at `version`: perhaps the server
+   * re-keyed under the same kid. Refetches at most once per cooldown (unknown kids share it),
+   * single-flight, and says whether the key set is another one now: only then is the token worth
+   * verifying again.
+   */
+  async refreshAfterBadSignature(version: number): Promise<boolean> {
+    if (this.version === version) await this.#refreshIfAllowed();
+    return this.version !== version;
   }
 
   /** Fetches the key set now, in the background (the first request need not wait), and every refreshMs. */

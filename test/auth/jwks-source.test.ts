@@ -137,6 +137,34 @@ describe('JWKS key source', () => {
     }
   });
 
+  it('issue 28: a bad signature under a known kid refetches at most once per cooldown, and says whether the set changed', async () => {
+    const server = fakeServer();
+    const key = newKey();
+    server.keys = [key.jwk];
+    const clock = { t: 0 };
+    const keys = source(server, clock);
+    expect((await keyFor(keys, { kid: key.jwk.kid, alg: 'RS256' })).pem).toBeDefined();
+    expect(keys.fetches).toBe(1);
+    // Within the cooldown: no fetch, nothing changed, whatever the number of bad signatures.
+    for (let i = 0; i < 50; i++) expect(await keys.refreshAfterBadSignature(keys.version)).toBe(false);
+    expect(keys.fetches).toBe(1);
+    clock.t += 30_000;
+    expect(await keys.refreshAfterBadSignature(keys.version)).toBe(false); // fetched: the same set
+    expect(keys.fetches).toBe(2);
+    // The server re-keys under the same kid; concurrent bad signatures share one fetch.
+    const { publicKey: another } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    server.keys = [{ ...another.export({ format: 'jwk' }), kid: key.jwk.kid, alg: 'RS256', use: 'sig' }];
+    clock.t += 30_000;
+    const version = keys.version;
+    expect(await Promise.all(Array.from({ length: 10 }, () => keys.refreshAfterBadSignature(version)))).toEqual(Array.from({ length: 10 }, () => true));
+    expect(keys.fetches).toBe(3);
+    // A verification that began with the old set learns of the new one without a fetch.
+    expect(await keys.refreshAfterBadSignature(version)).toBe(true);
+    expect(keys.fetches).toBe(3);
+    const rekeyed = await keyFor(keys, { kid: key.jwk.kid, alg: 'RS256' });
+    expect(createPublicKey(rekeyed.pem ?? '').equals(another)).toBe(true);
+  });
+
   it('bounds a fetch by the timeout', async () => {
     const server = fakeServer();
     server.mode = 'hang';

@@ -3,7 +3,7 @@
  * JWKS_COOLDOWN_S, counted at a JWKS server of our own), and a key endpoint that never answers
  * cannot hang requests (JWKS_TIMEOUT_MS bounds them; they get 401).
  */
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
@@ -14,6 +14,7 @@ import {
   appForKeyServer,
   craftedClaims,
   expectChallenge,
+  rs256,
   seedTools,
   sleep,
   startHangingServer,
@@ -100,6 +101,79 @@ describe('a flood of tokens with random kids', () => {
     const fetches = keys.requests - before;
     expect(fetches).toBeGreaterThanOrEqual(1);
     expect(fetches).toBeLessThanOrEqual(1 + Math.floor((Date.now() - started) / 1_000));
+  });
+});
+
+describe('issue 28: a key replaced under the same kid', () => {
+  let keys: KeyServer;
+  let slow: TestApp;
+  let fast: TestApp;
+  // Signs with the kid the key server publishes, but with a key of its own: a forged signature.
+  const { privateKey: forger } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const forged = () => rs256({ alg: 'RS256', typ: 'at+jwt', kid: keys.kid }, craftedClaims({ scope: ADMIN_SCOPE }), forger);
+
+  beforeAll(async () => {
+    keys = await startKeyServer();
+    slow = await appForKeyServer(keys, { JWKS_COOLDOWN_S: '60' });
+    fast = await appForKeyServer(keys, { JWKS_COOLDOWN_S: '1' });
+    const admin = keys.sign(craftedClaims({ sub: 'crafted-operator', scope: ADMIN_SCOPE }));
+    await seedTools(slow.app, admin, [seed('calculator')]);
+    await seedTools(fast.app, admin, [seed('calculator')]);
+  });
+
+  afterAll(async () => {
+    await slow?.close();
+    await fast?.close();
+    await keys?.close();
+  });
+
+  // First: the re-keys below leave the slow app (60 s between fetches) with the old key for a minute.
+  it(`${FLOOD} forged signatures under the known kid cost at most one key fetch per cooldown (JWKS_COOLDOWN_S=60, then 1)`, async () => {
+    for (const [t, cooldownMs] of [
+      [slow, 60_000],
+      [fast, 1_000],
+    ] as const) {
+      const good = keys.sign(craftedClaims({ scope: 'calculator:use' }));
+      expect((await t.app.inject({ method: 'GET', url: '/', headers: bearer(good) })).statusCode).toBe(200);
+      const before = keys.requests;
+      const started = Date.now();
+      const statuses = new Map<number, number>();
+      for (let wave = 0; wave < FLOOD / 20; wave++) {
+        const responses = await Promise.all(Array.from({ length: 20 }, () => t.app.inject({ method: 'GET', url: '/', headers: bearer(forged()) })));
+        for (const res of responses) statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+        if (wave === 0) expectChallenge(responses[0] as (typeof responses)[number], { status: 401, error: 'invalid_token' });
+      }
+      expect(Object.fromEntries(statuses)).toEqual({ 401: FLOOD });
+      expect(keys.requests - before).toBeLessThanOrEqual(1 + Math.floor((Date.now() - started) / cooldownMs));
+      // The real key still works, and needs no fetch.
+      const after = keys.requests;
+      expect((await t.app.inject({ method: 'GET', url: '/', headers: bearer(good) })).statusCode).toBe(200);
+      expect(keys.requests).toBe(after);
+    }
+  });
+
+  it('tokens signed with the new key are accepted after one fetch, without a restart; those of the old key are refused', async () => {
+    const old = keys.sign(craftedClaims({ scope: 'calculator:use' }));
+    expect((await fast.app.inject({ method: 'GET', url: '/', headers: bearer(old) })).statusCode).toBe(200);
+    const kid = keys.kid;
+    keys.rekey();
+    expect(keys.kid).toBe(kid);
+    await sleep(1_100);
+    const before = keys.requests;
+    const renewed = keys.sign(craftedClaims({ scope: 'calculator:use' }));
+    const res = await fast.app.inject({ method: 'GET', url: '/', headers: bearer(renewed) });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(toolNames(res)).toEqual(['calculator']);
+    expect(keys.requests - before).toBe(1);
+    // The old key left the set: its token, accepted (and cached) a moment ago, is refused now.
+    expectChallenge(await fast.app.inject({ method: 'GET', url: '/', headers: bearer(old) }), { status: 401, error: 'invalid_token' });
+    expect((await fast.app.inject({ method: 'GET', url: '/', headers: bearer(renewed) })).statusCode).toBe(200);
+
+    // Tokens that come another way (announcements) follow a re-key the same way.
+    keys.rekey();
+    await sleep(1_100);
+    const announced = keys.sign(craftedClaims({ sub: 'announcer', scope: 'registry:announce' }));
+    expect(await fast.app.verifyToken(announced)).toMatchObject({ kind: 'token', sub: 'announcer' });
   });
 });
 

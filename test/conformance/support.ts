@@ -184,9 +184,8 @@ interface SigningKey {
   jwk: Record<string, unknown>;
 }
 
-function newSigningKey(): SigningKey {
+function newSigningKey(kid: string = randomUUID()): SigningKey {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const kid = randomUUID();
   return { kid, privateKey, jwk: { ...publicKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' } };
 }
 
@@ -201,6 +200,8 @@ export interface KeyServer {
   sign(payload: Record<string, unknown>, header?: Record<string, unknown>): string;
   /** Adds a new key, published next to the old ones, and signs with it from now on. */
   rotate(): void;
+  /** Replaces the current key with a new one under the same kid (a re-key), and signs with it from now on. */
+  rekey(): void;
   close(): Promise<void>;
 }
 
@@ -233,6 +234,9 @@ export async function startKeyServer(): Promise<KeyServer> {
     },
     rotate() {
       keys = [newSigningKey(), ...keys];
+    },
+    rekey() {
+      keys = [newSigningKey(current().kid), ...keys.slice(1)];
     },
     close: () => shut(server),
   };

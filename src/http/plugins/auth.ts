@@ -161,7 +161,14 @@ export default fp<AuthPluginOptions>(
     app.decorate('verifyToken', async (token: string): Promise<Caller> => {
       let decoded: CompleteToken;
       try {
-        decoded = (await verifyElsewhere(token)) as CompleteToken;
+        const version = jwks?.version ?? 0;
+        try {
+          decoded = (await verifyElsewhere(token)) as CompleteToken;
+        } catch (err) {
+          // As for requests: a bad signature under a known kid refetches (once per cooldown).
+          if (!(jwks && (err as { code?: unknown }).code === 'FAST_JWT_INVALID_SIGNATURE' && (await jwks.refreshAfterBadSignature(version)))) throw err;
+          decoded = (await verifyElsewhere(token)) as CompleteToken;
+        }
       } catch (err) {
         throw tokenRefused(err, acceptedTyp);
       }
@@ -172,6 +179,30 @@ export default fp<AuthPluginOptions>(
     });
 
     app.decorateRequest('authError', null);
+    /** @fastify/jwt's check; on success it sets request.caller (formatUser). */
+    const verifyRequest = (request: FastifyRequest, cacheAs: string | undefined, retried: boolean, done: () => void) => {
+      const version = jwks?.version ?? 0;
+      request.jwtVerify(PLUGIN_VERIFY_OPTIONS, (err: (Error & { code?: unknown }) | null) => {
+        if (!err) {
+          // Not when the keys changed meanwhile: the next lookup starts the cache afresh.
+          if (cacheAs !== undefined && (jwks === undefined || jwks.version === keysVersion)) verified.set(cacheAs, request.caller, Date.now());
+          done();
+          return;
+        }
+        const code = err.code === FOLDED_INVALID ? unfold(request) : err.code;
+        const refuse = () => {
+          request.authError = tokenRefused(err, acceptedTyp, code);
+          done();
+        };
+        if (jwks && !retried && code === 'FAST_JWT_INVALID_SIGNATURE') {
+          // A bad signature under a known kid: the server may have re-keyed under it. Verified
+          // again once, and only when the refetch (once per cooldown) brought another key set.
+          jwks.refreshAfterBadSignature(version).then((changed) => (changed ? verifyRequest(request, cacheAs, true, done) : refuse()), refuse);
+          return;
+        }
+        refuse();
+      });
+    };
     // Callback-style hooks: on the hot read path (anonymous discovery, 304s) an async hook's
     // promise per request was measurable (bench: 304 revalidation at 64-70% of the ceiling).
     app.addHook('onRequest', (request, _reply, done) => {
@@ -198,13 +229,7 @@ export default fp<AuthPluginOptions>(
         done();
         return;
       }
-      // On success @fastify/jwt sets request.caller (formatUser).
-      request.jwtVerify(PLUGIN_VERIFY_OPTIONS, (err: (Error & { code?: unknown }) | null) => {
-        if (err) request.authError = tokenRefused(err, acceptedTyp, err.code === FOLDED_INVALID ? unfold(request) : err.code);
-        // Not when the keys changed meanwhile: the next lookup starts the cache afresh.
-        else if (cacheable && (jwks === undefined || jwks.version === keysVersion)) verified.set(header, request.caller, Date.now());
-        done();
-      });
+      verifyRequest(request, cacheable ? header : undefined, false, done);
     });
     app.addHook('preParsing', (request, _reply, payload, done) => {
       try {
