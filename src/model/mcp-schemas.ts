@@ -45,6 +45,9 @@ const McpUrlSchema = z
   .regex(/^[\x21-\x7E]+$/, 'must be a URL of printable ASCII characters')
   .pipe(z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }))
   .refine((value) => {
+    // zod runs this after a failed URL check too (format issues do not stop the checks after
+    // them): a value that is no URL has its issue already, and `new URL` would throw (a 500).
+    if (!URL.canParse(value)) return true;
     const url = new URL(value);
     return url.username === '' && url.password === '' && url.hash === '';
   }, 'must not carry a user, password or fragment (give a credential as "credential")');

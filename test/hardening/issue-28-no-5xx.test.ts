@@ -1,0 +1,34 @@
+/**
+ * Issue 28, "No 5xx of our own": each 500 the write-route property suite
+ * (test/fuzz/every-write-route.test.ts) or the review found, as a plain request, answered with a
+ * 4xx problem that names what was wrong.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+
+let t: TestApp;
+let admin: Record<string, string>;
+beforeAll(async () => {
+  t = await createTestApp({ DATABASE_PATH: ':memory:' });
+  admin = bearer(t.token(['registry:write']));
+});
+afterAll(() => t.close());
+
+const problemOf = (res: { headers: Record<string, unknown>; body: string }) => {
+  expect(String(res.headers['content-type'])).toContain('application/problem+json');
+  return JSON.parse(res.body) as { status: number; code: string; detail: string; errors?: { path: string; message: string }[] };
+};
+
+describe('issue 28: no 5xx of our own', () => {
+  it('POST /import with no body and no content type is a 400, as every other write without a body', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/import', headers: admin });
+    expect(res.statusCode).toBe(400);
+    expect(problemOf(res)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: '' }] });
+  });
+
+  it.each(['0', 'x', '//host/mcp', 'http://', 'http://[::1', 'http://a:b:c/', 'http://%zz/'])('PUT /mcp-servers/{id} with url %j is a 400 naming url', async (url) => {
+    const res = await t.app.inject({ method: 'PUT', url: '/mcp-servers/x', headers: admin, payload: { url } });
+    expect(res.statusCode).toBe(400);
+    expect(problemOf(res)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: 'url', message: 'must be an http:// or https:// URL' }] });
+  });
+});
