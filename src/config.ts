@@ -7,6 +7,7 @@
  */
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { PulsarQueueSchema, ScopeSchema } from './model/schemas.js';
@@ -62,6 +63,20 @@ const urlOf = (protocol: RegExp, error: string) =>
     return url === null || (url.username === '' && url.password === '');
   }, 'must not carry a user name or password; give credentials in their own settings');
 const httpUrl = urlOf(/^https?$/, 'must be an http:// or https:// URL');
+
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
+
+/**
+ * An address to listen on: an IP address, or a host name the resolver looks up. Checked here, so
+ * that a value such as 256.1.1.1 or "a b" stops startup in words naming the setting, not later
+ * as "Invalid URL" from the URL the registry builds of it. A name whose last label is a number
+ * is an IPv4 address to a URL (and 256.1.1.1 a wrong one), so it is not taken as a name.
+ */
+const listenHost = z.string().refine((v) => {
+  if (isIP(v) !== 0) return true;
+  const last = v.replace(/\.$/, '').split('.').at(-1) ?? '';
+  return HOST_NAME.test(v) && !/^(\d+|0x[0-9a-f]*)$/i.test(last);
+}, 'must be an IP address (IPv6 without brackets) or a host name (letters, digits, dots, dashes and underscores)');
 
 const pemKey = z
   .string()
@@ -128,7 +143,7 @@ const roleScopes = z.string().transform((v, ctx) => {
 /** Every setting, in the order --help and the README list them. */
 export const EnvSchema = z.object({
   PORT: setting('TCP port to listen on (0: a free one, which the URLs the registry gives out then name, unless PUBLIC_URL is set)', '8006', integer(0, 65535)),
-  HOST: setting('address to listen on (0.0.0.0 for every interface)', '127.0.0.1', z.string().min(1)),
+  HOST: setting('address to listen on (0.0.0.0 for every interface)', '127.0.0.1', listenHost),
   DATABASE_PATH: setting('SQLite database file (":memory:" for a throwaway one)', './data/registry.db', z.string().min(1)),
   PUBLIC_URL: optional(
     'base URL agents reach this registry at (default http://HOST:PORT); message-bus tools point at its invoke route',
@@ -302,7 +317,7 @@ export const EnvSchema = z.object({
     'serve the Prometheus /metrics on this port instead, open to anyone who reaches it (for scrapers on a private network; 0 picks a free port); unset: /metrics on PORT, for tokens with the admin scope or STATS_READ_SCOPE',
     integer(0, 65535),
   ),
-  METRICS_HOST: optional('address the METRICS_PORT listener binds (default HOST)', z.string().min(1)),
+  METRICS_HOST: optional('address the METRICS_PORT listener binds (default HOST)', listenHost),
   METRICS_MAX_TOOL_LABELS: setting(
     'distinct tool names (and token subjects) the call metrics label apart; calls of further ones count under "(other)", so that series stay bounded',
     '1000',
@@ -363,7 +378,7 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     ctx.addIssue({ code: 'custom', path: ['REPLICATION_SECRET_FILE'], message: 'needs REPLICATION_TOPIC: the key encrypts what travels the replication topic' });
     return z.NEVER;
   }
-  if (keyModeOf(env) === 'jwks' && env.JWKS_URL === undefined && env.JWT_ISSUER !== undefined && !/^https?:$/.test(new URL(env.JWT_ISSUER).protocol)) {
+  if (keyModeOf(env) === 'jwks' && env.JWKS_URL === undefined && env.JWT_ISSUER !== undefined && !/^https?:$/.test(URL.parse(env.JWT_ISSUER)?.protocol ?? '')) {
     ctx.addIssue({ code: 'custom', path: ['JWT_ISSUER'], message: 'must be an http:// or https:// URL to find its JWKS from (or set JWKS_URL, JWT_SECRET or JWT_PUBLIC_KEY)' });
     return z.NEVER;
   }
@@ -374,7 +389,13 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
   const host = env.HOST;
   // A wildcard address is not one to reach the registry at; an IPv6 literal needs brackets.
   const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  const publicUrl = env.PUBLIC_URL ?? new URL(`http://${publicHost}:${env.PORT}`);
+  // URL.parse, not new URL: whatever the checks above let through, a URL that cannot be made
+  // is a problem of HOST, in one line, not a TypeError naming nothing.
+  const publicUrl = env.PUBLIC_URL ?? URL.parse(`http://${publicHost}:${env.PORT}`);
+  if (publicUrl === null) {
+    ctx.addIssue({ code: 'custom', path: ['HOST'], message: 'cannot be named in a URL, which the registry gives out (http://HOST:PORT); set PUBLIC_URL' });
+    return z.NEVER;
+  }
   const resource = env.RESOURCE_URL ?? publicUrl.href.replace(/\/$/, '');
   return {
     port: env.PORT,
@@ -533,13 +554,40 @@ export function loadConfig(env: NodeJS.ProcessEnv, flags: Settings = {}): Config
   // Only the first problem: one line that names the variable, as an operator reads it.
   const issue = result.error.issues[0];
   const name = issue?.path[0];
-  if (issue === undefined || !isSettingName(name)) throw new ConfigError(result.error.message);
+  // Every issue names its setting; should one not, it is still one line.
+  if (issue === undefined || !isSettingName(name)) throw new ConfigError(`settings: ${issue?.message ?? 'not valid'}`);
   const value = input[name];
   // Secrets are never echoed, nor is the value when the problem is another setting beside it.
   const echoed = value !== undefined && !SETTINGS[name].secret && !(issue.code === 'custom' && issue.params?.['echo'] === false);
   const safe = value === undefined ? undefined : withoutUserinfo(value);
   const shown = echoed && safe !== undefined ? ` (got ${JSON.stringify(safe.length > 80 ? `${safe.slice(0, 80)}...` : safe)})` : '';
   throw new ConfigError(`${name}: ${issue.message}${shown}`);
+}
+
+/** Where a listener binds, and the settings that say so. */
+interface ListenAddress {
+  port: number;
+  host: string;
+  portSetting: SettingName;
+  hostSetting: SettingName;
+}
+
+/** One line naming the setting to change when an address cannot be listened on; undefined for other failures. */
+export function listenProblem(err: unknown, { port, host, portSetting, hostSetting }: ListenAddress): ConfigError | undefined {
+  switch ((err as NodeJS.ErrnoException | null)?.code) {
+    case 'EADDRINUSE':
+      return new ConfigError(`${portSetting}: ${port} is already in use on ${host}`);
+    case 'EACCES':
+      return new ConfigError(`${portSetting}: ${port} may not be listened on by this user on ${host}`);
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_FAIL':
+    case 'EAI_NONAME':
+      return new ConfigError(`${hostSetting}: ${host} is not an address of this machine`);
+    default:
+      return undefined;
+  }
 }
 
 /** A setting's value as an error may echo it: a URL's user name and password become `***`. */

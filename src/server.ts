@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './http/app.js';
 import { redactText, redactUrl } from './http/redact-url.js';
-import { ConfigError, type Config } from './config.js';
+import { listenProblem, type Config } from './config.js';
 import { startTelemetry } from './telemetry.js';
 
 /** Headers that carry credentials, wherever a log line might hold a copy of them. */
@@ -85,24 +85,8 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     await app.close();
-    throw listenProblem(err, config) ?? err;
+    throw listenProblem(err, { port: config.port, host: config.host, portSetting: 'PORT', hostSetting: 'HOST' }) ?? err;
   }
   app.log.info({ publicUrl: config.publicUrl.href, anonymousDiscovery: config.anonymousDiscovery, tracing: telemetry !== null }, 'tool-registry ready');
   return app;
-}
-
-/** One line naming the setting to change when the address cannot be listened on; undefined for other failures. */
-function listenProblem(err: unknown, config: Config): ConfigError | undefined {
-  switch ((err as NodeJS.ErrnoException).code) {
-    case 'EADDRINUSE':
-      return new ConfigError(`PORT: ${config.port} is already in use on ${config.host}`);
-    case 'EACCES':
-      return new ConfigError(`PORT: ${config.port} may not be listened on by this user on ${config.host}`);
-    case 'EADDRNOTAVAIL':
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return new ConfigError(`HOST: ${config.host} is not an address of this machine`);
-    default:
-      return undefined;
-  }
 }

@@ -130,3 +130,46 @@ describe('key mode, decided once', () => {
     expect(errorOf({ JWT_SECRET: SECRET, JWKS_URL: 'https://issuer.test/jwks' })).not.toContain(SECRET);
   });
 });
+
+describe('issue 28: every setting error names its setting, in one line', () => {
+  const HOST_RULE = 'must be an IP address (IPv6 without brackets) or a host name (letters, digits, dots, dashes and underscores)';
+
+  it('refuses a HOST or METRICS_HOST that is no address or host name, naming it (not "Invalid URL" from the URL made of it)', () => {
+    expect(errorOf({ HOST: '256.1.1.1' })).toBe(`HOST: ${HOST_RULE} (got "256.1.1.1")`);
+    for (const host of ['a b', '[::1]', 'foo/bar', 'user@host', '1.2.3', 'name.1', '-leading', 'x'.repeat(64)]) {
+      expect(errorOf({ HOST: host }), host).toMatch(/^HOST: must be an IP address/);
+    }
+    expect(errorOf({ METRICS_PORT: '9464', METRICS_HOST: '256.1.1.1' })).toBe(`METRICS_HOST: ${HOST_RULE} (got "256.1.1.1")`);
+  });
+
+  it('takes addresses and host names', () => {
+    for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', '::ffff:10.0.0.1', 'localhost', 'registry.internal', 'host.example.', 'my_service', 'tool-registry-0']) {
+      expect(loadConfig({ HOST: host }).host, host).toBe(host);
+    }
+  });
+
+  it('a HOST that is an address but cannot be part of a URL needs PUBLIC_URL, and says so', () => {
+    expect(errorOf({ HOST: 'fe80::1%eth0' })).toBe(
+      'HOST: cannot be named in a URL, which the registry gives out (http://HOST:PORT); set PUBLIC_URL (got "fe80::1%eth0")',
+    );
+    expect(loadConfig({ HOST: 'fe80::1%eth0', PUBLIC_URL: 'http://registry.example' }).publicUrl.href).toBe('http://registry.example/');
+  });
+
+  it('whatever text a setting holds, it loads or stops with one ConfigError line that names it', () => {
+    const values = ['256.1.1.1', 'a b', '%', '%zz', '\u0000', '\n', '[', 'http://[', 'http://256.1.1.1', 'http://:80', 'ws://[::1', '-1', '1e3', '0x10', '{', '{"a":1}', '[]', 'é', 'x'.repeat(300)];
+    for (const name of SETTING_NAMES) {
+      for (const value of values) {
+        let message: string | undefined;
+        try {
+          loadConfig({ [name]: value });
+        } catch (err) {
+          expect(err, `${name}=${JSON.stringify(value)}: ${String(err)}`).toBeInstanceOf(ConfigError);
+          message = (err as Error).message;
+        }
+        if (message === undefined) continue;
+        expect(message.startsWith(`${name}: `), `${name}=${JSON.stringify(value)}: ${message}`).toBe(true);
+        expect(message, `${name}=${JSON.stringify(value)}`).not.toContain('\n');
+      }
+    }
+  });
+});

@@ -4,7 +4,7 @@
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
-import { ConfigError, loadConfig } from '../config.js';
+import { ConfigError, listenProblem, loadConfig } from '../config.js';
 import { packageVersion } from '../package-root.js';
 import { DatabaseOpenError } from '../store/open-error.js';
 import { parseCommandArgs } from './args.js';
@@ -74,7 +74,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
 function freePort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
-    probe.once('error', reject);
+    probe.once('error', (err) => reject(listenProblem(err, { port: 0, host, portSetting: 'PORT', hostSetting: 'HOST' }) ?? err));
     probe.listen(0, host, () => {
       const { port } = probe.address() as AddressInfo;
       probe.close(() => resolve(port));

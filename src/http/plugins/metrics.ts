@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import fp from 'fastify-plugin';
-import type { Config } from '../../config.js';
+import { listenProblem, type Config } from '../../config.js';
 import { addressOf, closeListener, listenForScrapes } from '../metrics/listener.js';
 import { RegistryMetrics } from '../metrics/registry-metrics.js';
 
@@ -35,7 +35,13 @@ export default fp<{ config: Config }>(
     if (port !== undefined) {
       // At ready, so that a port already taken stops startup (listen calls ready first).
       app.addHook('onReady', async () => {
-        listener = await listenForScrapes(metrics, port, host, (err) => app.log.error({ err }, 'gathering the metrics failed'));
+        try {
+          listener = await listenForScrapes(metrics, port, host, (err) => app.log.error({ err }, 'gathering the metrics failed'));
+        } catch (err) {
+          // Named here: the server would otherwise blame PORT or HOST for this listener's address.
+          const hostSetting = config.metrics.host === config.host ? 'HOST' : 'METRICS_HOST';
+          throw listenProblem(err, { port, host, portSetting: 'METRICS_PORT', hostSetting }) ?? err;
+        }
         metrics.listenAddress = addressOf(listener);
         app.log.info(metrics.listenAddress, 'serving /metrics on its own port');
       });
