@@ -16,7 +16,7 @@ const MAY_IMPORT = {
   config: ['model'], //                the one settings schema
   store: ['package-root', 'model'], // storage
   catalog: ['model'], //               the read model: fed records, never reads SQL (a read never waits on SQL)
-  'json-schema': ['model'], //         tools' JSON Schemas with Ajv: the check at registration, argument validators
+  'json-schema': ['package-root', 'model'], // tools' JSON Schemas with Ajv: the check at registration, argument validators (package-root: its worker)
   usage: ['store', 'model'],
   auth: ['config', 'model'],
   registry: ['catalog', 'json-schema', 'store', 'model'], // the write side feeds the catalogue after commit

@@ -11,40 +11,57 @@
  * the validators of the one before it are dropped (the tools they served compile again on
  * their next call). At most two generations, 2 x COMPILES_PER_GENERATION validators, are alive.
  */
-import type { ValidateFunction } from 'ajv';
 import type { FieldError } from '../model/errors.js';
 import type { Tool } from '../model/normalise.js';
-import { pointerOf, problemsOf, schemaProblems } from './check.js';
-import { dialectOf, newAjv, type AnyAjv, type Dialect } from './dialects.js';
+import { AjvInstances, fieldErrorsOf, UncompilableSchemaError, type Validator } from './compile.js';
+import { sharedValidationPool, type ValidationPool } from './validation-pool.js';
+import { INLINE_VALIDATION_WORK, MAX_VALIDATION_WORK } from './work.js';
+
+export { UncompilableSchemaError } from './compile.js';
 
 /** Validators compiled per Ajv instance before a fresh one is started. */
 const COMPILES_PER_GENERATION = 4096;
 
-/** A stored schema a call cannot be checked against (written before issue 12's checks). */
-export class UncompilableSchemaError extends Error {
-  override readonly name = 'UncompilableSchemaError';
-}
+/** Every compiled validator's key on the worker (validation-pool.ts). */
+let nextKey = 0;
 
 interface Compiled {
   /** The catalogue's tool it was compiled for: a rewritten tool is a new object. */
   tool: Tool;
   generation: number;
-  validate: ValidateFunction | UncompilableSchemaError;
+  /** Names the schema on the worker. */
+  key: number;
+  validator: Validator | UncompilableSchemaError;
 }
+
+/** Who asks for a check, and how long it may take. */
+export interface CheckContext {
+  /** The caller (or the upstream), for its share of the worker's queue. */
+  owner: string;
+  timeoutMs: number;
+}
+
+/** A check asked for by the registry itself. */
+const LOCAL: CheckContext = { owner: 'registry', timeoutMs: 30_000 };
 
 /** Validators of one of a tool's schemas, chosen by `schemaOf`: its input or its output schema. */
 class SchemaValidators {
   readonly #schemaOf: (tool: Tool) => Record<string, unknown> | undefined;
+  /** What the checked value is called in messages. */
+  readonly #what: string;
   readonly #perGeneration: number;
+  readonly #pool: ValidationPool;
   /** By tool name (user-keyed: a Map). */
   readonly #compiled = new Map<string, Compiled>();
   #generation = 0;
   #compiles = 0;
-  #instances = new Map<Dialect, AnyAjv>();
+  readonly #instances = new AjvInstances();
 
-  constructor(schemaOf: (tool: Tool) => Record<string, unknown> | undefined, perGeneration: number) {
+  constructor(schemaOf: (tool: Tool) => Record<string, unknown> | undefined, what: string, perGeneration: number, pool: ValidationPool) {
     this.#schemaOf = schemaOf;
+    this.#what = what;
     this.#perGeneration = perGeneration;
+    this.#pool = pool;
   }
 
   /** How many validators are kept now. */
@@ -55,60 +72,43 @@ class SchemaValidators {
   /**
    * The value's problems, one field error per failing path (a JSON pointer into the value,
    * `/items/0/name`), at most MAX_PROBLEMS; none when it fits, or when the tool has no such
-   * schema. Throws UncompilableSchemaError when the tool's stored schema cannot be compiled.
+   * schema. A check that costs more than INLINE_VALIDATION_WORK runs on the worker thread.
+   * Rejects with UncompilableSchemaError when the tool's stored schema cannot be compiled,
+   * ValidationWorkError when the check would cost more than MAX_VALIDATION_WORK or overran
+   * the time, and ValidationBusyError when the worker's queue is full.
    */
-  check(tool: Tool, value: Record<string, unknown>): FieldError[] {
-    const validate = this.#validatorOf(tool);
-    if (validate === null) return [];
-    if (validate instanceof UncompilableSchemaError) throw validate;
-    if (validate(value)) return [];
-    return problemsOf(validate.errors ?? [], 'arguments').map(({ path, message }) => ({ path: pointerOf(path), message }));
+  async check(tool: Tool, value: Record<string, unknown>, context: CheckContext = LOCAL): Promise<FieldError[]> {
+    const schema = this.#schemaOf(tool);
+    if (schema === undefined) return [];
+    const { validator, key } = this.#compiledFor(tool, schema);
+    if (validator instanceof UncompilableSchemaError) throw validator;
+    const { validate, work } = validator;
+    if (validate && work.bound(value, INLINE_VALIDATION_WORK) <= INLINE_VALIDATION_WORK) return fieldErrorsOf(validate, value);
+    return this.#pool.check(key, schema, value, { ...context, what: this.#what, budget: MAX_VALIDATION_WORK });
   }
 
-  #validatorOf(tool: Tool): ValidateFunction | UncompilableSchemaError | null {
-    const schema = this.#schemaOf(tool);
-    if (schema === undefined) return null;
+  #compiledFor(tool: Tool, schema: Record<string, unknown>): Compiled {
     const found = this.#compiled.get(tool.name);
-    if (found?.tool === tool) return found.validate;
+    if (found?.tool === tool) return found;
     if (this.#compiles >= this.#perGeneration) this.#nextGeneration();
     this.#compiles++;
-    const validate = this.#compile(schema);
-    this.#compiled.set(tool.name, { tool, generation: this.#generation, validate });
-    return validate;
+    const compiled = { tool, generation: this.#generation, key: nextKey++, validator: this.#instances.compile(schema, { inline: true }) };
+    this.#compiled.set(tool.name, compiled);
+    return compiled;
   }
 
   #nextGeneration(): void {
     this.#generation++;
     this.#compiles = 0;
-    this.#instances = new Map();
+    this.#instances.reset();
     for (const [name, compiled] of this.#compiled) if (compiled.generation < this.#generation - 1) this.#compiled.delete(name);
-  }
-
-  #compile(schema: Record<string, unknown>): ValidateFunction | UncompilableSchemaError {
-    // The registration check first: a schema stored before it existed gets its reasons.
-    const problems = schemaProblems(schema, { sizeLimit: false });
-    const dialect = dialectOf(schema);
-    if (problems.length > 0 || 'unsupported' in dialect) {
-      const first = problems[0];
-      return new UncompilableSchemaError(first ? `${pointerOf(first.path) || '(top)'}: ${first.message}` : 'unsupported $schema');
-    }
-    let ajv = this.#instances.get(dialect);
-    if (!ajv) this.#instances.set(dialect, (ajv = newAjv(dialect, { validateSchema: false })));
-    try {
-      return ajv.compile(schema);
-    } catch (err) {
-      return new UncompilableSchemaError((err as Error).message);
-    } finally {
-      // Out of the instance's cache by schema; what the instance keeps besides goes with it.
-      ajv.removeSchema(schema);
-    }
   }
 }
 
 /** A call's arguments against the tool's input schema, as discovery serves it. */
 export class ArgumentValidators extends SchemaValidators {
-  constructor(perGeneration = COMPILES_PER_GENERATION) {
-    super((tool) => tool.inputSchema, perGeneration);
+  constructor(perGeneration = COMPILES_PER_GENERATION, pool = sharedValidationPool()) {
+    super((tool) => tool.inputSchema, 'arguments', perGeneration, pool);
   }
 }
 
@@ -117,7 +117,7 @@ export class ArgumentValidators extends SchemaValidators {
  * `structuredContent` must conform to it (MCP 2025-06-18, "Output Schema").
  */
 export class OutputValidators extends SchemaValidators {
-  constructor(perGeneration = COMPILES_PER_GENERATION) {
-    super((tool) => tool.outputSchema, perGeneration);
+  constructor(perGeneration = COMPILES_PER_GENERATION, pool = sharedValidationPool()) {
+    super((tool) => tool.outputSchema, 'answer', perGeneration, pool);
   }
 }

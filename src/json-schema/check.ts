@@ -9,13 +9,17 @@
  * - a `$ref` that is not a local JSON pointer (`#` or `#/...`), or that points at no subschema
  *   of the document (remote references are never fetched);
  * - keywords a tool's schema may not use (dialects.ts), and keywords and formats Ajv does not
- *   know (its strict mode), regular expressions JavaScript cannot compile with the `u` flag,
- *   and the keyword combinations Ajv's strict mode refuses (`if` without `then` or `else`...);
+ *   know (its strict mode), regular expressions JavaScript cannot compile with the `u` flag or
+ *   the linear-time engine cannot run (backreferences, lookaround: regex.ts), and the keyword
+ *   combinations Ajv's strict mode refuses (`if` without `then` or `else`...);
+ * - `$ref` cycles that consume no input (`{"$ref": "#"}` at the top, or `$defs` that refer to
+ *   each other through `allOf`...): checking any value against them would never end;
  * - anything the dialect's meta-schema refuses (`"type": "strnig"`), with Ajv's `validateSchema`.
  */
 import type { ErrorObject } from 'ajv';
 import { checkerFor, dialectOf, knowsFormat, knowsKeyword, REFUSED_KEYWORDS, type AnyAjv, type Dialect } from './dialects.js';
 import { isObject, localRefSegments, unescapePointerSegment } from '../model/json-object.js';
+import { linearRegExp, NonLinearPatternError } from './regex.js';
 
 /** The most JSON a schema may be (UTF-8 bytes): it is served to every agent that may call the tool. */
 export const MAX_SCHEMA_BYTES = 64 * 1024;
@@ -85,7 +89,9 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
   };
   /** JSON pointers of every subschema, which a `$ref` may point at. */
   const subschemas = new Set<string>();
-  const refs: { ref: string; path: PathSegment[] }[] = [];
+  const refs: { ref: string; path: PathSegment[]; from: string }[] = [];
+  /** Subschemas applied to the same value as their parent (not descending into it), by pointer. */
+  const sameValue = new Map<string, string[]>();
   let tooDeep = false;
   const stack: Frame[] = [{ node: root, path: [], pointer: '', depth: 1 }];
   for (let frame = stack.pop(); frame !== undefined && problems.length < MAX_PROBLEMS; frame = stack.pop()) {
@@ -106,6 +112,11 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
       const childPath = segment === undefined ? [...path, keyword] : [...path, keyword, segment];
       const childPointer = `${pointer}/${escapeSegment(keyword)}${segment === undefined ? '' : `/${escapeSegment(String(segment))}`}`;
       children.push({ node: value, path: childPath, pointer: childPointer, depth: depth + 1 });
+      if (SAME_VALUE_KEYWORDS.has(keyword)) {
+        const targets = sameValue.get(pointer);
+        if (targets) targets.push(childPointer);
+        else sameValue.set(pointer, [childPointer]);
+      }
     };
     for (const keyword in node) {
       const value = node[keyword];
@@ -140,7 +151,7 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
           if (isObject(value)) for (const name in value) if (!Array.isArray(value[name])) child(value[name], keyword, name);
           break;
         case undefined:
-          if (keyword === '$ref' && typeof value === 'string') refs.push({ ref: value, path: [...path, keyword] });
+          if (keyword === '$ref' && typeof value === 'string') refs.push({ ref: value, path: [...path, keyword], from: pointer });
           else if (keyword === 'format' && typeof value === 'string' && !knowsFormat(ajv, value)) add([...path, keyword], `unknown format "${value}"`);
           else if (keyword === 'pattern' && typeof value === 'string') checkPattern(value, [...path, keyword], add);
       }
@@ -154,13 +165,81 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i] as Frame);
   }
   if (!tooDeep) {
-    for (const { ref, path } of refs) {
+    const resolved: Reference[] = [];
+    for (const { ref, path, from } of refs) {
       const target = localPointer(ref);
       if (target === undefined) add(path, 'must be a local JSON pointer ("#" or "#/..."): remote references and anchors are refused');
       else if (!subschemas.has(target)) add(path, `"${ref}" does not point at a subschema of this schema`);
+      else resolved.push({ ref, path, from, to: target });
+    }
+    if (resolved.length > 0 && problems.length === 0) {
+      const cycle = refCycle(sameValue, resolved);
+      if (cycle) add(cycle.path, `"${cycle.ref}" closes a loop of references that never descends into the value (${cycle.chain}): checking any value against it would never end`);
     }
   }
   return { problems, tooDeep };
+}
+
+/**
+ * Keywords whose subschemas apply to the value itself rather than to a part of it: a loop of
+ * references through these alone never consumes input. (`properties`, `items` and the rest
+ * descend into the value, so a reference back through them ends with the value.)
+ */
+const SAME_VALUE_KEYWORDS: ReadonlySet<string> = new Set(['allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'dependencies']);
+
+interface Reference {
+  ref: string;
+  path: PathSegment[];
+  /** The pointer of the subschema holding the `$ref`, and of the one it points at. */
+  from: string;
+  to: string;
+}
+
+/**
+ * A `$ref` on a cycle of subschemas that all apply to the same value, if there is one: an
+ * iterative depth-first search over the same-value edges and the references.
+ */
+function refCycle(sameValue: ReadonlyMap<string, string[]>, refs: readonly Reference[]): { ref: string; path: PathSegment[]; chain: string } | undefined {
+  const edges = new Map<string, { to: string; ref?: Reference }[]>();
+  const edge = (from: string, to: string, ref?: Reference) => {
+    const list = edges.get(from);
+    const entry = ref ? { to, ref } : { to };
+    if (list) list.push(entry);
+    else edges.set(from, [entry]);
+  };
+  for (const [from, targets] of sameValue) for (const to of targets) edge(from, to);
+  for (const ref of refs) edge(ref.from, ref.to, ref);
+  /** 1 while on the search's path, 2 once every path from it is known to end. */
+  const state = new Map<string, 1 | 2>();
+  for (const start of edges.keys()) {
+    if (state.has(start)) continue;
+    // Each frame: a subschema, the index of its next edge, and the edge that led to it.
+    const stack: { node: string; next: number; via?: { to: string; ref?: Reference } }[] = [{ node: start, next: 0 }];
+    state.set(start, 1);
+    while (stack.length > 0) {
+      const frame = stack[stack.length - 1] as (typeof stack)[number];
+      const out = edges.get(frame.node) ?? [];
+      if (frame.next >= out.length) {
+        state.set(frame.node, 2);
+        stack.pop();
+        continue;
+      }
+      const next = out[frame.next++] as { to: string; ref?: Reference };
+      const seen = state.get(next.to);
+      if (seen === 2) continue;
+      if (seen === 1) {
+        // The cycle: from where `next.to` sits on the path, round to `next` again.
+        const from = stack.findIndex((f) => f.node === next.to);
+        const steps = [...stack.slice(from + 1).map((f) => f.via as { to: string; ref?: Reference }), next];
+        const ref = steps.find((s) => s.ref)?.ref as Reference;
+        const chain = [next.to, ...steps.map((s) => s.to)].map((p) => `#${p}`).join(' -> ');
+        return { ref: ref.ref, path: ref.path, chain };
+      }
+      state.set(next.to, 1);
+      stack.push({ node: next.to, next: 0, via: next });
+    }
+  }
+  return undefined;
 }
 
 /** What Ajv refuses when it compiles, though the meta-schema takes it (strict mode, ajv/dist/vocabularies). */
@@ -187,12 +266,19 @@ function strictCombinations(node: Record<string, unknown>, path: PathSegment[], 
   }
 }
 
-/** Patterns are compiled as Ajv compiles them, with the `u` flag. */
+/** Patterns are valid ECMA-262 (with the `u` flag, as Ajv reads them) and run on the linear-time engine. */
 function checkPattern(pattern: string, path: PathSegment[], add: (path: PathSegment[], message: string) => void): void {
   try {
     new RegExp(pattern, 'u');
   } catch {
     add(path, `"${pattern.slice(0, 100)}" is not a valid regular expression (ECMA-262, with the u flag)`);
+    return;
+  }
+  try {
+    linearRegExp(pattern);
+  } catch (err) {
+    if (!(err instanceof NonLinearPatternError)) throw err;
+    add(path, `"${pattern.slice(0, 100)}" ${err.message}`);
   }
 }
 

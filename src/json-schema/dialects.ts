@@ -9,6 +9,8 @@
 import { Ajv, type Options } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
+import { ajvRegExp } from './regex.js';
+import { UNIQUE_ITEMS } from './unique-items.js';
 
 /** An instance of either dialect's Ajv class. */
 export type AnyAjv = Ajv | Ajv2020;
@@ -106,6 +108,11 @@ const OPTIONS: Options = {
   allowMatchingProperties: true,
   allErrors: true,
   logger: false,
+  // Patterns run on the linear-time engine (regex.ts), never on V8's backtracking one.
+  code: { regExp: ajvRegExp },
+  // A referenced schema is inlined at each `$ref` only when it is small: inlining a large one
+  // at each of a thousand references would compile a thousand copies of it.
+  inlineRefs: 16,
 };
 
 /** A new Ajv instance of the dialect, with formats. */
@@ -113,6 +120,9 @@ export function newAjv(dialect: Dialect, options: Options = {}): AnyAjv {
   const ajv = dialect.create({ ...OPTIONS, ...options });
   // The formats only: ajv-formats' `formatMaximum` and friends are not JSON Schema keywords.
   addFormats(ajv, { mode: 'full' });
+  // Ajv's `uniqueItems` compares every pair of items; this one hashes each item once.
+  ajv.removeKeyword('uniqueItems');
+  ajv.addKeyword(UNIQUE_ITEMS);
   return ajv;
 }
 

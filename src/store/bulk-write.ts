@@ -9,13 +9,11 @@
  * as for any deferred commit), and checkpoints after answering the commit, off the main thread.
  * It is started for each import and stopped after its checkpoint.
  */
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { RegistryError, type ErrorCode } from '../model/errors.js';
 import type { AuditEntryInput, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
+import { startWorker } from '../package-root.js';
 import type { ReplicationPosition, ToolWrite } from './registry-store.js';
 
 /** One step of a bulk write, as the main thread asks it of the worker. */
@@ -40,24 +38,6 @@ export interface RemoteBulkWrite {
   /** Resolves once committed (not yet fdatasynced); `checkpointed` once the worker has checkpointed after it. */
   commit(audit: AuditEntryInput | undefined, position: ReplicationPosition | undefined, partsOf: string | undefined): Promise<{ checkpointed: Promise<void> }>;
   rollback(): Promise<void>;
-}
-
-/** The worker's module: the .ts source under tsx or vitest, the compiled .js under dist/. */
-const WORKER_URL = new URL(`./bulk-write-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
-
-/**
- * A worker on a TypeScript module (running from the sources: tsx, vitest). A worker does not
- * get the parent's module hooks on Node 20, not even with `--import tsx` in its execArgv, so it
- * registers tsx itself before importing the module.
- */
-function typescriptWorker(url: URL): Worker {
-  // tsx's ESM entry of its API (require.resolve would give the CommonJS one, whose register()
-  // does not work from a worker).
-  const require = createRequire(import.meta.url);
-  const manifest = require.resolve('tsx/package.json');
-  const { exports } = require(manifest) as { exports: Record<string, { import: { default: string } }> };
-  const api = pathToFileURL(join(dirname(manifest), exports['./esm/api']?.import.default ?? '')).href;
-  return new Worker(`import(${JSON.stringify(api)}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`, { eval: true });
 }
 
 export class BulkWriter {
@@ -114,7 +94,7 @@ export class BulkWriter {
 
   #start(): Worker {
     if (this.#worker) return this.#worker;
-    const worker = WORKER_URL.pathname.endsWith('.ts') ? typescriptWorker(WORKER_URL) : new Worker(WORKER_URL);
+    const worker = startWorker(import.meta.url, 'bulk-write-worker');
     worker.unref();
     worker.on('message', (reply: BulkReply) => this.#answer(reply));
     // Only a worker that stops on its own fails what waits on it (#stop forgets it first).
