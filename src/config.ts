@@ -11,6 +11,7 @@ import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { PulsarQueueSchema, ScopeSchema } from './model/schemas.js';
+import { parseOutboundRule, type OutboundRule } from './model/outbound-address.js';
 import { DEFAULT_CONFIG_REQUEST_QUEUE, DEFAULT_CONFIG_RESPONSE_QUEUE, DEFAULT_WORKSPACE } from './model/trustgraph-config.js';
 import { ANONYMOUS_POLICIES } from './model/visibility.js';
 
@@ -131,6 +132,17 @@ function replicationKeyBytes(file: Buffer): Buffer | undefined {
   return undefined;
 }
 
+/** OUTBOUND_ALLOW, OUTBOUND_DENY: comma-separated CIDRs, addresses and host names (src/model/outbound-address.ts). */
+const outboundRules = list.transform((entries, ctx): OutboundRule[] => {
+  const rules: OutboundRule[] = [];
+  for (const entry of entries) {
+    const rule = parseOutboundRule(entry);
+    if (typeof rule === 'string') ctx.addIssue({ code: 'custom', message: `${rule}; give CIDRs (10.20.0.0/16), addresses or host names (*.corp.example), comma-separated` });
+    else rules.push(rule);
+  }
+  return rules;
+});
+
 const roleScopes = z.string().transform((v, ctx) => {
   try {
     return z.record(z.string(), z.string()).parse(JSON.parse(v));
@@ -250,6 +262,14 @@ export const EnvSchema = z.object({
   TOOL_CALL_TIMEOUT_MS: setting('how long a call waits for its answer unless the tool sets timeoutMs', '30000', integer(1, 600_000)),
   MAX_INFLIGHT_CALLS: setting('calls carried at once; past it calls get 503 with Retry-After', '1000', integer(1, 1_000_000)),
   MAX_INFLIGHT_CALLS_PER_CALLER: setting('calls one caller (token issuer and subject, or client address) may have in flight at once; past it 503 with Retry-After', '100', integer(1, 1_000_000)),
+  OUTBOUND_ALLOW: optional(
+    'CIDRs, addresses and host names the registry may connect to (tool hosts, MCP servers) though the outbound address policy refuses them by default, comma-separated, e.g. 169.254.170.2/32; the most specific rule wins (README: Outbound address policy)',
+    outboundRules,
+  ),
+  OUTBOUND_DENY: optional(
+    "CIDRs, addresses and host names the registry must not connect to, comma-separated (0.0.0.0/0,::/0 with OUTBOUND_ALLOW=10.20.0.0/16: only that network); a deny beats an allow of the same specificity. The registry's own address and port are always refused",
+    outboundRules,
+  ),
   BUS_CONNECT_TIMEOUT_MS: setting('how long opening a bus producer or subscription may take', '3000', integer(100, 60_000)),
   TRUSTGRAPH_CONFIG_SYNC: setting(
     "write every message-bus tool and tool service the registry stores or deletes to TrustGraph's config service over the bus, after the commit, retried with backoff (needs PULSAR_WS_URL)",
@@ -439,6 +459,8 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
             /** The key MCP servers' credentials are encrypted with on the topic, or undefined (refused then). */
             secretKey: env.REPLICATION_SECRET_FILE,
           },
+    /** The outbound address policy's rules beyond its defaults (src/bridge/outbound-policy.ts). */
+    outbound: { allow: env.OUTBOUND_ALLOW ?? [], deny: env.OUTBOUND_DENY ?? [] },
     bridge: {
       pulsarWsUrl: env.PULSAR_WS_URL,
       pulsarToken: env.PULSAR_TOKEN,

@@ -14,7 +14,7 @@ import { ArgumentValidators, OutputValidators, UncompilableSchemaError } from '.
 import { withoutStrictNulls } from '../json-schema/strict-nulls.js';
 import type { CallOutcome } from '../model/records.js';
 import type { UsageTracker } from '../usage/tracker.js';
-import { BridgeUnavailableError, CallerGoneError, CallTimeoutError, RequestTooLargeError, ToolServiceError } from './errors.js';
+import { BridgeUnavailableError, CallerGoneError, CallTimeoutError, RequestTooLargeError, TargetRefusedError, ToolServiceError } from './errors.js';
 import type { ToolTransport, TransportState } from './transport.js';
 import { annotateInvoke, traceInvoke } from './tracing.js';
 
@@ -267,6 +267,12 @@ export class ToolBridge {
     if (err instanceof CallTimeoutError) {
       finish('timeout');
       return new RegistryError('TR_ERR_TIMEOUT', `${toolName}: ${err.message}`);
+    }
+    // The tool's target is not one the registry connects to: the operator's descriptor (or its
+    // DNS) is at fault, not the caller, so a failed call (502) like a tool's error.
+    if (err instanceof TargetRefusedError) {
+      finish('service-error');
+      return new RegistryError('TR_ERR_TARGET_REFUSED', `${toolName} cannot be called: ${err.message}`);
     }
     if (err instanceof ToolServiceError) {
       finish('service-error');

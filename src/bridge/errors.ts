@@ -52,3 +52,12 @@ export class RequestTooLargeError extends Error {
 export class CallerGoneError extends Error {
   override readonly name = 'CallerGoneError';
 }
+
+/**
+ * The outbound address policy refused the call's target (src/bridge/outbound-policy.ts): the
+ * address the tool's host resolved to, or the host as written, is one the registry does not
+ * connect to.
+ */
+export class TargetRefusedError extends Error {
+  override readonly name = 'TargetRefusedError';
+}

@@ -3,7 +3,8 @@
  * http://{host}:{port}{endpoint}, forwarding the caller's Authorization header (the article's
  * tool services check the same tokens) unless the descriptor turns that off.
  */
-import { ToolServiceError } from './errors.js';
+import { TargetRefusedError, ToolServiceError } from './errors.js';
+import { refusalOf, type OutboundFetch } from './outbound-fetch.js';
 import { annotateActive, traceTransport } from './tracing.js';
 import type { ToolTransport, TransportCall } from './transport.js';
 
@@ -25,7 +26,7 @@ function toolUrl(call: HttpCall): URL {
 }
 
 /** Returns the observation text: a JSON string as is, any other JSON as JSON text. */
-async function callHttpTool(call: HttpCall, signal: AbortSignal): Promise<string> {
+async function callHttpTool(fetch: OutboundFetch, call: HttpCall, signal: AbortSignal): Promise<string> {
   const headers: Record<string, string> = { ...call.traceHeaders, 'content-type': 'application/json', accept: 'application/json, text/plain;q=0.9' };
   if (call.authorization !== undefined) headers['authorization'] = call.authorization;
   let response: Response;
@@ -33,6 +34,8 @@ async function callHttpTool(call: HttpCall, signal: AbortSignal): Promise<string
     response = await fetch(toolUrl(call), { method: 'POST', headers, body: JSON.stringify(call.arguments), signal, redirect: 'manual' });
   } catch (err) {
     if (signal.aborted) throw signal.reason;
+    const refused = refusalOf(err);
+    if (refused) throw new TargetRefusedError(refused.message);
     const code = (err as { cause?: { code?: string } }).cause?.code;
     throw new ToolServiceError('tool-unreachable', `the tool's endpoint cannot be reached${code ? ` (${code})` : ''}`);
   }
@@ -76,9 +79,12 @@ async function readLimited(response: Response, max: number): Promise<string> {
 export class HttpTransport implements ToolTransport {
   readonly state = 'connected' as const;
   readonly #maxResponseBytes: number;
+  readonly #fetch: OutboundFetch;
 
-  constructor(maxResponseBytes: number) {
+  /** `fetch`: the outbound address policy's (src/bridge/outbound-fetch.ts), which checks every connection's address. */
+  constructor(maxResponseBytes: number, fetch: OutboundFetch) {
     this.#maxResponseBytes = maxResponseBytes;
+    this.#fetch = fetch;
   }
 
   async call(call: TransportCall): Promise<string> {
@@ -88,7 +94,7 @@ export class HttpTransport implements ToolTransport {
     // its attributes, which a descriptor's endpoint could carry a credential in).
     const attributes = { 'http.request.method': 'POST', 'server.address': http.host, 'server.port': http.port, 'url.path': http.endpoint.split('?')[0] ?? '' };
     const result = await traceTransport('POST', attributes, (traceHeaders) =>
-      callHttpTool({ ...http, arguments: call.arguments, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes, traceHeaders }, call.signal),
+      callHttpTool(this.#fetch, { ...http, arguments: call.arguments, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes, traceHeaders }, call.signal),
     );
     call.onChunk?.(result);
     return result;

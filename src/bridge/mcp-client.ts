@@ -10,6 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamTool } from '../model/mcp-tools.js';
+import { refusalOf, type OutboundFetch } from './outbound-fetch.js';
 import { annotateActive } from './tracing.js';
 
 export interface McpClientOptions {
@@ -24,9 +25,14 @@ export interface McpClientOptions {
   maxListBytes: number;
   /** The server said its tool list changed (debounced). */
   onToolsChanged: () => void;
-  /** The connection is gone; called at most once, never after close(). */
-  onLost: (reason: string) => void;
+  /**
+   * The connection is gone; called at most once, never after close(). `refused`: the outbound
+   * address policy refused the server's address.
+   */
+  onLost: (reason: string, refused: boolean) => void;
   version: string;
+  /** The outbound address policy's fetch (src/bridge/outbound-fetch.ts): every connection's address is checked. */
+  fetch: OutboundFetch;
 }
 
 /** The tool list broke a bound: the listing fails, and nothing of it is stored. */
@@ -59,6 +65,7 @@ export class McpUpstreamClient {
   readonly #transport: TracedTransport;
   #closing = false;
   #lost: string | null = null;
+  #refused = false;
 
   constructor(options: McpClientOptions) {
     this.#options = options;
@@ -81,6 +88,11 @@ export class McpUpstreamClient {
   /** Why the connection was lost, or null while it is usable. */
   get lost(): string | null {
     return this.#lost;
+  }
+
+  /** Whether the connection was lost to the outbound address policy (its `lost` says why). */
+  get refused(): boolean {
+    return this.#refused;
   }
 
   /** The registered URL (its host and port name the server in spans). */
@@ -139,10 +151,11 @@ export class McpUpstreamClient {
     await this.#client.close();
   }
 
-  #markLost(reason: string): void {
+  #markLost(reason: string, refused = false): void {
     if (this.#closing || this.#lost !== null) return;
     this.#lost = reason;
-    this.#options.onLost(reason);
+    this.#refused = refused;
+    this.#options.onLost(reason, refused);
   }
 
   /** Every request of the SDK: only to the registered URL, and watched for a lost connection. */
@@ -154,9 +167,11 @@ export class McpUpstreamClient {
     }
     let response: Response;
     try {
-      response = await fetch(target, init);
+      response = await this.#options.fetch(target, init);
     } catch (err) {
-      if (!init?.signal?.aborted) this.#markLost(`cannot reach the server${causeCode(err)}`);
+      const refused = refusalOf(err);
+      if (refused) this.#markLost(refused.message, true);
+      else if (!init?.signal?.aborted) this.#markLost(`cannot reach the server${causeCode(err)}`);
       throw err;
     }
     if (response.status === 404 && new Headers(init?.headers).has('mcp-session-id')) {

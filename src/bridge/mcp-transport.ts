@@ -7,13 +7,13 @@
  */
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { McpTool } from '../model/mcp-schemas.js';
-import { BridgeUnavailableError, ToolServiceError } from './errors.js';
+import { BridgeUnavailableError, TargetRefusedError, ToolServiceError } from './errors.js';
 import type { CallToolResult, McpUpstreamClient } from './mcp-client.js';
 import { annotateActive, traceTransport } from './tracing.js';
 import type { ToolTransport, TransportCall } from './transport.js';
 
-/** The server's connection while it is usable; otherwise why not. */
-export type McpConnectionLookup = (serverId: string) => { client: McpUpstreamClient } | { down: string };
+/** The server's connection while it is usable; otherwise why not (`refused`: by the outbound address policy). */
+export type McpConnectionLookup = (serverId: string) => { client: McpUpstreamClient } | { down: string; refused?: boolean };
 
 type ContentPart = CallToolResult['content'][number];
 
@@ -59,7 +59,10 @@ export class McpTransport implements ToolTransport {
   async call(call: TransportCall): Promise<string> {
     const tool = call.descriptor as McpTool;
     const connection = this.#lookup(tool.server);
-    if ('down' in connection) throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${connection.down}`);
+    if ('down' in connection) {
+      if (connection.refused) throw new TargetRefusedError(`MCP server "${tool.server}": ${connection.down}`);
+      throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${connection.down}`);
+    }
     const { client } = connection;
     // The MCP conventions' client span, `tools/call {tool}` (the upstream's name for it); its
     // context goes upstream in params._meta. No URL path: a registered URL may hold a credential.
@@ -89,6 +92,7 @@ export class McpTransport implements ToolTransport {
           result = await client.callTool(tool.upstreamName, call.arguments, call.signal, traceContext);
         } catch (err) {
           if (call.signal.aborted) throw call.signal.reason;
+          if (client.lost !== null && client.refused) throw new TargetRefusedError(`MCP server "${tool.server}": ${client.lost}`);
           if (client.lost !== null) throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${client.lost}`);
           if (err instanceof McpError) {
             rpcCode = String(err.code);

@@ -12,6 +12,7 @@ import { runDataCommand, DATA_COMMANDS } from './data-commands.js';
 import { HELP } from './help.js';
 import { processIo, type CliIo } from './io.js';
 import { runMigrate } from './migrate.js';
+import { misspeltSettings, misspeltWarning } from './misspelt-settings.js';
 import { runReplicationKey } from './replication-key.js';
 import { runToken } from './token.js';
 import { UsageError } from './usage-error.js';
@@ -33,9 +34,14 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
     cli.stdout(`tool-registry ${packageVersion()}\n`);
     return 0;
   }
+  // Every command that reads settings says first which variables look like misspelt ones.
+  const warnMisspelt = () => {
+    for (const misspelt of misspeltSettings(cli.env)) cli.stderr(`tool-registry: warning: ${misspeltWarning(misspelt)}\n`);
+  };
   try {
     if (command === 'serve' || command === 'migrate') {
       const { settings } = parseCommandArgs(command, args);
+      warnMisspelt();
       let config = loadConfig(cli.env, settings);
       if (command === 'migrate') return runMigrate(config, cli);
       // PORT=0 (any free port) without PUBLIC_URL: the port is chosen now, so that the URLs the
@@ -47,9 +53,15 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
       await startServer(config);
       return 0;
     }
-    if (command === 'token') return runToken(args, cli);
+    if (command === 'token') {
+      warnMisspelt();
+      return runToken(args, cli);
+    }
     if (command === 'replication-key') return runReplicationKey(args, cli);
-    if (DATA_COMMANDS.has(command)) return await runDataCommand(command, args, cli);
+    if (DATA_COMMANDS.has(command)) {
+      warnMisspelt();
+      return await runDataCommand(command, args, cli);
+    }
     throw new UsageError(`unknown command "${command}" (see tool-registry --help)`);
   } catch (err) {
     // What the operator must change: the setting named first, as a wrong value is.

@@ -4,6 +4,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.js';
+import type { Resolver } from '../bridge/outbound-policy.js';
 import { answerExpectation, clientErrorHandler, frameworkErrors } from './framework-errors.js';
 import jsonBodyPlugin from './json-body.js';
 import auditPlugin from './plugins/audit.js';
@@ -15,6 +16,7 @@ import errorsPlugin from './plugins/errors.js';
 import mcpUpstreamsPlugin from './plugins/mcp-upstreams.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiPlugin from './plugins/openapi.js';
+import outboundPlugin from './plugins/outbound.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import registryPlugin from './plugins/registry.js';
 import securityHeadersPlugin from './plugins/security-headers.js';
@@ -45,6 +47,8 @@ export interface BuildOptions {
   logger?: FastifyServerOptions['logger'];
   /** The OpenTelemetry SDK the server started (src/telemetry.ts): server spans, flushed on close. */
   tracing?: TracingHandle;
+  /** Resolves tool hosts' and MCP servers' names for the outbound address policy (default: the system's); tests give their own. */
+  resolve?: Resolver;
 }
 
 function fastifyOptions(config: Config, options: BuildOptions = {}): FastifyServerOptions {
@@ -86,6 +90,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Its onRequest hook refuses on probe-only connections before any token is checked.
   await app.register(connectionsPlugin, { config });
   await app.register(jsonBodyPlugin, { maxDepth: config.jsonMaxDepth });
+  // Before the write side, which checks targets with it, and the transports, which connect through it.
+  await app.register(outboundPlugin, { config, resolve: options.resolve });
   await app.register(registryPlugin, { config });
   await app.register(authPlugin, { config });
   // Before any route, so that the document sees them all; before rate limiting (see the plugin).

@@ -54,6 +54,11 @@ export const ERRORS = {
   TR_ERR_INTERNAL: { status: 500, title: 'Internal server error' },
   TR_ERR_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
   TR_ERR_TOOL_SERVICE: { status: 502, title: 'The tool service answered with an error' },
+  /**
+   * A 502, not a 403: the caller may call the tool; what is refused is where its descriptor
+   * points (or where its name resolved), which only an operator can change.
+   */
+  TR_ERR_TARGET_REFUSED: { status: 502, title: "The tool's address is refused by the outbound address policy" },
   TR_ERR_BUS_UNAVAILABLE: { status: 503, title: 'The tool cannot be reached now' },
   TR_ERR_TOO_MANY_CALLS: { status: 503, title: 'Too many calls in flight' },
   TR_ERR_TIMEOUT: { status: 504, title: 'The tool did not answer in time' },

@@ -26,7 +26,8 @@ export interface UpstreamConnection {
 
 export interface ConnectionEvents {
   onToolsChanged(): void;
-  onLost(reason: string): void;
+  /** `refused`: the outbound address policy refused the server's address. */
+  onLost(reason: string, refused: boolean): void;
 }
 
 type LogFn = (details: object, message: string) => void;
@@ -83,6 +84,8 @@ class Upstream<C extends UpstreamConnection> {
   closed = false;
   lastSyncAt: string | null = null;
   lastError: string | null = null;
+  /** Down because the outbound address policy refused its address: its calls say so. */
+  refused = false;
   skipped: SkippedTool[] = [];
   skippedKey = '[]';
 
@@ -128,13 +131,14 @@ export class McpSync<C extends UpstreamConnection> {
   }
 
   /** The server's connection for a call, or why there is none (a down server is tried again soon). */
-  connection(id: string): { client: C } | { down: string } {
+  connection(id: string): { client: C } | { down: string; refused?: boolean } {
     const upstream = this.#upstreams.get(id);
     if (!upstream) return { down: 'it is not registered' };
     const connection = upstream.connection;
     if (upstream.state === 'connected' && connection && connection.lost === null) return { client: connection };
     if (upstream.state === 'down' && Date.now() - upstream.lastAttemptAt >= KICK_EVERY_MS) this.#retryNow(upstream);
-    return { down: upstream.state === 'connecting' ? 'connecting' : (upstream.lastError ?? 'down') };
+    if (upstream.state === 'connecting') return { down: 'connecting' };
+    return { down: upstream.lastError ?? 'down', ...(upstream.refused && { refused: true }) };
   }
 
   /** Opens servers that are new or changed, drops those that are gone. */
@@ -165,8 +169,8 @@ export class McpSync<C extends UpstreamConnection> {
         onToolsChanged: () => {
           if (upstream.connection === connection) void this.#sync(upstream);
         },
-        onLost: (reason) => {
-          if (upstream.connection === connection) this.#down(upstream, reason);
+        onLost: (reason, refused) => {
+          if (upstream.connection === connection) this.#down(upstream, reason, refused);
         },
       });
     } catch (err) {
@@ -258,12 +262,13 @@ export class McpSync<C extends UpstreamConnection> {
   }
 
   /** The server cannot be reached: its calls answer 503 until a retry (with backoff) connects. */
-  #down(upstream: Upstream<C>, reason: string): void {
+  #down(upstream: Upstream<C>, reason: string, refused = false): void {
     if (upstream.closed) return;
     const wasConnected = upstream.state === 'connected';
     this.#disconnect(upstream);
     upstream.state = 'down';
     upstream.lastError = upstream.redact(reason);
+    upstream.refused = refused;
     // A connection that stays up only briefly keeps backing off (a server that ends its
     // notification stream at once would otherwise be reconnected in a loop).
     const healthy = wasConnected && Date.now() - upstream.connectedAt >= HEALTHY_MS;

@@ -31,7 +31,7 @@ function tempDir(prefix = 'tool-registry-test-'): string {
 
 export async function createTestApp(
   settings: Partial<Record<SettingName, string>> = {},
-  options: { keepLogs?: boolean; tracing?: BuildOptions['tracing'] } = {},
+  options: { keepLogs?: boolean; tracing?: BuildOptions['tracing']; resolve?: BuildOptions['resolve'] } = {},
 ): Promise<TestApp> {
   const dir = tempDir();
   const config = loadConfig({}, { DATABASE_PATH: join(dir, 'registry.db'), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', ...settings });
@@ -40,6 +40,7 @@ export async function createTestApp(
     buildApp(config, {
       ...(options.keepLogs && { logger: { level: 'debug', stream: { write: (line: string) => void logs.push(line) } } }),
       ...(options.tracing && { tracing: options.tracing }),
+      ...(options.resolve && { resolve: options.resolve }),
     });
   const handle: TestApp = {
     app: await build(),

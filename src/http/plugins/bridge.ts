@@ -84,7 +84,7 @@ export default fp<{ config: Config }>(
     const bridge = new ToolBridge({
       catalog: app.catalog,
       transports: {
-        http: new HttpTransport(MAX_RESPONSE_BYTES),
+        http: new HttpTransport(MAX_RESPONSE_BYTES, app.outbound.fetch),
         'tool-service': new BusTransport(client, app.catalog.lookupService),
         // Over the connections the MCP server sync keeps (src/http/plugins/mcp-upstreams.ts).
         mcp: new McpTransport((id) => app.mcpUpstreams.connection(id), MAX_RESPONSE_BYTES),
@@ -104,5 +104,5 @@ export default fp<{ config: Config }>(
       usage.close();
     });
   },
-  { name: 'bridge', dependencies: ['registry', 'mcp-upstreams', 'announce'] },
+  { name: 'bridge', dependencies: ['registry', 'mcp-upstreams', 'announce', 'outbound'] },
 );

@@ -35,6 +35,7 @@ export default fp<{ config: Config }>(
           onToolsChanged: events.onToolsChanged,
           onLost: events.onLost,
           version,
+          fetch: app.outbound.fetch,
         }),
       defaultRefreshS: refreshS,
       log: app.log.child({ component: 'mcp-upstreams' }),
@@ -43,5 +44,5 @@ export default fp<{ config: Config }>(
     app.addHook('onReady', async () => sync.start());
     app.addHook('onClose', async () => sync.close());
   },
-  { name: 'mcp-upstreams', dependencies: ['registry'] },
+  { name: 'mcp-upstreams', dependencies: ['registry', 'outbound'] },
 );

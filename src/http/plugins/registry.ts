@@ -81,7 +81,10 @@ export default fp<RegistryPluginOptions>(
     app.decorate('catalog', catalog);
     const changes = new ChangeBus((err) => app.log.error({ err }, 'a change listener failed'));
     app.decorate('changes', changes);
-    const service = new RegistryService(store, catalog, changes);
+    // Replicas decide writes alike, and each listens at its own address: the self rule of the
+    // outbound address policy holds at call time there, not at registration.
+    const outboundCheck = config.replication ? app.outbound.policy.checkRules : app.outbound.policy.check;
+    const service = new RegistryService(store, catalog, changes, undefined, undefined, outboundCheck);
     const replication = config.replication && (await startReplication(service, store, config, app.log));
     app.decorate('registry', (replication ?? service) as RegistryWrites);
     app.decorate('replication', (replication ?? null) as Replicator | null);
@@ -114,7 +117,7 @@ export default fp<RegistryPluginOptions>(
       store.close();
     });
   },
-  { name: 'registry' },
+  { name: 'registry', dependencies: ['outbound'] },
 );
 
 /** Replicated mode: the write path goes through the topic (src/replication/). */

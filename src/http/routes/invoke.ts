@@ -169,7 +169,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
           415: problems.UnsupportedMediaType,
           429: problems.TooManyRequests,
           502: problem(
-            "The tool answered with an error, or could not be reached (`TR_ERR_TOOL_SERVICE`). `serviceError` carries the tool's own error type and message: the service's error for message-bus tools; `http-{status}` for an HTTP tool that answered with an error status or a redirect, `tool-unreachable`, `invalid-response` or `response-too-large`; `mcp-tool-error` (the answer had `isError`, its text is the message) or `mcp-error` for an mcp tool.",
+            "The tool answered with an error, or could not be reached (`TR_ERR_TOOL_SERVICE`). `serviceError` carries the tool's own error type and message: the service's error for message-bus tools; `http-{status}` for an HTTP tool that answered with an error status or a redirect, `tool-unreachable`, `invalid-response` or `response-too-large`; `mcp-tool-error` (the answer had `isError`, its text is the message) or `mcp-error` for an mcp tool. Or the tool's address is one the outbound address policy refuses (`TR_ERR_TARGET_REFUSED`: its host, or the address its name resolved to now, is link-local, cloud metadata, the registry itself, or refused by `OUTBOUND_DENY`); nothing was sent to it.",
             {
               example: {
                 type: 'urn:tool-registry:error:tool-service',
