@@ -26,6 +26,18 @@ describe('issue 28: no 5xx of our own', () => {
     expect(problemOf(res)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: '' }] });
   });
 
+  it.each([
+    ['/tool-services/x', 'id', { topic: 'x' }],
+    ['/tools/x', 'name', { endpoint: '/x', description: 'd' }],
+    ['/mcp-servers/x', 'id', { url: 'http://127.0.0.1:1/mcp' }],
+  ])('PUT %s whose body %s is an object without a usable toString is a 400 naming it', async (url, key, rest) => {
+    for (const value of [{ toString: [] }, { toString: null, valueOf: null }, { a: 1 }]) {
+      const res = await t.app.inject({ method: 'PUT', url, headers: admin, payload: { ...rest, [key]: value } });
+      expect(res.statusCode).toBe(400);
+      expect(problemOf(res)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: key, message: expect.stringContaining('expected string') }] });
+    }
+  });
+
   it.each(['0', 'x', '//host/mcp', 'http://', 'http://[::1', 'http://a:b:c/', 'http://%zz/'])('PUT /mcp-servers/{id} with url %j is a 400 naming url', async (url) => {
     const res = await t.app.inject({ method: 'PUT', url: '/mcp-servers/x', headers: admin, payload: { url } });
     expect(res.statusCode).toBe(400);
