@@ -17,7 +17,8 @@
  * and its writers get no answer.
  */
 import { RegistryError, type FieldError } from '../model/errors.js';
-import { parseTool, parseToolService, type ParsedTool } from '../model/resolve.js';
+import { parseTool, parseToolService, validationError, type ParsedTool } from '../model/resolve.js';
+import { outboundTargetsOf, type OutboundCheck, type OutboundTarget } from '../model/outbound-address.js';
 import { parseCheckedTool } from '../json-schema/tool-schemas.js';
 import { ImportBundleSchema, type ToolService } from '../model/schemas.js';
 import { fieldErrorsFrom } from '../model/resolve.js';
@@ -146,8 +147,19 @@ export class RegistryService implements RegistryWrites {
   #pinnedAt: string | null = null;
   /** Group commits' spans and their observers (metrics). */
   readonly #commits = new CommitTelemetry();
+  /** The outbound address policy's check of the hosts and URLs descriptors point at. */
+  readonly #outbound: OutboundCheck;
 
-  constructor(store: RegistryStore, catalog: Catalog, bus: ChangeBus, now: () => string = isoNow, partLimits: ImportPartLimits = IMPORT_PART_LIMITS) {
+  /** `outbound`: the outbound address policy's check at registration (src/bridge/outbound-policy.ts); default: none. */
+  constructor(
+    store: RegistryStore,
+    catalog: Catalog,
+    bus: ChangeBus,
+    now: () => string = isoNow,
+    partLimits: ImportPartLimits = IMPORT_PART_LIMITS,
+    outbound: OutboundCheck = () => undefined,
+  ) {
+    this.#outbound = outbound;
     this.#partLimits = partLimits;
     this.#store = store;
     this.#catalog = catalog;
@@ -567,6 +579,7 @@ export class RegistryService implements RegistryWrites {
     // Before the body is read (RFC 9110 section 13.2.2); a PUT names its tool in the path.
     if (condition !== undefined && pathName !== undefined) this.#checkCondition(pathName, condition);
     const parsed = parseCheckedTool(withPathKey(input, 'name', pathName), this.#lookupService);
+    this.#checkTargets(parsed);
     this.#refuseManaged(parsed.name);
     const existing = this.#tool(parsed.name);
     if (owner !== null) {
@@ -629,6 +642,7 @@ export class RegistryService implements RegistryWrites {
 
   #putMcpServer(input: unknown, pathId?: string, actor?: Actor): PutResult<McpServerRecord> {
     const { server, credential } = parseMcpServer(withPathKey(input, 'id', pathId));
+    this.#refuseTargets('MCP server', outboundTargetsOf('mcp-server', server));
     const at = this.#stamp();
     // The audit entry names the server only: never its credential.
     const result = this.#store.putMcpServer(server, credential, at, this.#audit(actor, at, 'mcp-server.put', (r) => [r.record.id, r.created ? 201 : 200]));
@@ -696,6 +710,7 @@ export class RegistryService implements RegistryWrites {
     for (let i = 0; i < rawTools.length; i++) {
       collect(errors, () => {
         const tool = parseCheckedTool(rawTools[i], lookup, ['tools', i]);
+        this.#checkTargets(tool, ['tools', i]);
         if (tools.has(tool.name)) throw duplicate(['tools', i, 'name'], `tool "${tool.name}"`);
         if (this.#tool(tool.name)?.kind === 'mcp') throw managedInBundle(['tools', i, 'name'], tool.name);
         tools.set(tool.name, tool);
@@ -770,6 +785,21 @@ export class RegistryService implements RegistryWrites {
       replaced: items.filter((i) => !i.created).length,
     });
     return { index, toolServices: count(serviceResults), tools: count(toolResults) };
+  }
+
+  /** An HTTP tool's host and port against the outbound address policy. */
+  #checkTargets(tool: ParsedTool, prefix: readonly PropertyKey[] = []): void {
+    if (tool.kind === 'http') this.#refuseTargets('HTTP tool', outboundTargetsOf('http-tool', tool.descriptor), prefix);
+  }
+
+  /** A `TR_ERR_VALIDATION` naming each refused target's field and the rule that refuses it. */
+  #refuseTargets(what: string, targets: readonly OutboundTarget[], prefix: readonly PropertyKey[] = []): void {
+    const errors: FieldError[] = [];
+    for (const target of targets) {
+      const refusal = this.#outbound(target);
+      if (refusal !== undefined) errors.push({ path: [...prefix, target.path].map(String).join('.'), message: refusal });
+    }
+    if (errors.length > 0) throw validationError(what, errors);
   }
 
   /** Proves the database still takes a write (readiness); throws when it does not. */
