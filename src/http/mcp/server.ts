@@ -5,7 +5,26 @@
  * token), not from the session: a session outlives tokens, and a refreshed token may see more.
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { safeParse, type AnyObjectSchema, type SchemaOutput } from '@modelcontextprotocol/sdk/server/zod-compat.js';
+import { getMethodLiteral } from '@modelcontextprotocol/sdk/server/zod-json-schema-compat.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  isJSONRPCRequest,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type JSONRPCErrorResponse,
+  type JSONRPCRequest,
+  type Notification,
+  type Request,
+  type Result,
+  type ServerNotification,
+  type ServerRequest,
+  type ServerResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { ToolBridge } from '../../bridge/bridge.js';
 import type { Catalog, CatalogTool, CatalogView } from '../../catalog/catalog.js';
@@ -14,6 +33,7 @@ import type { Caller } from '../../model/caller.js';
 import { RegistryError } from '../../model/errors.js';
 import { mcpResultOf, mcpToolOf, type McpToolEntry } from '../../model/mcp-tool.js';
 import { viewKeyFor, type VisibilityPolicy } from '../../model/visibility.js';
+import { describeInvalidParams, type ParamsIssue } from './invalid-params.js';
 
 /** What the route knows about the HTTP request a message came in. */
 export interface McpRequestContext {
@@ -57,9 +77,59 @@ function entryOf(tool: CatalogTool): McpToolEntry {
   return entry;
 }
 
+type RequestHandler<T extends AnyObjectSchema> = (
+  request: SchemaOutput<T>,
+  extra: RequestHandlerExtra<ServerRequest | Request, ServerNotification | Notification>,
+) => ServerResult | Result | Promise<ServerResult | Result>;
+
+/** Each server's request schemas by method, recorded as handlers are registered. */
+const requestSchemas = new WeakMap<Server, Map<string, AnyObjectSchema>>();
+
+/**
+ * The SDK's `Server`, answering a request whose params its method's schema refuses with
+ * `-32602` (Invalid params) and a message a person can read. The SDK parses params inside the
+ * handler it registers (`Protocol.setRequestHandler`) and answers any failure there, zod's
+ * included, with `-32603` (Internal error) and the zod issues as JSON for its message. So each
+ * method's schema is recorded as its handler is registered (the SDK's own `initialize` and
+ * `ping` too, which its constructors register through this method), and every request is
+ * checked against it before the SDK sees it. Methods without a handler stay the SDK's
+ * `-32601` (Method not found).
+ */
+class RegistryMcpServer extends Server {
+  override setRequestHandler<T extends AnyObjectSchema>(schema: T, handler: RequestHandler<T>): void {
+    // Called from the SDK's constructors, before this class's fields exist: hence the WeakMap.
+    let schemas = requestSchemas.get(this);
+    if (!schemas) requestSchemas.set(this, (schemas = new Map()));
+    schemas.set(getMethodLiteral(schema), schema);
+    super.setRequestHandler(schema, handler);
+  }
+
+  override async connect(transport: Transport): Promise<void> {
+    await super.connect(transport);
+    const deliver = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      const refusal = isJSONRPCRequest(message) ? this.#invalidParams(message) : undefined;
+      if (refusal === undefined) return deliver?.(message, extra);
+      // Sent as the SDK sends its answers, so the response stream counts it as this request's.
+      transport.send(refusal).catch((err: unknown) => this.onerror?.(err instanceof Error ? err : new Error(String(err))));
+    };
+  }
+
+  /** The `-32602` answer to a request its method's schema refuses; undefined when it passes. */
+  #invalidParams(request: JSONRPCRequest): JSONRPCErrorResponse | undefined {
+    const schema = requestSchemas.get(this)?.get(request.method);
+    if (schema === undefined) return undefined;
+    const parsed = safeParse(schema, request);
+    if (parsed.success) return undefined;
+    const issues = (parsed.error as { issues?: ParamsIssue[] }).issues ?? [];
+    const message = describeInvalidParams(request.method, request, issues);
+    return { jsonrpc: '2.0', id: request.id, error: { code: ErrorCode.InvalidParams, message } };
+  }
+}
+
 export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unknown) => McpRequestContext | undefined): Server {
   sharedValidator ??= new AjvJsonSchemaValidator();
-  const server = new Server(
+  const server = new RegistryMcpServer(
     { name: 'tool-registry', title: 'Tool registry', version: deps.version },
     { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator },
   );

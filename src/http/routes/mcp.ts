@@ -17,6 +17,7 @@ import { RegistryError, type ErrorCode } from '../../model/errors.js';
 import { viewKeyFor } from '../../model/visibility.js';
 import { packageVersion } from '../../package-root.js';
 import { callerKey } from '../caller-key.js';
+import { describeMalformedMessage } from '../mcp/invalid-params.js';
 import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
 import { actorOf, outcomeOf } from '../plugins/audit.js';
@@ -237,6 +238,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       const key = enter(request);
       const body = request.body;
       refuseBatch(request, body);
+      refuseMalformedMessages(body);
       let session: McpSession;
       let opened = false;
       if (request.headers['mcp-session-id'] === undefined) {
@@ -303,6 +305,21 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     const version = request.headers['mcp-protocol-version'];
     if (typeof version === 'string' && version >= BATCHLESS_REVISION) {
       throw new RegistryError('TR_ERR_BAD_REQUEST', `MCP ${version} has no JSON-RPC batches (removed in ${BATCHLESS_REVISION}); send one message per request`);
+    }
+  };
+
+  /**
+   * A message the SDK's transport cannot take, though its JSON parsed: the transport refuses the
+   * whole POST as `-32700` (Parse error), naming nothing. Refused here as it would be (400, the
+   * whole POST), with the field named and the JSON-RPC code for the fault.
+   */
+  const refuseMalformedMessages = (body: unknown) => {
+    const messages: unknown[] = Array.isArray(body) ? body : [body];
+    for (const [i, message] of messages.entries()) {
+      const malformed = describeMalformedMessage(message);
+      if (malformed === undefined) continue;
+      const detail = Array.isArray(body) ? `message ${i + 1} of the batch: ${malformed.message}` : malformed.message;
+      throw new RegistryError('TR_ERR_BAD_REQUEST', detail, { extra: { jsonrpc: '2.0', error: { code: malformed.code, message: detail }, id: null } });
     }
   };
 
