@@ -17,6 +17,7 @@ import { RegistryError, type ErrorCode } from '../../model/errors.js';
 import { viewKeyFor } from '../../model/visibility.js';
 import { packageVersion } from '../../package-root.js';
 import { callerKey } from '../caller-key.js';
+import { endResponsesOfCancelledRequests } from '../mcp/cancellation.js';
 import { describeMalformedMessage } from '../mcp/invalid-params.js';
 import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
@@ -200,6 +201,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     });
     const session: McpSession = { id: '', owner, server, transport, view: key, lastSeen: Date.now(), stream: null, inflight: new Set() };
     await server.connect(transport);
+    endResponsesOfCancelledRequests(transport);
     return session;
   };
 
@@ -239,6 +241,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       const body = request.body;
       refuseBatch(request, body);
       refuseMalformedMessages(body);
+      if (Array.isArray(body)) refuseRepeatedIds(body);
       let session: McpSession;
       let opened = false;
       if (request.headers['mcp-session-id'] === undefined) {
@@ -263,10 +266,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
    * would never get its answer, and would hold its connection until the client gave up.
    */
   const holdRequestIds = (session: McpSession, body: unknown, reply: FastifyReply) => {
-    const ids = (Array.isArray(body) ? body : [body]).flatMap((message: unknown) => {
-      const m = message as { id?: unknown; method?: unknown } | null;
-      return typeof m?.method === 'string' && (typeof m.id === 'string' || typeof m.id === 'number') ? [JSON.stringify(m.id)] : [];
-    });
+    const ids = (Array.isArray(body) ? body : [body]).flatMap((message: unknown) => requestIdOf(message) ?? []);
     const taken = ids.find((id) => session.inflight.has(id));
     if (taken !== undefined) throw new RegistryError('TR_ERR_CONFLICT', `a request with id ${taken.slice(0, 100)} is still being answered on this session; JSON-RPC ids must be unique`);
     for (const id of ids) session.inflight.add(id);
@@ -320,6 +320,24 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       if (malformed === undefined) continue;
       const detail = Array.isArray(body) ? `message ${i + 1} of the batch: ${malformed.message}` : malformed.message;
       throw new RegistryError('TR_ERR_BAD_REQUEST', detail, { extra: { jsonrpc: '2.0', error: { code: malformed.code, message: detail }, id: null } });
+    }
+  };
+
+  /**
+   * Answers go by request id: of two requests of a batch with one id, the SDK ran both and
+   * answered one, and the second answer had nowhere to go. The batch is refused whole, before
+   * anything in it runs, as JSON-RPC's Invalid Request.
+   */
+  const refuseRepeatedIds = (batch: readonly unknown[]) => {
+    const seen = new Set<string>();
+    for (const message of batch) {
+      const id = requestIdOf(message);
+      if (id === undefined) continue;
+      if (seen.has(id)) {
+        const detail = `Invalid Request: more than one request of the batch has id ${id.slice(0, 100)}; each request needs an id of its own`;
+        throw new RegistryError('TR_ERR_BAD_REQUEST', detail, { extra: { jsonrpc: '2.0', error: { code: -32600, message: detail }, id: null } });
+      }
+      seen.add(id);
     }
   };
 
@@ -432,6 +450,12 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     },
   );
 };
+
+/** A request's id as JSON text (1 and "1" are two ids); undefined for notifications and responses. */
+function requestIdOf(message: unknown): string | undefined {
+  const m = message as { id?: unknown; method?: unknown } | null;
+  return typeof m?.method === 'string' && (typeof m.id === 'string' || typeof m.id === 'number') ? JSON.stringify(m.id) : undefined;
+}
 
 /** The SDK's answer as the reply; its refusals become problem details that keep the JSON-RPC error. */
 async function answer(reply: FastifyReply, response: Response): Promise<FastifyReply> {
