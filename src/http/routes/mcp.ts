@@ -69,6 +69,15 @@ carries a \`progressToken\`. The client's token is not forwarded to tool hosts u
 \`MCP_FORWARD_AUTHORIZATION\` is on. \`notifications/tools/list_changed\` reaches a session's
 stream when a write changes what its token sees, and only then.
 
+**Batches and cancellation.** JSON-RPC batches exist in revision 2025-03-26 (the revision a
+request without \`MCP-Protocol-Version\` is taken to speak); 2025-06-18 and later have none. A
+batch with two requests of one id is refused whole (\`-32600\`), and nothing in it runs. A
+request cancelled by \`notifications/cancelled\` gets no answer: one cancelled in its own
+batch never runs, one cancelled from another POST is stopped, and the response it was in ends
+once the rest of that POST are answered (at once, and empty, when nothing is left to answer).
+A request whose params its method does not take is answered \`-32602\` with what is wrong
+(\`tools/call: "name" is required and must be a string\`).
+
 **Limits.** Each caller holds at most \`MCP_SESSIONS_PER_CALLER\` sessions (a new one ends
 its least recently used), the registry \`MCP_MAX_SESSIONS\`; a session unused for
 \`MCP_SESSION_IDLE_S\` without an open stream ends (requests naming it get \`404\`, and the
@@ -226,7 +235,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
           content: { 'application/json': { schema: JsonRpcMessageSchema }, 'text/event-stream': { schema: McpEventsSchema } },
         },
         202: empty('The message was a notification or a response: nothing to answer.'),
-        400: problem('Not a JSON-RPC message, a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (`TR_ERR_BAD_REQUEST`, with the JSON-RPC `error`), or a batch: empty, or sent under `MCP-Protocol-Version` 2025-06-18 or later, which have none (`TR_ERR_BAD_REQUEST`).'),
+        400: problem("`TR_ERR_BAD_REQUEST`: a message that is no JSON-RPC message of MCP's (the JSON-RPC `error` names the field: `-32602` in params, `-32600` elsewhere), a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (with the SDK's JSON-RPC `error`), or a batch that is empty, is sent under `MCP-Protocol-Version` 2025-06-18 or later (which have none), or has two requests of one id (`-32600`; nothing in it runs)."),
         409: problem('A request with the id of one still being answered on this session (`TR_ERR_CONFLICT`).'),
         406: problem('`Accept` must list both `application/json` and `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).'),
         413: problems.PayloadTooLarge,
