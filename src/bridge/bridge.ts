@@ -11,6 +11,8 @@ import type { Catalog, CatalogTool } from '../catalog/catalog.js';
 import type { ToolKind } from '../model/schemas.js';
 import { RegistryError, type FieldError } from '../model/errors.js';
 import { ArgumentValidators, OutputValidators, UncompilableSchemaError } from '../json-schema/arguments.js';
+import { ValidationBusyError } from '../json-schema/validation-pool.js';
+import { ValidationWorkError } from '../json-schema/work.js';
 import { withoutStrictNulls } from '../json-schema/strict-nulls.js';
 import type { CallOutcome } from '../model/records.js';
 import type { UsageTracker } from '../usage/tracker.js';
@@ -153,7 +155,7 @@ export class ToolBridge {
     }
     // A strict-mode client's null for an optional argument means "absent" (src/json-schema/strict-nulls.ts).
     const args = withoutStrictNulls(tool.inputSchema, given as Record<string, unknown>);
-    this.#checkArguments(tool, args, finish);
+    await this.#checkArguments(tool, args, request.callerKey, finish);
     if (this.#inflight >= this.#options.maxInflight) {
       finish('unavailable');
       throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `${this.#inflight} calls are in flight, the most this registry carries at once; retry shortly`, {
@@ -171,7 +173,7 @@ export class ToolBridge {
 
     const id = randomUUID();
     annotateInvoke(tool.name, tool.kind, id);
-    const timeoutMs = tool.timeoutMs ?? this.#options.defaultTimeoutMs;
+    const timeoutMs = this.#timeoutOf(tool);
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new CallTimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
     const onCallerGone = () => controller.abort(new CallerGoneError('the caller went away'));
@@ -207,11 +209,14 @@ export class ToolBridge {
    * A refusal is not a call (like arguments that are not an object, it is not counted in usage);
    * a stored schema that cannot be compiled is the tool's fault, a failed call (502).
    */
-  #checkArguments(tool: Tool, args: Record<string, unknown>, finish: (outcome: CallOutcome) => number): void {
+  async #checkArguments(tool: Tool, args: Record<string, unknown>, callerKey: string, finish: (outcome: CallOutcome) => number): Promise<void> {
     let errors: FieldError[];
     try {
-      errors = this.#validators.check(tool, args);
+      errors = await this.#validators.check(tool, args, { owner: callerKey, timeoutMs: this.#timeoutOf(tool) });
     } catch (err) {
+      // Too costly to check: the caller's value, refused like arguments that do not fit.
+      if (err instanceof ValidationWorkError) throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', `the arguments of ${tool.name} cannot be checked: ${err.message}`);
+      if (err instanceof ValidationBusyError) throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `the arguments of ${tool.name} cannot be checked now: ${err.message}`, { retryAfterS: 1 });
       if (!(err instanceof UncompilableSchemaError)) throw err;
       finish('service-error');
       const message = `the tool's stored input schema cannot be checked against (${err.message}); an operator must register the tool again with a valid schema`;
@@ -226,16 +231,22 @@ export class ToolBridge {
    * it does or the tool declares none: MCP's `structuredContent` must conform to it. A stored
    * schema that cannot be compiled is reported the same way: nothing can be shown to conform.
    */
-  outputProblem(tool: Tool, value: Record<string, unknown>): string | undefined {
+  async outputProblem(tool: Tool, value: Record<string, unknown>): Promise<string | undefined> {
     let errors: FieldError[];
     try {
-      errors = this.#outputValidators.check(tool, value);
+      errors = await this.#outputValidators.check(tool, value, { owner: `tool:${tool.name}`, timeoutMs: this.#timeoutOf(tool) });
     } catch (err) {
+      if (err instanceof ValidationWorkError || err instanceof ValidationBusyError) return `the answer of ${tool.name} cannot be shown to fit its output schema: ${err.message}`;
       if (!(err instanceof UncompilableSchemaError)) throw err;
       return `the tool's stored output schema cannot be checked against (${err.message})`;
     }
     if (errors.length === 0) return undefined;
     return `the answer does not fit the output schema of ${tool.name}: ${listed(errors, '(answer)')}`;
+  }
+
+  /** How long a call of the tool may take (and so may the check of its arguments or answer). */
+  #timeoutOf(tool: Tool): number {
+    return tool.timeoutMs ?? this.#options.defaultTimeoutMs;
   }
 
   /**

@@ -191,7 +191,7 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
       const answer = mcpResultOf(tool, result.result);
       // Structured content must conform to the output schema (MCP 2025-06-18); a clients' SDK
       // refuses the whole result otherwise, so a tool that breaks its schema is a failed call.
-      const problem = answer?.structuredContent && deps.bridge.outputProblem(tool, answer.structuredContent);
+      const problem = answer?.structuredContent && (await deps.bridge.outputProblem(tool, answer.structuredContent));
       if (answer && !problem) return answer;
       ctx.onCallFailed(name, 'TR_ERR_TOOL_SERVICE', 502);
       return failed(problem ? `${name} failed: ${problem}` : `${name} answered with something other than the JSON object its output schema describes: ${result.result.slice(0, 1000)}`);
