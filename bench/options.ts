@@ -5,7 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 
-export const GROUPS = ['scenarios', 'growth', 'bridge', 'waiters', 'pages', 'lookup', 'search', 'filters', 'import', 'writes', 'cores', 'mcp', 'replication'] as const;
+export const GROUPS = ['scenarios', 'growth', 'bridge', 'waiters', 'pages', 'lookup', 'search', 'filters', 'import', 'writes', 'cores', 'mcp', 'replication', 'validation'] as const;
 export type Group = (typeof GROUPS)[number];
 
 const { values } = parseArgs({

@@ -10,7 +10,8 @@
  *   --only=a,b,...          run only these groups (below); default: all of them
  *   --no-<group>            leave one group out (--no-scenarios, --no-growth, --no-bridge,
  *                           --no-waiters, --no-pages, --no-lookup, --no-search, --no-filters,
- *                           --no-import, --no-writes, --no-cores, --no-mcp, --no-replication)
+ *                           --no-import, --no-writes, --no-cores, --no-mcp, --no-replication,
+ *                           --no-validation)
  *   --sizes=1000,10000      catalogue sizes of the classic scenarios (default 1000,10000); given
  *                           alone, also the sizes of pages, lookup, search, filters and writes
  *   --scale-sizes=...       sizes of pages, lookup, search, filters and writes (default
@@ -68,6 +69,11 @@
  *   replication  Three replicas on one topic: time from a write on one until every replica's
  *              blocking GET / shows it; POST /tools/register throughput (16 clients) replicated
  *              against one process; a new replica's catch-up time at --replication-sizes.
+ *   Issue 28 (bench/validation.ts; in this process, no server):
+ *   validation Median microseconds of one validation of ordinary tools' arguments (the
+ *              examples/descriptors/ tools, patterns and formats, an order, arrays of objects):
+ *              plain Ajv with V8's regular expressions (before) against the registry's
+ *              ArgumentValidators (after), and the ratio after / before.
  *
  * Runs alternate registry and ceiling after a warm-up of each; every figure is the median of the
  * runs. Prints tables (ratios, and each goal with pass/miss), and writes the raw results to
@@ -86,6 +92,7 @@ import { log, opts, TARGETS } from './options.js';
 import { f0, machine, table, type Section } from './report.js';
 import { scale, scaleSections, type ScaleGroup, type ScaleRow } from './scale.js';
 import { scenarios, scenariosSection, type Comparison } from './scenarios.js';
+import { validationBench, validationSection, type ValidationResult } from './validation.js';
 import { runWaitersBench, type WaitersResult } from './waiters.js';
 
 const argv = process.argv.slice(2);
@@ -121,6 +128,7 @@ async function main(): Promise<void> {
     cores: CoresRow[] | Failed | null;
     mcp: McpResult | Failed | null;
     replication: ReplicationResult | Failed | null;
+    validation: ValidationResult | Failed | null;
     elapsedS?: number;
   } = {
     date: startedAt.toISOString(),
@@ -137,6 +145,7 @@ async function main(): Promise<void> {
     cores: null,
     mcp: null,
     replication: null,
+    validation: null,
   };
   const g = opts.groups;
   log(`options: ${JSON.stringify(opts)}`);
@@ -187,6 +196,14 @@ async function main(): Promise<void> {
       log(`replication: ${results.replication.skipped}`);
     }
   }
+  if (g.validation) {
+    try {
+      results.validation = await validationBench();
+    } catch (err) {
+      results.validation = failed(err);
+      log(`validation: ${results.validation.skipped}`);
+    }
+  }
   if (g.growth) {
     results.growth.push(await growth(0));
     for (const n of opts.growthSizes) results.growth.push(await growth(n));
@@ -230,6 +247,10 @@ async function main(): Promise<void> {
   if (results.replication) {
     const r = results.replication;
     sections.push(...('skipped' in r ? [skippedSection('Replicated mode', r)] : replicationSections(r)));
+  }
+  if (results.validation) {
+    const r = results.validation;
+    sections.push('skipped' in r ? skippedSection('Per-call validation', r) : validationSection(r));
   }
   if (results.bridge) sections.push(bridgeSection(results.bridge));
   if (results.waiters) {
