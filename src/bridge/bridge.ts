@@ -178,6 +178,8 @@ export class ToolBridge {
     const timer = setTimeout(() => controller.abort(new CallTimeoutError(`no answer within ${timeoutMs} ms`)), timeoutMs);
     const onCallerGone = () => controller.abort(new CallerGoneError('the caller went away'));
     request.signal?.addEventListener('abort', onCallerGone, { once: true });
+    // A caller gone before this point (while its arguments were checked) sends no 'abort' event.
+    if (request.signal?.aborted) onCallerGone();
     this.#inflight++;
     this.#inflightBy.set(callerKey, mine + 1);
     try {
