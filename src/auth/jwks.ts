@@ -83,6 +83,8 @@ export class JwksKeySource {
   #lastFetchAt = Number.NEGATIVE_INFINITY;
   #inflight: Promise<void> | null = null;
   #timer: NodeJS.Timeout | undefined;
+  /** Why the latest fetch failed; undefined once one succeeds. */
+  #lastFailure: string | undefined;
   /** Fetches of the key set made so far, failed ones included (for tests and metrics). */
   fetches = 0;
   /** Fetches that failed: the endpoint, the document or discovery (for metrics). */
@@ -99,9 +101,18 @@ export class JwksKeySource {
     this.#algorithms = new Set(options.algorithms);
   }
 
-  /** Whether a key set has been fetched (it is kept when later fetches fail). */
-  get hasKeys(): boolean {
-    return this.#keys !== undefined;
+  /**
+   * Why no token can be verified now (no key set fetched, or an empty one), or undefined when
+   * keys are loaded (they are kept when later fetches fail). Without keys it also starts a
+   * fetch, at most once per cooldown as tokens do: an unready registry gets no traffic, so
+   * waiting for a token or the 10-minute refresh would keep it unready long after the key
+   * endpoint came back.
+   */
+  missingKeys(): string | undefined {
+    if (this.#keys !== undefined && this.#keys.json !== '[]') return undefined;
+    void this.#refreshIfAllowed();
+    if (this.#lastFailure !== undefined) return `fetching the signing keys failed: ${this.#lastFailure}`;
+    return this.#keys === undefined ? 'the signing keys have not been fetched yet' : 'the key set holds no keys';
   }
 
   /**
@@ -188,6 +199,7 @@ export class JwksKeySource {
       const url = (this.#jwksUrl ??= await this.#discoverJwksUrl());
       const jwks = (await this.#getJson(url)) as JSONWebKeySet;
       const json = JSON.stringify(jwks.keys);
+      this.#lastFailure = undefined;
       if (json === this.#keys?.json) return;
       // createLocalJWKSet checks the document's shape; a key that does not import fails only
       // the tokens that name it, not the others.
@@ -196,8 +208,17 @@ export class JwksKeySource {
     } catch (err) {
       // Keep the keys we had.
       this.failedFetches++;
+      this.#lastFailure = this.#describe(err);
       this.#options.onError?.(err, this.#jwksUrl?.href ?? this.#options.issuer ?? '');
     }
+  }
+
+  /** A failed fetch in a few words: fetch's own "fetch failed" says nothing without its cause. */
+  #describe(err: unknown): string {
+    if (!(err instanceof Error)) return String(err).slice(0, 200);
+    if (err.name === 'TimeoutError') return `no answer within ${this.#options.timeoutMs} ms (JWKS_TIMEOUT_MS)`;
+    const cause = (err.cause as NodeJS.ErrnoException | undefined)?.code;
+    return (cause === undefined ? err.message : `${err.message} (${cause})`).slice(0, 200);
   }
 
   async #discoverJwksUrl(): Promise<URL> {

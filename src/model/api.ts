@@ -609,9 +609,9 @@ export const ReadinessSchema = z
         ),
     }),
     signingKeys: z
-      .enum(['local', 'loaded', 'unavailable'])
+      .enum(['local', 'loaded'])
       .describe(
-        "The keys tokens are verified with: `local` (`JWT_SECRET`, `JWT_PUBLIC_KEY` or the dev secret), `loaded` (the authorization server's JWKS was fetched), or `unavailable` (it has not been fetched yet: every token is refused with 401 until it is). Reported apart: anonymous discovery works without it.",
+        "The keys tokens are verified with: `local` (`JWT_SECRET`, `JWT_PUBLIC_KEY` or the dev secret) or `loaded` (the authorization server's JWKS was fetched). While a JWKS is configured and no keys are loaded, every token would get `401`: `/readyz` answers `503` then, saying why, with `signingKeys: \"unavailable\"`.",
       ),
     index: CountSchema.describe('The registry index the catalogue reflects.'),
     inflightCalls: CountSchema.describe('Tool calls in flight now (at most `MAX_INFLIGHT_CALLS`).'),

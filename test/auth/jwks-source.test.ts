@@ -165,6 +165,34 @@ describe('JWKS key source', () => {
     expect(createPublicKey(rekeyed.pem ?? '').equals(another)).toBe(true);
   });
 
+  it('issue 28: says why no token can be verified (none fetched yet, the last fetch failed, an empty set), fetching at most once per cooldown', async () => {
+    const server = fakeServer();
+    server.mode = 'fail';
+    const clock = { t: 0 };
+    const keys = source(server, clock);
+    expect(keys.missingKeys()).toBe('the signing keys have not been fetched yet'); // and it starts a fetch
+    await settle();
+    expect(keys.fetches).toBe(1);
+    for (let i = 0; i < 20; i++) expect(keys.missingKeys()).toBe(`fetching the signing keys failed: ${JWKS_URL} answered 503`);
+    expect(keys.fetches).toBe(1);
+    server.mode = 'ok';
+    clock.t += 30_000;
+    keys.missingKeys();
+    await settle();
+    expect(keys.missingKeys()).toBe('the key set holds no keys');
+    server.keys = [newKey().jwk];
+    clock.t += 30_000;
+    keys.missingKeys();
+    await settle();
+    expect(keys.missingKeys()).toBeUndefined();
+    expect(keys.fetches).toBe(3);
+    // Keys once loaded stay when later fetches fail.
+    server.mode = 'fail';
+    clock.t += 30_000;
+    await keys.refreshAfterBadSignature(keys.version);
+    expect(keys.missingKeys()).toBeUndefined();
+  });
+
   it('bounds a fetch by the timeout', async () => {
     const server = fakeServer();
     server.mode = 'hang';

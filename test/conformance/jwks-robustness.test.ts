@@ -177,6 +177,57 @@ describe('issue 28: a key replaced under the same kid', () => {
   });
 });
 
+describe('issue 28: /readyz while the signing keys cannot be fetched', () => {
+  let keys: KeyServer;
+  let t: TestApp | undefined;
+
+  afterAll(async () => {
+    await t?.close();
+    await keys?.close();
+  });
+
+  it('is 503 saying why while the key endpoint is down, starts fetches itself (once per cooldown), and is ready once keys load', async () => {
+    keys = await startKeyServer();
+    keys.down = true;
+    t = await appForKeyServer(keys, { JWKS_COOLDOWN_S: '1' });
+    const app = t.app;
+    const readyz = () => app.inject({ method: 'GET', url: '/readyz' });
+    // The startup fetch fails.
+    let res = await readyz();
+    for (let i = 0; i < 50 && res.json().detail === 'the signing keys have not been fetched yet; every token is refused with 401 until they are'; i++) {
+      await sleep(20);
+      res = await readyz();
+    }
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toMatchObject({
+      code: 'TR_ERR_UNAVAILABLE',
+      signingKeys: 'unavailable',
+      detail: `fetching the signing keys failed: ${keys.jwksUrl} answered 503; every token is refused with 401 until they are`,
+    });
+    const token = keys.sign(craftedClaims({ scope: 'calculator:use' }));
+    expectChallenge(await app.inject({ method: 'GET', url: '/', headers: bearer(token) }), { status: 401, error: 'invalid_token' });
+    // A flood of probes costs at most one fetch per cooldown.
+    const before = keys.requests;
+    const started = Date.now();
+    const probes = await Promise.all(Array.from({ length: 100 }, () => readyz()));
+    expect(new Set(probes.map((p) => p.statusCode))).toEqual(new Set([503]));
+    expect(keys.requests - before).toBeLessThanOrEqual(1 + Math.floor((Date.now() - started) / 1_000));
+
+    // The endpoint comes back: probes alone bring the keys (no token, no 10-minute refresh needed).
+    keys.down = false;
+    await sleep(1_100);
+    const deadline = Date.now() + 3_000;
+    do {
+      res = await readyz();
+      if (res.statusCode === 200) break;
+      await sleep(50);
+    } while (Date.now() < deadline);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().signingKeys).toBe('loaded');
+    expect((await app.inject({ method: 'GET', url: '/', headers: bearer(token) })).statusCode).toBe(200);
+  });
+});
+
 describe('a key endpoint that never answers', () => {
   const TIMEOUT_MS = 200;
   let keys: KeyServer;
@@ -222,10 +273,14 @@ describe('a key endpoint that never answers', () => {
     expect(responses.map((r) => r.statusCode)).toEqual(Array.from({ length: 20 }, () => 401));
     expect((await viaJwksUrl.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     expect((await viaJwksUrl.app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
-    // Ready (anonymous discovery works), with the keys reported missing.
+    // Not ready (issue 28): every token gets 401; the answer says why.
     const ready = await viaJwksUrl.app.inject({ method: 'GET', url: '/readyz' });
-    expect(ready.statusCode).toBe(200);
-    expect(ready.json().signingKeys).toBe('unavailable');
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json()).toMatchObject({
+      code: 'TR_ERR_UNAVAILABLE',
+      signingKeys: 'unavailable',
+      detail: `fetching the signing keys failed: no answer within ${TIMEOUT_MS} ms (JWKS_TIMEOUT_MS); every token is refused with 401 until they are`,
+    });
   });
 
   it('a hanging issuer metadata endpoint (JWT_ISSUER discovery) does not hang requests either', async () => {

@@ -196,6 +196,8 @@ export interface KeyServer {
   readonly kid: string;
   /** Requests the JWKS path has received. */
   readonly requests: number;
+  /** While true, the JWKS path answers 503 (the key endpoint is down). */
+  down: boolean;
   /** RS256 token signed with the current key; header defaults to { alg: RS256, typ: at+jwt, kid }. */
   sign(payload: Record<string, unknown>, header?: Record<string, unknown>): string;
   /** Adds a new key, published next to the old ones, and signs with it from now on. */
@@ -212,6 +214,10 @@ export async function startKeyServer(): Promise<KeyServer> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     if (req.url === '/jwks') {
       requests++;
+      if (handle.down) {
+        res.writeHead(503).end();
+        return;
+      }
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ keys: keys.map((k) => k.jwk) }));
       return;
@@ -220,7 +226,8 @@ export async function startKeyServer(): Promise<KeyServer> {
   });
   const url = await listen(server);
   const current = () => keys[0] as SigningKey;
-  return {
+  const handle: KeyServer = {
+    down: false,
     url,
     jwksUrl: `${url}/jwks`,
     get kid() {
@@ -240,6 +247,7 @@ export async function startKeyServer(): Promise<KeyServer> {
     },
     close: () => shut(server),
   };
+  return handle;
 }
 
 export interface HangingServer {

@@ -36,7 +36,8 @@ const healthRoutes: FastifyPluginAsync = async (fastify) => {
         tags: ['operations'],
         operationId: 'readiness',
         summary: 'Readiness',
-        description: 'Proves the database still takes a write (one probe a second at most); in replicated mode, also that this replica has caught up with the replication topic. Ignores credentials.',
+        description:
+          'Proves the database still takes a write (one probe a second at most); with a JWKS, that its signing keys are loaded (else every token would get `401`; the `503` then says why, with `signingKeys: "unavailable"`); in replicated mode, also that this replica has caught up with the replication topic. Ignores credentials.',
         security: [],
         response: { 200: json(ReadinessSchema, 'Ready to serve.'), 503: problems.Unavailable },
       },
@@ -61,12 +62,19 @@ const healthRoutes: FastifyPluginAsync = async (fastify) => {
           replication.broker === 'connected' ? 'this replica is catching up with the replication topic' : 'this replica cannot reach the broker to catch up with the replication topic';
         return sendProblem(reply, 'TR_ERR_UNAVAILABLE', detail, new RegistryError('TR_ERR_UNAVAILABLE', detail, { extra: { replication }, retryAfterS: 1 }));
       }
+      // With a JWKS and no keys every token gets 401: not ready, and why (a probe asking also
+      // starts a fetch, once per JWKS_COOLDOWN_S).
+      const missingKeys = app.jwks?.missingKeys();
+      if (missingKeys !== undefined) {
+        const detail = `${missingKeys}; every token is refused with 401 until they are`;
+        return sendProblem(reply, 'TR_ERR_UNAVAILABLE', detail, new RegistryError('TR_ERR_UNAVAILABLE', detail, { extra: { signingKeys: 'unavailable' } }));
+      }
       // The bridge's state is reported apart: discovery and writes work while the broker is down.
       return {
         status: 'ready' as const,
         checks: { database: 'ok' as const, bridge: app.bridge.state },
-        // Beside the checks, as the bridge's state is: reported, never a reason to be unready.
-        signingKeys: app.jwks === null ? ('local' as const) : app.jwks.hasKeys ? ('loaded' as const) : ('unavailable' as const),
+        // Beside the checks, which clients compare whole (keys missing is a 503 above).
+        signingKeys: app.jwks === null ? ('local' as const) : ('loaded' as const),
         index: app.catalog.index,
         inflightCalls: app.bridge.inflight,
         waiters: app.waiters.size,
