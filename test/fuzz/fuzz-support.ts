@@ -242,7 +242,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Segment = string | number;
 
 /** Every path into a JSON value, the root included (as []). */
-function pathsOf(value: unknown, prefix: Segment[] = []): Segment[][] {
+export function pathsOf(value: unknown, prefix: Segment[] = []): Segment[][] {
   const out: Segment[][] = [prefix];
   if (Array.isArray(value)) value.forEach((item, i) => out.push(...pathsOf(item, [...prefix, i])));
   else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(...pathsOf(v, [...prefix, k]));
