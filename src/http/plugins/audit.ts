@@ -30,6 +30,29 @@ export function actorOf(request: FastifyRequest): Actor {
   };
 }
 
+// eslint-disable-next-line no-control-regex -- the characters to escape
+const UNPRINTABLE = /[\x00-\x1F\x7F-\x9F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g;
+const MAX_TARGET = 200;
+
+/**
+ * The name or id a write tried, for the audit entry of its refusal: the route's `:name` or
+ * `:id`, else the body's `name` (POST /tools/register) or `id`, when the body was read and is an
+ * object with a string there. A refusal before the body is read (401 or 403 on POST
+ * /tools/register, 415) has none to give: unauthorised callers never make the server read one.
+ * It is whatever the caller sent, so control and bidirectional formatting characters are
+ * escaped and it is cut at 200 characters.
+ */
+function triedTarget(request: FastifyRequest): string | null {
+  const params = request.params as Record<string, unknown> | undefined;
+  const body = request.body;
+  const fromBody = (key: string): unknown =>
+    typeof body === 'object' && body !== null && !Array.isArray(body) && Object.hasOwn(body, key) ? (body as Record<string, unknown>)[key] : undefined;
+  const tried = [params?.['name'], params?.['id'], fromBody('name'), fromBody('id')].find((v): v is string => typeof v === 'string' && v !== '');
+  if (tried === undefined) return null;
+  const escaped = tried.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return escaped.length > MAX_TARGET ? `${escaped.slice(0, MAX_TARGET)}...` : escaped;
+}
+
 export function outcomeOf(status: number): AuditOutcome {
   if (status === 401 || status === 403 || status === 429) return 'denied';
   return status >= 500 ? 'error' : 'invalid';
@@ -55,12 +78,11 @@ export default fp<{ config: Config }>(
       done();
       const action = request.routeOptions.config.audit;
       if (action === undefined || reply.statusCode < 400) return;
-      const params = request.params as Record<string, string> | undefined;
       auditLog.recordRefusal({
         ...actorOf(request),
         at: new Date().toISOString(),
         action,
-        target: params?.['name'] ?? params?.['id'] ?? null,
+        target: triedTarget(request),
         outcome: outcomeOf(reply.statusCode),
         status: reply.statusCode,
         detail: request.problemCode,
