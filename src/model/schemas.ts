@@ -155,7 +155,8 @@ export const ObjectJsonSchema = z
         ctx.addIssue({ code: 'custom', message: 'must not have a "__proto__" key' });
         return;
       }
-      stack.push(...Object.values(node));
+      // One at a time: spread into push, an array of 300,000 items overflowed the stack (a 500).
+      for (const child of Object.values(node)) stack.push(child);
     }
   });
 

@@ -38,6 +38,19 @@ describe('issue 28: no 5xx of our own', () => {
     }
   });
 
+  it('a JSON Schema holding an array of 300,000 items is a 400 naming it, not a stack overflow', async () => {
+    const wide = `[${new Array(300_000).fill('0').join(',')}]`;
+    const payload = `{"name":"wide","endpoint":"/x","description":"d","inputSchema":{"type":"object","enum":${wide}}}`;
+    for (const [url, body] of [
+      ['/tools/register', payload],
+      ['/import', `{"tools":[${payload}]}`],
+    ]) {
+      const res = await t.app.inject({ method: 'POST', url, headers: { ...admin, 'content-type': 'application/json' }, payload: body });
+      expect(res.statusCode, res.body.slice(0, 300)).toBe(400);
+      expect(problemOf(res).errors?.[0]?.path).toMatch(/^(tools\.0\.)?inputSchema/);
+    }
+  });
+
   it.each(['0', 'x', '//host/mcp', 'http://', 'http://[::1', 'http://a:b:c/', 'http://%zz/'])('PUT /mcp-servers/{id} with url %j is a 400 naming url', async (url) => {
     const res = await t.app.inject({ method: 'PUT', url: '/mcp-servers/x', headers: admin, payload: { url } });
     expect(res.statusCode).toBe(400);
