@@ -22,7 +22,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
-import { applyMutation, expectCleanAnswer, fuzzParams, GATEWAY_STATUSES, mutationOf, pathsOf, seedJson, type Mutation, type MutationOp } from './fuzz-support.js';
+import { applyMutation, expectCleanAnswer, fuzzParams, GATEWAY_STATUSES, mutationOf, pathsOf, seedJson, Wide, type Mutation, type MutationOp } from './fuzz-support.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -188,12 +188,21 @@ const jsonText: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom('{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}', '{"a":1,"a":2}', '{', '', 'null', '"x"', '1e999', '\ufeff{}', '{"type":"tool-service"}'),
 );
 
-/** One change to a valid body: fuzz-support's (any JSON value, drop, rename, repeat, add), or a field set to JSON text. */
-const changeOf = (body: Json): fc.Arbitrary<Mutation> =>
-  fc.oneof(
-    { arbitrary: mutationOf(body), weight: 4 },
-    fc.record({ op: fc.constant<MutationOp>('replace'), path: fc.constantFrom(...pathsOf(body)), key: fc.constant(''), value: jsonText }),
+/**
+ * An array of 200,000 items (400 KB of JSON, under BODY_LIMIT's default): code that spreads a
+ * value's items into a call's arguments overflows the stack past about 125,000 (Node 20).
+ */
+const wide = fc.constant(new Wide(200_000));
+
+/** One change to a valid body: fuzz-support's (any JSON value, drop, rename, repeat, add), or a field set to JSON text or a wide array. */
+const changeOf = (body: Json): fc.Arbitrary<Mutation> => {
+  const path = fc.constantFrom(...pathsOf(body));
+  return fc.oneof(
+    { arbitrary: mutationOf(body), weight: 12 },
+    { arbitrary: fc.record({ op: fc.constant<MutationOp>('replace'), path, key: fc.constant(''), value: jsonText }), weight: 3 },
+    fc.record({ op: fc.constantFrom<MutationOp>('replace', 'add-key'), path, key: fc.constant('fuzz-wide'), value: wide }),
   );
+};
 
 /** The example's text, cut, padded or damaged. */
 const damaged = (text: string) =>
@@ -293,8 +302,9 @@ beforeAll(async () => {
 
   // In memory: an accepted import on a database file starts the bulk-write worker, which under
   // vitest's TypeScript loader takes 250 to 400 ms (measured, 6 imports of one service), and a
-  // run makes dozens. What a body can do is decided before the store is reached.
-  t = await createTestApp({ DATABASE_PATH: ':memory:', RATE_LIMIT_MAX: '0', BODY_LIMIT: String(64 * 1024), TOOL_CALL_TIMEOUT_MS: '1000' }, { keepLogs: process.env['FUZZ_LOGS'] === '1' });
+  // run makes dozens. What a body can do is decided before the store is reached. BODY_LIMIT is
+  // its default (1 MiB), so that wide and long values get past it.
+  t = await createTestApp({ DATABASE_PATH: ':memory:', RATE_LIMIT_MAX: '0', TOOL_CALL_TIMEOUT_MS: '1000' }, { keepLogs: process.env['FUZZ_LOGS'] === '1' });
   admin = bearer(t.token(['registry:write'], { sub: 'fuzz-admin' }));
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;

@@ -203,7 +203,18 @@ class Nested {
   }
 }
 
-const materialise = (v: unknown): unknown => (v instanceof Huge || v instanceof Nested ? v.value : v);
+/** An array of `length` zeros, printed by its length: wide where Nested is deep. */
+export class Wide {
+  constructor(readonly length: number) {}
+  get value(): unknown {
+    return new Array<number>(this.length).fill(0);
+  }
+  [fc.toStringMethod](): string {
+    return `<array of ${this.length} zeros>`;
+  }
+}
+
+const materialise = (v: unknown): unknown => (v instanceof Huge || v instanceof Nested || v instanceof Wide ? v.value : v);
 
 /** Strings that are valid in one place and trouble in another. */
 export const nastyString: fc.Arbitrary<string | Huge> = fc.oneof(
