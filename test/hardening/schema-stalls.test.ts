@@ -42,19 +42,24 @@ const HEALTH_BUDGET_MS = 50;
 const NOT_NOISE_MS = 500;
 /** Attempts of a case that misses the budget by less than NOT_NOISE_MS (as test/import-slices.test.ts tries three registries). */
 const ATTEMPTS = 3;
+/** A retry waits (up to QUIET_WAIT_MS) for a window of QUIET_WINDOW_MS whose worst idle /healthz answer is under QUIET_MS. */
+const QUIET_MS = 15;
+const QUIET_WINDOW_MS = 300;
+const QUIET_WAIT_MS = 5_000;
 /** Wall time one case may take; a backtracking engine takes seconds a call. */
 const CASE_TIMEOUT_MS = 120_000;
 /** One AG-UI run makes at most this many calls (src/model/ag-ui.ts). */
 const AG_UI_CALLS = 32;
 
 /**
- * Catastrophic regular expressions: `fits` matches, `hostile` does not, after about 2^29 steps of a
- * backtracking engine (seconds of V8's; measured here 2.4 to 9 s each). A linear-time engine
- * answers both in microseconds.
+ * Catastrophic regular expressions: `fits` matches, `hostile` does not, after about 2^29 steps of
+ * a backtracking engine (V8's took 4 to 11 s a call in this test, on the code before issue 28).
+ * A linear-time engine answers both in microseconds. Most `fits` fit no other pattern here, so
+ * that a validator that ran one schema's pattern for another's refuses a fitting value.
  */
 const CATASTROPHIC: { pattern: string; fits: string; hostile: string }[] = [
   { pattern: '^(a+)+$', fits: 'aaaa', hostile: `${'a'.repeat(29)}!` },
-  { pattern: '^(a|a)*$', fits: 'aaaa', hostile: `${'a'.repeat(29)}!` },
+  { pattern: '^(a|a)*$', fits: '', hostile: `${'a'.repeat(29)}!` },
   { pattern: '^(a|aa)+$', fits: 'aaaa', hostile: `${'a'.repeat(40)}!` },
   { pattern: '(x+x+)+y', fits: 'xxy', hostile: 'x'.repeat(29) },
   { pattern: '^(\\w+\\s?)*$', fits: 'two words', hostile: `${'a'.repeat(29)}!` },
@@ -64,7 +69,9 @@ const CATASTROPHIC: { pattern: string; fits: string; hostile: string }[] = [
     hostile: `${'a'.repeat(32)}!`,
   },
 ];
-const [AA, AORA, , , WORDS] = CATASTROPHIC as [(typeof CATASTROPHIC)[number], (typeof CATASTROPHIC)[number], unknown, unknown, (typeof CATASTROPHIC)[number]];
+type Catastrophic = (typeof CATASTROPHIC)[number];
+/** `^(a+)+$`, `^(a|a)*$` and `^(\\w+\\s?)*$`, used by name below. */
+const [NESTED, ALTERNATION, , , WORDS] = CATASTROPHIC as [Catastrophic, Catastrophic, unknown, unknown, Catastrophic];
 
 /** What a call must answer: `fits` a result, `refused` a 4xx, `either` one of the two, `tool-fails` a result or the tool's 502. */
 type Outcome = 'fits' | 'refused' | 'either' | 'tool-fails';
@@ -219,15 +226,32 @@ function watchHealth(): HealthWatch {
 }
 
 /**
+ * The worst /healthz answer while the registry does nothing else, over QUIET_WINDOW_MS windows,
+ * until one is under QUIET_MS or QUIET_WAIT_MS have passed: a retry waits for a quieter moment
+ * of the machine, and a failure says how busy the machine was.
+ */
+async function idleWorst(): Promise<number> {
+  const deadline = performance.now() + QUIET_WAIT_MS;
+  for (;;) {
+    const watch = watchHealth();
+    await new Promise((resolve) => setTimeout(resolve, QUIET_WINDOW_MS));
+    const { worstMs } = await watch.stop();
+    if (worstMs < QUIET_MS || performance.now() > deadline) return worstMs;
+  }
+}
+
+/**
  * Runs a case under a /healthz watch, up to ATTEMPTS times while an attempt misses the budget by
- * less than a stall would (a slow moment of the machine). `attempt` names the case's tools
- * afresh, so that each attempt compiles its validators again. Asserts the best attempt's worst
- * answer is under the budget, and that /healthz answered 200 throughout.
+ * less than a stall would (a slow moment of the machine); a retry first waits for a quiet
+ * moment (idleWorst). `attempt` names the case's tools afresh, so that each attempt compiles
+ * its validators again. Asserts the best attempt's worst answer is under the budget, and that
+ * /healthz answered 200 throughout.
  */
 async function withinHealthBudget(label: string, run: (attempt: number, watch: HealthWatch) => Promise<void>): Promise<void> {
   const worst: number[] = [];
   const where: string[] = [];
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const idle = attempt === 0 ? undefined : await idleWorst();
     const watch = watchHealth();
     let failure: unknown;
     try {
@@ -240,7 +264,8 @@ async function withinHealthBudget(label: string, run: (attempt: number, watch: H
     expect(notOk, `${label}: /healthz answers other than 200`).toEqual([]);
     expect(polls, `${label}: /healthz polls`).toBeGreaterThan(0);
     worst.push(worstMs);
-    where.push(`${worstMs.toFixed(1)} ms during ${worstDuring} (longest GC pause ${longestGcMs.toFixed(1)} ms)`);
+    const before = idle === undefined ? '' : `, idle worst just before ${idle.toFixed(1)} ms`;
+    where.push(`${worstMs.toFixed(1)} ms during ${worstDuring} (longest GC pause ${longestGcMs.toFixed(1)} ms${before})`);
     if (worstMs < HEALTH_BUDGET_MS || worstMs >= NOT_NOISE_MS) break;
   }
   expect(Math.min(...worst), `${label}: worst /healthz answer of each attempt: ${where.join('; ')}`).toBeLessThan(HEALTH_BUDGET_MS);
@@ -259,6 +284,17 @@ async function send(method: string, path: string, body?: unknown, headers: Recor
 }
 
 const json = (answer: Answer) => JSON.parse(answer.text) as Record<string, unknown>;
+
+/** Each argument object's JSON, and that JSON as a JSON string (AG-UI's `arguments`): encoded once. */
+const encodings = new WeakMap<object, { json: string; quoted: string }>();
+function encoded(args: Record<string, unknown>): { json: string; quoted: string } {
+  let found = encodings.get(args);
+  if (!found) {
+    const text = JSON.stringify(args);
+    encodings.set(args, (found = { json: text, quoted: JSON.stringify(text) }));
+  }
+  return found;
+}
 
 /** An HTTP tool on the echoing host, with these schemas. */
 const registerTool = (name: string, inputSchema: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
@@ -312,19 +348,23 @@ type AgUiEvent = { type: string } & Record<string, unknown>;
 
 /** One AG-UI run making these calls, read to its end: its events. */
 async function agUiRun(calls: readonly Call[]): Promise<AgUiEvent[]> {
-  const input = {
+  const PLACEHOLDER = 'the tool calls';
+  const input = JSON.stringify({
     threadId: 'stalls',
     runId: `run-${Math.random().toString(36).slice(2)}`,
     messages: [
       { id: 'user-1', role: 'user', content: 'go' },
-      { id: 'assistant-1', role: 'assistant', toolCalls: calls.map((c, i) => ({ id: `call-${i}`, type: 'function', function: { name: c.tool, arguments: JSON.stringify(c.args) } })) },
+      { id: 'assistant-1', role: 'assistant', toolCalls: PLACEHOLDER },
     ],
     tools: [],
     context: [],
     // The client holds the arguments: no TOOL_CALL_ARGS echoing 124 KB back.
     forwardedProps: { 'tool-registry': { toolCallArgs: 'omit' } },
-  };
-  const res = await send('POST', '/ag-ui', input, { ...user, accept: 'text/event-stream' });
+  });
+  // The arguments as encoded ahead (encoded()), spliced in.
+  const toolCalls = calls.map((c, i) => `{"id":"call-${i}","type":"function","function":{"name":${JSON.stringify(c.tool)},"arguments":${encoded(c.args).quoted}}}`);
+  const body = input.replace(JSON.stringify(PLACEHOLDER), () => `[${toolCalls.join(',')}]`);
+  const res = await send('POST', '/ag-ui', body, { ...user, accept: 'text/event-stream' });
   expect(res.status, `/ag-ui: ${res.text.slice(0, 500)}`).toBe(200);
   return res.text
     .split('\n\n')
@@ -357,7 +397,7 @@ function expectAgUiAnswers(events: readonly AgUiEvent[], calls: readonly Call[])
 async function callEverywhere(calls: readonly Call[], watch: HealthWatch, { agUiCalls = AG_UI_CALLS } = {}): Promise<void> {
   for (const call of calls) {
     if (watch.stalled) return;
-    expectInvokeAnswer(await during(`invoke ${call.what}`, () => send('POST', `/tools/${call.tool}/invoke`, call.args)), call);
+    expectInvokeAnswer(await during(`invoke ${call.what}`, () => send('POST', `/tools/${call.tool}/invoke`, encoded(call.args).json)), call);
   }
   for (const call of calls) {
     if (watch.stalled) return;
@@ -431,12 +471,12 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
   it('takes recursion that descends into the value, and checks a deep tree with it', async () => {
     await withinHealthBudget('recursive tree', async (attempt, watch) => {
       const tool = `tree_${attempt}`;
-      await registered(tool, { type: 'object', properties: { label: { type: 'string', pattern: AA.pattern }, children: { type: 'array', items: { $ref: '#' } } } });
+      await registered(tool, { type: 'object', properties: { label: { type: 'string', pattern: NESTED.pattern }, children: { type: 'array', items: { $ref: '#' } } } });
       const tree = (levels: number, leaf: string): Record<string, unknown> => (levels === 0 ? { label: leaf } : { label: 'a', children: [tree(levels - 1, leaf)] });
       await callEverywhere(
         [
           { what: 'a tree 30 deep', tool, args: tree(30, 'aa'), outcome: 'fits' },
-          { what: 'a tree 30 deep with a hostile leaf', tool, args: tree(30, AA.hostile), outcome: 'refused' },
+          { what: 'a tree 30 deep with a hostile leaf', tool, args: tree(30, NESTED.hostile), outcome: 'refused' },
         ],
         watch,
       );
@@ -469,16 +509,19 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
     const arrays = Array.from({ length: 15_000 }, (_, i) => [i % 150, Math.floor(i / 150)]);
     const objects = Array.from({ length: 15_000 }, (_, i) => ({ k: i }));
     const last = (xs: unknown[]) => [...xs.slice(0, -1), xs[0]];
-    expect(JSON.stringify(arrays).length).toBeGreaterThan(100_000);
+    const args = { arrays: { xs: arrays }, arraysRepeat: { xs: last(arrays) }, objects: { xs: objects }, objectsRepeat: { xs: last(objects) } };
+    // Encoded before the watch: this process is the client too.
+    for (const value of Object.values(args)) encoded(value);
+    expect(encoded(args.arrays).json.length).toBeGreaterThan(100_000);
     await withinHealthBudget('uniqueItems', async (attempt, watch) => {
       await registered(`uniq_arrays_${attempt}`, { type: 'object', properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'array', items: { type: 'integer' } } } }, required: ['xs'] });
       await registered(`uniq_objects_${attempt}`, { type: 'object', properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'object' } } }, required: ['xs'] });
       await callEverywhere(
         [
-          { what: '15,000 distinct arrays', tool: `uniq_arrays_${attempt}`, args: { xs: arrays }, outcome: 'fits' },
-          { what: '15,000 arrays, the last a repeat of the first', tool: `uniq_arrays_${attempt}`, args: { xs: last(arrays) }, outcome: 'refused' },
-          { what: '15,000 distinct objects', tool: `uniq_objects_${attempt}`, args: { xs: objects }, outcome: 'fits' },
-          { what: '15,000 objects, the last a repeat of the first', tool: `uniq_objects_${attempt}`, args: { xs: last(objects) }, outcome: 'refused' },
+          { what: '15,000 distinct arrays', tool: `uniq_arrays_${attempt}`, args: args.arrays, outcome: 'fits' },
+          { what: '15,000 arrays, the last a repeat of the first', tool: `uniq_arrays_${attempt}`, args: args.arraysRepeat, outcome: 'refused' },
+          { what: '15,000 distinct objects', tool: `uniq_objects_${attempt}`, args: args.objects, outcome: 'fits' },
+          { what: '15,000 objects, the last a repeat of the first', tool: `uniq_objects_${attempt}`, args: args.objectsRepeat, outcome: 'refused' },
         ],
         watch,
         // Four such calls are one run of about 700 KB, within BODY_LIMIT.
@@ -489,7 +532,7 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
 
   it('checks a schema 32 deep with a catastrophic pattern at its bottom', async () => {
     // The root is at depth 1, its property at 2: 30 objects between them and the pattern put it at 32.
-    let leaf: Record<string, unknown> = { type: 'string', pattern: AA.pattern };
+    let leaf: Record<string, unknown> = { type: 'string', pattern: NESTED.pattern };
     for (let i = 0; i < 30; i++) leaf = { type: 'object', properties: { n: leaf }, required: ['n'] };
     const schema = { type: 'object', properties: { n: leaf }, required: ['n'] };
     const value = (s: string) => {
@@ -501,8 +544,8 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
       await registered(`deep_${attempt}`, schema);
       await callEverywhere(
         [
-          { what: 'a fitting value 31 deep', tool: `deep_${attempt}`, args: value(AA.fits), outcome: 'fits' },
-          { what: 'a hostile value 31 deep', tool: `deep_${attempt}`, args: value(AA.hostile), outcome: 'refused' },
+          { what: 'a fitting value 31 deep', tool: `deep_${attempt}`, args: value(NESTED.fits), outcome: 'fits' },
+          { what: 'a hostile value 31 deep', tool: `deep_${attempt}`, args: value(NESTED.hostile), outcome: 'refused' },
         ],
         watch,
       );
@@ -513,7 +556,7 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
     const properties: Record<string, unknown> = {};
     const fitting: Record<string, string> = {};
     for (let i = 0; JSON.stringify({ type: 'object', properties }).length < 63 * 1024; i++) {
-      const { pattern, fits } = CATASTROPHIC[i % CATASTROPHIC.length] as (typeof CATASTROPHIC)[number];
+      const { pattern, fits } = CATASTROPHIC[i % CATASTROPHIC.length] as Catastrophic;
       properties[`p${i}`] = { type: 'string', pattern };
       fitting[`p${i}`] = fits;
     }
@@ -524,7 +567,7 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
         [
           // Value size times schema size is large here: a work budget may refuse it, with a 4xx.
           { what: `a value for all ${count} properties`, tool: `wide_${attempt}`, args: fitting, outcome: 'either' },
-          { what: 'one hostile property among them', tool: `wide_${attempt}`, args: { ...fitting, p0: AA.hostile }, outcome: 'refused' },
+          { what: 'one hostile property among them', tool: `wide_${attempt}`, args: { ...fitting, p0: NESTED.hostile }, outcome: 'refused' },
         ],
         watch,
         { agUiCalls: 8 },
@@ -533,19 +576,19 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
   }, CASE_TIMEOUT_MS);
 
   it('carries an upstream MCP server\'s hostile answers and schemas without a stall: skipped, refused, or the tool\'s failure', async () => {
-    const hostileOut = { s: AA.hostile };
+    const hostileOut = { s: NESTED.hostile };
     const tools: UpstreamToolDef[] = [
-      ['hostile_out', { type: 'object', properties: { s: { type: 'string', pattern: AA.pattern } }, required: ['s'] }, hostileOut],
-      ['hostile_out_names', { type: 'object', propertyNames: { pattern: AORA.pattern } }, { [AORA.hostile]: 1 }],
+      ['hostile_out', { type: 'object', properties: { s: { type: 'string', pattern: NESTED.pattern } }, required: ['s'] }, hostileOut],
+      ['hostile_out_names', { type: 'object', propertyNames: { pattern: ALTERNATION.pattern } }, { [ALTERNATION.hostile]: 1 }],
       ['hostile_out_props', { type: 'object', patternProperties: { [WORDS.pattern]: { type: 'string' } }, additionalProperties: false }, { [WORDS.hostile]: 'x' }],
-      ['fine_out', { type: 'object', properties: { s: { type: 'string', pattern: AA.pattern } }, required: ['s'] }, { s: AA.fits }],
+      ['fine_out', { type: 'object', properties: { s: { type: 'string', pattern: NESTED.pattern } }, required: ['s'] }, { s: NESTED.fits }],
     ].map(([name, outputSchema, answer]) => ({
       tool: { name: name as string, description: `Answers ${JSON.stringify(answer).slice(0, 40)}`, inputSchema: { type: 'object' as const }, outputSchema: outputSchema as { type: 'object' } },
       handler: () => ({ content: [{ type: 'text' as const, text: JSON.stringify(answer) }], structuredContent: answer as Record<string, unknown> }),
     }));
     const never = () => ({ content: [{ type: 'text' as const, text: 'never called' }] });
     tools.push(
-      { tool: { name: 'hostile_in', description: 'A catastrophic input pattern.', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: AA.pattern } } } }, handler: never },
+      { tool: { name: 'hostile_in', description: 'A catastrophic input pattern.', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: NESTED.pattern } } } }, handler: never },
       { tool: { name: 'backref_in', description: 'Cannot run in linear time.', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } } }, handler: never },
       { tool: { name: 'lookbehind_out', description: 'Cannot run in linear time.', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '(?<!a)b' } } } }, handler: never },
       { tool: { name: 'cyclic_in', description: 'Refers to itself.', inputSchema: { type: 'object', $ref: '#' } }, handler: never },
@@ -583,7 +626,7 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
           { what: 'an answer hostile to its output propertyNames', tool: `${prefix}hostile_out_names`, args: {}, outcome: 'tool-fails' },
           { what: 'an answer hostile to its output patternProperties', tool: `${prefix}hostile_out_props`, args: {}, outcome: 'tool-fails' },
           { what: 'an answer that fits its output pattern', tool: `${prefix}fine_out`, args: {}, outcome: 'fits' },
-          { what: 'hostile arguments for its input pattern', tool: `${prefix}hostile_in`, args: { s: AA.hostile }, outcome: 'refused' },
+          { what: 'hostile arguments for its input pattern', tool: `${prefix}hostile_in`, args: { s: NESTED.hostile }, outcome: 'refused' },
         ];
         await callEverywhere(calls, watch);
         if (watch.stalled) return;
@@ -591,7 +634,7 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
         expect(upstream.calls.filter((c) => c.name === 'hostile_in')).toEqual([]);
         // A structured answer that fits is passed on as such.
         const fine = await mcp.client.callTool({ name: `${prefix}fine_out`, arguments: {} });
-        expect(fine.structuredContent).toEqual({ s: AA.fits });
+        expect(fine.structuredContent).toEqual({ s: NESTED.fits });
       } finally {
         await send('DELETE', `/mcp-servers/hostile-${attempt}`, undefined, admin);
         await upstream.stop();
