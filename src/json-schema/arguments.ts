@@ -72,7 +72,8 @@ class SchemaValidators {
   /**
    * The value's problems, one field error per failing path (a JSON pointer into the value,
    * `/items/0/name`), at most MAX_PROBLEMS; none when it fits, or when the tool has no such
-   * schema. A check that costs more than INLINE_VALIDATION_WORK runs on the worker thread.
+   * schema. A check that costs more than INLINE_VALIDATION_WORK, or against a schema too large
+   * to compile on the event loop, runs on the worker thread.
    * Rejects with UncompilableSchemaError when the tool's stored schema cannot be compiled,
    * ValidationWorkError when the check would cost more than MAX_VALIDATION_WORK or overran
    * the time, and ValidationBusyError when the worker's queue is full.
@@ -83,7 +84,8 @@ class SchemaValidators {
     const { validator, key } = this.#compiledFor(tool, schema);
     if (validator instanceof UncompilableSchemaError) throw validator;
     const { validate, work } = validator;
-    if (validate && work.bound(value, INLINE_VALIDATION_WORK) <= INLINE_VALIDATION_WORK) return fieldErrorsOf(validate, value);
+    // The fast bound, else the exact estimate (at most INLINE_VALIDATION_WORK steps of its own).
+    if (validate && work.fits(value, INLINE_VALIDATION_WORK)) return fieldErrorsOf(validate, value);
     return this.#pool.check(key, schema, value, { ...context, what: this.#what, budget: MAX_VALIDATION_WORK });
   }
 

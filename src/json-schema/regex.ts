@@ -114,6 +114,7 @@ export function toRe2Syntax(pattern: string): string {
 /** What Ajv calls to build a regular expression (its `code.regExp` option). */
 export interface LinearRegExp {
   test(text: string): boolean;
+  toString(): string;
 }
 
 /** Compiled patterns, shared by every validator: a tool's patterns compile once. */
@@ -131,7 +132,9 @@ export function linearRegExp(pattern: string): LinearRegExp {
   } catch (err) {
     throw new NonLinearPatternError(`cannot run on the linear-time engine (${(err as Error).message})`);
   }
-  found = { test: (text: string) => re.test(text) };
+  // Ajv keys the patterns it compiled by `toString()`: without one, every pattern after the
+  // first would run the first one's matcher.
+  found = { test: (text: string) => re.test(text), toString: () => `/${pattern}/u` };
   if (compiled.size >= MAX_CACHED) compiled.clear();
   compiled.set(pattern, found);
   return found;

@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { linearRegExp, NonLinearPatternError, toRe2Syntax } from '../../src/json-schema/regex.js';
+import { ArgumentValidators } from '../../src/json-schema/arguments.js';
 import { schemaProblems } from '../../src/json-schema/check.js';
+import type { Tool } from '../../src/model/normalise.js';
 
 /** Patterns and inputs whose answers must be V8's (with the `u` flag, as Ajv runs them). */
 const SAME_AS_V8: [string, string[]][] = [
@@ -68,5 +70,17 @@ describe('patterns on the linear-time engine', () => {
     ]);
     // Catastrophic on V8, but linear here: accepted.
     expect(schemaProblems({ type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } })).toEqual([]);
+  });
+
+  it('runs each pattern of a schema as itself (Ajv keys compiled patterns by their text)', async () => {
+    const validators = new ArgumentValidators();
+    const inputSchema = {
+      type: 'object',
+      properties: { zip: { type: 'string', pattern: '^\\d{5}(-\\d{4})?$' }, code: { type: 'string', pattern: '^[A-Z]{3}$' } },
+      patternProperties: { '^x-': { type: 'string', pattern: '^v\\d+$' } },
+    };
+    const tool = { name: 'patterns', inputSchema } as unknown as Tool;
+    expect(await validators.check(tool, { zip: '75001-1234', code: 'ABC', 'x-a': 'v2' })).toEqual([]);
+    expect((await validators.check(tool, { zip: 'ABC', code: '75001', 'x-a': 'ABC' })).map((e) => e.path)).toEqual(['/zip', '/code', '/x-a']);
   });
 });
