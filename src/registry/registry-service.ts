@@ -907,7 +907,8 @@ function collect(errors: FieldError[], fn: () => void): void {
     fn();
   } catch (err) {
     if (!(err instanceof RegistryError)) throw err;
-    errors.push(...(err.fieldErrors ?? [{ path: '', message: err.message }]));
+    // One at a time: an item with 300,000 bad entries overflowed the stack spread into one push.
+    for (const error of err.fieldErrors ?? [{ path: '', message: err.message }]) errors.push(error);
   }
 }
 
