@@ -20,6 +20,14 @@ function invalid(): RegistryError {
   return new RegistryError('TR_ERR_INVALID_JSON', 'the request body is not valid JSON');
 }
 
+function itemTooLarge(path: readonly string[], bytes: number, limit: { bytes: number; setting: string }): RegistryError {
+  const at = path.join('.');
+  // A 400 naming the item, as json-body.ts refuses too deep a nesting: the body as a whole may be fine.
+  return new RegistryError('TR_ERR_BAD_REQUEST', `${at} is ${bytes} bytes of JSON, more than the ${limit.bytes} one item may take (${limit.setting})`, {
+    fieldErrors: [{ path: at, message: `is larger than ${limit.bytes} bytes (${limit.setting})` }],
+  });
+}
+
 function isSpace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
@@ -61,6 +69,12 @@ function valueEnd(buf: Buffer, start: number): number {
 
 export interface SlicedOptions {
   maxDepth: number;
+  /**
+   * The most bytes one element of a top-level array may take, and the setting that says so: an
+   * import's item no bigger than a write of it alone. Without it, one item of tens of MiB whose
+   * every entry is wrong made zod raise an issue each, which overflowed the stack (issue 28).
+   */
+  maxItem?: { bytes: number; setting: string };
   /** Work done before the event loop is given back. */
   sliceMs?: number;
 }
@@ -114,6 +128,7 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
           for (;;) {
             skip();
             const end = valueEnd(buf, i);
+            if (options.maxItem && end - i > options.maxItem.bytes) throw itemTooLarge([key, String(items.length)], end - i, options.maxItem);
             items.push(parse(i, end, 2, [key, String(items.length)]));
             i = end;
             skip();

@@ -11,6 +11,14 @@ import { ProblemSchema } from './api.js';
 /** Tool calls one run makes at most; a run input with more pending is refused with 400. */
 export const MAX_AG_UI_TOOL_CALLS = 32;
 
+/**
+ * The most messages a run input holds, and the most items of each list in it. Far above any
+ * conversation, and low enough that zod refuses a longer list before it checks its items: a list
+ * of 340,000 bad items (1 MiB) raised one issue each, which overflowed the stack (issue 28).
+ */
+export const MAX_AG_UI_MESSAGES = 10_000;
+export const MAX_AG_UI_LIST = 1_000;
+
 /** The `activityType` of the activity message that shows a call's output as it streams. */
 export const TOOL_OUTPUT_ACTIVITY = 'tool-output';
 
@@ -47,7 +55,7 @@ const AgUiMessageSchema = z
     id: IdSchema,
     role: z.enum(['developer', 'system', 'assistant', 'user', 'tool', 'activity', 'reasoning']),
     /** Assistant messages: the calls the turn made. */
-    toolCalls: z.array(AgUiToolCallSchema).optional().describe('Assistant messages: the tool calls the turn made.'),
+    toolCalls: z.array(AgUiToolCallSchema).max(MAX_AG_UI_LIST).optional().describe('Assistant messages: the tool calls the turn made.'),
     /** Tool messages: the call they answer. */
     toolCallId: z.string().optional().describe('Tool messages: the call they answer.'),
   })
@@ -100,21 +108,23 @@ export const AgUiRunInputSchema = z
     state: z.unknown().optional().describe('Not read.'),
     messages: z
       .array(AgUiMessageSchema)
+      .max(MAX_AG_UI_MESSAGES)
       .describe(
         `The conversation. The registry runs the tool calls of the last assistant message that no later tool message answers, in order (at most ${MAX_AG_UI_TOOL_CALLS}).`,
       ),
     tools: z
       .array(z.looseObject({ name: z.string(), description: z.string().optional(), parameters: z.unknown().optional() }))
+      .max(MAX_AG_UI_LIST)
       .optional()
       .describe('What the client can execute: a capability list, not an allowlist. Not read; the token decides what may be called.'),
-    context: z.array(z.looseObject({ description: z.string(), value: z.string() })).optional().describe('Not read.'),
+    context: z.array(z.looseObject({ description: z.string(), value: z.string() })).max(MAX_AG_UI_LIST).optional().describe('Not read.'),
     forwardedProps: z
       .unknown()
       .optional()
       .describe(
         'Read only under the key `tool-registry`: `{"toolCallArgs": "omit"}` leaves `TOOL_CALL_ARGS` out (for a client that applies the events to the conversation it sent: AG-UI clients append those fragments to the arguments they hold); `"stream"`, the default, sends them. Anything else in it is not read.',
       ),
-    resume: z.array(z.unknown()).optional().describe('Not read.'),
+    resume: z.array(z.unknown()).max(MAX_AG_UI_LIST).optional().describe('Not read.'),
   })
   .superRefine((input, ctx) => {
     const options = registryOptionsOf(input.forwardedProps);

@@ -5,8 +5,7 @@
  * (migrations/008_mcp_servers.sql) and never part of any answer, log line or export.
  */
 import { z } from 'zod';
-import { RegistryError } from './errors.js';
-import { fieldErrorsFrom } from './resolve.js';
+import { fieldErrorsFrom, validationError } from './resolve.js';
 import { DescriptionSchema, NOT_PROTO, notProto, ObjectJsonSchema, ScopeSchema, ServiceIdSchema, text, ToolNameSchema } from './schemas.js';
 
 /** A tool's name at its upstream: MCP allows more than the registry's names (which may be prefixed). */
@@ -87,11 +86,7 @@ export type CredentialChange = { bearer: string } | 'keep' | 'none';
 /** Parses an operator's descriptor into what is stored and what happens to the credential. */
 export function parseMcpServer(input: unknown): { server: McpServer; credential: CredentialChange } {
   const result = McpServerInputSchema.safeParse(input);
-  if (!result.success) {
-    const errors = fieldErrorsFrom(result.error);
-    const first = errors[0];
-    throw new RegistryError('TR_ERR_VALIDATION', `invalid MCP server: ${first ? `${first.path || '(body)'}: ${first.message}` : 'invalid'}`, { fieldErrors: errors });
-  }
+  if (!result.success) throw validationError('MCP server', fieldErrorsFrom(result.error));
   const { credential, ...server } = result.data;
   return { server, credential: credential === undefined ? 'none' : 'bearer' in credential ? { bearer: credential.bearer } : 'keep' };
 }

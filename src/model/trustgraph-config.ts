@@ -165,9 +165,10 @@ export function trustGraphItemsOf(body: unknown): { items: Record<string, unknow
  * or, for hand-written dumps, objects. A descriptor without its `id` or `name` takes the key; one
  * that names another is refused. Tools of kinds the registry does not hold (`knowledge-query`,
  * `prompt`, `mcp-tool`, ...) and other config types are skipped, and listed. Throws a
- * TR_ERR_VALIDATION with every problem.
+ * TR_ERR_VALIDATION with every problem. An item longer than `maxItem` (what a write of it alone
+ * may send) is refused as a bundle's item is (src/http/sliced-json.ts).
  */
-export function importOfTrustGraph(items: Record<string, unknown>, prefix: readonly string[], maxDepth: number): TrustGraphImport {
+export function importOfTrustGraph(items: Record<string, unknown>, prefix: readonly string[], maxDepth: number, maxItem?: ItemLimit): TrustGraphImport {
   const out: TrustGraphImport = { bundle: { 'tool-services': [], tools: [] }, paths: { 'tool-services': [], tools: [] }, skipped: [] };
   const errors: FieldError[] = [];
   const skip = (item: string, reason: string) => {
@@ -189,7 +190,7 @@ export function importOfTrustGraph(items: Record<string, unknown>, prefix: reado
     }
     for (const [key, raw] of Object.entries(values)) {
       const path = [...typePath, key];
-      const descriptor = itemValue(raw, maxDepth);
+      const descriptor = itemValue(raw, maxDepth, maxItem);
       if (typeof descriptor === 'string') {
         errors.push({ path: path.join('.'), message: descriptor });
         continue;
@@ -229,8 +230,18 @@ export function inDumpTerms(errors: readonly FieldError[], paths: TrustGraphImpo
   });
 }
 
+/** The most characters of JSON one item may take, and the setting that says so. */
+export interface ItemLimit {
+  bytes: number;
+  setting: string;
+}
+
 /** A descriptor from a dump's value: parsed JSON text or an object as given; a string says why not. */
-function itemValue(raw: unknown, maxDepth: number): Record<string, unknown> | string {
+function itemValue(raw: unknown, maxDepth: number, maxItem: ItemLimit | undefined): Record<string, unknown> | string {
+  if (maxItem !== undefined && (typeof raw === 'string' || isObject(raw))) {
+    const length = typeof raw === 'string' ? raw.length : JSON.stringify(raw).length;
+    if (length > maxItem.bytes) return `is ${length} characters of JSON, more than the ${maxItem.bytes} one item may take (${maxItem.setting})`;
+  }
   if (isObject(raw)) return { ...raw };
   if (typeof raw !== 'string') return "must be the descriptor's JSON text";
   let parsed: unknown;

@@ -51,6 +51,50 @@ describe('issue 28: no 5xx of our own', () => {
     }
   });
 
+  // 340,000 bad items in one list (1 MiB) raised an issue each: zod's spread of them overflowed
+  // the stack (a 500 on an import, a 400 saying "Maximum call stack size exceeded" on /ag-ui),
+  // or the answer listed them all (29 MB, 4 s of the event loop, from any agent's token).
+  const list = (n: number, item: string) => `[${new Array(n).fill(item).join(',')}]`;
+  const json = { 'content-type': 'application/json' };
+
+  it('POST /ag-ui with a list of 340,000 bad items is a short 400 naming the list', async () => {
+    for (const [body, path] of [
+      [`{"threadId":"t","runId":"r","messages":${list(340_000, '""')}}`, 'messages'],
+      [`{"threadId":"t","runId":"r","messages":[{"id":"m","role":"assistant","toolCalls":${list(340_000, '""')}}]}`, 'messages.0.toolCalls'],
+      [`{"threadId":"t","runId":"r","messages":[],"tools":${list(340_000, '0')}}`, 'tools'],
+    ]) {
+      const res = await t.app.inject({ method: 'POST', url: '/ag-ui', headers: { ...admin, ...json }, payload: body });
+      expect(res.statusCode).toBe(400);
+      expect(res.body.length).toBeLessThan(2000);
+      expect(problemOf(res)).toMatchObject({ code: 'TR_ERR_BAD_REQUEST', errors: [{ path }] });
+    }
+  });
+
+  it('an import item larger than BODY_LIMIT is a 400 naming it, in a bundle and in a TrustGraph dump', async () => {
+    await t.app.inject({ method: 'PUT', url: '/tool-services/joke', headers: admin, payload: { id: 'joke', topic: 'joke', 'config-params': ['style'] } });
+    const tool = `{"type":"tool-service","name":"j","description":"d","service":"joke","style":${list(300_000, '"\\u0007"')}}`;
+    const bundle = await t.app.inject({ method: 'POST', url: '/import', headers: { ...admin, ...json }, payload: `{"tools":[${tool}]}` });
+    expect(bundle.statusCode).toBe(400);
+    expect(problemOf(bundle)).toMatchObject({ code: 'TR_ERR_BAD_REQUEST', errors: [{ path: 'tools.0', message: expect.stringContaining('BODY_LIMIT') }] });
+    const dump = await t.app.inject({ method: 'POST', url: '/import', headers: { ...admin, ...json }, payload: JSON.stringify({ config: { tool: { j: tool } } }) });
+    expect(dump.statusCode).toBe(400);
+    expect(problemOf(dump)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: 'config.tool.j', message: expect.stringContaining('BODY_LIMIT') }] });
+  });
+
+  it('a descriptor with 115,000 bad entries is a 400 listing the first 100 and counting the rest', async () => {
+    const keys = (n: number) => `{${Array.from({ length: n }, (_, i) => `"${i.toString(36)}":0`).join(',')}}`;
+    for (const [method, url, body] of [
+      ['POST', '/tools/register', `{"type":"tool-service","name":"j","description":"d","service":"joke","style":${list(115_000, '"\\u0007"')}}`],
+      ['PUT', '/mcp-servers/x', `{"url":"http://127.0.0.1:1/mcp","toolScopes":${keys(115_000)}}`],
+    ] as const) {
+      const res = await t.app.inject({ method, url, headers: { ...admin, ...json }, payload: body });
+      expect(res.statusCode).toBe(400);
+      const problem = problemOf(res);
+      expect(problem.errors).toHaveLength(100);
+      expect(problem.detail).toContain('(and 114999 more)');
+    }
+  });
+
   it.each(['0', 'x', '//host/mcp', 'http://', 'http://[::1', 'http://a:b:c/', 'http://%zz/'])('PUT /mcp-servers/{id} with url %j is a 400 naming url', async (url) => {
     const res = await t.app.inject({ method: 'PUT', url: '/mcp-servers/x', headers: admin, payload: { url } });
     expect(res.statusCode).toBe(400);

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidatio
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ERRORS, RegistryError, problemType, type BearerChallenge, type ErrorCode, type FieldError } from '../../model/errors.js';
+import { MAX_FIELD_ERRORS } from '../../model/resolve.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 /** The Content-Type of problems written outside Fastify, as Fastify writes it for the others. */
@@ -62,7 +63,7 @@ const REPEAT_HIDDEN_BY = new Set(['invalid_type', 'invalid_value', 'invalid_unio
 function validationProblem(err: FastifyError & { validation: FastifySchemaValidationError[] }, request: FastifyRequest): RegistryError {
   const query = err.validationContext === 'querystring' ? (request.query as Record<string, unknown>) : undefined;
   const noun = query ? 'query parameter' : 'field';
-  const fieldErrors = err.validation.flatMap((issue) =>
+  const fieldErrors = err.validation.slice(0, MAX_FIELD_ERRORS).flatMap((issue) =>
     fieldErrorsOf(issue, noun).map((error) => {
       // `?limit=1&limit=2` reaches the schema as an array: "expected number, received NaN" (or,
       // for `?format=a&format=b`, "expected one of ...") hid that.

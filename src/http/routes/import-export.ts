@@ -16,6 +16,8 @@ import { documentedOnly } from '../validation.js';
 const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const security = adminOnly(config.adminScope);
+  // One item of a bundle is no bigger than a write of it alone may be.
+  const maxItem = { bytes: config.bodyLimit, setting: 'BODY_LIMIT' };
 
   // In this plugin only: JSON bodies are kept as bytes (up to IMPORT_BODY_LIMIT), read in
   // place and parsed in slices by the route, so that a bundle of tens of MiB never holds the
@@ -36,7 +38,7 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
         operationId: 'importBundle',
         summary: 'Import tool services and tools in one transaction',
         description:
-          "Creates or replaces every tool service and tool in the bundle under one registry index, all or nothing. Tools may use services from the bundle or already registered ones. Every problem is reported in one `400` with its path in the bundle (for example `tools.3.service`), at most 100 of them; this includes replaced services that would invalidate live tools the bundle does not replace. A TrustGraph config dump is taken too, told apart by its keys (`config`, or `tool-service` and `tool`, where a bundle has `tool-services` and `tools`): its `tool-service` items and `tool-service` tools are imported the same way, problems named by their path in the dump (`config.tool.tell-joke.style`), and tools of TrustGraph's other kinds and other config types are left out and listed under `skipped`.",
+          "Creates or replaces every tool service and tool in the bundle under one registry index, all or nothing. Tools may use services from the bundle or already registered ones. Every problem is reported in one `400` with its path in the bundle (for example `tools.3.service`), at most 100 of them; this includes replaced services that would invalidate live tools the bundle does not replace. One item (a tool service, a tool, or an item of a dump) is at most `BODY_LIMIT` bytes of JSON, what a write of it alone may send; a bigger one is a `400` naming it. A TrustGraph config dump is taken too, told apart by its keys (`config`, or `tool-service` and `tool`, where a bundle has `tool-services` and `tools`): its `tool-service` items and `tool-service` tools are imported the same way, problems named by their path in the dump (`config.tool.tell-joke.style`), and tools of TrustGraph's other kinds and other config types are left out and listed under `skipped`.",
         security,
         // Checked item by item by the registry service, every problem reported with its path.
         body: documentedOnly(ImportBodySchema),
@@ -50,14 +52,14 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
       // Bytes from the parser above, or nothing when no body came (no Content-Type, so no parser
       // ran): that is refused as a bundle, as every other write refuses a missing descriptor.
       const bytes = request.body as unknown as Buffer | undefined;
-      const body = bytes === undefined ? undefined : await parseJsonSliced(bytes, { maxDepth: config.jsonMaxDepth });
+      const body = bytes === undefined ? undefined : await parseJsonSliced(bytes, { maxDepth: config.jsonMaxDepth, maxItem });
       const dump = trustGraphItemsOf(body);
       if (dump === undefined) {
         const summary = await app.registry.importBundle(body, actorOf(request));
         reply.header('x-registry-index', String(summary.index));
         return summary;
       }
-      const converted = importOfTrustGraph(dump.items, dump.prefix, config.jsonMaxDepth);
+      const converted = importOfTrustGraph(dump.items, dump.prefix, config.jsonMaxDepth, maxItem);
       try {
         const summary = await app.registry.importBundle(converted.bundle, actorOf(request));
         reply.header('x-registry-index', String(summary.index));
