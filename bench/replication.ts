@@ -34,7 +34,8 @@
  *      X-Registry-Index.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request, type IncomingHttpHeaders } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -223,8 +224,21 @@ async function deleteTopic(broker: Broker, topic: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Registries
 
+let keyFile: string | undefined;
+
+/** The key every replica of this run signs the topic's messages with (REPLICATION_SECRET_FILE), made once, removed at exit. */
+function replicationKeyFile(): string {
+  if (keyFile === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'tool-registry-bench-key-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    keyFile = join(dir, 'replication.key');
+    writeFileSync(keyFile, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  }
+  return keyFile;
+}
+
 function replicaEnv(broker: Broker, topic: string, replicaId: string): Record<string, string> {
-  return { PULSAR_WS_URL: broker.wsUrl, PULSAR_ADMIN_URL: broker.adminUrl, REPLICATION_TOPIC: topic, REPLICA_ID: replicaId, PUBLIC_URL };
+  return { PULSAR_WS_URL: broker.wsUrl, PULSAR_ADMIN_URL: broker.adminUrl, REPLICATION_TOPIC: topic, REPLICA_ID: replicaId, REPLICATION_SECRET_FILE: replicationKeyFile(), PUBLIC_URL };
 }
 
 async function waitReady(registry: Registry, since: number, timeoutMs = 120_000): Promise<number> {

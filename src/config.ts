@@ -123,6 +123,20 @@ const replicationKeyFile = z
     return createSecretKey(key);
   });
 
+/**
+ * REPLICATION_ACCEPT_UNSIGNED: which messages without a MAC a replica still applies, as the
+ * highest registry index: 0 (`off`) none, Infinity (`on`) all, or a whole number N: those at
+ * index N or before (the topic's history from before its replicas signed).
+ */
+const unsignedThrough = z.string().transform((v, ctx): number => {
+  const word = v.trim().toLowerCase();
+  if (word === 'off') return 0;
+  if (word === 'on') return Infinity;
+  if (/^\d{1,16}$/.test(word) && Number.isSafeInteger(Number(word))) return Number(word);
+  ctx.addIssue({ code: 'custom', message: 'must be off, on, or the registry index of the last message that may carry no MAC (a whole number)' });
+  return z.NEVER;
+});
+
 /** The 32 key bytes a key file holds, or undefined. */
 function replicationKeyBytes(file: Buffer): Buffer | undefined {
   if (file.length === 32) return file;
@@ -251,8 +265,17 @@ export const EnvSchema = z.object({
     integer(100, 600_000),
   ),
   REPLICATION_SECRET_FILE: optional(
-    "replicated mode: a file with the 32-byte key every replica shares (base64, as `tool-registry replication-key` writes it, or hex), mode 0600; MCP servers' credentials travel the topic encrypted with it (AES-256-GCM). Unset: an MCP server with a credential is refused in replicated mode",
+    "replicated mode (required): a file with the 32-byte key every replica shares (base64, as `tool-registry replication-key` writes it, or hex), mode 0600; every message on the topic carries an HMAC-SHA256 under a key derived from it, and MCP servers' credentials travel the topic encrypted with it (AES-256-GCM)",
     replicationKeyFile,
+  ),
+  REPLICATION_ACCEPTED_SECRET_FILES: optional(
+    'replicated mode: more key files, comma-separated, whose messages and credentials are accepted too (REPLICATION_SECRET_FILE alone signs and seals): for rotating the key (README: Running replicas)',
+    list.pipe(z.array(replicationKeyFile)),
+  ),
+  REPLICATION_ACCEPT_UNSIGNED: setting(
+    "replicated mode: which messages without a MAC are applied all the same: off (none), on (all: only while replicas of a version that does not sign still write, during an upgrade) or a registry index N (those at N or before: the topic's history from before the upgrade); give every replica the same value",
+    'off',
+    unsignedThrough,
   ),
   ANNOUNCE_TOPIC: optional(
     'a Pulsar topic where tool services announce themselves and send heartbeats (e.g. non-persistent://tg/registry/announcements); unset: announcements are not read (needs PULSAR_WS_URL)',
@@ -398,6 +421,18 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     ctx.addIssue({ code: 'custom', path: ['REPLICATION_SECRET_FILE'], message: 'needs REPLICATION_TOPIC: the key encrypts what travels the replication topic' });
     return z.NEVER;
   }
+  if (env.REPLICATION_ACCEPTED_SECRET_FILES !== undefined && env.REPLICATION_TOPIC === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['REPLICATION_ACCEPTED_SECRET_FILES'], message: 'needs REPLICATION_TOPIC: the keys authenticate what travels the replication topic' });
+    return z.NEVER;
+  }
+  if (env.REPLICATION_TOPIC !== undefined && env.REPLICATION_SECRET_FILE === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['REPLICATION_SECRET_FILE'],
+      message: 'is required in replicated mode (REPLICATION_TOPIC): every message on the topic is signed with the key every replica shares; `tool-registry replication-key <file>` writes one',
+    });
+    return z.NEVER;
+  }
   if (keyModeOf(env) === 'jwks' && env.JWKS_URL === undefined && env.JWT_ISSUER !== undefined && !/^https?:$/.test(URL.parse(env.JWT_ISSUER)?.protocol ?? '')) {
     ctx.addIssue({ code: 'custom', path: ['JWT_ISSUER'], message: 'must be an http:// or https:// URL to find its JWKS from (or set JWKS_URL, JWT_SECRET or JWT_PUBLIC_KEY)' });
     return z.NEVER;
@@ -448,7 +483,7 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     announce: env.ANNOUNCE_TOPIC === undefined ? undefined : { topic: env.ANNOUNCE_TOPIC, scope: env.ANNOUNCE_SCOPE },
     /** Replicated mode (src/replication/), or undefined for one process. */
     replication:
-      env.REPLICATION_TOPIC === undefined || env.PULSAR_WS_URL === undefined
+      env.REPLICATION_TOPIC === undefined || env.PULSAR_WS_URL === undefined || env.REPLICATION_SECRET_FILE === undefined
         ? undefined
         : {
             topic: env.REPLICATION_TOPIC,
@@ -456,8 +491,12 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
             url: env.PULSAR_WS_URL,
             adminUrl: env.PULSAR_ADMIN_URL,
             applyTimeoutMs: env.REPLICATION_APPLY_TIMEOUT_MS,
-            /** The key MCP servers' credentials are encrypted with on the topic, or undefined (refused then). */
+            /** The key every message is signed with (a MAC key derived from it) and MCP servers' credentials are encrypted with. */
             secretKey: env.REPLICATION_SECRET_FILE,
+            /** Further keys whose messages and credentials are accepted (rotation). */
+            acceptedKeys: env.REPLICATION_ACCEPTED_SECRET_FILES ?? [],
+            /** Messages without a MAC at or before this registry index are applied anyway (0: none). */
+            acceptUnsignedThrough: env.REPLICATION_ACCEPT_UNSIGNED,
           },
     /** The outbound address policy's rules beyond its defaults (src/bridge/outbound-policy.ts). */
     outbound: { allow: env.OUTBOUND_ALLOW ?? [], deny: env.OUTBOUND_DENY ?? [] },

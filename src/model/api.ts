@@ -26,6 +26,7 @@ import {
 } from './schemas.js';
 import { EXPORT_FORMATS } from './exports.js';
 import { McpServerInputSchema, McpServerSchema, McpToolSchema } from './mcp-schemas.js';
+import { REFUSAL_REASONS } from './replication.js';
 
 // ---------------------------------------------------------------------------------------------
 // Names for the descriptor schemas (they stay as schemas.ts defines them; this only documents)
@@ -594,6 +595,23 @@ const ReplicationStateSchema = z
     broker: z.enum(['connected', 'disconnected']).describe('Whether writes reach the broker now; while `disconnected` writes answer `503` and reads go on.'),
     appliedIndex: CountSchema.describe('The registry index of the last message this replica applied.'),
     failed: z.string().optional().describe('Why this replica stopped applying the topic (it needs a restart).'),
+    refused: z
+      .strictObject({
+        count: CountSchema.describe('Messages refused since this replica started.'),
+        last: z
+          .strictObject({
+            index: CountSchema.describe('The registry index of the message (its position on the topic).'),
+            messageId: z.string().describe("The message's Pulsar id (base64)."),
+            reason: z.enum(REFUSAL_REASONS).describe('`unsigned`, `unknown-key`, `bad-mac`, `stamp-ahead` or `no-publish-time`.'),
+            detail: z.string().describe('Why, in words.'),
+            at: z.string().describe('When this replica refused it.'),
+          })
+          .optional()
+          .describe('The last message refused.'),
+      })
+      .describe(
+        'Messages of the topic this replica refused and passed over, applying nothing of them: without a valid MAC under a key it holds, or stamped more than 5 minutes ahead of when the broker took them. Each is audited (`replication.refused`) and counted in `tool_registry_replication_refused_total`; refusals do not make the replica unready.',
+      ),
   })
   .meta({ id: 'ReplicationState' });
 

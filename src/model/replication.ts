@@ -96,6 +96,24 @@ export const IMPORT_PART_LIMITS: ImportPartLimits = {
   orphanAfterMs: 10 * 60 * 1000,
 };
 
+/**
+ * How far a message's stamp (`at`, its writer's clock) may be ahead of the time the broker took
+ * it (its publish time): further, and every replica refuses it (src/replication/message-auth.ts).
+ * Stamps never go back, so one message stamped a year ahead would stamp every later write on
+ * every replica with that year. Part of the message format, not a setting: every replica must
+ * decide the same way, and a replica's own clock would not (a replica reading the topic a day
+ * later would find the same message in the past).
+ */
+export const MAX_STAMP_AHEAD_MS = 5 * 60 * 1000;
+
+/**
+ * Why a replica refused a message without applying it (the replication state in /readyz, the
+ * metrics' `reason` label, the audit entry): no MAC, a key id it holds no key for, a MAC that
+ * does not match, a stamp more than MAX_STAMP_AHEAD_MS ahead of the publish time, no publish time.
+ */
+export const REFUSAL_REASONS = ['unsigned', 'unknown-key', 'bad-mac', 'stamp-ahead', 'no-publish-time'] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+
 /** The message key: `tool/<name>`, `tool-service/<id>`, `mcp-server/<id>`, `import/<write>` (an import and each of its parts), `marker/<replica>`. */
 export function replicationKey(event: ReplicationEvent): string {
   switch (event.op) {

@@ -250,6 +250,25 @@ export class RegistryService implements RegistryWrites {
     });
   }
 
+  /**
+   * Replicated mode: a message the replicator refused before anything in it was decided (its
+   * MAC fails, its stamp is too far ahead): nothing is written and no stamp moves, but the
+   * position moves past it, with `audit`, in a commit queued behind the writes before it, so a
+   * restart neither reads it again nor audits it twice. Resolves with the refusal as the
+   * outcome; rejects only when the commit failed.
+   */
+  refuseReplicated(pin: Omit<Pin, 'at'>, refusal: RegistryError, audit: AuditEntryInput): Promise<Outcome> {
+    const run = () => {
+      this.#store.recordAudit(audit);
+      throw refusal;
+    };
+    return new Promise<Outcome>((resolve, reject) => {
+      // The last stamp as the pin's time: whatever the message says, time does not move.
+      this.#queue.push({ run, resolve: resolve as (value: unknown) => void, reject, pin: { ...pin, at: this.#lastStamp } });
+      this.#schedule();
+    });
+  }
+
   /** Replicated mode: the write time after a restart (the last one given out, saved with the position). */
   restoreStamp(lastAt: string): void {
     if (lastAt > this.#lastStamp) this.#lastStamp = lastAt;

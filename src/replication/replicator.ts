@@ -17,6 +17,12 @@
  * messages (src/replication/import-parts.ts) that every replica stages and applies at the last
  * one; its caller is answered then, with the last part's index. An MCP server's credential goes
  * sealed with the key every replica shares (src/replication/credential-seal.ts), never in clear.
+ *
+ * Every message is signed (src/replication/message-auth.ts): a replica applies only messages
+ * MACed under a key it holds and stamped no more than MAX_STAMP_AHEAD_MS ahead of when the broker
+ * took them. Any other is refused the same way on every replica holding the same keys: not
+ * applied, audited, counted (the state in /readyz, the metrics), and passed over with the
+ * position moved past it, so that one forged message cannot stall the topic.
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { RegistryError } from '../model/errors.js';
@@ -29,10 +35,11 @@ import {
   ReplicationEventSchema,
   replicationKey,
   SealedCredentialSchema,
+  type RefusalReason,
   type ReplicationEvent,
   type ReplicationOp,
 } from '../model/replication.js';
-import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { WriteCondition } from '../model/write-condition.js';
 import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
 import type { CommitObserver } from '../registry/commit-telemetry.js';
@@ -42,6 +49,7 @@ import { TimeSlices } from '../registry/time-slices.js';
 import { ensureTopic } from './admin.js';
 import { openCredential, sealCredential, WrongKeyError } from './credential-seal.js';
 import { importParts } from './import-parts.js';
+import { ReplicationKeys, stampRefusal, type Refusal } from './message-auth.js';
 import { indexOf } from './message-id.js';
 import { MessageTooLargeError, TopicProducer, TopicReader, TopicUnavailableError, type TopicMessage } from './topic.js';
 
@@ -64,10 +72,15 @@ export interface ReplicatorOptions {
   /** Largest message, as JSON, the broker takes through the WebSocket API (base64 in one frame); a bigger import goes in parts. */
   maxMessageBytes: number;
   /**
-   * The key every replica shares (REPLICATION_SECRET_FILE): MCP servers' credentials travel the
-   * topic encrypted with it (src/replication/credential-seal.ts). Undefined: such writes are refused.
+   * The key every replica shares (REPLICATION_SECRET_FILE): every message is signed with a MAC
+   * key derived from it (src/replication/message-auth.ts), and MCP servers' credentials travel
+   * the topic encrypted with it (src/replication/credential-seal.ts).
    */
-  secretKey?: KeyObject | undefined;
+  secretKey: KeyObject;
+  /** Further keys whose messages and sealed credentials are accepted (REPLICATION_ACCEPTED_SECRET_FILES): rotation. */
+  acceptedKeys?: readonly KeyObject[] | undefined;
+  /** Messages without a MAC at or before this registry index are applied anyway (REPLICATION_ACCEPT_UNSIGNED); default 0, none. */
+  acceptUnsignedThrough?: number | undefined;
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
 
@@ -82,6 +95,17 @@ export interface ReplicationState {
   appliedIndex: number;
   /** Why this replica stopped applying the topic (it needs a restart), if it did. */
   failed?: string;
+  /** Messages refused (not applied, passed over) since this process started, and the last one. */
+  refused: { count: number; last?: RefusedMessage };
+}
+
+/** A message refused: where it was, why, and when this replica refused it. */
+export interface RefusedMessage {
+  index: number;
+  messageId: string;
+  reason: RefusalReason;
+  detail: string;
+  at: string;
 }
 
 /** The database cannot serve as this replica's (a setting's mistake: the CLI exits 2 with it). */
@@ -114,10 +138,14 @@ export class Replicator implements RegistryWrites {
   #applying = 0;
   #progressAt = Date.now();
   readonly #caughtUpListeners: (() => void)[] = [];
+  readonly #keys: ReplicationKeys;
+  readonly #refusals = new Map<RefusalReason, number>();
+  #lastRefusal: RefusedMessage | undefined;
 
   constructor(service: RegistryService, store: RegistryStore, options: ReplicatorOptions) {
     this.#service = service;
     this.#options = options;
+    this.#keys = new ReplicationKeys(options.secretKey, options.acceptedKeys);
     const position = store.replicationPosition();
     if (position === undefined && store.registryIndex() > 0) {
       throw new ReplicaDatabaseError(
@@ -162,7 +190,13 @@ export class Replicator implements RegistryWrites {
       broker: this.#producer.open && this.#reader.open ? 'connected' : 'disconnected',
       appliedIndex: this.#appliedIndex,
       ...(this.#failed !== undefined && { failed: this.#failed }),
+      refused: { count: [...this.#refusals.values()].reduce((a, b) => a + b, 0), ...(this.#lastRefusal && { last: this.#lastRefusal }) },
     };
+  }
+
+  /** Messages refused since this process started, by reason (for the metrics). */
+  get refusals(): ReadonlyMap<RefusalReason, number> {
+    return this.#refusals;
   }
 
   /** Resolves once this replica has caught up with the topic. */
@@ -199,14 +233,8 @@ export class Replicator implements RegistryWrites {
     if (body === undefined || credential === undefined || credential === null || (isObject(credential) && credential['set'] === true)) {
       return this.#write('mcp-server.put', () => ({ target: pathId, body: input }), actor);
     }
-    const key = this.#options.secretKey;
+    const key = this.#keys.sealingKey;
     const refuse = (message: string, field: string) => Promise.reject(new RegistryError('TR_ERR_VALIDATION', message, { fieldErrors: [{ path: field, message }] }));
-    if (key === undefined) {
-      return refuse(
-        'in replicated mode an MCP server\'s credential travels the replication topic encrypted with the key of REPLICATION_SECRET_FILE, and this replica has none: give every replica the same key file (tool-registry replication-key writes one)',
-        'credential',
-      );
-    }
     const bearer = isObject(credential) && Object.keys(credential).length === 1 ? credential['bearer'] : undefined;
     // Checked here, so that nothing else shaped like a secret goes out in clear.
     if (typeof bearer !== 'string') return refuse('must be {"bearer": "..."}, or {"set": true} to keep the stored one', 'credential');
@@ -291,7 +319,7 @@ export class Replicator implements RegistryWrites {
     try {
       for (let n = 0; n < count && early === undefined; n++) {
         try {
-          await this.#producer.publish(message(n), key);
+          await this.#send(message(n), key);
         } catch (err) {
           const what = count > 1 ? `part ${n + 1} of ${count} of this import` : 'this write';
           if (err instanceof MessageTooLargeError) {
@@ -329,13 +357,19 @@ export class Replicator implements RegistryWrites {
     const marker = randomUUID();
     const event: ReplicationEvent = { v: 1, op: 'marker', write: marker, origin: this.#options.replicaId, at: new Date().toISOString() };
     this.#marker = marker;
-    this.#producer.publish(JSON.stringify(event), replicationKey(event)).then(
+    this.#send(JSON.stringify(event), replicationKey(event)).then(
       () => undefined,
       () => {
         this.#markerTimer = setTimeout(() => this.#sendMarker(), 500);
         this.#markerTimer.unref();
       },
     );
+  }
+
+  /** Publishes one message, signed. */
+  #send(text: string, key: string): Promise<string> {
+    const payload = Buffer.from(text);
+    return this.#producer.publish(payload, key, this.#keys.sign(this.#options.topic, payload));
   }
 
   #onMessage(message: TopicMessage): Promise<void> {
@@ -350,6 +384,9 @@ export class Replicator implements RegistryWrites {
     // Delivered again after a reconnect: it is applied or queued already.
     if (this.#queued !== null && index <= this.#queued.index) return Promise.resolve();
     this.#queued = { messageId: message.messageId, index };
+    // Before anything in it is read: a forged message is never even parsed.
+    const unauthentic = this.#keys.verify(this.#options.topic, message.payload, message.properties);
+    if (unauthentic && !(unauthentic.reason === 'unsigned' && index <= (this.#options.acceptUnsignedThrough ?? 0))) return this.#refuse(message, index, unauthentic);
     const event = parseEvent(message.text);
     if (event === undefined) {
       // Not ours to decide: every replica skips it the same way.
@@ -361,6 +398,8 @@ export class Replicator implements RegistryWrites {
       return Promise.resolve();
     }
     const waiting = event.origin === this.#options.replicaId ? this.#waiting.get(event.write) : undefined;
+    const ahead = stampRefusal(event.at, message.publishTime);
+    if (ahead) return this.#refuse(message, index, ahead, waiting);
     const opened = this.#openCredential(event, message.messageId);
     if (opened === undefined) {
       waiting?.reject(unavailable('this replica cannot decrypt the write; fix its REPLICATION_SECRET_FILE and restart it'));
@@ -390,10 +429,56 @@ export class Replicator implements RegistryWrites {
   }
 
   /**
+   * Refuses a message (src/replication/message-auth.ts): nothing of it is applied; it is counted
+   * and logged here, and the position moves past it with its audit entry in a commit queued
+   * behind the messages before it, so that the topic goes on. `waiting`: this replica's own write
+   * (only for a message whose MAC holds), whose caller hears why.
+   */
+  #refuse(message: TopicMessage, index: number, refusal: Refusal, waiting?: Waiting): Promise<void> {
+    const at = new Date().toISOString();
+    this.#refusals.set(refusal.reason, (this.#refusals.get(refusal.reason) ?? 0) + 1);
+    this.#lastRefusal = { index, messageId: message.messageId, reason: refusal.reason, detail: refusal.detail, at };
+    this.#options.log.warn({ topic: this.#options.topic, messageId: message.messageId, index, reason: refusal.reason }, `replication: refused a message, not applied: ${refusal.detail}`);
+    const authentic = refusal.reason === 'stamp-ahead' || refusal.reason === 'no-publish-time';
+    const audit: AuditEntryInput = {
+      at,
+      sub: null,
+      iss: null,
+      client: null,
+      requestId: null,
+      action: 'replication.refused',
+      target: String(index),
+      outcome: authentic ? 'invalid' : 'denied',
+      status: authentic ? 400 : 401,
+      detail: `${refusal.reason}: ${refusal.detail} (message ${message.messageId})`,
+    };
+    const error = unavailable(`every replica refused this write: ${refusal.detail}`);
+    this.#applying++;
+    const refused = this.#service.refuseReplicated({ index, topic: this.#options.topic, messageId: message.messageId }, error, audit);
+    const settled = () => {
+      this.#applying--;
+      this.#progressAt = Date.now();
+    };
+    this.#tail = refused.then(
+      (outcome) => {
+        settled();
+        this.#appliedIndex = index;
+        waiting?.resolve(outcome);
+      },
+      (err: unknown) => {
+        settled();
+        waiting?.reject(unavailable('this replica could not record the refusal of the write; restart it', err));
+        this.#fail(err instanceof Error ? err.message : String(err));
+      },
+    );
+    return this.#tail.then(() => undefined);
+  }
+
+  /**
    * A replicated `mcp-server.put` with its sealed credential opened (src/replication/
    * credential-seal.ts), or with the refusal every replica holding the key decides the same way
-   * (malformed, or altered); undefined when this replica has stopped: it holds no key, or another
-   * key than the writer's, and must not apply the server without its credential. Its position
+   * (malformed, or altered); undefined when this replica has stopped: it holds no key with the
+   * credential's kid, and must not apply the server without its credential. Its position
    * stays before the message, so that it applies it once restarted with the right key.
    */
   #openCredential(event: ReplicationEvent, messageId: string): { event: ReplicationEvent; refusal?: RegistryError } | undefined {
@@ -407,17 +492,16 @@ export class Replicator implements RegistryWrites {
     const sealed = SealedCredentialSchema.safeParse(credential);
     if (!sealed.success) return refuse('the sealed credential is malformed');
     if (event.target === undefined) return refuse('a sealed credential needs the server id as the target');
-    const key = this.#options.secretKey;
-    if (key === undefined) {
-      this.#fail(`message ${messageId} carries an MCP server's encrypted credential and this replica has no REPLICATION_SECRET_FILE: give it the key the other replicas have`);
-      return undefined;
-    }
+    // The key its kid names, if held; else the signing key, which tells a wrong key apart.
+    const key = this.#keys.keyFor(sealed.data.kid) ?? this.#keys.sealingKey;
     try {
       const bearer = openCredential(key, sealed.data, { write: event.write, target: event.target });
       return { event: { ...event, body: { ...body, credential: { bearer } } } };
     } catch (err) {
       if (err instanceof WrongKeyError) {
-        this.#fail(`message ${messageId} carries an MCP server's credential encrypted with another key than this replica's REPLICATION_SECRET_FILE: give it the key the other replicas have`);
+        this.#fail(
+          `message ${messageId} carries an MCP server's credential encrypted with a key this replica does not hold (REPLICATION_SECRET_FILE, REPLICATION_ACCEPTED_SECRET_FILES): give it the key the other replicas have`,
+        );
         return undefined;
       }
       return refuse((err as Error).message);

@@ -25,8 +25,13 @@ export interface TopicOptions {
 
 export interface TopicMessage {
   messageId: string;
+  /** The payload's bytes, as published (what its MAC covers). */
+  payload: Buffer;
   /** The payload as text; undefined when it is not UTF-8. */
   text: string | undefined;
+  /** The message's properties (string values only). */
+  properties: ReadonlyMap<string, string>;
+  /** When the broker's WebSocket service took it (ISO 8601), the same for every reader. */
   publishTime: string | undefined;
 }
 
@@ -51,6 +56,14 @@ function parseFrame(data: WebSocket.RawData): Record<string, unknown> | undefine
   } catch {
     return undefined;
   }
+}
+
+/** A frame's `properties`, its string values only, in a Map (the sender names the keys). */
+function propertiesOf(value: unknown): ReadonlyMap<string, string> {
+  const properties = new Map<string, string>();
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return properties;
+  for (const [key, v] of Object.entries(value)) if (typeof v === 'string') properties.set(key, v);
+  return properties;
 }
 
 /** One socket kept open: connects, and after any close reconnects with backoff until stopped. */
@@ -154,13 +167,13 @@ export class TopicProducer extends Link {
   }
 
   /** Fails at once when the producer is not connected: the caller answers 503 without waiting. */
-  publish(payload: string, key: string): Promise<string> {
+  publish(payload: Buffer, key: string, properties: Record<string, string> = {}): Promise<string> {
     const ws = this.ws;
     if (!ws || !this.open) return Promise.reject(new TopicUnavailableError('the replication topic is unreachable'));
     const context = String(++this.#context);
     return new Promise<string>((resolve, reject) => {
       this.#acks.set(context, { resolve, reject });
-      ws.send(JSON.stringify({ payload: Buffer.from(payload).toString('base64'), key, context }));
+      ws.send(JSON.stringify({ payload: payload.toString('base64'), properties, key, context }));
     });
   }
 
@@ -212,9 +225,12 @@ export class TopicReader extends Link {
     const messageId = frame['messageId'];
     if (typeof messageId !== 'string') return;
     const ws = this.ws;
+    const base64 = String(frame['payload'] ?? '');
     const message: TopicMessage = {
       messageId,
-      text: payloadText(String(frame['payload'] ?? '')),
+      payload: Buffer.from(base64, 'base64'),
+      text: payloadText(base64),
+      properties: propertiesOf(frame['properties']),
       publishTime: typeof frame['publishTime'] === 'string' ? frame['publishTime'] : undefined,
     };
     const ack = () => {

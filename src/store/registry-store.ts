@@ -321,6 +321,11 @@ export class RegistryStore {
     this.#translate(() => this.#stmts.saveReplication.run(position));
   }
 
+  /** An audit entry in the current transaction: a replicated message refused, with the position that moves past it. */
+  recordAudit(entry: AuditEntryInput): void {
+    this.#translate(() => this.#audit?.insert(entry));
+  }
+
   /** Replicated mode: stages one part of an import sent in parts, in the transaction that saves the position. */
   stageImportPart(row: ImportPartRow): void {
     this.#translate(() => this.#importParts.stage(row));

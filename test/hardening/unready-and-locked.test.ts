@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
+import { replicationKeyFile } from '../helpers/replication-key.js';
 
 const apps: TestApp[] = [];
 afterEach(async () => {
@@ -18,7 +19,7 @@ afterEach(async () => {
 describe('operator-facing states', () => {
   it('a replica that cannot reach the broker answers /readyz 503 saying so, with its replication state', async () => {
     // Port 1 on loopback: nothing listens, so the replica never connects.
-    const t = await createTestApp({ PULSAR_WS_URL: 'ws://127.0.0.1:1', REPLICATION_TOPIC: 'persistent://tg/registry/descriptors', REPLICA_ID: 'lonely' });
+    const t = await createTestApp({ PULSAR_WS_URL: 'ws://127.0.0.1:1', REPLICATION_TOPIC: 'persistent://tg/registry/descriptors', REPLICA_ID: 'lonely', REPLICATION_SECRET_FILE: replicationKeyFile() });
     apps.push(t);
     const res = await t.app.inject({ method: 'GET', url: '/readyz' });
     expect(res.statusCode).toBe(503);
@@ -36,7 +37,12 @@ describe('operator-facing states', () => {
     apps.push(plain);
     expect((await plain.app.inject({ method: 'PUT', url: '/tools/calculator', headers: bearer(plain.token(['registry:write'])), payload: seed('calculator') })).statusCode).toBe(201);
     // Opened beside the first (its close removes the folder): two connections share a WAL database.
-    const replicated = createTestApp({ DATABASE_PATH: plain.config.databasePath, PULSAR_WS_URL: 'ws://127.0.0.1:1', REPLICATION_TOPIC: 'persistent://tg/registry/descriptors' });
+    const replicated = createTestApp({
+      DATABASE_PATH: plain.config.databasePath,
+      PULSAR_WS_URL: 'ws://127.0.0.1:1',
+      REPLICATION_TOPIC: 'persistent://tg/registry/descriptors',
+      REPLICATION_SECRET_FILE: replicationKeyFile(),
+    });
     await expect(replicated).rejects.toBeInstanceOf(ConfigError);
     await expect(replicated).rejects.toThrow(/^DATABASE_PATH holds 1 write\(s\) made outside replication/);
   });

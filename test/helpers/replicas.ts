@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { createSigner } from 'fast-jwt';
 import { seed } from './fixtures.js';
 import { freePort, processTempDir, startServer, stopProcess, type EnvOverrides, type ExitInfo, type ServerProcess } from './process.js';
+import { replicationKeyFile } from './replication-key.js';
 import type { ReplicationState } from '../../src/replication/replicator.js';
 
 /** The HS256 secret every replica is given (JWT_SECRET). */
@@ -126,6 +127,8 @@ export class Replica {
         PULSAR_ADMIN_URL: this.cluster.adminUrl,
         REPLICATION_TOPIC: this.cluster.topic,
         REPLICA_ID: this.id,
+        // The key every replica signs the topic's messages with (env may give another).
+        REPLICATION_SECRET_FILE: replicationKeyFile(),
         PUBLIC_URL,
         JWT_SECRET: SECRET,
         RATE_LIMIT_MAX: '0',

@@ -1,8 +1,9 @@
 /**
  * One persistent topic behind Pulsar's WebSocket producer and reader endpoints, in process, for
  * fast tests of the Replicator (src/replication/) without a broker: a producer's message is
- * acknowledged with a real MessageIdData id (ledger 7, entry n) and kept; a reader gets every
- * message after the id it names (or from the start), in order. What the real broker does beyond
+ * acknowledged with a real MessageIdData id (ledger 7, entry n) and kept with its properties and
+ * its publish time (when it was taken, as a broker stamps it); a reader gets every message after
+ * the id it names (or from the start), in order. What the real broker does beyond
  * that is covered by test/bus/replication*.broker.test.ts.
  */
 import { createServer, type Server } from 'node:http';
@@ -14,6 +15,9 @@ export interface TopicEntry {
   key: string;
   /** The payload as the producer sent it (UTF-8 text of the base64). */
   text: string;
+  properties: Record<string, string>;
+  /** When the topic took it (ISO 8601), as readers are told. */
+  publishTime: string;
 }
 
 /** MessageIdData as protobuf: ledgerId (field 1), entryId (field 2), both varints. */
@@ -35,6 +39,8 @@ export class FakeTopic {
   readonly entries: TopicEntry[] = [];
   /** Payloads (as JSON text) over this many bytes are refused as too large, as a broker's maxMessageSize. */
   maxMessageBytes = Infinity;
+  /** The topic's clock against the process's (publish times): -600_000 is a broker ten minutes behind the writers. */
+  clockOffsetMs = 0;
   readonly #server: Server;
   readonly #wss = new WebSocketServer({ noServer: true });
   readonly #readers = new Set<{ ws: WebSocket; next: number }>();
@@ -67,10 +73,10 @@ export class FakeTopic {
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
-  /** Appends a message as another writer would (a foreign or hand-made one). */
-  append(text: string, key = 'test'): string {
+  /** Appends a message as another writer would (a foreign or hand-made one); `publishTime` defaults to the topic's now. */
+  append(text: string, key = 'test', properties: Record<string, string> = {}, publishTime = new Date(Date.now() + this.clockOffsetMs).toISOString()): string {
     const messageId = messageIdOf(7, this.entries.length);
-    this.entries.push({ messageId, key, text });
+    this.entries.push({ messageId, key, text, properties, publishTime });
     for (const reader of this.#readers) this.#deliver(reader);
     return messageId;
   }
@@ -82,13 +88,13 @@ export class FakeTopic {
 
   #producer(ws: WebSocket): void {
     ws.on('message', (data) => {
-      const frame = JSON.parse(String(data)) as { payload: string; key: string; context: string };
+      const frame = JSON.parse(String(data)) as { payload: string; key: string; context: string; properties?: Record<string, string> };
       const text = Buffer.from(frame.payload, 'base64').toString('utf8');
       if (Buffer.byteLength(text) > this.maxMessageBytes) {
         ws.send(JSON.stringify({ result: 'send-error:3', errorMsg: 'Message size is bigger than the maximum', context: frame.context }));
         return;
       }
-      const messageId = this.append(text, frame.key);
+      const messageId = this.append(text, frame.key, frame.properties ?? {});
       ws.send(JSON.stringify({ result: 'ok', messageId, context: frame.context }));
     });
   }
@@ -106,7 +112,7 @@ export class FakeTopic {
   #deliver(reader: { ws: WebSocket; next: number }): void {
     while (reader.next < this.entries.length && reader.ws.readyState === WebSocket.OPEN) {
       const entry = this.entries[reader.next++] as TopicEntry;
-      reader.ws.send(JSON.stringify({ messageId: entry.messageId, payload: Buffer.from(entry.text).toString('base64'), publishTime: new Date().toISOString(), key: entry.key }));
+      reader.ws.send(JSON.stringify({ messageId: entry.messageId, payload: Buffer.from(entry.text).toString('base64'), properties: entry.properties, publishTime: entry.publishTime, key: entry.key }));
     }
   }
 }

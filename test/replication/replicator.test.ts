@@ -1,74 +1,26 @@
 /**
  * The Replicator (src/replication/replicator.ts) over an in-process topic (fake-topic.ts): an
  * import bigger than one message goes in parts and is answered at its last, with its index, on
- * every replica the same; an MCP server's credential travels sealed, opens on every replica with
- * the key, and stops a replica without it. The real broker: test/bus/replication*.broker.test.ts.
+ * every replica the same; an MCP server's credential travels sealed and opens on every replica
+ * with the key; a replica with another key applies none of it; a credential sealed with a key a
+ * replica does not hold, in a message it can authenticate, stops it. What is refused for its MAC
+ * or stamp: issue-29-message-auth.test.ts. The real broker: test/bus/replication*.broker.test.ts.
  */
-import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createSecretKey, randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RegistryError } from '../../src/model/errors.js';
 import { indexOf } from '../../src/replication/message-id.js';
-import { Replicator } from '../../src/replication/replicator.js';
 import { sealCredential } from '../../src/replication/credential-seal.js';
-import { FakeTopic } from './fake-topic.js';
-import { bundle, openReplica, removeReplicaDirs, TOPIC, type TestReplica } from './support.js';
+import { KEY, Replicas, until } from './running.js';
+import { bundle, type TestReplica } from './support.js';
 
 const BEARER = 'upstream-bearer-0123456789abcdef';
-const KEY = createSecretKey(randomBytes(32));
 
-interface Running extends TestReplica {
-  replicator: Replicator;
-  logs: string[];
-}
-
-let topic: FakeTopic;
-const running: Running[] = [];
-
-afterEach(async () => {
-  for (const r of running.splice(0)) {
-    r.replicator.close();
-    r.store.close();
-  }
-  removeReplicaDirs();
-  await topic?.stop();
-});
-
-async function startTopic(): Promise<FakeTopic> {
-  topic = new FakeTopic();
-  await topic.start();
-  return topic;
-}
-
-/** A replica following the topic; resolves once caught up unless `wait` is false (a replica that stops). */
-async function start(id: string, options: { maxMessageBytes?: number; secretKey?: KeyObject; wait?: boolean } = {}): Promise<Running> {
-  const replica = openReplica();
-  const logs: string[] = [];
-  const line = (level: string) => (obj: object, msg: string) => void logs.push(`${level} ${JSON.stringify(obj)} ${msg}`);
-  const replicator = new Replicator(replica.service, replica.store, {
-    url: topic.url,
-    topic: TOPIC,
-    replicaId: id,
-    connectTimeoutMs: 2000,
-    applyTimeoutMs: 10_000,
-    maxMessageBytes: options.maxMessageBytes ?? 64 * 1024,
-    secretKey: options.secretKey,
-    log: { info: line('info'), warn: line('warn'), error: line('error') },
-  });
-  const r = { ...replica, replicator, logs };
-  running.push(r);
-  await replicator.start();
-  if (options.wait !== false) await replicator.caughtUp();
-  return r;
-}
-
-/** Waits until `predicate` holds (a replica following the topic). */
-async function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const replicas = new Replicas();
+afterEach(() => replicas.close());
+let topic = replicas.topic;
+const startTopic = async () => (topic = await replicas.startTopic());
+const start = replicas.start.bind(replicas);
 
 const lastIndex = () => indexOf(topic.entries.at(-1)!.messageId);
 const view = (r: TestReplica) => r.catalog.view({ kind: 'all' });
@@ -127,26 +79,11 @@ describe('the replicator', () => {
     expect(tooLarge).toMatchObject({ code: 'TR_ERR_BODY_TOO_LARGE', message: expect.stringMatching(/part 1 of \d+ .*PULSAR_WS_MAX_FRAME_BYTES/) });
   });
 
-  it('refuses an MCP server credential without REPLICATION_SECRET_FILE, and sends nothing', async () => {
+  it('seals the credential with the shared key: every replica with the key stores it; one with another key applies none of it', async () => {
     await startTopic();
     const a = await start('a');
-    const before = topic.entries.length;
-    const err = await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { bearer: BEARER } }, 'github').then(
-      () => undefined,
-      (e: unknown) => e as RegistryError,
-    );
-    expect(err).toMatchObject({ code: 'TR_ERR_VALIDATION', message: expect.stringMatching(/REPLICATION_SECRET_FILE/) });
-    expect(topic.entries.length).toBe(before);
-    // Without a credential, or keeping the stored one, it goes as before.
-    await expect(a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp' }, 'plain')).resolves.toMatchObject({ created: true });
-  });
-
-  it('seals the credential with the shared key: every replica with the key stores it, one without or with another key stops', async () => {
-    await startTopic();
-    const a = await start('a', { secretKey: KEY });
-    const b = await start('b', { secretKey: KEY });
+    const b = await start('b');
     const wrong = await start('wrong', { secretKey: createSecretKey(randomBytes(32)) });
-    const none = await start('none');
     const put = await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { bearer: BEARER }, prefix: 'gh_' }, 'github');
     expect(put).toMatchObject({ created: true, record: { id: 'github', hasCredential: true } });
     const sent = topic.entries.at(-1)!;
@@ -160,29 +97,46 @@ describe('the replicator', () => {
     await until(() => b.catalog.getMcpServer('github')?.descriptor.prefix === 'hub_', 'b applies the change');
     expect(b.store.mcpServerCredential('github')).toBe(BEARER);
 
-    for (const r of [wrong, none]) {
-      await until(() => r.replicator.state.failed !== undefined, `${r.replicator.state.replica} stops`);
-      expect(r.replicator.state.failed).toMatch(/REPLICATION_SECRET_FILE/);
-      // Not applied, and its position before the message: applied once restarted with the key.
-      expect(r.catalog.getMcpServer('github')).toBeUndefined();
-      expect(r.store.replicationPosition()?.index ?? 0).toBeLessThan(indexOf(sent.messageId));
-      await expect(r.replicator.putTool({ name: 'x' })).rejects.toMatchObject({ code: 'TR_ERR_UNAVAILABLE' });
-    }
-    for (const r of running) expect(r.logs.join('\n')).not.toContain(BEARER);
+    // Another key: a's messages are not its to authenticate, so it applies none of them (and says so).
+    await until(() => wrong.replicator.state.refused.last?.index === lastIndex(), "wrong refuses a's messages");
+    // a's and b's markers, and a's two writes.
+    expect(wrong.replicator.state.refused).toMatchObject({ count: 4, last: { reason: 'unknown-key' } });
+    expect(wrong.replicator.state.failed).toBeUndefined();
+    expect(wrong.catalog.getMcpServer('github')).toBeUndefined();
+    for (const r of replicas.running) expect(r.logs.join('\n')).not.toContain(BEARER);
+  });
+
+  it('stops a replica that authenticates a message but holds no key for its sealed credential, before the message', async () => {
+    await startTopic();
+    const other = createSecretKey(randomBytes(32));
+    const a = await start('a');
+    const sealed = sealCredential(other, BEARER, { write: 'w-other', target: 'github' });
+    replicas.append(JSON.stringify({ v: 1, op: 'mcp-server.put', write: 'w-other', origin: 'elsewhere', at: new Date().toISOString(), target: 'github', body: { url: 'http://127.0.0.1:9/mcp', credential: sealed } }));
+    await until(() => a.replicator.state.failed !== undefined, 'a stops');
+    expect(a.replicator.state.failed).toMatch(/REPLICATION_SECRET_FILE, REPLICATION_ACCEPTED_SECRET_FILES/);
+    // Not applied, and its position before the message: applied once restarted with the key.
+    expect(a.catalog.getMcpServer('github')).toBeUndefined();
+    expect(a.store.replicationPosition()?.index ?? 0).toBeLessThan(lastIndex());
+    await expect(a.replicator.putTool({ name: 'x' })).rejects.toMatchObject({ code: 'TR_ERR_UNAVAILABLE' });
+    // Restarted holding that key too (rotation), it opens the credential and goes on.
+    replicas.stop(a);
+    const again = await start('a', { dir: a.dir, acceptedKeys: [other] });
+    await until(() => again.catalog.getMcpServer('github') !== undefined, 'a applies the server once it holds the key');
+    expect(again.store.mcpServerCredential('github')).toBe(BEARER);
   });
 
   it('refuses, on every replica with the key, a sealed credential that was altered or moved to another server', async () => {
     await startTopic();
-    const a = await start('a', { secretKey: KEY });
-    const b = await start('b', { secretKey: KEY });
+    const a = await start('a');
+    const b = await start('b');
     const sealed = sealCredential(KEY, BEARER, { write: 'w-hand', target: 'github' });
     const flipped = Buffer.from(sealed.sealed, 'base64');
     flipped[20] = (flipped[20] ?? 0) ^ 1;
     const event = (target: string, credential: unknown) =>
       JSON.stringify({ v: 1, op: 'mcp-server.put', write: 'w-hand', origin: 'elsewhere', at: new Date().toISOString(), target, body: { url: 'http://127.0.0.1:9/mcp', credential } });
-    topic.append(event('github', { ...sealed, sealed: flipped.toString('base64') }));
-    topic.append(event('gitlab', sealed));
-    topic.append(event('malformed', { sealed: 42, kid: 'nope' }));
+    replicas.append(event('github', { ...sealed, sealed: flipped.toString('base64') }));
+    replicas.append(event('gitlab', sealed));
+    replicas.append(event('malformed', { sealed: 42, kid: 'nope' }));
     const last = lastIndex();
     for (const r of [a, b]) {
       await until(() => r.store.replicationPosition()?.index === last, 'the messages are applied');

@@ -2,7 +2,8 @@
  * REPLICATION_SECRET_FILE (src/config.ts) and `tool-registry replication-key`
  * (src/cli/replication-key.ts): the key is written to a new mode-0600 file and never printed;
  * a key file that is missing, malformed or open to other users stops startup with one line
- * naming the setting; the key never shows in the config's JSON or inspection.
+ * naming the setting; the key never shows in the config's JSON or inspection. Replicated mode
+ * needs it (issue 29), takes further keys while rotating, and unsigned messages only when told.
  */
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -98,5 +99,47 @@ describe('the replication key', () => {
       expect(message?.split('\n')).toHaveLength(1);
     }
     expect(problem(keyFile(good), {})).toMatch(/^REPLICATION_SECRET_FILE: needs REPLICATION_TOPIC/);
+  });
+
+  it('is required in replicated mode (issue 29): every message on the topic is signed with it', () => {
+    expect(() => loadConfig(REPLICATED)).toThrow(
+      new ConfigError('REPLICATION_SECRET_FILE: is required in replicated mode (REPLICATION_TOPIC): every message on the topic is signed with the key every replica shares; `tool-registry replication-key <file>` writes one'),
+    );
+  });
+
+  it('takes more keys to accept while rotating (REPLICATION_ACCEPTED_SECRET_FILES), each checked like the first', () => {
+    const key = keyFile(`${randomBytes(32).toString('base64')}\n`);
+    const next = randomBytes(32);
+    const nextFile = keyFile(next);
+    const config = loadConfig({ ...REPLICATED, REPLICATION_SECRET_FILE: key, REPLICATION_ACCEPTED_SECRET_FILES: ` ${nextFile} , ${key}` });
+    expect(config.replication?.acceptedKeys.map((k) => k.export().toString('hex'))).toEqual([next.toString('hex'), config.replication?.secretKey.export().toString('hex')]);
+    expect(JSON.stringify(config)).not.toContain(next.toString('hex'));
+    expect(loadConfig({ ...REPLICATED, REPLICATION_SECRET_FILE: key }).replication?.acceptedKeys).toEqual([]);
+    const open = keyFile(next, 0o644);
+    const message = (() => {
+      try {
+        loadConfig({ ...REPLICATED, REPLICATION_SECRET_FILE: key, REPLICATION_ACCEPTED_SECRET_FILES: `${nextFile},${open}` });
+        return undefined;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    })();
+    expect(message).toMatch(/^REPLICATION_ACCEPTED_SECRET_FILES: is open to other users \(mode 644\)/);
+    expect(message?.split('\n')).toHaveLength(1);
+    expect(() => loadConfig({ REPLICATION_ACCEPTED_SECRET_FILES: nextFile })).toThrow(/^REPLICATION_ACCEPTED_SECRET_FILES: needs REPLICATION_TOPIC/);
+  });
+
+  it('applies no message without a MAC unless REPLICATION_ACCEPT_UNSIGNED says so: on, or up to a registry index', () => {
+    const env = { ...REPLICATED, REPLICATION_SECRET_FILE: keyFile(randomBytes(32)) };
+    const through = (value?: string) => loadConfig(value === undefined ? env : { ...env, REPLICATION_ACCEPT_UNSIGNED: value }).replication?.acceptUnsignedThrough;
+    expect(through()).toBe(0);
+    expect(through('off')).toBe(0);
+    expect(through('')).toBe(0);
+    expect(through('on')).toBe(Infinity);
+    expect(through('ON')).toBe(Infinity);
+    expect(through('4194305')).toBe(4194305);
+    for (const bad of ['maybe', '-1', '1.5', 'true', '99999999999999999']) {
+      expect(() => through(bad), bad).toThrow(/^REPLICATION_ACCEPT_UNSIGNED: must be off, on, or the registry index of the last message that may carry no MAC \(a whole number\)/);
+    }
   });
 });

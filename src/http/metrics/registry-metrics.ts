@@ -16,6 +16,7 @@ import type { BridgeState, ToolBridge } from '../../bridge/bridge.js';
 import type { Catalog } from '../../catalog/catalog.js';
 import type { ViewWaiters } from '../../catalog/waiters.js';
 import type { CallRecord } from '../../model/records.js';
+import { REFUSAL_REASONS, type RefusalReason } from '../../model/replication.js';
 import type { ViewKey } from '../../model/visibility.js';
 import type { CommitObservation } from '../../registry/commit-telemetry.js';
 import type { ConfigSyncFigures } from '../../trustgraph/config-sync.js';
@@ -70,6 +71,8 @@ export interface MetricSources {
   bridge: ToolBridge;
   /** The key set, when tokens are verified with a JWKS. */
   jwks: JwksKeySource | null;
+  /** Replicated mode's refused messages by reason (src/replication/replicator.ts), or null for one process. */
+  replication?: { readonly refusals: ReadonlyMap<RefusalReason, number> } | null;
 }
 
 export interface MetricsOptions {
@@ -101,7 +104,7 @@ export class RegistryMetrics {
 
   constructor(sources: MetricSources, options: MetricsOptions) {
     const registers = [this.registry];
-    const { catalog, waiters, bridge, jwks } = sources;
+    const { catalog, waiters, bridge, jwks, replication } = sources;
     this.#tools = new BoundedLabel(options.maxToolLabels);
     this.#subjects = new BoundedLabel(options.maxToolLabels);
 
@@ -242,6 +245,17 @@ export class RegistryMetrics {
       collect() {
         this.reset();
         this.inc(jwks?.failedFetches ?? 0);
+      },
+    });
+
+    new Counter({
+      name: 'tool_registry_replication_refused_total',
+      help: 'Replication messages this replica refused and passed over without applying them, by reason: unsigned, unknown-key, bad-mac (not written by a replica holding the key), stamp-ahead (stamped more than 5 minutes ahead of when the broker took it), no-publish-time; 0 outside replicated mode',
+      labelNames: ['reason'],
+      registers,
+      collect() {
+        this.reset();
+        for (const reason of REFUSAL_REASONS) this.inc({ reason }, replication?.refusals.get(reason) ?? 0);
       },
     });
 

@@ -8,6 +8,7 @@ import { ChangeFeed } from '../../registry/change-feed.js';
 import { RegistryService } from '../../registry/registry-service.js';
 import type { RegistryWrites } from '../../registry/writes.js';
 import { adminUrlOf } from '../../replication/admin.js';
+import { KEY_ID_PROPERTY, MAC_PROPERTY } from '../../replication/message-auth.js';
 import { ReplicaDatabaseError, Replicator } from '../../replication/replicator.js';
 import { effectiveLimits, payloadLimit } from '../../bridge/pulsar-ws.js';
 import { readBrokerLimits, type BrokerLimits } from '../../bridge/broker-limits.js';
@@ -120,6 +121,9 @@ export default fp<RegistryPluginOptions>(
   { name: 'registry', dependencies: ['outbound'] },
 );
 
+/** A message's MAC properties as long as they get (src/replication/message-auth.ts), to size the payload beside them. */
+const MAC_PROPERTIES_SIZED = { [KEY_ID_PROPERTY]: '0'.repeat(16), [MAC_PROPERTY]: '0'.repeat(44) };
+
 /** Replicated mode: the write path goes through the topic (src/replication/). */
 async function startReplication(
   service: RegistryService,
@@ -147,9 +151,11 @@ async function startReplication(
       adminUrl: replication.adminUrl ?? adminUrlOf(replication.url),
       connectTimeoutMs: config.bridge.connectTimeoutMs,
       applyTimeoutMs: replication.applyTimeoutMs,
-      // Less room for the message key (a tool's name) beside the payload.
-      maxMessageBytes: payloadLimit(limits, {}, '0000000000').bytes - 1536,
+      // Less room for the message key (a tool's name) beside the payload; the properties carry the MAC.
+      maxMessageBytes: payloadLimit(limits, MAC_PROPERTIES_SIZED, '0000000000').bytes - 1536,
       secretKey: replication.secretKey,
+      acceptedKeys: replication.acceptedKeys,
+      acceptUnsignedThrough: replication.acceptUnsignedThrough,
       log,
     });
   } catch (err) {
