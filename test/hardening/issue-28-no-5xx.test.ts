@@ -81,6 +81,13 @@ describe('issue 28: no 5xx of our own', () => {
     expect(problemOf(dump)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: 'config.tool.j', message: expect.stringContaining('BODY_LIMIT') }] });
   });
 
+  it('a TrustGraph dump item of 20,000 nested arrays is refused for its depth, not as "Maximum call stack size exceeded"', async () => {
+    const deep = `{"type":"tool-service","name":"d","x":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    const res = await t.app.inject({ method: 'POST', url: '/import', headers: { ...admin, ...json }, payload: JSON.stringify({ config: { tool: { d: deep } } }) });
+    expect(res.statusCode).toBe(400);
+    expect(problemOf(res)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: 'config.tool.d', message: expect.stringMatching(/^nests objects and arrays more than \d+ deep$/) }] });
+  });
+
   it('a descriptor with 115,000 bad entries is a 400 listing the first 100 and counting the rest', async () => {
     const keys = (n: number) => `{${Array.from({ length: n }, (_, i) => `"${i.toString(36)}":0`).join(',')}}`;
     for (const [method, url, body] of [
