@@ -203,14 +203,17 @@ class Nested {
   }
 }
 
-/** An array of `length` zeros, printed by its length: wide where Nested is deep. */
+/** An array of `length` copies of `item`, printed by its length: wide where Nested is deep. */
 export class Wide {
-  constructor(readonly length: number) {}
+  constructor(
+    readonly length: number,
+    readonly item: unknown = 0,
+  ) {}
   get value(): unknown {
-    return new Array<number>(this.length).fill(0);
+    return new Array<unknown>(this.length).fill(this.item);
   }
   [fc.toStringMethod](): string {
-    return `<array of ${this.length} zeros>`;
+    return `<array of ${this.length} × ${JSON.stringify(this.item)}>`;
   }
 }
 
