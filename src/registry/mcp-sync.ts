@@ -9,6 +9,7 @@
  * The connection itself (the MCP SDK) is the bridge's (src/bridge/mcp-client.ts); it is passed
  * in as a factory, so that this room stays free of transports.
  */
+import { escapeInvisible } from '../model/invisible-characters.js';
 import type { McpServer, McpTool } from '../model/mcp-schemas.js';
 import { mcpToolsOf, type SkippedTool, type UpstreamTool } from '../model/mcp-tools.js';
 import type { ChangeListener, McpServerRecord } from '../model/records.js';
@@ -65,9 +66,12 @@ const KICK_EVERY_MS = 1000;
 // eslint-disable-next-line no-control-regex -- the characters to escape
 const CONTROL = /[\x00-\x1F\x7F-\x9F]/g;
 
-/** Upstream text for logs and answers: control characters escaped, bounded. */
+/**
+ * Upstream text for logs and answers: control characters escaped, and the invisible ones (a
+ * skipped tool's name may hold tag characters), so that an operator sees them; bounded.
+ */
 function printable(text: string, max = 500): string {
-  const escaped = text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const escaped = escapeInvisible(text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
   return escaped.length > max ? `${escaped.slice(0, max)}...` : escaped;
 }
 
