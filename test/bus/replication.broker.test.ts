@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
 import { killAll, removeTempDirs, runCli, startServer, stopProcess } from '../helpers/process.js';
+import { replicationKeyFile } from '../helpers/replication-key.js';
 import {
   ADMIN_SCOPE,
   Replica,
@@ -395,7 +396,7 @@ if (pulsar.skip) {
       const c = cluster('refuse');
       const refused = await runCli(['serve'], {
         databasePath: plain.databasePath,
-        env: { PULSAR_WS_URL: c.wsUrl, PULSAR_ADMIN_URL: c.adminUrl, REPLICATION_TOPIC: c.topic, REPLICA_ID: 'refused', JWT_SECRET: SECRET, PORT: '0' },
+        env: { PULSAR_WS_URL: c.wsUrl, PULSAR_ADMIN_URL: c.adminUrl, REPLICATION_TOPIC: c.topic, REPLICA_ID: 'refused', REPLICATION_SECRET_FILE: replicationKeyFile(), JWT_SECRET: SECRET, PORT: '0' },
         timeoutMs: 30_000,
       });
       // A setting's mistake, as every other DATABASE_PATH problem: exit 2.
