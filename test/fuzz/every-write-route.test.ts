@@ -351,7 +351,7 @@ beforeAll(async () => {
   const calling = await mcpSession(caller);
   const closing = await mcpSession(opener);
 
-  const examples_: Record<string, Example[]> = {
+  const byOperation: Record<string, Example[]> = {
     registerTool: [{ body: httpTool('fuzz_http') }, { body: busTool('fuzz-joke') }],
     putTool: [
       { params: { name: 'fuzz_schema' }, body: schemaTool },
@@ -400,7 +400,7 @@ beforeAll(async () => {
       },
     ],
   };
-  examples = new Map(Object.entries(examples_));
+  examples = new Map(Object.entries(byOperation));
   routes = await writeRoutes(t);
 });
 
