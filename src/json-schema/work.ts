@@ -74,6 +74,11 @@ export class ValidationWork {
   readonly #nodes: WorkNode[] = [];
   /** The expanded size E of the fast path; Infinity where references loop through the value. */
   readonly #expanded: number;
+  /**
+   * Whether a subschema is reached from more than one place (a `$ref` target): only then can
+   * the exact estimate meet a (subschema, part of the value) pair twice and need its memo.
+   */
+  readonly #shared: boolean;
   /** The whole schema, which local `$ref`s point into. */
   #root: Record<string, unknown> = {};
 
@@ -97,6 +102,9 @@ export class ValidationWork {
     // A target is a subschema already described (found by identity), or a boolean schema.
     for (const { from, target } of refs) from.same.push(add(target === undefined ? true : target));
     this.#expanded = this.#expandedSize();
+    const parents = new Uint32Array(this.#nodes.length);
+    for (const node of this.#nodes) for (const child of this.#children(node)) parents[child] = (parents[child] ?? 0) + 1;
+    this.#shared = parents.some((count, id) => count > 1 || (id === 0 && count > 0));
   }
 
   #describe(node: WorkNode, schema: Record<string, unknown>, add: (value: unknown) => number, ref: (target: unknown) => void): void {
@@ -187,7 +195,7 @@ export class ValidationWork {
 
   /** Whether checking `value` costs at most `budget`: the fast bound, else the exact estimate. */
   fits(value: unknown, budget: number): boolean {
-    return this.bound(value, budget) <= budget || new WorkCount(this.#nodes, budget).of(0, value) <= budget;
+    return this.bound(value, budget) <= budget || new WorkCount(this.#nodes, budget, this.#shared).of(0, value) <= budget;
   }
 }
 
@@ -223,13 +231,16 @@ class WorkCount {
   readonly #budget: number;
   /** Per node: a part of the value (by identity, or by value for scalars) to its work. */
   readonly #memo = new Map<number, Map<unknown, number>>();
+  /** Off for a schema whose subschemas each have one parent: no pair comes twice. */
+  readonly #memoise: boolean;
   readonly #sizes = new Map<object, number>();
   #steps = 0;
   #depth = 0;
 
-  constructor(nodes: readonly WorkNode[], budget: number) {
+  constructor(nodes: readonly WorkNode[], budget: number, memoise: boolean) {
     this.#nodes = nodes;
     this.#budget = budget;
+    this.#memoise = memoise;
   }
 
   /** The work of node `id` on `value`, or more than the budget. */
@@ -249,7 +260,7 @@ class WorkCount {
   }
 
   #cost(id: number, value: unknown): number {
-    let memo = this.#memo.get(id);
+    let memo = this.#memoise ? this.#memo.get(id) : undefined;
     const known = memo?.get(value);
     if (known !== undefined) return known;
     if (++this.#steps > this.#budget || ++this.#depth > MAX_RECURSION) throw new OverBudget();
@@ -259,13 +270,14 @@ class WorkCount {
     else if (typeof value === 'object' && value !== null && node.perSize > 0) work += node.perSize * this.#size(value);
     for (const child of node.same) work += this.#cost(child, value);
     if (Array.isArray(value)) {
-      value.forEach((item, i) => {
+      for (let i = 0; i < value.length; i++) {
+        const item: unknown = value[i];
         work += 1;
         const positional = node.prefixItems[i];
         if (positional !== undefined) work += this.#cost(positional, item);
         else if (node.restItems !== undefined) work += this.#cost(node.restItems, item);
         for (const every of node.everyItem) work += this.#cost(every, item);
-      });
+      }
     } else if (isObject(value)) {
       for (const key in value) {
         const item = value[key];
@@ -281,8 +293,10 @@ class WorkCount {
     }
     if (work > this.#budget) throw new OverBudget();
     this.#depth--;
-    if (!memo) this.#memo.set(id, (memo = new Map()));
-    memo.set(value, work);
+    if (this.#memoise) {
+      if (!memo) this.#memo.set(id, (memo = new Map()));
+      memo.set(value, work);
+    }
     return work;
   }
 }
