@@ -66,7 +66,7 @@ interface PolicyRule {
 }
 
 /** The rules in force without settings: each denies; the most specific matching rule decides. */
-export const DEFAULT_DENY: readonly (readonly [rule: string, label: string])[] = [
+const DEFAULT_DENY: readonly (readonly [rule: string, label: string])[] = [
   ['0.0.0.0/8', 'the unspecified address ("this network")'],
   ['169.254.0.0/16', 'link-local'],
   ['169.254.169.254/32', 'cloud metadata'],

@@ -205,7 +205,7 @@ export function overBudget(what: string, budget: number): ValidationWorkError {
 }
 
 /** The size S of a JSON value: its nodes, object keys and string lengths; stops past `limit`. */
-export function sizeOf(value: unknown, limit = Infinity): number {
+function sizeOf(value: unknown, limit = Infinity): number {
   let size = 0;
   const stack: unknown[] = [value];
   while (stack.length > 0 && size <= limit) {

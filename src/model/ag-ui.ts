@@ -16,8 +16,8 @@ export const MAX_AG_UI_TOOL_CALLS = 32;
  * conversation, and low enough that zod refuses a longer list before it checks its items: a list
  * of 340,000 bad items (1 MiB) raised one issue each, which overflowed the stack (issue 28).
  */
-export const MAX_AG_UI_MESSAGES = 10_000;
-export const MAX_AG_UI_LIST = 1_000;
+const MAX_AG_UI_MESSAGES = 10_000;
+const MAX_AG_UI_LIST = 1_000;
 
 /** The `activityType` of the activity message that shows a call's output as it streams. */
 export const TOOL_OUTPUT_ACTIVITY = 'tool-output';

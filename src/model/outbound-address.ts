@@ -134,7 +134,7 @@ export function normaliseHost(host: string): NormalHost | undefined {
 }
 
 /** A URL's `hostname` (already parsed by the URL parser), reduced as the header says. */
-export function normaliseHostname(hostname: string): NormalHost | undefined {
+function normaliseHostname(hostname: string): NormalHost | undefined {
   if (hostname.startsWith('[')) {
     const ip = parseIp(hostname);
     return ip && { kind: 'ip', ip: embeddedIpv4(ip) };
@@ -224,7 +224,7 @@ export function outboundTargetsOf(kind: 'http-tool' | 'mcp-server', descriptor: 
 }
 
 /** A URL's host and port (the scheme's default port when it gives none). */
-export function urlTarget(path: string, url: string): OutboundTarget {
+function urlTarget(path: string, url: string): OutboundTarget {
   const parsed = new URL(url);
   const port = parsed.port !== '' ? Number(parsed.port) : parsed.protocol === 'https:' ? 443 : 80;
   return { path, host: parsed.hostname, port };
