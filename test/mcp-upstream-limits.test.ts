@@ -73,11 +73,13 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
 
     const small = await startMcpUpstream({ tools: [tool('fine'), escape] });
     cleanups.push(() => small.stop());
-    const synced = new Promise<void>((resolve) => registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 'fine') && resolve()));
+    const synced = new Promise<void>((resolve) => registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 'small_fine') && resolve()));
     await registry.app.inject({ method: 'PUT', url: '/mcp-servers/small', headers: admin, payload: { url: small.url } });
     await synced;
     expect((await status('small')).skipped).toEqual([{ name: 'escape', reason: 'description: must not contain control characters or bidirectional formatting characters' }]);
-    expect(registry.app.catalog.getTool('escape')).toBeUndefined();
+    // Named in the namespace derived from the server's id (issue 29).
+    expect(registry.app.catalog.getTool('small_fine')?.record.kind).toBe('mcp');
+    expect(registry.app.catalog.getTool('small_escape')).toBeUndefined();
   });
 
   it('cancels the upstream call when the call times out', async () => {
@@ -85,17 +87,17 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
     const seen = new Promise<void>((resolve) => (cancelled = resolve));
     const slow = tool('slow', (_args, signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => (cancelled(), reject(new Error('cancelled'))))));
     const { registry, upstream, admin } = await setUp({}, [slow]);
-    const synced = new Promise<void>((resolve) => registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 'slow') && resolve()));
+    const synced = new Promise<void>((resolve) => registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 's_slow') && resolve()));
     await registry.app.inject({ method: 'PUT', url: '/mcp-servers/s', headers: admin, payload: { url: upstream.url, timeoutMs: 300 } });
     await synced;
-    const res = await registry.app.inject({ method: 'POST', url: '/tools/slow/invoke', headers: bearer(registry.token([])), payload: {} });
+    const res = await registry.app.inject({ method: 'POST', url: '/tools/s_slow/invoke', headers: bearer(registry.token([])), payload: {} });
     expect(res.statusCode).toBe(504);
     await seen;
   });
 
   it('starts without waiting for a server that is down, and lists it once it is back', async () => {
     const { registry, upstream, admin } = await setUp();
-    const synced = new Promise<void>((resolve) => registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 'one') && resolve()));
+    const synced = new Promise<void>((resolve) => registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 's_one') && resolve()));
     await registry.app.inject({ method: 'PUT', url: '/mcp-servers/s', headers: admin, payload: { url: upstream.url } });
     await synced;
     await upstream.stop();
@@ -103,11 +105,11 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
     const app = await registry.restart();
     expect(performance.now() - started).toBeLessThan(2000);
     // Its stored tools are listed at once; calls answer 503 until it is back.
-    expect(app.catalog.getTool('one')?.record.kind).toBe('mcp');
+    expect(app.catalog.getTool('s_one')?.record.kind).toBe('mcp');
     const agent = bearer(registry.token([]));
-    expect((await app.inject({ method: 'POST', url: '/tools/one/invoke', headers: agent, payload: {} })).statusCode).toBe(503);
+    expect((await app.inject({ method: 'POST', url: '/tools/s_one/invoke', headers: agent, payload: {} })).statusCode).toBe(503);
     await upstream.start();
-    await vi.waitFor(async () => expect((await app.inject({ method: 'POST', url: '/tools/one/invoke', headers: agent, payload: {} })).json()).toMatchObject({ result: 'one' }), {
+    await vi.waitFor(async () => expect((await app.inject({ method: 'POST', url: '/tools/s_one/invoke', headers: agent, payload: {} })).json()).toMatchObject({ result: 'one' }), {
       timeout: 10_000,
       interval: 100,
     });

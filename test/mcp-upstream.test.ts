@@ -185,12 +185,11 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
 
   it('keeps its tools to the server, and reports a name another tool has', async () => {
     const httpTool = { name: 'gh_search', endpoint: '/x', description: 'Mine now.', host: '127.0.0.1', port: 9 };
-    const refused = await call({ method: 'PUT', url: '/tools/gh_search', headers: admin(), payload: httpTool });
+    // Its next sync would list it again. (An operator's PUT or import of the name takes it over
+    // instead, issue 29: test/mcp/namespaces.test.ts.)
+    const refused = await call({ method: 'DELETE', url: '/tools/gh_search', headers: admin() });
     expect(refused.statusCode).toBe(409);
     expect(refused.json()).toMatchObject({ code: 'TR_ERR_CONFLICT', mcpServer: 'github' });
-    expect((await call({ method: 'DELETE', url: '/tools/gh_search', headers: admin() })).statusCode).toBe(409);
-    const imported = await call({ method: 'POST', url: '/import', headers: admin(), payload: { tools: [httpTool] } });
-    expect(imported.statusCode).toBe(400);
 
     expect((await call({ method: 'POST', url: '/tools/register', headers: admin(), payload: { ...httpTool, name: 'gh_clash' } })).statusCode).toBe(201);
     await upstream.addTool({ tool: { name: 'clash', description: 'Clashes.', inputSchema: { type: 'object' } }, handler: () => text('x') });

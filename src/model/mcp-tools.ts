@@ -22,8 +22,26 @@ export interface SkippedTool {
   reason: string;
 }
 
+/** The bound of an operator's `prefix` (McpServerSchema), which a derived one keeps too. */
+const MAX_PREFIX = 32;
+
 /**
- * The tools the server's list makes, under its prefix and scopes. A tool whose name or
+ * The namespace of a server's tools (issue 29): its `prefix`, else one derived from its id, the
+ * id with each character outside the tool-name alphabet (ids may hold ".") made "_", cut to 31
+ * characters, then "_" (`docs.search` -> `docs_search_`). Without a prefix an upstream listing
+ * `calculator` was named `calculator`, a name outside any namespace of its own: it took the name
+ * the moment an operator's tool of that name was deleted. Derived when tools are listed, never
+ * stored, so servers stored without a prefix need no migration (their tools are renamed on the
+ * first sync after the upgrade; the README says so). Two long ids may derive the same prefix:
+ * the one whose tools were there first keeps a name, the other's tool is skipped as taken.
+ */
+export function prefixOf(server: Pick<McpServer, 'id' | 'prefix'>): string {
+  if (server.prefix !== undefined) return server.prefix;
+  return `${server.id.replace(/[^a-zA-Z0-9_-]/g, '_').slice(0, MAX_PREFIX - 1)}_`;
+}
+
+/**
+ * The tools the server's list makes, under its prefix (prefixOf) and scopes. A tool whose name or
  * descriptor does not fit the registry's rules is skipped with the reason, not the whole list.
  */
 export function mcpToolsOf(server: McpServer, upstream: readonly UpstreamTool[]): { tools: McpTool[]; skipped: SkippedTool[] } {
@@ -32,6 +50,7 @@ export function mcpToolsOf(server: McpServer, upstream: readonly UpstreamTool[])
   const seen = new Set<string>();
   // User-keyed (house style 14): looked up in a Map, never on the parsed object.
   const toolScopes = new Map(Object.entries(server.toolScopes));
+  const prefix = prefixOf(server);
   for (const tool of upstream) {
     if (seen.has(tool.name)) {
       skipped.push({ name: tool.name, reason: 'the upstream lists this name more than once' });
@@ -41,7 +60,7 @@ export function mcpToolsOf(server: McpServer, upstream: readonly UpstreamTool[])
     const description = tool.description?.trim() || tool.title?.trim() || `${tool.name}, a tool of MCP server "${server.id}"`;
     const candidate = {
       type: 'mcp',
-      name: `${server.prefix ?? ''}${tool.name}`,
+      name: `${prefix}${tool.name}`,
       server: server.id,
       upstreamName: tool.name,
       ...(tool.title !== undefined && { title: tool.title }),
@@ -74,7 +93,7 @@ export interface McpSyncPlan {
   upserts: McpTool[];
   /** Names of the server's tools the upstream no longer lists (or that no longer fit). */
   deletes: string[];
-  /** Upstream tools whose name another tool already has. */
+  /** Upstream tools whose name another tool has, or an operator's deleted tool had. */
   clashes: SkippedTool[];
   unchanged: number;
 }
@@ -83,8 +102,20 @@ export interface McpSyncPlan {
  * What one write must do so that the server's stored tools are `wanted`: new and changed tools
  * (compared as canonical JSON, so that an upstream that reorders keys writes nothing), the
  * server's tools no longer wanted, and names another tool has (never taken over).
+ *
+ * `deleted` gives the tombstone of a name no live tool has. A name whose last holder was not
+ * an upstream's (an operator's or an announcer's tool, since deleted) stays theirs (issue 29):
+ * agents that knew `calculator` as the operator's, scoped tool must never find an upstream's
+ * copy under it, so such a tool is skipped with the reason until an operator registers the
+ * name again or gives the server another prefix.
  */
-export function planMcpSync(serverId: string, wanted: readonly McpTool[], stored: (name: string) => StoredTool | undefined, own: readonly string[]): McpSyncPlan {
+export function planMcpSync(
+  serverId: string,
+  wanted: readonly McpTool[],
+  stored: (name: string) => StoredTool | undefined,
+  own: readonly string[],
+  deleted: (name: string) => StoredTool | undefined = () => undefined,
+): McpSyncPlan {
   const plan: McpSyncPlan = { upserts: [], deletes: [], clashes: [], unchanged: 0 };
   const kept = new Set<string>();
   for (const tool of wanted) {
@@ -92,6 +123,11 @@ export function planMcpSync(serverId: string, wanted: readonly McpTool[], stored
     if (existing && !(existing.kind === 'mcp' && existing.serviceId === serverId)) {
       const holder = existing.kind === 'mcp' ? `a tool of MCP server "${existing.serviceId ?? ''}"` : `a tool of kind ${existing.kind}`;
       plan.clashes.push({ name: tool.upstreamName, reason: `"${tool.name}" is taken by ${holder}` });
+      continue;
+    }
+    const tombstone = existing ? undefined : deleted(tool.name);
+    if (tombstone && tombstone.kind !== 'mcp') {
+      plan.clashes.push({ name: tool.upstreamName, reason: `"${tool.name}" was a tool of kind ${tombstone.kind}, deleted: a name an operator held is never taken over by an upstream` });
       continue;
     }
     kept.add(tool.name);

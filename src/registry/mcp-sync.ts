@@ -12,7 +12,7 @@
 import { escapeInvisible } from '../model/invisible-characters.js';
 import type { McpServer, McpTool } from '../model/mcp-schemas.js';
 import { mcpToolsOf, type SkippedTool, type UpstreamTool } from '../model/mcp-tools.js';
-import type { ChangeListener, McpServerRecord } from '../model/records.js';
+import type { Change, ChangeListener, McpServerRecord } from '../model/records.js';
 import type { McpSyncResult } from './registry-service.js';
 import { toolSchemaErrors } from '../json-schema/tool-schemas.js';
 
@@ -92,6 +92,8 @@ class Upstream<C extends UpstreamConnection> {
   refused = false;
   skipped: SkippedTool[] = [];
   skippedKey = '[]';
+  /** The registry names its last sync wrote or kept: an operator's write of one displaces it. */
+  held = new Set<string>();
 
   constructor(
     readonly record: McpServerRecord,
@@ -116,7 +118,10 @@ export class McpSync<C extends UpstreamConnection> {
 
   /** Connects to every registered server (without waiting) and follows puts and deletes. */
   start(): void {
-    this.#unsubscribe ??= this.#options.subscribe(() => this.#reconcile());
+    this.#unsubscribe ??= this.#options.subscribe((_index, changes) => {
+      this.#reconcile();
+      this.#resyncDisplaced(changes);
+    });
     this.#reconcile();
   }
 
@@ -143,6 +148,22 @@ export class McpSync<C extends UpstreamConnection> {
     if (upstream.state === 'down' && Date.now() - upstream.lastAttemptAt >= KICK_EVERY_MS) this.#retryNow(upstream);
     if (upstream.state === 'connecting') return { down: 'connecting' };
     return { down: upstream.lastError ?? 'down', ...(upstream.refused && { refused: true }) };
+  }
+
+  /**
+   * An operator's write of a name an upstream's tool had takes it over (issue 29): that
+   * upstream is listed again at once, so that its status shows the tool as skipped, and why,
+   * without waiting for its next refresh.
+   */
+  #resyncDisplaced(changes: readonly Change[]): void {
+    for (const upstream of this.#upstreams.values()) {
+      if (upstream.held.size === 0) continue;
+      const touched = changes.filter((c) => c.kind === 'tool' && c.op === 'upsert' && upstream.held.has(c.name));
+      if (touched.length === 0) continue;
+      // Its own sync's writes touch its names too: only a name no longer its own counts.
+      const own = new Set(this.#options.catalog.toolsOfMcpServer(upstream.record.id));
+      if (touched.some((c) => !own.has(c.name))) void this.#sync(upstream);
+    }
   }
 
   /** Opens servers that are new or changed, drops those that are gone. */
@@ -248,6 +269,8 @@ export class McpSync<C extends UpstreamConnection> {
     if (result.stale || !result.plan) return;
     upstream.lastSyncAt = new Date().toISOString();
     upstream.lastError = null;
+    const clashed = new Set(result.plan.clashes.map((c) => c.name));
+    upstream.held = new Set(wanted.filter((t) => !clashed.has(t.upstreamName)).map((t) => t.name));
     upstream.skipped = [...skipped, ...result.plan.clashes].map((s) => ({ name: printable(s.name, 200), reason: printable(s.reason) }));
     const key = JSON.stringify(upstream.skipped);
     if (key !== upstream.skippedKey && upstream.skipped.length > 0) {

@@ -549,7 +549,10 @@ export class RegistryService implements RegistryWrites {
     return [...names];
   }
 
-  /** Operators may not write a tool an MCP server manages: its sync would undo the write. */
+  /**
+   * An MCP server's tool may not be deleted through /tools (its next sync would list it again),
+   * nor written by an announcer; an operator's write takes its name over instead (#putTool).
+   */
   #refuseManaged(name: string): void {
     const record = this.#tool(name);
     if (record?.kind !== 'mcp') return;
@@ -562,6 +565,13 @@ export class RegistryService implements RegistryWrites {
   #checkCondition(name: string, condition: WriteCondition): void {
     const current = this.#tool(name);
     checkWriteCondition(`tool "${name}"`, condition, current && toolRecordRepresentation(current).etag);
+  }
+
+  /** The tombstone of a name no live tool has, as the writes so far leave it, staged ones included. */
+  #tombstone(name: string): ToolRecord | undefined {
+    const record = this.#staged?.tools.get(name);
+    if (record) return record.status === 'deleted' ? record : undefined;
+    return this.#catalog.getTombstone(name);
   }
 
   /** A live tool's record as the writes so far leave it, staged ones included. */
@@ -599,15 +609,21 @@ export class RegistryService implements RegistryWrites {
     if (condition !== undefined && pathName !== undefined) this.#checkCondition(pathName, condition);
     const parsed = parseCheckedTool(withPathKey(input, 'name', pathName), this.#lookupService);
     this.#checkTargets(parsed);
-    this.#refuseManaged(parsed.name);
     const existing = this.#tool(parsed.name);
+    // An operator's write of a name an upstream's tool has takes the name (issue 29): the
+    // operator decides what a name means, so an upstream must not be able to block one, nor a
+    // restore of a backup holding it; 409 made both fail. The upstream's tool is replaced, and
+    // its later syncs skip it as taken (shown under upstream.skipped). An announcer may not.
+    const displaced = existing?.kind === 'mcp' ? existing.serviceId : null;
     if (owner !== null) {
+      this.#refuseManaged(parsed.name);
       refuseNotOwned('tool', parsed.name, existing, owner);
       // An announcement repeats itself with every heartbeat: the same descriptor writes nothing.
       if (existing && isDeepStrictEqual(existing.descriptor, parsed.descriptor)) return { record: existing, created: false };
     }
     const at = this.#stamp();
-    const result = this.#store.putTool({ ...parsed, owner }, at, this.#audit(actor, at, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200]));
+    const detail = displaced === null ? undefined : `replaced the tool of MCP server "${displaced}"`;
+    const result = this.#store.putTool({ ...parsed, owner }, at, this.#audit(actor, at, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200, detail]));
     this.#stage(result.record.index, { tools: [result.record] });
     return result;
   }
@@ -679,7 +695,7 @@ export class RegistryService implements RegistryWrites {
 
   #syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): McpSyncResult {
     if (this.#mcpServer(serverId)?.index !== serverIndex) return { stale: true, index: null, plan: null };
-    const plan = planMcpSync(serverId, wanted, (name) => this.#tool(name), this.#toolsOfMcpServer(serverId));
+    const plan = planMcpSync(serverId, wanted, (name) => this.#tool(name), this.#toolsOfMcpServer(serverId), (name) => this.#tombstone(name));
     // The same list as last time writes nothing: no index, no change event.
     if (plan.upserts.length === 0 && plan.deletes.length === 0) return { stale: false, index: null, plan };
     const at = this.#stamp();
@@ -731,7 +747,8 @@ export class RegistryService implements RegistryWrites {
         const tool = parseCheckedTool(rawTools[i], lookup, ['tools', i]);
         this.#checkTargets(tool, ['tools', i]);
         if (tools.has(tool.name)) throw duplicate(['tools', i, 'name'], `tool "${tool.name}"`);
-        if (this.#tool(tool.name)?.kind === 'mcp') throw managedInBundle(['tools', i, 'name'], tool.name);
+        // A name an upstream's tool has is taken over, as by PUT (#putTool): a backup restores
+        // whatever upstreams list meanwhile.
         tools.set(tool.name, tool);
       });
       await slices.turn();
@@ -929,12 +946,6 @@ function collect(errors: FieldError[], fn: () => void): void {
     // One at a time: an item with 300,000 bad entries overflowed the stack spread into one push.
     for (const error of err.fieldErrors ?? [{ path: '', message: err.message }]) errors.push(error);
   }
-}
-
-function managedInBundle(path: PropertyKey[], name: string): RegistryError {
-  return new RegistryError('TR_ERR_VALIDATION', `tool "${name}" belongs to an MCP server`, {
-    fieldErrors: [{ path: path.map(String).join('.'), message: `tool "${name}" belongs to an MCP server, which manages it` }],
-  });
 }
 
 function duplicate(path: PropertyKey[], what: string): RegistryError {
