@@ -9,6 +9,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from '../helpers/mcp-upstream.js';
+import { McpServerSchema } from '../../src/model/mcp-schemas.js';
+import { prefixOf } from '../../src/model/mcp-tools.js';
 
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
 const tool = (name: string): UpstreamToolDef => ({ tool: { name, description: `Upstream ${name}.`, inputSchema: { type: 'object' } }, handler: () => text(`upstream ${name}`) });
@@ -50,6 +52,17 @@ afterAll(async () => {
 });
 
 describe('namespaces of upstream MCP servers (issue 29)', () => {
+  it('derives a prefix an operator could have given, from any id', () => {
+    expect(prefixOf({ id: 'github' })).toBe('github_');
+    expect(prefixOf({ id: 'a.b-c_d' })).toBe('a_b-c_d_');
+    expect(prefixOf({ id: 'x', prefix: 'mine-' })).toBe('mine-');
+    const long = prefixOf({ id: `${'a.'.repeat(63)}ab` });
+    expect(long).toBe(`${'a_'.repeat(15)}a_`);
+    for (const id of ['github', 'a.b-c_d', `${'z'.repeat(128)}`, '_.']) {
+      expect(McpServerSchema.safeParse({ id, url: 'http://127.0.0.1/mcp', prefix: prefixOf({ id }) }).success, id).toBe(true);
+    }
+  });
+
   it('names the tools of a server without a prefix under one derived from its id', async () => {
     expect((await app.inject({ method: 'POST', url: '/tools/register', headers: admin(), payload: CALCULATOR })).statusCode).toBe(201);
     const put = await app.inject({ method: 'PUT', url: '/mcp-servers/math.tools', headers: admin(), payload: { url: plain.url } });
