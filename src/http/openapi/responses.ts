@@ -193,7 +193,7 @@ export const problems = {
     },
   }),
   WriteConflict: problem(
-    'The write conflicts with the stored registry (`TR_ERR_CONFLICT`): a storage constraint, or a tool write to a tool of an upstream MCP server, which only the server changes (`mcpServer` names it).',
+    'The write conflicts with the stored registry (`TR_ERR_CONFLICT`): a storage constraint, or a `DELETE` of a tool of an upstream MCP server, which only its sync removes, or an announcement over one (`mcpServer` names the server; an operator\'s register, `PUT` or import of such a name takes it over instead).',
     {
       example: {
         type: 'urn:tool-registry:error:conflict',
