@@ -313,6 +313,12 @@ export const EnvSchema = z.object({
     '300',
     integer(5, 86_400),
   ),
+  MCP_UPSTREAM_WRITE_INTERVAL_MS: setting(
+    "least milliseconds between two writes caused by one registered MCP server's syncs; doubles while it keeps changing (up to MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS), back to this once a listing finds no change; 0 turns the bound off",
+    '5000',
+    integer(0, 3_600_000),
+  ),
+  MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS: setting('most milliseconds the interval between one MCP server\'s writes backs off to while it keeps changing', '300000', integer(0, 86_400_000)),
   MCP_UPSTREAM_MAX_TOOLS: setting('most tools one registered MCP server may list; a longer list is refused whole and what is stored stays', '10000', integer(1, 100_000)),
   MCP_UPSTREAM_MAX_LIST_BYTES: setting("most bytes of JSON a registered MCP server's tool list may take", String(16 * 1024 * 1024), integer(1024, 1024 ** 3)),
   RATE_LIMIT_MAX: setting('requests per window per caller (token sub, or client address); 0 turns limits off', '1200', integer(0, 10_000_000)),
@@ -538,7 +544,13 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     },
     viewCacheBytes: env.VIEW_CACHE_BYTES,
     /** Registered upstream MCP servers (src/registry/mcp-sync.ts). */
-    mcpUpstream: { refreshS: env.MCP_UPSTREAM_REFRESH_S, maxTools: env.MCP_UPSTREAM_MAX_TOOLS, maxListBytes: env.MCP_UPSTREAM_MAX_LIST_BYTES },
+    mcpUpstream: {
+      refreshS: env.MCP_UPSTREAM_REFRESH_S,
+      maxTools: env.MCP_UPSTREAM_MAX_TOOLS,
+      maxListBytes: env.MCP_UPSTREAM_MAX_LIST_BYTES,
+      writeIntervalMs: env.MCP_UPSTREAM_WRITE_INTERVAL_MS,
+      maxWriteIntervalMs: Math.max(env.MCP_UPSTREAM_WRITE_INTERVAL_MS, env.MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS),
+    },
     maxWaiters: env.MAX_WAITERS,
     maxWaitersPerCaller: env.MAX_WAITERS_PER_CALLER,
     changeStreamBufferBytes: env.CHANGE_STREAM_BUFFER_BYTES,

@@ -42,6 +42,10 @@ export interface McpSyncOptions<C extends UpstreamConnection> {
   connect: (server: McpServer, credential: string | undefined, events: ConnectionEvents) => C;
   /** MCP_UPSTREAM_REFRESH_S, for servers that set no `refreshIntervalS`. */
   defaultRefreshS: number;
+  /** MCP_UPSTREAM_WRITE_INTERVAL_MS: the least time between one server's writes (0: unbounded). */
+  writeIntervalMs?: number;
+  /** MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS: what that interval backs off to while the server keeps changing. */
+  maxWriteIntervalMs?: number;
   log: { info: LogFn; warn: LogFn; error: LogFn };
 }
 
@@ -94,12 +98,20 @@ class Upstream<C extends UpstreamConnection> {
   skippedKey = '[]';
   /** The registry names its last sync wrote or kept: an operator's write of one displaces it. */
   held = new Set<string>();
+  /** Bounded churn (issue 29): no listing before this time after a write, and the interval to the next. */
+  nextWriteAt = 0;
+  writeIntervalMs: number;
+  /** The listing put off until nextWriteAt. */
+  deferred: NodeJS.Timeout | null = null;
 
   constructor(
     readonly record: McpServerRecord,
     /** Kept to redact it from any error text an upstream sends back. */
     readonly credential: string | undefined,
-  ) {}
+    readonly minWriteIntervalMs: number,
+  ) {
+    this.writeIntervalMs = minWriteIntervalMs;
+  }
 
   /** Upstream text with the credential taken out. */
   redact(text: string): string {
@@ -162,7 +174,8 @@ export class McpSync<C extends UpstreamConnection> {
       if (touched.length === 0) continue;
       // Its own sync's writes touch its names too: only a name no longer its own counts.
       const own = new Set(this.#options.catalog.toolsOfMcpServer(upstream.record.id));
-      if (touched.some((c) => !own.has(c.name))) void this.#sync(upstream);
+      // Caused by an operator, not the upstream: not held back by its write interval.
+      if (touched.some((c) => !own.has(c.name))) void this.#sync(upstream, true);
     }
   }
 
@@ -178,7 +191,7 @@ export class McpSync<C extends UpstreamConnection> {
     }
     for (const [id, record] of live) {
       if (this.#upstreams.has(id)) continue;
-      const upstream = new Upstream<C>(record, this.#options.credentialOf(id));
+      const upstream = new Upstream<C>(record, this.#options.credentialOf(id), this.#options.writeIntervalMs ?? 0);
       this.#upstreams.set(id, upstream);
       void this.#open(upstream);
     }
@@ -219,8 +232,14 @@ export class McpSync<C extends UpstreamConnection> {
     await this.#sync(upstream);
   }
 
-  /** Lists the server's tools and writes the difference; a request meanwhile runs once more after. */
-  async #sync(upstream: Upstream<C>): Promise<void> {
+  /**
+   * Lists the server's tools and writes the difference; a request meanwhile runs once more after.
+   * Within the write interval after a write, the listing waits for its end (issue 29): an
+   * upstream changing its list every second causes a write every 5 s, then every 10, 20, ...
+   * up to every 5 minutes, and at once again after a listing that found no change. `operator`:
+   * asked for by an operator's write, which the interval does not hold back.
+   */
+  async #sync(upstream: Upstream<C>, operator = false): Promise<void> {
     if (upstream.syncing) {
       upstream.resync = true;
       return;
@@ -231,6 +250,7 @@ export class McpSync<C extends UpstreamConnection> {
         upstream.resync = false;
         const connection = upstream.connection;
         if (upstream.closed || upstream.state !== 'connected' || !connection) return;
+        if (!operator && this.#holdBack(upstream)) return;
         let tools: UpstreamTool[];
         try {
           tools = await connection.listTools();
@@ -246,6 +266,28 @@ export class McpSync<C extends UpstreamConnection> {
     } finally {
       upstream.syncing = false;
     }
+  }
+
+  /** Puts the listing off until the write interval has passed; true when it did. */
+  #holdBack(upstream: Upstream<C>): boolean {
+    const wait = upstream.nextWriteAt - Date.now();
+    if (wait <= 0) return false;
+    upstream.deferred ??= setTimeout(() => {
+      upstream.deferred = null;
+      void this.#sync(upstream);
+    }, wait).unref();
+    return true;
+  }
+
+  /** After a sync: a write holds the next one back, longer each time; no change ends the backoff. */
+  #paceWrites(upstream: Upstream<C>, wrote: boolean): void {
+    const min = upstream.minWriteIntervalMs;
+    if (!wrote) {
+      upstream.writeIntervalMs = min;
+      return;
+    }
+    upstream.nextWriteAt = Date.now() + upstream.writeIntervalMs;
+    upstream.writeIntervalMs = Math.min(upstream.writeIntervalMs * 2, Math.max(min, this.#options.maxWriteIntervalMs ?? min));
   }
 
   async #write(upstream: Upstream<C>, tools: UpstreamTool[]): Promise<void> {
@@ -267,6 +309,7 @@ export class McpSync<C extends UpstreamConnection> {
     }
     // Replaced or deleted meanwhile: the new record's own sync follows.
     if (result.stale || !result.plan) return;
+    this.#paceWrites(upstream, result.index !== null);
     upstream.lastSyncAt = new Date().toISOString();
     upstream.lastError = null;
     const clashed = new Set(result.plan.clashes.map((c) => c.name));
@@ -317,8 +360,10 @@ export class McpSync<C extends UpstreamConnection> {
   #disconnect(upstream: Upstream<C>): void {
     if (upstream.refresh) clearInterval(upstream.refresh);
     if (upstream.retry) clearTimeout(upstream.retry);
+    if (upstream.deferred) clearTimeout(upstream.deferred);
     upstream.refresh = null;
     upstream.retry = null;
+    upstream.deferred = null;
     const connection = upstream.connection;
     upstream.connection = null;
     connection?.close().catch(() => undefined);

@@ -34,6 +34,7 @@ import type { CatalogWrite } from '../catalog/snapshot.js';
 import type { ChangeBus } from './change-bus.js';
 import type { RegistryWrites } from './writes.js';
 import { sortInSlices, TimeSlices } from './time-slices.js';
+import { toolDigest } from './tool-digest.js';
 import { compareNames } from '../catalog/sorted-names.js';
 import { toolRecordRepresentation } from '../catalog/record-etag.js';
 import { checkWriteCondition, type WriteCondition } from '../model/write-condition.js';
@@ -90,8 +91,41 @@ export interface McpSyncResult {
   plan: McpSyncPlan | null;
 }
 
-/** Who writes when the registry syncs an MCP server's tools on its own. */
-const REGISTRY_ITSELF: Actor = { sub: null, iss: null, client: null, requestId: null };
+/**
+ * Who writes when the registry syncs an MCP server's tools (issue 29): the source, by its id, so
+ * that the audit (and the dashboard's writer column) tells an upstream's writes from an
+ * operator's; they were "(anonymous)".
+ */
+function mcpServerActor(serverId: string): Actor {
+  return { sub: `mcp-server:${serverId}`, iss: null, client: null, requestId: null };
+}
+
+/** Tools a sync's audit entry names; past it, a count. 100 entries take about 15 kB. */
+const AUDITED_TOOLS = 100;
+
+/**
+ * A sync's audit detail: the counts, then each tool written or removed with its digest before
+ * and after (`none` where there was, or is, no such tool), the first AUDITED_TOOLS of them.
+ * Read before the write, so `stored` still gives the old versions.
+ */
+function syncDetail(plan: McpSyncPlan, stored: (name: string) => ToolRecord | undefined): string {
+  const digestOf = (name: string): string => {
+    const record = stored(name);
+    return record ? toolDigest(record.descriptor as McpTool) : 'none';
+  };
+  const named: string[] = [];
+  for (const tool of plan.upserts) {
+    if (named.length === AUDITED_TOOLS) break;
+    named.push(`${tool.name} ${digestOf(tool.name)} -> ${toolDigest(tool)}`);
+  }
+  for (const name of plan.deletes) {
+    if (named.length === AUDITED_TOOLS) break;
+    named.push(`${name} ${digestOf(name)} -> none`);
+  }
+  const total = plan.upserts.length + plan.deletes.length;
+  const more = total > named.length ? `; and ${total - named.length} more` : '';
+  return `${plan.upserts.length} tool(s) written, ${plan.deletes.length} deleted: ${named.join('; ')}${more}`;
+}
 
 /** One group commit, from its transaction until its writers are answered. */
 interface Batch {
@@ -699,9 +733,9 @@ export class RegistryService implements RegistryWrites {
     // The same list as last time writes nothing: no index, no change event.
     if (plan.upserts.length === 0 && plan.deletes.length === 0) return { stale: false, index: null, plan };
     const at = this.#stamp();
-    const detail = `${plan.upserts.length} tool(s) written, ${plan.deletes.length} deleted`;
+    const detail = syncDetail(plan, (name) => this.#tool(name));
     const writes = plan.upserts.map((tool) => ({ name: tool.name, kind: 'mcp' as const, serviceId: serverId, descriptor: tool }));
-    const records = this.#store.writeMcpTools(writes, plan.deletes, at, this.#audit(REGISTRY_ITSELF, at, 'mcp-server.sync', () => [serverId, 200, detail]));
+    const records = this.#store.writeMcpTools(writes, plan.deletes, at, this.#audit(mcpServerActor(serverId), at, 'mcp-server.sync', () => [serverId, 200, detail]));
     const index = records[0]?.index ?? null;
     if (index !== null) this.#stage(index, { tools: records });
     return { stale: false, index, plan };

@@ -18,7 +18,7 @@ declare module 'fastify' {
  */
 export default fp<{ config: Config }>(
   async (app, { config }) => {
-    const { refreshS, maxTools, maxListBytes } = config.mcpUpstream;
+    const { refreshS, maxTools, maxListBytes, writeIntervalMs, maxWriteIntervalMs } = config.mcpUpstream;
     const version = packageVersion();
     const sync = new McpSync({
       registry: app.registry,
@@ -38,6 +38,8 @@ export default fp<{ config: Config }>(
           fetch: app.outbound.fetch,
         }),
       defaultRefreshS: refreshS,
+      writeIntervalMs,
+      maxWriteIntervalMs,
       log: app.log.child({ component: 'mcp-upstreams' }),
     });
     app.decorate('mcpUpstreams', sync);
