@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { fieldErrorsFrom, validationError } from './resolve.js';
-import { DescriptionSchema, NOT_PROTO, notProto, ObjectJsonSchema, ScopeSchema, ServiceIdSchema, text, ToolNameSchema } from './schemas.js';
+import { countedFirst, DescriptionSchema, NOT_PROTO, notProto, ObjectJsonSchema, ScopeSchema, ServiceIdSchema, text, ToolNameSchema } from './schemas.js';
 
 /** A tool's name at its upstream: MCP allows more than the registry's names (which may be prefixed). */
 const UpstreamToolNameSchema = z
@@ -61,10 +61,15 @@ export const McpServerSchema = z.strictObject({
   /** Scopes for every tool of the server; none means every caller. */
   scopes: z.array(ScopeSchema).max(64).default([]),
   /** Scopes per upstream tool name; an entry wins over `scopes`. */
-  toolScopes: z
-    .record(UpstreamToolNameSchema, z.array(ScopeSchema).max(64))
-    .refine((value) => Object.keys(value).length <= 10_000, 'must have at most 10000 entries')
-    .default({}),
+  toolScopes: countedFirst(
+    10_000,
+    'entries',
+    z
+      .record(UpstreamToolNameSchema, z.array(ScopeSchema).max(64))
+      .refine((value) => Object.keys(value).length <= 10_000, 'must have at most 10000 entries')
+      // Inside the count, which lets undefined through: zod's document shows no default outside a preprocess.
+      .default({}),
+  ),
   /** Seconds between full refreshes of its tool list (default MCP_UPSTREAM_REFRESH_S). */
   refreshIntervalS: z.number().int().min(5).max(86_400).optional(),
   /** How long a call to one of its tools may wait for its answer (default TOOL_CALL_TIMEOUT_MS). */

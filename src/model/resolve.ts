@@ -9,7 +9,7 @@ import {
   BUS_TOOL_FIELDS,
   BusToolInputSchema,
   ConfigValueSchema,
-  HttpToolSchema,
+  HttpToolParseSchema,
   ToolServiceInputSchema,
   type BusTool,
   type HttpTool,
@@ -73,7 +73,7 @@ function toolKindOf(input: Record<string, unknown>): ToolKind {
 export function parseTool(input: unknown, lookupService: ServiceLookup, prefix: readonly PropertyKey[] = []): ParsedTool {
   const object = requireObject(input, 'tool', prefix);
   if (toolKindOf(object) === 'http') {
-    const result = HttpToolSchema.safeParse(object);
+    const result = HttpToolParseSchema.safeParse(object);
     if (!result.success) throw validationError('HTTP tool', fieldErrorsFrom(result.error, prefix));
     return { kind: 'http', name: result.data.name, descriptor: result.data, serviceId: null };
   }

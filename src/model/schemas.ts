@@ -58,47 +58,116 @@ const INVISIBLE_ERROR = { error: (issue: { input: unknown }) => invisibleCharact
  */
 export const text = (max: number) => z.string().max(max).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE).refine(showsEverything, INVISIBLE_ERROR);
 
+/** One refusal of a string or key: where, and why. */
+interface UnsafeString {
+  path: PropertyKey[];
+  message: string;
+}
+
+/** Whether one string or key breaks the rule above. */
+const breaksRule = (value: string) => CONTROL_CHARACTER.test(value) || invisibleCharacterMessage(value) !== undefined;
+
 /**
- * The rule above for one string or key: the issues it raises at `path`, none when it keeps it.
- * A refused key is named in the path with its control characters JSON-escaped and its invisible
- * ones as `\uXXXX`, so that the error shows what the key holds.
+ * The rule above for one string or key: the issues it raises at `path` (pushed to `issues`),
+ * none when it keeps it. A refused key is named in the path with its control characters
+ * JSON-escaped and its invisible ones as `\uXXXX`, so that the error shows what the key holds.
  */
-function refuseInString(value: string, path: PropertyKey[], ctx: z.RefinementCtx, isKey: boolean): PropertyKey[] {
+function refuseInString(value: string, path: PropertyKey[], issues: UnsafeString[], isKey: boolean): PropertyKey[] {
   const control = CONTROL_CHARACTER.test(value);
   const invisible = invisibleCharacterMessage(value);
   if (!control && invisible === undefined) return path;
   const at = isKey ? [...path.slice(0, -1), escapeInvisible(control ? JSON.stringify(value).slice(1, -1) : value)] : path;
   const what = isKey ? 'key ' : '';
-  if (control) ctx.addIssue({ code: 'custom', path: at, message: `${what}${CONTROL_MESSAGE}` });
-  if (invisible !== undefined) ctx.addIssue({ code: 'custom', path: at, message: `${what}${invisible}` });
+  if (control) issues.push({ path: at, message: `${what}${CONTROL_MESSAGE}` });
+  if (invisible !== undefined) issues.push({ path: at, message: `${what}${invisible}` });
   return at;
 }
 
 /**
- * The rule above for every string inside a JSON value, keys included, one issue per string
- * (and kind of character) with its path. Iterative, so that no nesting the body parser lets
- * through can overflow it.
+ * The most issues the rule raises for one value; then one more, at the value, says it holds
+ * others, and the walk stops. An enum of 100,000 strings each holding a bidi control (1 MiB)
+ * took 1.3 to 1.7 s of the event loop with an issue per string, and with BODY_LIMIT above
+ * ~3 MiB zod's spread of the issues could overflow the stack. The figure is one less than the
+ * error path's MAX_FIELD_ERRORS (resolve.ts), the most an answer lists, so that the issue saying
+ * there are more is listed too.
  */
-function refuseUnsafeCharacters(value: unknown, ctx: z.RefinementCtx): void {
-  const stack: [unknown, PropertyKey[]][] = [[value, []]];
+export const MAX_ISSUES_PER_VALUE = 99;
+export const MORE_UNSAFE_MESSAGE = `holds more strings or keys with control, bidirectional or invisible characters than the ${MAX_ISSUES_PER_VALUE} named`;
+
+/**
+ * The strings and keys under `roots` that break the rule above, in order, with their paths: at
+ * most MAX_ISSUES_PER_VALUE issues, and whether there are more. Iterative, so that no nesting
+ * the body parser lets through can overflow it.
+ */
+function unsafeStrings(roots: [value: unknown, path: PropertyKey[]][]): { issues: UnsafeString[]; more: boolean } {
+  const issues: UnsafeString[] = [];
+  // Each child's path is made when it is reached, not when its parent is: the walk may stop first.
+  const stack: [node: unknown, parent: PropertyKey[], key: PropertyKey | undefined][] = roots.map(([value, path]): [unknown, PropertyKey[], undefined] => [value, path, undefined]).reverse();
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
-    const [node, path] = next;
+    const [node, parent, key] = next;
+    const path = key === undefined ? parent : [...parent, key];
     if (typeof node === 'string') {
-      refuseInString(node, path, ctx, false);
+      refuseInString(node, path, issues, false);
     } else if (Array.isArray(node)) {
-      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], [...path, i]]);
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], path, i]);
     } else if (typeof node === 'object' && node !== null) {
       const entries = Object.entries(node);
       for (let i = entries.length - 1; i >= 0; i--) {
-        const [key, child] = entries[i] as [string, unknown];
-        stack.push([child, refuseInString(key, [...path, key], ctx, true)]);
+        const [name, child] = entries[i] as [string, unknown];
+        const named = breaksRule(name) ? refuseInString(name, [...path, name], issues, true) : undefined;
+        stack.push(named === undefined ? [child, path, name] : [child, named, undefined]);
+      }
+    }
+    if (issues.length >= MAX_ISSUES_PER_VALUE) break;
+  }
+  // At the cap: look on, without paths, only as far as the next string to refuse, if any.
+  const more = issues.length > MAX_ISSUES_PER_VALUE || (issues.length === MAX_ISSUES_PER_VALUE && holdsUnsafeString(stack.map(([node]) => node)));
+  return { issues: issues.slice(0, MAX_ISSUES_PER_VALUE), more };
+}
+
+/** Raises what unsafeStrings found, and the issue saying there are more (at `morePath`), where there are. */
+function raiseUnsafe({ issues, more }: ReturnType<typeof unsafeStrings>, ctx: z.RefinementCtx, morePath: PropertyKey[] = []): void {
+  for (const { path, message } of issues) ctx.addIssue({ code: 'custom', path, message });
+  if (more) ctx.addIssue({ code: 'custom', path: morePath, message: MORE_UNSAFE_MESSAGE });
+}
+
+/** The rule above for every string inside a JSON value, keys included, one issue per string (and kind of character). */
+function refuseUnsafeCharacters(value: unknown, ctx: z.RefinementCtx): void {
+  raiseUnsafe(unsafeStrings([[value, []]]), ctx);
+}
+
+/** Whether any string or key in these JSON values breaks the rule; stops at the first that does. */
+function holdsUnsafeString(values: unknown[]): boolean {
+  for (let node = values.pop(); node !== undefined; node = values.pop()) {
+    if (typeof node === 'string') {
+      if (breaksRule(node)) return true;
+    } else if (Array.isArray(node)) {
+      for (const child of node) values.push(child);
+    } else if (typeof node === 'object' && node !== null) {
+      for (const [key, child] of Object.entries(node)) {
+        if (breaksRule(key)) return true;
+        values.push(child);
       }
     }
   }
+  return false;
 }
 
 /** A free-form JSON value (enum values, defaults, item schemas, agent hints), under the rule above. */
 const jsonText = () => z.json().superRefine(refuseUnsafeCharacters);
+
+/**
+ * `schema`, behind a check of how many items or entries a value has that runs before any of them
+ * is parsed: zod's own `.max` runs after, so a list of 100,000 bad items raised 100,000 issues
+ * first. `schema` keeps its own bound too, which the OpenAPI document shows.
+ */
+export function countedFirst<T extends z.ZodType>(max: number, unit: 'values' | 'entries', schema: T) {
+  return z.preprocess((value, ctx) => {
+    const count = Array.isArray(value) ? value.length : unit === 'entries' && typeof value === 'object' && value !== null ? Object.keys(value).length : 0;
+    if (count > max) ctx.addIssue({ code: 'custom', message: `must have at most ${max} ${unit}`, input: value });
+    return value;
+  }, schema);
+}
 
 export const ToolNameSchema = z
   .string()
@@ -343,16 +412,33 @@ export const BUS_TOOL_FIELDS: ReadonlySet<string> = new Set(Object.keys(BusToolF
 const RESERVED_TOOL_KEYS: ReadonlySet<string> = new Set([...BUS_TOOL_FIELDS, 'config', 'kind', 'status', 'index']);
 
 /**
+ * Every config value under one cap, before the tool is parsed, as httpToolBoundsFirst does
+ * for parameters: 60,000 config keys each holding a bidi control (1 MiB) raised an issue
+ * each, 0.4 to 0.6 s of the event loop. Below the cap this raises nothing.
+ */
+function refuseUnsafeConfigValuesFirst(value: unknown, ctx: z.RefinementCtx): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const roots: [unknown, PropertyKey[]][] = [];
+  for (const [key, child] of Object.entries(value)) if (!BUS_TOOL_FIELDS.has(key)) roots.push([child, [key]]);
+  const found = unsafeStrings(roots);
+  if (found.more) raiseUnsafe(found, ctx);
+  return value;
+}
+
+/**
  * The message-bus tool as sent: known fields plus one top-level key per config value. Which
  * extra keys are allowed depends on the service, so resolve.ts finishes the check.
  */
-export const BusToolInputSchema = BusToolFieldsSchema.catchall(z.unknown().superRefine(refuseUnsafeCharacters)).superRefine((value, ctx) => {
-  const seen = new Set<string>();
-  value.arguments.forEach((arg, i) => {
-    if (seen.has(arg.name)) ctx.addIssue({ code: 'custom', path: ['arguments', i, 'name'], message: `duplicate argument "${arg.name}"` });
-    seen.add(arg.name);
-  });
-});
+export const BusToolInputSchema = z.preprocess(
+  refuseUnsafeConfigValuesFirst,
+  BusToolFieldsSchema.catchall(z.unknown().superRefine(refuseUnsafeCharacters)).superRefine((value, ctx) => {
+    const seen = new Set<string>();
+    value.arguments.forEach((arg, i) => {
+      if (seen.has(arg.name)) ctx.addIssue({ code: 'custom', path: ['arguments', i, 'name'], message: `duplicate argument "${arg.name}"` });
+      seen.add(arg.name);
+    });
+  }),
+);
 /** @public */
 export type BusToolInput = z.infer<typeof BusToolInputSchema>;
 
@@ -362,14 +448,26 @@ export type BusTool = z.infer<typeof BusToolFieldsSchema> & { [configKey: string
 // ---------------------------------------------------------------------------------------------
 // HTTP tool (the discovery article's form)
 
+/**
+ * The input schema made from `parameters` is held to 64 KiB of JSON (src/json-schema/check.ts
+ * MAX_SCHEMA_BYTES), where an enum value takes at least 2 bytes (`0,`) and a parameter at least
+ * 20 (`"a":{"type":"null"},`): no more could pass that check. These bounds apply before any of
+ * them is parsed (httpToolBoundsFirst): 1 MiB of 60,000 parameters each with a bad type took 0.6 s.
+ */
+const ENUM_MAX_VALUES = 32 * 1024;
+const PARAMETERS_MAX = 4 * 1024;
+
 export const ParameterSchema = z.strictObject({
   /** JSON Schema type of the value. */
   type: JsonTypeSchema,
   description: DescriptionSchema.optional(),
   /** Whether the model must give it; defaults to true. */
   required: z.boolean().optional(),
-  /** Allowed values. */
-  enum: z.array(jsonText()).optional(),
+  /**
+   * Allowed values: checked for unsafe characters as one value, so that its issues are capped
+   * together; at most ENUM_MAX_VALUES of them, counted first (HttpToolParseSchema).
+   */
+  enum: z.array(z.json()).max(ENUM_MAX_VALUES).superRefine(refuseUnsafeCharacters).optional(),
   /** Item schema of an array parameter: JSON Schema, checked as part of the input schema (issue 12). */
   items: z.record(z.string(), z.json()).superRefine(refuseUnsafeCharacters).optional(),
   /** The value the tool takes when the model gives none. */
@@ -427,6 +525,44 @@ export const HttpToolSchema = z
     return rest.inputSchema === undefined ? { ...rest, parameters: rest.parameters ?? {} } : rest;
   });
 export type HttpTool = z.output<typeof HttpToolSchema>;
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The bounds of an HTTP tool's `parameters`, checked before any parameter is parsed (zod's own
+ * `.max` runs after the items): at most PARAMETERS_MAX of them, each `enum` at most
+ * ENUM_MAX_VALUES, and the free-form parts of all of them (`enum`, `items`, `default`) under one
+ * cap of unsafe strings. Each part is capped on its own too, but 4096 parameters with 25 bad enum
+ * values each (1.1 MiB) raised 102,400 issues, 1.3 to 1.5 s of the event loop. Within the
+ * bounds this raises nothing, and the parameters' own checks name each problem as they would.
+ */
+function httpToolBoundsFirst(value: unknown, ctx: z.RefinementCtx): unknown {
+  const parameters = isRecord(value) ? value['parameters'] : undefined;
+  if (!isRecord(parameters)) return value;
+  const entries = Object.entries(parameters);
+  if (entries.length > PARAMETERS_MAX) {
+    ctx.addIssue({ code: 'custom', path: ['parameters'], message: `must have at most ${PARAMETERS_MAX} entries` });
+    return value;
+  }
+  const roots: [unknown, PropertyKey[]][] = [];
+  let tooMany = false;
+  for (const [name, parameter] of entries) {
+    if (!isRecord(parameter)) continue;
+    const values = parameter['enum'];
+    if (Array.isArray(values) && values.length > ENUM_MAX_VALUES) {
+      ctx.addIssue({ code: 'custom', path: ['parameters', name, 'enum'], message: `must have at most ${ENUM_MAX_VALUES} values` });
+      tooMany = true;
+    }
+    for (const field of ['enum', 'items', 'default']) if (Object.hasOwn(parameter, field)) roots.push([parameter[field], ['parameters', name, field]]);
+  }
+  if (tooMany) return value;
+  const found = unsafeStrings(roots);
+  if (found.more) raiseUnsafe(found, ctx, ['parameters']);
+  return value;
+}
+
+/** HttpToolSchema behind httpToolBoundsFirst: what parses a descriptor (the document shows HttpToolSchema). */
+export const HttpToolParseSchema = z.preprocess(httpToolBoundsFirst, HttpToolSchema);
 
 /** `mcp`: a tool of an upstream MCP server (src/model/mcp-schemas.ts), written by the registry's sync only. */
 export type ToolKind = 'http' | 'tool-service' | 'mcp';
