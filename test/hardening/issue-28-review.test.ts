@@ -1,0 +1,123 @@
+/**
+ * Regression tests for what an outside review of issue 28's fixes found (02 Dec 2026). Every
+ * test here FAILS on the commit it was written against (b3da512 plus the uncommitted work in
+ * src/model/); each names the finding of the review it pins down.
+ *
+ * - F1: RE2 runs in time linear in the text but proportional to the pattern's automaton too, and
+ *   the work model (work.ts) counts a `pattern` as one step per character whatever its size. A
+ *   204-character pattern (`[ab]{1000}` twenty times) against a 19,900-character string is
+ *   estimated under INLINE_VALIDATION_WORK, so it runs on the event loop: 5 to 8 s there, for
+ *   arguments (invoke, /mcp, /ag-ui) and for an upstream's answer against its output schema alike.
+ * - F2: compiling one 13 KB pattern on re2js takes 1.2 to 2 s on the event loop (registration, an
+ *   upstream's tool list), and the compiled-pattern cache in regex.ts keeps about 94 MB of heap
+ *   for each, with a count limit (10,000) and no size limit: a hostile upstream that lists 14
+ *   tools of 4 such patterns crashed a registry with "JavaScript heap out of memory".
+ * - F3: `\S` inside a class is passed to RE2 as is, where it is ASCII-only: `^[\S]+$` accepts
+ *   U+00A0, U+000B, U+2028 and U+FEFF, which ECMAScript (and the schema's author) refuse.
+ * - F4: `\p{Script_Extensions=X}` is run as `\p{X}` (Script), a different, smaller set: under
+ *   `\P{...}` RE2 accepts what ECMAScript refuses.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { ArgumentValidators, OutputValidators } from '../../src/json-schema/arguments.js';
+import { schemaProblems } from '../../src/json-schema/check.js';
+import { linearRegExp, NonLinearPatternError } from '../../src/json-schema/regex.js';
+import type { Tool } from '../../src/model/normalise.js';
+
+let n = 0;
+const toolOf = (schemas: { inputSchema?: Record<string, unknown>; outputSchema?: Record<string, unknown> }) =>
+  ({ name: `review${n++}`, inputSchema: schemas.inputSchema ?? { type: 'object' }, ...(schemas.outputSchema && { outputSchema: schemas.outputSchema }) }) as unknown as Tool;
+
+/** No backtracking anywhere, but an automaton of 20,000 states, every one alive on a long run of `a`s. */
+const WIDE_PATTERN = `${'[ab]{1000}'.repeat(20)}[cd]`;
+/** Just under the inline estimate: about 19,900 steps by work.ts, seconds of re2js. */
+const LONG_VALUE = { s: 'a'.repeat(19_900) };
+
+/** How long `start` holds the event loop before it hands back its promise (what every other request waits for). */
+async function heldFor(start: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  const pending = start();
+  const held = performance.now() - t;
+  await pending.catch(() => undefined);
+  return held;
+}
+
+describe('F1 (FAILS): a pattern with a large automaton is no cheaper than its length says', () => {
+  const context = { owner: 'review', timeoutMs: 2_000 };
+
+  it('checking arguments against it does not hold the event loop (invoke, /mcp, /ag-ui)', async () => {
+    const validators = new ArgumentValidators();
+    const tool = toolOf({ inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: WIDE_PATTERN } } } });
+    // Compiled (and its pattern) first, so only the check is measured.
+    await validators.check(tool, { s: 'c' }, context);
+    const held = await heldFor(() => validators.check(tool, LONG_VALUE, context));
+    // Observed: 5,000 to 8,300 ms (the same call over HTTP held /healthz for 8.3 s).
+    expect(held).toBeLessThan(200);
+  }, 60_000);
+
+  it("checking an upstream's answer against its output schema does not hold the event loop", async () => {
+    const validators = new OutputValidators();
+    const tool = toolOf({ outputSchema: { type: 'object', properties: { s: { type: 'string', pattern: WIDE_PATTERN } } } });
+    await validators.check(tool, { s: 'c' }, context);
+    const held = await heldFor(() => validators.check(tool, LONG_VALUE, context));
+    // Observed over /mcp with an SDK upstream answering this: the call and /healthz took 7.4 s.
+    expect(held).toBeLessThan(200);
+  }, 60_000);
+});
+
+describe('F2 (FAILS): large patterns at registration and in the compiled-pattern cache', () => {
+  /** 13 KB: below re2js's "expression too large", far below MAX_SCHEMA_BYTES. */
+  const bigPattern = (tag: string) => `${'[ab]{1000}'.repeat(1300)}x${tag}`;
+
+  it('the registration check of a schema with a large pattern is refused or quick', () => {
+    const t = performance.now();
+    const problems = schemaProblems({ type: 'object', properties: { p: { type: 'string', pattern: bigPattern(`quick${Date.now()}`) } } });
+    const took = performance.now() - t;
+    // Observed: no problem, after 1,200 to 2,000 ms on the event loop (per pattern; 4 fit one schema,
+    // and an upstream's tool list is checked tool after tool on the event loop).
+    expect(problems.length > 0 || took < 250).toBe(true);
+  }, 60_000);
+
+  it('compiled patterns do not keep hundreds of megabytes of heap', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 3; i++) schemaProblems({ type: 'object', properties: { p: { type: 'string', pattern: bigPattern(`heap${Date.now()}_${i}`) } } });
+    gc();
+    const retained = process.memoryUsage().heapUsed - before;
+    // Observed: about 94 MB retained per pattern (282 MB for these 3); a hostile upstream's 56
+    // patterns took a registry with the default 4 GB heap to "JavaScript heap out of memory".
+    expect(retained).toBeLessThan(100 * 1024 * 1024);
+  }, 60_000);
+});
+
+/** The pattern means what ECMA-262 (with the `u` flag) says, or it is refused at registration. */
+function agreesWithEcmaScript(pattern: string, text: string): void {
+  const ecma = new RegExp(pattern, 'u').test(text);
+  let linear: boolean;
+  try {
+    linear = linearRegExp(pattern).test(text);
+  } catch (err) {
+    expect(err).toBeInstanceOf(NonLinearPatternError);
+    return;
+  }
+  expect({ pattern, text, linear }).toEqual({ pattern, text, linear: ecma });
+}
+
+describe('F3 (FAILS): \\S inside a class is ECMAScript\'s \\S', () => {
+  it.each(['00A0', '000B', '2028', 'FEFF', '3000'])('^[\\S]+$, ^[^\\S]$ and ^[a\\S]$ against U+%s', (code) => {
+    const space = String.fromCodePoint(Number.parseInt(code, 16));
+    agreesWithEcmaScript('^[\\S]+$', space);
+    agreesWithEcmaScript('^[^\\S]$', space);
+    agreesWithEcmaScript('^[a\\S]$', space);
+  });
+});
+
+describe('F4 (FAILS): Script_Extensions is not Script', () => {
+  it('\\P{Script_Extensions=Greek} refuses U+0342 (Greek by extension) as ECMAScript does, or is refused', () => {
+    agreesWithEcmaScript('^\\P{Script_Extensions=Greek}$', '\u0342');
+    agreesWithEcmaScript('^\\P{scx=Greek}$', '\u0342');
+  });
+});
