@@ -16,6 +16,10 @@
  *   U+00A0, U+000B, U+2028 and U+FEFF, which ECMAScript (and the schema's author) refuse.
  * - F4: `\p{Script_Extensions=X}` is run as `\p{X}` (Script), a different, smaller set: under
  *   `\P{...}` RE2 accepts what ECMAScript refuses.
+ * - F5: the validation worker's time limit starts when a check is queued, not when the worker
+ *   starts it, and a check that times out while queued terminates the worker anyway: an
+ *   innocent caller's trivial check queued behind a slow one is refused as "took longer than
+ *   ... send a smaller value", and the slow one is restarted from scratch.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -23,6 +27,7 @@ import { describe, expect, it } from 'vitest';
 import { ArgumentValidators, OutputValidators } from '../../src/json-schema/arguments.js';
 import { schemaProblems } from '../../src/json-schema/check.js';
 import { linearRegExp, NonLinearPatternError } from '../../src/json-schema/regex.js';
+import { ValidationPool } from '../../src/json-schema/validation-pool.js';
 import type { Tool } from '../../src/model/normalise.js';
 
 let n = 0;
@@ -120,4 +125,24 @@ describe('F4 (FAILS): Script_Extensions is not Script', () => {
     agreesWithEcmaScript('^\\P{Script_Extensions=Greek}$', '\u0342');
     agreesWithEcmaScript('^\\P{scx=Greek}$', '\u0342');
   });
+});
+
+describe('F5 (FAILS): a check waiting for the worker is not timed, nor blamed, for the one it waits behind', () => {
+  it("an innocent caller's trivial check queued behind a slow one gets its answer", async () => {
+    const pool = new ValidationPool();
+    const options = (owner: string, timeoutMs: number) => ({ owner, timeoutMs, what: 'arguments', budget: 5_000_000 });
+    try {
+      await pool.check(1, { type: 'object' }, {}, options('warm-up', 10_000));
+      const slow = pool.check(2, { type: 'object', properties: { s: { type: 'string', pattern: WIDE_PATTERN } } }, LONG_VALUE, options('hostile', 30_000));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Observed: refused after 1 s, "checking the arguments took longer than 1000 ms, and was
+      // stopped: send a smaller value", though it never ran; the slow check was restarted.
+      await expect(pool.check(3, { type: 'object', properties: { n: { type: 'integer' } } }, { n: 'x' }, options('innocent', 1_000))).resolves.toEqual([
+        { path: '/n', message: 'must be integer' },
+      ]);
+      await slow.catch(() => undefined);
+    } finally {
+      pool.close();
+    }
+  }, 60_000);
 });
