@@ -9,12 +9,14 @@
  * The connection itself (the MCP SDK) is the bridge's (src/bridge/mcp-client.ts); it is passed
  * in as a factory, so that this room stays free of transports.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { escapeInvisible } from '../model/invisible-characters.js';
 import type { McpServer, McpTool } from '../model/mcp-schemas.js';
 import { mcpToolsOf, type SkippedTool, type UpstreamTool } from '../model/mcp-tools.js';
 import type { Change, ChangeListener, McpServerRecord } from '../model/records.js';
 import type { McpSyncResult } from './registry-service.js';
 import { toolSchemaErrors } from '../json-schema/tool-schemas.js';
+import { TimeSlices } from './time-slices.js';
 
 /** What the sync needs of a connection. */
 export interface UpstreamConnection {
@@ -34,7 +36,11 @@ export interface ConnectionEvents {
 type LogFn = (details: object, message: string) => void;
 
 export interface McpSyncOptions<C extends UpstreamConnection> {
-  registry: { syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult> };
+  registry: {
+    syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult>;
+    /** A large list is written in slices where the registry can (RegistryService.syncMcpToolsPart). */
+    syncMcpToolsPart?(serverId: string, serverIndex: number, part: readonly McpTool[], listed?: ReadonlySet<string>): Promise<McpSyncResult>;
+  };
   catalog: { mcpServers(): McpServerRecord[]; toolsOfMcpServer(id: string): string[] };
   /** The change bus: every committed write, MCP server puts and deletes included. */
   subscribe: (listener: ChangeListener) => () => void;
@@ -66,6 +72,13 @@ const MAX_RETRY_MS = 30_000;
 const HEALTHY_MS = 10_000;
 /** A call to a down server brings its next attempt forward, at most this often. */
 const KICK_EVERY_MS = 1000;
+/**
+ * Tools per slice of a listing's checks, and per write of a large sync (issue 29). Checking and
+ * writing 5,000 at once held the event loop for 0.1 to 0.4 s at each step (the tool schema, the
+ * checks of the schemas, the SQL, the catalogue); a write of 100 took 8 to 35 ms on the test
+ * machine, one of 50 mostly under 15 (test/mcp/churn.test.ts).
+ */
+const SYNC_SLICE = 50;
 
 // eslint-disable-next-line no-control-regex -- the characters to escape
 const CONTROL = /[\x00-\x1F\x7F-\x9F]/g;
@@ -290,19 +303,64 @@ export class McpSync<C extends UpstreamConnection> {
     upstream.writeIntervalMs = Math.min(upstream.writeIntervalMs * 2, Math.max(min, this.#options.maxWriteIntervalMs ?? min));
   }
 
+  /** The tools of a listing the registry would take, and those it skips (why), checked in slices. */
+  async #checked(server: McpServer, tools: UpstreamTool[]): Promise<{ wanted: McpTool[]; skipped: SkippedTool[] }> {
+    const slices = new TimeSlices();
+    const wanted: McpTool[] = [];
+    const skipped: SkippedTool[] = [];
+    // mcpToolsOf finds a name listed twice within a slice; this, across slices.
+    const seen = new Set<string>();
+    for (let start = 0; start < tools.length; start += SYNC_SLICE) {
+      const slice: UpstreamTool[] = [];
+      for (const tool of tools.slice(start, start + SYNC_SLICE)) {
+        if (seen.has(tool.name)) skipped.push({ name: tool.name, reason: 'the upstream lists this name more than once' });
+        else slice.push(tool);
+      }
+      for (const tool of slice) seen.add(tool.name);
+      const made = mcpToolsOf(server, slice);
+      skipped.push(...made.skipped);
+      await slices.turn();
+      // The same check as an operator's tool gets: a schema the registry would refuse is skipped.
+      for (const tool of made.tools) {
+        const first = toolSchemaErrors('mcp', tool)[0];
+        if (first) skipped.push({ name: tool.upstreamName, reason: `${first.path}: ${first.message}` });
+        else wanted.push(tool);
+        await slices.turn();
+      }
+    }
+    return { wanted, skipped };
+  }
+
+  /** Writes the list whole, or in slices of SYNC_SLICE when it is longer and the registry can. */
+  async #store(record: McpServerRecord, wanted: McpTool[]): Promise<McpSyncResult> {
+    const { registry } = this.#options;
+    if (!registry.syncMcpToolsPart || wanted.length <= SYNC_SLICE) return registry.syncMcpTools(record.id, record.index, wanted);
+    const listed = new Set(wanted.map((t) => t.name));
+    const merged: McpSyncResult = { stale: false, index: null, plan: { upserts: [], deletes: [], clashes: [], unchanged: 0 } };
+    for (let start = 0; start < wanted.length; start += SYNC_SLICE) {
+      const last = start + SYNC_SLICE >= wanted.length;
+      const result = await registry.syncMcpToolsPart(record.id, record.index, wanted.slice(start, start + SYNC_SLICE), last ? listed : undefined);
+      if (result.stale || !result.plan) return result;
+      const plan = merged.plan as NonNullable<McpSyncResult['plan']>;
+      plan.upserts.push(...result.plan.upserts);
+      plan.deletes.push(...result.plan.deletes);
+      plan.clashes.push(...result.plan.clashes);
+      plan.unchanged += result.plan.unchanged;
+      merged.index = result.index ?? merged.index;
+      // A slice is answered where the one before was shown (the catalogue, the change bus):
+      // the next is queued a turn later, so that requests are read between the two.
+      await nextTurn();
+    }
+    return merged;
+  }
+
   async #write(upstream: Upstream<C>, tools: UpstreamTool[]): Promise<void> {
     const { record } = upstream;
-    const { tools: listed, skipped } = mcpToolsOf(record.descriptor, tools);
-    // The same check as an operator's tool gets: a schema the registry would refuse is skipped.
-    const wanted: McpTool[] = [];
-    for (const tool of listed) {
-      const first = toolSchemaErrors('mcp', tool)[0];
-      if (first) skipped.push({ name: tool.upstreamName, reason: `${first.path}: ${first.message}` });
-      else wanted.push(tool);
-    }
+    const { wanted, skipped } = await this.#checked(record.descriptor, tools);
+    if (upstream.closed) return;
     let result: McpSyncResult;
     try {
-      result = await this.#options.registry.syncMcpTools(record.id, record.index, wanted);
+      result = await this.#store(record, wanted);
     } catch (err) {
       this.#failed(upstream, `storing its tools failed: ${(err as Error).message}`, 'error');
       return;

@@ -19,6 +19,11 @@ export interface RegistryWrites {
   putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>>;
   deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }>;
   syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult>;
+  /**
+   * A slice of a large sync (RegistryService); absent where a sync must be one write (the
+   * replicator publishes a sync as one message), which then writes the list whole.
+   */
+  syncMcpToolsPart?(serverId: string, serverIndex: number, part: readonly McpTool[], listed?: ReadonlySet<string>): Promise<McpSyncResult>;
   importBundle(input: unknown, actor?: Actor): Promise<ImportSummary>;
   observeCommits(observer: CommitObserver): () => void;
   /** Proves the database still takes a write (readiness); throws when it does not. */

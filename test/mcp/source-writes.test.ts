@@ -5,6 +5,7 @@
  * it keeps changing). The 5,000-tool rewrite under a /healthz watch is test/mcp/churn.test.ts.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { McpTool } from '../../src/model/mcp-schemas.js';
 import { toolDigest } from '../../src/registry/tool-digest.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from '../helpers/mcp-upstream.js';
@@ -77,12 +78,30 @@ describe('what an upstream changed is audited under its identity (issue 29)', ()
   it('bounds the detail of a large sync: the first 100 tools, then a count', async () => {
     upstream = await startMcpUpstream({ tools: Array.from({ length: 250 }, (_, i) => tool(`t${i}`)), pageSize: 1000 });
     registry = await createTestApp();
-    await registered(registry, 'big', upstream, 250);
-    const [entry] = await syncEntries(registry, 'big');
+    const t = registry;
+    await registered(t, 'big', upstream, 250);
+    // The sync writes a long list in slices of 50, each audited with its own tools.
+    const slices = await syncEntries(t, 'big');
+    expect(slices).toHaveLength(5);
+    expect(slices.map((e) => e.detail?.match(/ -> sha256:/g)?.length)).toEqual([50, 50, 50, 50, 50]);
+    // A list written whole (as the replicated registry does): 100 named, then the count.
+    const index = t.app.catalog.getMcpServer('big')?.index ?? -1;
+    const changed = t.app.catalog.toolsOfMcpServer('big').map((name) => ({ ...(t.app.catalog.getTool(name)?.record.descriptor as McpTool), description: `Changed ${name}.` }));
+    const result = await t.app.registry.syncMcpTools('big', index, changed);
+    expect(result.plan?.upserts).toHaveLength(250);
+    const [entry] = await syncEntries(t, 'big');
     expect(entry?.sub).toBe('mcp-server:big');
     expect(entry?.detail?.startsWith('250 tool(s) written, 0 deleted: ')).toBe(true);
     expect(entry?.detail?.endsWith('; and 150 more')).toBe(true);
     expect(entry?.detail?.match(/ -> sha256:/g)).toHaveLength(100);
+
+    // The last slice of a sliced sync deletes the server's tools the whole list no longer has.
+    const kept = changed.slice(0, 10);
+    const last = await t.app.registry.syncMcpToolsPart?.('big', index, kept, new Set(kept.map((k) => k.name)));
+    expect(last?.plan?.deletes).toHaveLength(240);
+    expect(t.app.catalog.toolsOfMcpServer('big')).toHaveLength(10);
+    const [deleted] = await syncEntries(t, 'big');
+    expect(deleted?.detail).toMatch(/^0 tool\(s\) written, 240 deleted: up_t\d+ sha256:[0-9a-f]{64} -> none;/);
   });
 });
 
