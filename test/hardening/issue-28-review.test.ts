@@ -1,7 +1,7 @@
 /**
  * Regression tests for what an outside review of issue 28's fixes found (02 Dec 2026). Every
- * test here FAILS on the commit it was written against (b3da512 plus the uncommitted work in
- * src/model/); each names the finding of the review it pins down.
+ * test here FAILS on the commit it was written against (edaf757), but the one marked "holds
+ * today" in F6; each names the finding of the review it pins down.
  *
  * - F1: RE2 runs in time linear in the text but proportional to the pattern's automaton too, and
  *   the work model (work.ts) counts a `pattern` as one step per character whatever its size. A
@@ -20,10 +20,17 @@
  *   starts it, and a check that times out while queued terminates the worker anyway: an
  *   innocent caller's trivial check queued behind a slow one is refused as "took longer than
  *   ... send a smaller value", and the slow one is restarted from scratch.
+ * - F6: the self rule compares PUBLIC_URL's host as written: with PUBLIC_URL=http://runsc:18410
+ *   (a proxy in front of the registry; runsc resolves to 127.0.0.1), a tool at
+ *   127.0.0.1:18410 /tools/loopip/invoke was registered and one call became 101 nested calls
+ *   through the proxy, each with the caller's token. The addresses PUBLIC_URL's name resolves
+ *   to are not compared with the address a call connects to.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { TargetRefusedError } from '../../src/bridge/errors.js';
+import { OutboundPolicy } from '../../src/bridge/outbound-policy.js';
 import { ArgumentValidators, OutputValidators } from '../../src/json-schema/arguments.js';
 import { schemaProblems } from '../../src/json-schema/check.js';
 import { linearRegExp, NonLinearPatternError } from '../../src/json-schema/regex.js';
@@ -145,4 +152,32 @@ describe('F5 (FAILS): a check waiting for the worker is not timed, nor blamed, f
       pool.close();
     }
   }, 60_000);
+});
+
+describe("F6 (FAILS): PUBLIC_URL's host is the registry's own, by whatever address or name it is reached", () => {
+  const policy = () => {
+    const policy = new OutboundPolicy({
+      allow: [],
+      deny: [],
+      host: '127.0.0.1',
+      publicUrl: new URL('https://registry.example:8443/'),
+      resolve: async (name) => (name === 'registry.example' || name === 'proxy.internal' ? [{ address: '10.1.2.3', family: 4 }] : []),
+      interfaceAddresses: () => ['127.0.0.1'],
+    });
+    policy.listening(8006);
+    return policy;
+  };
+
+  it('written as the name it is refused (holds today)', async () => {
+    await expect(policy().addressesFor('registry.example', 8443)).rejects.toBeInstanceOf(TargetRefusedError);
+  });
+
+  it('written as the address the name resolves to, a call there is refused', async () => {
+    // Observed: [10.1.2.3] is returned, and the call goes through the proxy back to the registry.
+    await expect(policy().addressesFor('10.1.2.3', 8443)).rejects.toBeInstanceOf(TargetRefusedError);
+  });
+
+  it('written as another name of the same address, a call there is refused', async () => {
+    await expect(policy().addressesFor('proxy.internal', 8443)).rejects.toBeInstanceOf(TargetRefusedError);
+  });
 });
