@@ -91,8 +91,8 @@ function refuseInString(value: string, path: PropertyKey[], issues: UnsafeString
  * error path's MAX_FIELD_ERRORS (resolve.ts), the most an answer lists, so that the issue saying
  * there are more is listed too.
  */
-export const MAX_ISSUES_PER_VALUE = 99;
-export const MORE_UNSAFE_MESSAGE = `holds more strings or keys with control, bidirectional or invisible characters than the ${MAX_ISSUES_PER_VALUE} named`;
+const MAX_ISSUES_PER_VALUE = 99;
+const MORE_UNSAFE_MESSAGE = `holds more strings or keys with control, bidirectional or invisible characters than the ${MAX_ISSUES_PER_VALUE} named`;
 
 /**
  * The strings and keys under `roots` that break the rule above, in order, with their paths: at
