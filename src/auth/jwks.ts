@@ -20,7 +20,7 @@
  *   RFC 8414), whose `issuer` must match.
  */
 import { KeyObject } from 'node:crypto';
-import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
+import { createLocalJWKSet, errors, importJWK, type JSONWebKeySet, type JWK, type JWSHeaderParameters } from 'jose';
 
 export interface JwksOptions {
   /** The JWKS document's URL; found through the issuer's metadata when absent. */
@@ -69,6 +69,8 @@ interface KeySet {
    * verifier, one per key ever used.
    */
   pems: Map<unknown, Map<unknown, string>>;
+  /** Keys that import for one of the allowed algorithms and that jose would pick for it: zero means no token can verify. */
+  usable: number;
 }
 
 const DEFAULT_REFRESH_MS = 10 * 60_000;
@@ -109,10 +111,12 @@ export class JwksKeySource {
    * endpoint came back.
    */
   missingKeys(): string | undefined {
-    if (this.#keys !== undefined && this.#keys.json !== '[]') return undefined;
+    if (this.#keys !== undefined && this.#keys.usable > 0) return undefined;
     void this.#refreshIfAllowed();
     if (this.#lastFailure !== undefined) return `fetching the signing keys failed: ${this.#lastFailure}`;
-    return this.#keys === undefined ? 'the signing keys have not been fetched yet' : 'the key set holds no keys';
+    if (this.#keys === undefined) return 'the signing keys have not been fetched yet';
+    if (this.#keys.json === '[]') return 'the key set holds no keys';
+    return `the key set holds no key that can verify a token signed with ${[...this.#algorithms].join(', ')} (JWT_ALGORITHMS): each is malformed, of another type or algorithm, or not for signatures`;
   }
 
   /**
@@ -203,7 +207,8 @@ export class JwksKeySource {
       if (json === this.#keys?.json) return;
       // createLocalJWKSet checks the document's shape; a key that does not import fails only
       // the tokens that name it, not the others.
-      this.#keys = { json, select: createLocalJWKSet(jwks), pems: new Map() };
+      const select = createLocalJWKSet(jwks);
+      this.#keys = { json, select, pems: new Map(), usable: await usableKeys(jwks.keys, this.#options.algorithms) };
       this.version++;
     } catch (err) {
       // Keep the keys we had.
@@ -252,6 +257,43 @@ export class JwksKeySource {
     if (!response.ok) throw new Error(`${url.href} answered ${response.status}`);
     return response.json();
   }
+}
+
+/** The key type and curves an algorithm's key has, as jose's key selection reads them. */
+function keyShape(alg: string): { kty: string; crv?: readonly string[] } | undefined {
+  if (/^(RS|PS)(256|384|512)$/.test(alg)) return { kty: 'RSA' };
+  const ec = { ES256: 'P-256', ES384: 'P-384', ES512: 'P-521', ES256K: 'secp256k1' }[alg];
+  if (ec !== undefined) return { kty: 'EC', crv: [ec] };
+  if (alg === 'EdDSA') return { kty: 'OKP', crv: ['Ed25519', 'Ed448'] };
+  if (alg === 'Ed25519') return { kty: 'OKP', crv: ['Ed25519'] };
+  return undefined;
+}
+
+/**
+ * How many keys of the set could verify a token: a key jose would pick for one of the allowed
+ * algorithms (its type, curve, own `alg`, `use` and `key_ops` fit) and that imports for it. A set
+ * of keys that fit none (a key missing its coordinates, keys of other algorithms) verifies nothing.
+ */
+async function usableKeys(keys: readonly JWK[], algorithms: readonly string[]): Promise<number> {
+  let usable = 0;
+  for (const jwk of keys) {
+    for (const alg of algorithms) {
+      const shape = keyShape(alg);
+      if (shape === undefined || jwk.kty !== shape.kty) continue;
+      if (shape.crv !== undefined && !shape.crv.includes(String(jwk.crv))) continue;
+      if (jwk.alg !== undefined && jwk.alg !== alg) continue;
+      if (jwk.use !== undefined && jwk.use !== 'sig') continue;
+      if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes('verify'))) continue;
+      try {
+        await importJWK({ ...jwk, ext: true }, alg);
+      } catch {
+        continue;
+      }
+      usable++;
+      break;
+    }
+  }
+  return usable;
 }
 
 function unknownKey(header: { kid?: unknown }, cause: unknown): KeyLookupError {

@@ -4,6 +4,8 @@
  * cannot hang requests (JWKS_TIMEOUT_MS bounds them; they get 401).
  */
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
@@ -225,6 +227,94 @@ describe('issue 28: /readyz while the signing keys cannot be fetched', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json().signingKeys).toBe('loaded');
     expect((await app.inject({ method: 'GET', url: '/', headers: bearer(token) })).statusCode).toBe(200);
+  });
+});
+
+describe('issue 28 (F7): /readyz when the key set holds no key that can verify a token', () => {
+  let server: Server | undefined;
+  let document: unknown;
+  let jwksUrl = '';
+  const apps: TestApp[] = [];
+
+  beforeAll(async () => {
+    server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(document));
+    });
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    jwksUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`;
+  });
+
+  afterAll(async () => {
+    for (const t of apps) await t.close();
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  const rsaJwk = (kid: string) => ({ ...generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' });
+
+  /** /readyz once the startup fetch is done (the first probes may still find no key set). */
+  async function settledReadyz(app: FastifyInstance) {
+    let res = await app.inject({ method: 'GET', url: '/readyz' });
+    for (let i = 0; i < 50 && res.json().detail === 'the signing keys have not been fetched yet; every token is refused with 401 until they are'; i++) {
+      await sleep(20);
+      res = await app.inject({ method: 'GET', url: '/readyz' });
+    }
+    return res;
+  }
+
+  async function readyzFor(doc: unknown, settings: Record<string, string> = {}) {
+    document = doc;
+    const t = await appForKeyServer({ jwksUrl }, { JWKS_COOLDOWN_S: '1', ...settings });
+    apps.push(t);
+    return { app: t.app, res: await settledReadyz(t.app) };
+  }
+
+  const unusable = (algorithms: string) =>
+    `the key set holds no key that can verify a token signed with ${algorithms} (JWT_ALGORITHMS): each is malformed, of another type or algorithm, or not for signatures; every token is refused with 401 until they are`;
+
+  it('a key with no coordinates is no key: 503, saying why', async () => {
+    const { res } = await readyzFor({ keys: [{ kty: 'EC', kid: 'x' }] });
+    expect(res.statusCode, res.body).toBe(503);
+    expect(res.json()).toMatchObject({ code: 'TR_ERR_UNAVAILABLE', signingKeys: 'unavailable', detail: unusable('RS256, ES256') });
+  });
+
+  it('an EC key missing a coordinate, one not for signatures, one pinned to another algorithm: 503', async () => {
+    const { x } = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
+    const { res } = await readyzFor({
+      keys: [
+        { kty: 'EC', crv: 'P-256', kid: 'no-y', x },
+        { ...rsaJwk('enc'), use: 'enc' },
+        { ...rsaJwk('ps'), alg: 'PS256' },
+      ],
+    });
+    expect(res.statusCode, res.body).toBe(503);
+    expect(res.json()).toMatchObject({ signingKeys: 'unavailable', detail: unusable('RS256, ES256') });
+  });
+
+  it('keys of algorithms not in JWT_ALGORITHMS: 503; a usable key beside unusable ones: ready', async () => {
+    const rsa = rsaJwk('rsa');
+    const { res } = await readyzFor({ keys: [rsa] }, { JWT_ALGORITHMS: 'ES256' });
+    expect(res.statusCode, res.body).toBe(503);
+    expect(res.json()).toMatchObject({ signingKeys: 'unavailable', detail: unusable('ES256') });
+
+    const mixed = await readyzFor({ keys: [{ kty: 'EC', kid: 'x' }, rsa] });
+    expect(mixed.res.statusCode, mixed.res.body).toBe(200);
+    expect(mixed.res.json().signingKeys).toBe('loaded');
+  });
+
+  it('once the server publishes a usable key, probes alone make it ready', async () => {
+    const { app, res } = await readyzFor({ keys: [{ kty: 'EC', kid: 'x' }] });
+    expect(res.statusCode, res.body).toBe(503);
+    document = { keys: [rsaJwk('new')] };
+    await sleep(1_100);
+    let now = await app.inject({ method: 'GET', url: '/readyz' });
+    for (const deadline = Date.now() + 3_000; now.statusCode !== 200 && Date.now() < deadline; ) {
+      await sleep(50);
+      now = await app.inject({ method: 'GET', url: '/readyz' });
+    }
+    expect(now.statusCode, now.body).toBe(200);
+    expect(now.json().signingKeys).toBe('loaded');
   });
 });
 
