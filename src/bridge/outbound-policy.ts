@@ -14,7 +14,13 @@
  * setting's rule beats a default one, and between settings deny beats allow. No rule matching:
  * allowed. Whatever the rules say, the registry's own listening port on one of its own
  * addresses is refused: a tool pointing at the registry's own invoke route would call itself
- * over and over, each time with the caller's token.
+ * over and over, each time with the caller's token. So is PUBLIC_URL's port (as PUBLIC_URL
+ * gives it, else 80 or 443) at PUBLIC_URL's host, as written and, when it is a name, at every
+ * address it resolves to (a proxy in front of the registry, reached by its IP or another name):
+ * at call time always, the name looked up through the same resolver and its answer kept for 30
+ * seconds; at registration only from the answer at hand (looked up when the registry starts
+ * listening, refreshed in the background), since a write never waits on DNS, so a literal IP
+ * registered before any answer came is refused at its first call instead.
  */
 import { lookup } from 'node:dns/promises';
 import { hostname as machineName, networkInterfaces } from 'node:os';
@@ -117,6 +123,9 @@ function shownIp(ip: IpAddress): string {
 
 const sameIp = (a: IpAddress, b: IpAddress) => a.family === b.family && a.value === b.value;
 
+/** How long the addresses PUBLIC_URL's host name resolves to are reused. */
+const PUBLIC_ADDRESSES_TTL_MS = 30_000;
+
 const systemResolver: Resolver = async (hostname) => {
   const addresses = await lookup(hostname, { all: true });
   return addresses.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
@@ -135,6 +144,9 @@ export class OutboundPolicy {
   readonly #public: { host: NormalHost; port: number } | undefined;
   /** The ports the registry listens on, once it does. */
   readonly #ports = new Set<number>();
+  /** The addresses PUBLIC_URL's host name resolved to last, and when (none while it is an IP or was never looked up). */
+  #publicAddresses: { ips: readonly IpAddress[]; at: number } | undefined;
+  #publicLookup: Promise<readonly IpAddress[]> | undefined;
 
   constructor(options: OutboundPolicyOptions) {
     this.#rules = [
@@ -155,6 +167,42 @@ export class OutboundPolicy {
   /** The registry listens on this port now (the bound one: PORT=0 picks it at listen). */
   listening(port: number): void {
     this.#ports.add(port);
+    // So that registrations find PUBLIC_URL's addresses at hand.
+    void this.#publicIps();
+  }
+
+  /**
+   * The addresses PUBLIC_URL's host name resolves to (none when it is an IP: the rule compares
+   * that as written), looked up at most every 30 s and single-flight. A failed lookup keeps the
+   * last answer (none before any): PUBLIC_URL's name not resolving here would refuse nothing.
+   */
+  #publicIps(): Promise<readonly IpAddress[]> {
+    const pub = this.#public;
+    if (pub?.host.kind !== 'name') return Promise.resolve([]);
+    const cached = this.#publicAddresses;
+    if (cached && Date.now() - cached.at < PUBLIC_ADDRESSES_TTL_MS) return Promise.resolve(cached.ips);
+    const name = pub.host.name;
+    this.#publicLookup ??= this.#resolve(name)
+      .then(
+        (resolved) => resolved.flatMap(({ address }) => parseIp(address) ?? []),
+        () => this.#publicAddresses?.ips ?? [],
+      )
+      .then((ips) => {
+        this.#publicAddresses = { ips, at: Date.now() };
+        return ips;
+      })
+      .finally(() => {
+        this.#publicLookup = undefined;
+      });
+    return this.#publicLookup;
+  }
+
+  /** For a write, which never waits on DNS: the last answer, however old, with a fresh lookup started when it is stale. */
+  #publicIpsAtHand(): readonly IpAddress[] {
+    if (this.#public?.host.kind !== 'name') return [];
+    const cached = this.#publicAddresses;
+    if (!cached || Date.now() - cached.at >= PUBLIC_ADDRESSES_TTL_MS) void this.#publicIps();
+    return cached?.ips ?? [];
   }
 
   /**
@@ -173,7 +221,9 @@ export class OutboundPolicy {
     const host = normaliseHost(target.host);
     if (host === undefined) return `${target.host} is not a host name or IP address a URL can have`;
     const written = host.kind === 'ip' ? { ip: host.ip, port: target.port } : { name: host.name, port: target.port };
-    const refusal = (self ? this.#selfRefusal(written) : undefined) ?? this.#ruleRefusal(written);
+    // A literal IP at PUBLIC_URL's port meets the addresses its name resolved to, as far as they are known now.
+    const publicIps = self && host.kind === 'ip' && target.port === this.#public?.port ? this.#publicIpsAtHand() : [];
+    const refusal = (self ? this.#selfRefusal(written, publicIps) : undefined) ?? this.#ruleRefusal(written);
     if (refusal === undefined) return undefined;
     const shown = formatHost(host);
     const as = shown === target.host.toLowerCase().replace(/^\[|\]$/g, '') ? '' : ` (read as ${shown})`;
@@ -188,8 +238,10 @@ export class OutboundPolicy {
   async addressesFor(host: string, port: number): Promise<IpAddress[]> {
     const normal = normaliseHost(host);
     if (normal === undefined) throw new TargetRefusedError(`${host} is not a host name or IP address a URL can have`);
+    // At PUBLIC_URL's port, the addresses its name resolves to are the registry's own.
+    const publicIps = port === this.#public?.port ? this.#publicIps() : Promise.resolve([]);
     if (normal.kind === 'ip') {
-      const refusal = this.#refusal({ ip: normal.ip, port });
+      const refusal = this.#refusal({ ip: normal.ip, port }, await publicIps);
       if (refusal !== undefined) throw new TargetRefusedError(`${formatIp(normal.ip)} port ${port} is refused by the outbound address policy: ${refusal}`);
       return [normal.ip];
     }
@@ -197,13 +249,13 @@ export class OutboundPolicy {
     // A name the rules refuse is not even looked up.
     const refusedName = this.#selfRefusal({ name, port }) ?? this.#ruleRefusal({ name, port });
     if (refusedName !== undefined) throw new TargetRefusedError(`${name} port ${port} is refused by the outbound address policy: ${refusedName}`);
-    const resolved = await this.#resolve(name);
+    const [resolved, own] = await Promise.all([this.#resolve(name), publicIps]);
     const allowed: IpAddress[] = [];
     let first: string | undefined;
     for (const { address } of resolved) {
       const ip = parseIp(address);
       if (ip === undefined) continue;
-      const refusal = this.#refusal({ name, ip, port });
+      const refusal = this.#refusal({ name, ip, port }, own);
       if (refusal === undefined) allowed.push(ip);
       else first ??= `${name} resolved to ${shownIp(ip)}, and port ${port} there is refused by the outbound address policy: ${refusal}`;
     }
@@ -211,8 +263,8 @@ export class OutboundPolicy {
     throw new TargetRefusedError(first ?? `${name} resolved to no address`);
   }
 
-  #refusal(target: Target): string | undefined {
-    return this.#selfRefusal(target) ?? this.#ruleRefusal(target);
+  #refusal(target: Target, publicIps: readonly IpAddress[]): string | undefined {
+    return this.#selfRefusal(target, publicIps) ?? this.#ruleRefusal(target);
   }
 
   /** The most specific matching rule, when it denies: in words, naming it and where it comes from. */
@@ -231,12 +283,19 @@ export class OutboundPolicy {
 
   /**
    * The registry's own listening port on one of its own addresses (loopback, unspecified, an
-   * interface's, HOST), or PUBLIC_URL's host and port: refused whatever the settings say.
+   * interface's, HOST), or PUBLIC_URL's host and port, the host as written or (`publicIps`) an
+   * address its name resolves to: refused whatever the settings say.
    */
-  #selfRefusal(target: Target): string | undefined {
+  #selfRefusal(target: Target, publicIps: readonly IpAddress[] = []): string | undefined {
     const refusal = "that is the registry's own address and port (a tool there would call the registry itself); no setting allows it";
     const pub = this.#public;
     if (pub && target.port === pub.port && this.#isHost(pub.host, target)) return refusal;
+    if (pub && target.port === pub.port && target.ip !== undefined) {
+      const ip = embeddedIpv4(target.ip);
+      if (publicIps.some((own) => sameIp(embeddedIpv4(own), ip))) {
+        return `that is an address PUBLIC_URL's host ${formatHost(pub.host)} resolves to, at its port (a tool there would call the registry itself, through PUBLIC_URL); no setting allows it`;
+      }
+    }
     if (!this.#ports.has(target.port)) return undefined;
     if (target.name !== undefined) {
       const name = target.name;

@@ -195,6 +195,26 @@ describe('the decision', () => {
     // In replicated mode the write side leaves the self rule to call time.
     expect(named.checkRules({ host: 'registry.internal', port: 9000 })).toBeUndefined();
   });
+
+  it("refuses an address PUBLIC_URL's name resolves to, at its port, from the answer at hand (a write never waits on DNS)", async () => {
+    let lookups = 0;
+    const p = policy({ publicUrl: 'http://proxy.example:18410/', resolve: async () => (lookups++, [{ address: '192.0.2.7', family: 4 }]) });
+    // No answer yet: the write is not held up, and the call-time check decides.
+    expect(refused(p, '192.0.2.7', 18410)).toBeUndefined();
+    await expect(p.addressesFor('192.0.2.7', 18410)).rejects.toThrow(/an address PUBLIC_URL's host proxy\.example resolves to, at its port/);
+    expect(refused(p, '192.0.2.7', 18410)).toMatch(/PUBLIC_URL's host proxy\.example/);
+    expect(refused(p, '[::ffff:192.0.2.7]', 18410)).toMatch(/PUBLIC_URL's host/);
+    expect(refused(p, '192.0.2.7', 18411)).toBeUndefined();
+    expect(await p.addressesFor('192.0.2.7', 80)).toEqual([{ family: 4, value: 0xc0000207n }]);
+    // The answer is reused (30 s), not looked up at every call.
+    await p.addressesFor('192.0.2.8', 18410);
+    expect(lookups).toBe(1);
+    // Listening looks the name up, so that registrations find the answer at hand.
+    const started = policy({ publicUrl: 'https://proxy.example/', resolve: async () => [{ address: '192.0.2.9', family: 4 }] });
+    started.listening(8006);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(refused(started, '192.0.2.9', 443)).toMatch(/PUBLIC_URL's host/);
+  });
 });
 
 describe('at call time', () => {
