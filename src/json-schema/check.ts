@@ -90,6 +90,8 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
   /** JSON pointers of every subschema, which a `$ref` may point at. */
   const subschemas = new Set<string>();
   const refs: { ref: string; path: PathSegment[]; from: string }[] = [];
+  /** The automata of the schema's patterns so far, in RE2 instructions (MAX_SCHEMA_PATTERN_SIZE). */
+  let patternSize = 0;
   /** Subschemas applied to the same value as their parent (not descending into it), by pointer. */
   const sameValue = new Map<string, string[]>();
   let tooDeep = false;
@@ -153,12 +155,12 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
         case undefined:
           if (keyword === '$ref' && typeof value === 'string') refs.push({ ref: value, path: [...path, keyword], from: pointer });
           else if (keyword === 'format' && typeof value === 'string' && !knowsFormat(ajv, value)) add([...path, keyword], `unknown format "${value}"`);
-          else if (keyword === 'pattern' && typeof value === 'string') checkPattern(value, [...path, keyword], add);
+          else if (keyword === 'pattern' && typeof value === 'string') patternSize += checkPattern(value, [...path, keyword], add, patternSize);
       }
     }
     const patternProperties = node['patternProperties'];
     if (isObject(patternProperties)) {
-      for (const pattern in patternProperties) checkPattern(pattern, [...path, 'patternProperties', pattern], add);
+      for (const pattern in patternProperties) patternSize += checkPattern(pattern, [...path, 'patternProperties', pattern], add, patternSize);
     }
     strictCombinations(node, path, dialect, add);
     // Pushed in reverse, so that problems come in document order.
@@ -267,20 +269,30 @@ function strictCombinations(node: Record<string, unknown>, path: PathSegment[], 
 }
 
 /** Patterns are valid ECMA-262 (with the `u` flag, as Ajv reads them) and run on the linear-time engine. */
-function checkPattern(pattern: string, path: PathSegment[], add: (path: PathSegment[], message: string) => void): void {
+function checkPattern(pattern: string, path: PathSegment[], add: (path: PathSegment[], message: string) => void, sizeBefore: number): number {
   try {
     new RegExp(pattern, 'u');
   } catch {
     add(path, `"${pattern.slice(0, 100)}" is not a valid regular expression (ECMA-262, with the u flag)`);
-    return;
+    return 0;
   }
+  // Past the schema's total, nothing more is compiled: each costs the event loop about 1 us an instruction.
+  if (sizeBefore > MAX_SCHEMA_PATTERN_SIZE) return 0;
   try {
-    linearRegExp(pattern);
+    const { size } = linearRegExp(pattern);
+    if (sizeBefore + size > MAX_SCHEMA_PATTERN_SIZE) {
+      add(path, `takes the schema's patterns past ${MAX_SCHEMA_PATTERN_SIZE} states of the linear-time engine in all (this one: ${size}); a schema's patterns may compile to at most that`);
+    }
+    return size;
   } catch (err) {
     if (!(err instanceof NonLinearPatternError)) throw err;
     add(path, `"${pattern.slice(0, 100)}" ${err.message}`);
+    return 0;
   }
 }
+
+/** The most RE2 instructions all of one schema's patterns may compile to (about 20 ms of compiling). */
+const MAX_SCHEMA_PATTERN_SIZE = 20_000;
 
 /** The canonical JSON pointer of a `$ref` that is a local one (`#`, `#/$defs/a%20b`), else undefined. */
 function localPointer(ref: string): string | undefined {

@@ -1,10 +1,11 @@
 /**
  * Checks too costly for the event loop (more than INLINE_VALIDATION_WORK, work.ts) run on one
  * worker thread, so that discovery, `/healthz` and every other call go on meanwhile. The worker
- * has a time limit per check (the call's timeout): a check that overruns it is stopped by
- * terminating the thread, which a synchronous validation on the main thread could never be.
- * It also has a heap limit, and a bounded queue, shared fairly: a caller may have only a few
- * checks waiting at once.
+ * runs one check at a time, with a time limit per check (the call's timeout) from when it
+ * starts: a check that overruns it is stopped by terminating the thread, which a synchronous
+ * validation on the main thread could never be. It also has a heap limit, and a bounded queue,
+ * shared fairly: a caller may have only a few checks waiting at once, and the owners of waiting
+ * checks take turns.
  */
 import type { Worker } from 'node:worker_threads';
 import type { FieldError } from '../model/errors.js';
@@ -60,38 +61,54 @@ interface Pending {
 export class ValidationPool {
   #worker: Worker | null = null;
   #nextId = 0;
-  /** In the order sent: the worker answers in that order, so the first is the one it runs. */
-  readonly #pending = new Map<number, Pending>();
-  readonly #waitingBy = new Map<string, number>();
+  /** The check the worker runs now: one at a time, so that its time limit is its own. */
+  #running: Pending | null = null;
+  /** Waiting checks per owner, taken in turn: one owner's checks cannot hold back another's. */
+  readonly #waiting = new Map<string, Pending[]>();
+  #count = 0;
 
   /** How many checks are waiting or running. */
   get waiting(): number {
-    return this.#pending.size;
+    return this.#count;
   }
 
   check(key: number, schema: Record<string, unknown>, value: unknown, options: CheckOptions): Promise<FieldError[]> {
-    const mine = this.#waitingBy.get(options.owner) ?? 0;
-    if (this.#pending.size >= MAX_WAITING || mine >= MAX_WAITING_PER_OWNER) {
+    const mine = (this.#waiting.get(options.owner)?.length ?? 0) + (this.#running?.options.owner === options.owner ? 1 : 0);
+    if (this.#count >= MAX_WAITING || mine >= MAX_WAITING_PER_OWNER) {
       return Promise.reject(new ValidationBusyError('too many large checks are waiting; retry shortly'));
     }
-    this.#waitingBy.set(options.owner, mine + 1);
     const request: CheckRequest = { id: this.#nextId++, key, schema, json: JSON.stringify(value), budget: options.budget };
     return new Promise<FieldError[]>((resolve, reject) => {
       const pending: Pending = { request, options, resolve, reject, timer: undefined };
-      this.#pending.set(request.id, pending);
-      this.#send(pending);
+      const queue = this.#waiting.get(options.owner);
+      if (queue) queue.push(pending);
+      else this.#waiting.set(options.owner, [pending]);
+      this.#count++;
+      this.#dispatch();
     });
   }
 
   /** Stops the worker; what waits on it fails. */
   close(): void {
-    for (const pending of [...this.#pending.values()]) this.#settle(pending, new Error('the validation worker was stopped'));
+    const stopped = new Error('the validation worker was stopped');
+    if (this.#running) this.#settle(this.#running, stopped);
+    for (const queue of this.#waiting.values()) for (const pending of queue) this.#settle(pending, stopped);
+    this.#waiting.clear();
     this.#stop();
   }
 
-  #send(pending: Pending): void {
-    // The time limit runs from when the worker gets the check; checks ahead of it have their own.
-    clearTimeout(pending.timer);
+  /** Sends the next check, from the owner whose turn it is, when the worker is free. */
+  #dispatch(): void {
+    if (this.#running) return;
+    const next = this.#waiting.entries().next();
+    if (next.done) return;
+    const [owner, queue] = next.value;
+    const pending = queue.shift() as Pending;
+    // The owner goes to the back of the turn order (a Map keeps insertion order).
+    this.#waiting.delete(owner);
+    if (queue.length > 0) this.#waiting.set(owner, queue);
+    this.#running = pending;
+    // The time limit runs from when the worker gets the check, not while it waits.
     pending.timer = setTimeout(() => this.#overran(pending), pending.options.timeoutMs);
     pending.timer.unref();
     this.#start().postMessage(pending.request);
@@ -105,10 +122,10 @@ export class ValidationPool {
     const lost = () => {
       if (this.#worker !== worker) return;
       this.#worker = null;
-      // The check it was running (the oldest) killed it: refused; the rest go to a new worker.
-      const [first, ...rest] = this.#pending.values();
-      if (first) this.#settle(first, new ValidationWorkError(`the ${first.options.what} could not be checked: the check needed more memory than the registry allows for one check`));
-      for (const pending of rest) this.#send(pending);
+      // The check it was running killed it: refused; the next goes to a new worker.
+      const running = this.#running;
+      if (running) this.#settle(running, new ValidationWorkError(`the ${running.options.what} could not be checked: the check needed more memory than the registry allows for one check`));
+      this.#dispatch();
     };
     worker.on('error', lost);
     worker.on('exit', lost);
@@ -117,28 +134,26 @@ export class ValidationPool {
   }
 
   #answer(reply: CheckReply): void {
-    const pending = this.#pending.get(reply.id);
-    if (!pending) return;
+    const pending = this.#running;
+    if (!pending || pending.request.id !== reply.id) return;
     if ('errors' in reply) this.#settle(pending, reply.errors);
     else if ('over' in reply) this.#settle(pending, overBudget(pending.options.what, pending.options.budget));
     else this.#settle(pending, new UncompilableSchemaError(reply.uncompilable));
+    this.#dispatch();
   }
 
-  /** A check that ran past its time: the worker is stopped, and the others sent to a new one. */
+  /** The running check ran past its time: the worker is stopped, and the next sent to a new one. */
   #overran(pending: Pending): void {
-    if (!this.#pending.has(pending.request.id)) return;
+    if (this.#running !== pending) return;
     this.#settle(pending, new ValidationWorkError(`checking the ${pending.options.what} took longer than ${pending.options.timeoutMs} ms, and was stopped: send a smaller value`));
     this.#stop();
-    for (const other of this.#pending.values()) this.#send(other);
+    this.#dispatch();
   }
 
   #settle(pending: Pending, outcome: FieldError[] | Error): void {
     clearTimeout(pending.timer);
-    this.#pending.delete(pending.request.id);
-    const { owner } = pending.options;
-    const left = (this.#waitingBy.get(owner) ?? 1) - 1;
-    if (left > 0) this.#waitingBy.set(owner, left);
-    else this.#waitingBy.delete(owner);
+    if (this.#running === pending) this.#running = null;
+    this.#count--;
     if (outcome instanceof Error) pending.reject(outcome);
     else pending.resolve(outcome);
   }
