@@ -137,7 +137,7 @@ export interface LinearRegExp {
  * and keeps about 70 bytes of heap each: `[ab]{1000}` 1,300 times (1.3 million) took 1.2-2 s and
  * 94 MB. Patterns in tools' schemas compile to tens or hundreds (an e-mail pattern: 13).
  */
-export const MAX_PATTERN_SIZE = 5_000;
+const MAX_PATTERN_SIZE = 5_000;
 /** Compiled patterns, shared by every validator: a tool's patterns compile once. */
 const compiled = new Map<string, LinearRegExp>();
 /** The most instructions the cache keeps (about 35 MB); past it, it starts afresh. */
