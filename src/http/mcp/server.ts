@@ -135,7 +135,7 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
   );
   const context = (authInfo: unknown): McpRequestContext => {
     const found = contextOf(authInfo);
-    if (!found) throw new McpError(ErrorCode.InternalError, 'no request context');
+    if (!found) throw rpcError(ErrorCode.InternalError, 'no request context');
     return found;
   };
 
@@ -157,7 +157,7 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
     try {
       page = deps.listing.list(key, { limit: deps.pageSize, cursor });
     } catch (err) {
-      if (err instanceof RegistryError) throw new McpError(ErrorCode.InvalidParams, err.message);
+      if (err instanceof RegistryError) throw rpcError(ErrorCode.InvalidParams, err.message);
       throw err;
     }
     // A pinned walk also returns tools deleted during it (as tombstones): MCP lists live tools.
@@ -200,11 +200,22 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
       const status = err.status;
       ctx.onCallFailed(name, err.code, status);
       // A name the caller may not know of is a protocol error, as for any unknown tool.
-      if (err.code === 'TR_ERR_NOT_FOUND' || err.code === 'TR_ERR_GONE') throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      if (err.code === 'TR_ERR_NOT_FOUND' || err.code === 'TR_ERR_GONE') throw rpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
       return failed(err.message);
     }
   });
   return server;
+}
+
+/**
+ * A JSON-RPC error whose wire `message` is the text itself (issue 31): the SDK's `McpError`
+ * prefixes its message with "MCP error <code>: ", the server sends `error.message` as is, and a
+ * client SDK building its own McpError from the answer prefixes it again.
+ */
+function rpcError(code: ErrorCode, message: string): McpError {
+  const err = new McpError(code, message);
+  err.message = message;
+  return err;
 }
 
 /** A call that failed, as MCP reports it to the model: a readable message and `isError`. */
