@@ -177,7 +177,10 @@ function parametersOf(inputSchema: JsonSchemaObject): Record<string, ToolParamet
   for (const [name, raw] of Object.entries(properties)) {
     const schema = isObject(raw) ? raw : {};
     const description = typeof schema['description'] === 'string' ? schema['description'] : undefined;
-    parameters[name] = stripUndefined({ type: jsonTypeOf(schema, inputSchema), description, required: required.has(name) ? undefined : false });
+    // `enum` and `items` say what values fit, which a model reading the article's form needs too.
+    const enumValues = Array.isArray(schema['enum']) ? schema['enum'] : undefined;
+    const items = isObject(schema['items']) || typeof schema['items'] === 'boolean' ? schema['items'] : undefined;
+    parameters[name] = stripUndefined({ type: jsonTypeOf(schema, inputSchema), description, enum: enumValues, items, required: required.has(name) ? undefined : false });
   }
   return parameters;
 }
