@@ -206,7 +206,7 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
     const down = await call({ method: 'POST', url: '/tools/gh_search/invoke', headers: reader, payload: { query: 'x' } });
     expect(down.statusCode).toBe(503);
     expect(down.headers['retry-after']).toBe('5');
-    expect(down.json()).toMatchObject({ code: 'TR_ERR_BUS_UNAVAILABLE', detail: expect.stringContaining('MCP server "github" cannot be reached now') });
+    expect(down.json()).toMatchObject({ code: 'TR_ERR_UPSTREAM_UNAVAILABLE', detail: expect.stringContaining('MCP server "github" cannot be reached now') });
     // Its tools stay listed: down is a state of the connection, not of the catalogue.
     expect(await names(reader)).toContain('gh_search');
 

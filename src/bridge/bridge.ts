@@ -16,7 +16,7 @@ import { ValidationWorkError } from '../json-schema/work.js';
 import { withoutStrictNulls } from '../json-schema/strict-nulls.js';
 import type { CallOutcome } from '../model/records.js';
 import type { UsageTracker } from '../usage/tracker.js';
-import { BridgeUnavailableError, CallerGoneError, CallTimeoutError, RequestTooLargeError, TargetRefusedError, ToolServiceError } from './errors.js';
+import { BridgeUnavailableError, CallerGoneError, CallTimeoutError, RequestTooLargeError, TargetRefusedError, ToolServiceError, UpstreamUnavailableError } from './errors.js';
 import type { ToolTransport, TransportState } from './transport.js';
 import { annotateInvoke, traceInvoke } from './tracing.js';
 
@@ -296,6 +296,10 @@ export class ToolBridge {
     if (err instanceof RequestTooLargeError) {
       finish('unavailable');
       return new RegistryError('TR_ERR_REQUEST_TOO_LARGE', err.message);
+    }
+    if (err instanceof UpstreamUnavailableError) {
+      finish('unavailable');
+      return new RegistryError('TR_ERR_UPSTREAM_UNAVAILABLE', `${toolName} cannot be reached now: ${err.message}`, { retryAfterS: 5 });
     }
     if (err instanceof BridgeUnavailableError) {
       finish('unavailable');

@@ -8,6 +8,11 @@ export class BridgeUnavailableError extends Error {
   override readonly name = 'BridgeUnavailableError';
 }
 
+/** An mcp tool's upstream MCP server cannot be reached now (503): no message bus is involved. */
+export class UpstreamUnavailableError extends Error {
+  override readonly name = 'UpstreamUnavailableError';
+}
+
 /** The service answered with an error (502), carrying its own type and message. */
 export class ToolServiceError extends Error {
   override readonly name = 'ToolServiceError';

@@ -7,7 +7,7 @@
  */
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { McpTool } from '../model/mcp-schemas.js';
-import { BridgeUnavailableError, TargetRefusedError, ToolServiceError } from './errors.js';
+import { TargetRefusedError, ToolServiceError, UpstreamUnavailableError } from './errors.js';
 import type { CallToolResult, McpUpstreamClient } from './mcp-client.js';
 import { annotateActive, traceTransport } from './tracing.js';
 import type { ToolTransport, TransportCall } from './transport.js';
@@ -61,7 +61,7 @@ export class McpTransport implements ToolTransport {
     const connection = this.#lookup(tool.server);
     if ('down' in connection) {
       if (connection.refused) throw new TargetRefusedError(`MCP server "${tool.server}": ${connection.down}`);
-      throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${connection.down}`);
+      throw new UpstreamUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${connection.down}`);
     }
     const { client } = connection;
     // The MCP conventions' client span, `tools/call {tool}` (the upstream's name for it); its
@@ -93,7 +93,7 @@ export class McpTransport implements ToolTransport {
         } catch (err) {
           if (call.signal.aborted) throw call.signal.reason;
           if (client.lost !== null && client.refused) throw new TargetRefusedError(`MCP server "${tool.server}": ${client.lost}`);
-          if (client.lost !== null) throw new BridgeUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${client.lost}`);
+          if (client.lost !== null) throw new UpstreamUnavailableError(`MCP server "${tool.server}" cannot be reached now: ${client.lost}`);
           if (err instanceof McpError) {
             rpcCode = String(err.code);
             annotateActive('rpc.response.status_code', rpcCode);

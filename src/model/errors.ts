@@ -60,6 +60,8 @@ export const ERRORS = {
    */
   TR_ERR_TARGET_REFUSED: { status: 502, title: "The tool's address is refused by the outbound address policy" },
   TR_ERR_BUS_UNAVAILABLE: { status: 503, title: 'The tool cannot be reached now' },
+  /** Apart from the bus's code: an operator looks at the MCP server, not at the broker. */
+  TR_ERR_UPSTREAM_UNAVAILABLE: { status: 503, title: "The tool's MCP server cannot be reached now" },
   TR_ERR_TOO_MANY_CALLS: { status: 503, title: 'Too many calls in flight' },
   TR_ERR_TIMEOUT: { status: 504, title: 'The tool did not answer in time' },
   /** Logged and audited only: nobody is left to receive it (nginx's 499). */

@@ -120,7 +120,7 @@ describe('tracing a call to an upstream MCP server', () => {
     exporter.reset();
     expect((await invoke()).statusCode).toBe(503);
     const found = await spans();
-    expect(only(found, 'execute_tool gh_search').attributes['error.type']).toBe('TR_ERR_BUS_UNAVAILABLE');
+    expect(only(found, 'execute_tool gh_search').attributes['error.type']).toBe('TR_ERR_UPSTREAM_UNAVAILABLE');
     expect(found.filter((s) => s.kind === SpanKind.CLIENT)).toEqual([]);
   });
 });

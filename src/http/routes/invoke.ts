@@ -182,7 +182,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
             },
           ),
           503: problem(
-            "The tool cannot be reached now (`TR_ERR_BUS_UNAVAILABLE`: no message bus is configured, the broker is down or did not take the request, the tool's service is not registered, or the mcp tool's MCP server is down), or the registry already carries `MAX_INFLIGHT_CALLS` calls, or this caller `MAX_INFLIGHT_CALLS_PER_CALLER` (`TR_ERR_TOO_MANY_CALLS`). `Retry-After` says when to retry.",
+            "The tool cannot be reached now (`TR_ERR_BUS_UNAVAILABLE`: no message bus is configured, the broker is down or did not take the request, or the tool's service is not registered; `TR_ERR_UPSTREAM_UNAVAILABLE`: the mcp tool's MCP server is down), or the registry already carries `MAX_INFLIGHT_CALLS` calls, or this caller `MAX_INFLIGHT_CALLS_PER_CALLER` (`TR_ERR_TOO_MANY_CALLS`). `Retry-After` says when to retry.",
             {
               headers: { 'Retry-After': headers['Retry-After'] },
               example: {
