@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { ProtectedResourceMetadataSchema } from '../../model/api.js';
 import { json } from '../openapi/responses.js';
@@ -10,6 +11,17 @@ export function resourceMetadataUrl(resource: string): string {
   const path = url.pathname === '/' ? '' : url.pathname.replace(/\/+$/, '');
   return `${url.origin}/.well-known/oauth-protected-resource${path}`;
 }
+
+/** RFC 7591 section 3.2.2: how a registration endpoint refuses, which OAuth clients show as is. */
+const RegistrationRefusalSchema = z.strictObject({
+  /** The OAuth error code. */
+  error: z.literal('invalid_request'),
+  /** Why, for the person whose client tried. */
+  error_description: z.string(),
+});
+
+const NO_OAUTH =
+  'this registry names no authorization server (AUTHORIZATION_SERVERS or JWT_ISSUER), so it offers no OAuth sign-in and no client registration: send a token its keys verify as `Authorization: Bearer <token>` (in dev mode, mint one with `tool-registry token`)';
 
 /**
  * Protected-resource metadata (RFC 9728), built from the live catalogue: clients learn where
@@ -39,6 +51,18 @@ const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
   app.get('/.well-known/oauth-protected-resource', options('getProtectedResourceMetadata'), handler);
   const path = new URL(config.resource).pathname.replace(/\/+$/, '');
   if (path !== '') app.get(`/.well-known/oauth-protected-resource${path}`, options('getProtectedResourceMetadataForPath'), handler);
+
+  // With no authorization server named (dev mode, or keys without an issuer), OAuth clients take
+  // the registry for its own authorization server (the MCP specification's legacy fallback) and
+  // register at POST /register, where a bare 404 read "no route POST /register". Refused here in
+  // RFC 7591's form, whose description the SDK's client shows as its error.
+  if (config.authorizationServers.length === 0) {
+    app.post(
+      '/register',
+      { config: { auth: false }, schema: { hide: true, response: { 404: json(RegistrationRefusalSchema, 'No client registration here.') } } },
+      async (_request, reply) => reply.code(404).send({ error: 'invalid_request' as const, error_description: NO_OAUTH }),
+    );
+  }
 
   // The MCP endpoint is a resource of its own (what MCP clients ask tokens for), so its metadata
   // is at its own path-suffixed address. Nothing on /mcp needs the admin scope, so it is not
