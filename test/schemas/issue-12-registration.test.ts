@@ -41,11 +41,13 @@ describe('tool schemas at registration (issue 12)', () => {
     const entry = (await t.app.inject({ method: 'GET', url: '/tools/place_order', headers: agent })).json();
     expect(entry.inputSchema).toEqual(ORDER_INPUT);
     expect(entry.outputSchema).toEqual(ORDER_OUTPUT);
-    // The article's parameters, made from the top-level properties for agents that read them.
+    // The article's parameters, made from the top-level properties for agents that read them,
+    // with their `enum` and `items` (issue 31: without them the allowed values were lost).
+    const properties = ORDER_INPUT.properties as Record<string, { items?: unknown; enum?: unknown }>;
     expect(entry.parameters).toEqual({
       customer: { type: 'object' },
-      items: { type: 'array' },
-      priority: { type: 'string', description: 'How soon', required: false },
+      items: { type: 'array', items: properties['items']?.items },
+      priority: { type: 'string', description: 'How soon', required: false, enum: properties['priority']?.enum },
       contact: { type: 'string', required: false },
       deliverBy: { type: 'string', required: false },
       note: { type: 'string', required: false },
