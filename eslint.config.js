@@ -25,7 +25,20 @@ const MAY_IMPORT = {
   trustgraph: ['registry', 'catalog', 'bridge', 'model'], // TrustGraph's config service: live sync and adoption, over the bridge's Pulsar pieces
   replication: ['registry', 'bridge', 'model'],
   announce: ['registry', 'catalog', 'bridge', 'model'], // tool services announcing themselves: writes under the announcer, liveness // replicas over a Pulsar topic: the write side's applyReplicated, the bridge's Pulsar pieces; store types only, below
-  http: ['registry', 'catalog', 'auth', 'bridge', 'usage', 'store', 'trustgraph', 'replication', 'announce', 'config', 'package-root', 'model'],
+  http: [
+    'registry',
+    'catalog',
+    'auth',
+    'bridge',
+    'usage',
+    'store',
+    'trustgraph',
+    'replication',
+    'announce',
+    'config',
+    'package-root',
+    'model',
+  ],
   telemetry: ['config', 'package-root'], // the OpenTelemetry SDK, started by the server
   server: ['http', 'telemetry', 'config', 'model'],
   cli: ['server', 'http', 'auth', 'store', 'config', 'package-root', 'model'], // package-root: --version
@@ -33,8 +46,31 @@ const MAY_IMPORT = {
   client: ['portable'], //             tool-registry/client: model for types only, below
 };
 
-const FOLDERS = ['portable', 'model', 'store', 'catalog', 'json-schema', 'registry', 'auth', 'bridge', 'usage', 'http', 'cli', 'toolkit', 'trustgraph', 'replication', 'announce', 'client'];
-const FILES = { config: 'src/config.ts', 'package-root': 'src/package-root.ts', telemetry: 'src/telemetry.ts', server: 'src/server.ts', index: 'src/index.ts' };
+const FOLDERS = [
+  'portable',
+  'model',
+  'store',
+  'catalog',
+  'json-schema',
+  'registry',
+  'auth',
+  'bridge',
+  'usage',
+  'http',
+  'cli',
+  'toolkit',
+  'trustgraph',
+  'replication',
+  'announce',
+  'client',
+];
+const FILES = {
+  config: 'src/config.ts',
+  'package-root': 'src/package-root.ts',
+  telemetry: 'src/telemetry.ts',
+  server: 'src/server.ts',
+  index: 'src/index.ts',
+};
 
 // Fastify and its plugins belong to src/http only; src/server.ts may name FastifyInstance.
 const FASTIFY = ['fastify', 'fastify-plugin', 'fastify-type-provider-zod', '@fastify/*'];
@@ -71,9 +107,20 @@ export default tseslint.config(
     files: ['src/http/dashboard/**/*.js'],
     languageOptions: {
       globals: Object.fromEntries(
-        ['document', 'sessionStorage', 'fetch', 'URL', 'atob', 'TextDecoder', 'AbortController', 'setTimeout', 'clearTimeout', 'getComputedStyle', 'matchMedia', 'ResizeObserver'].map(
-          (name) => [name, 'readonly'],
-        ),
+        [
+          'document',
+          'sessionStorage',
+          'fetch',
+          'URL',
+          'atob',
+          'TextDecoder',
+          'AbortController',
+          'setTimeout',
+          'clearTimeout',
+          'getComputedStyle',
+          'matchMedia',
+          'ResizeObserver',
+        ].map((name) => [name, 'readonly']),
       ),
     },
   },

@@ -41,7 +41,10 @@ function missingCommand(): string | null {
 
 async function runPulsarScript(command: 'start' | 'stop', env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    const proc = spawn('bash', [join(REPO_ROOT, 'scripts/pulsar.sh'), command], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('bash', [join(REPO_ROOT, 'scripts/pulsar.sh'), command], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
     proc.stderr.on('data', (d: Buffer) => process.stderr.write(d));
@@ -109,14 +112,20 @@ export async function bridge(): Promise<BridgeResult> {
       body: JSON.stringify({ text: 'hi' }),
       expectStatus: 200,
     };
-    const probe = await fetch(`${registry.base}/tools/bench-echo/invoke`, { method: 'POST', headers: invokeOpts.headers ?? {}, body: invokeOpts.body ?? '' });
+    const probe = await fetch(`${registry.base}/tools/bench-echo/invoke`, {
+      method: 'POST',
+      headers: invokeOpts.headers ?? {},
+      body: invokeOpts.body ?? '',
+    });
     const probeText = await probe.text();
     if (probe.status !== 200) throw new Error(`a bridged call answered ${probe.status}: ${probeText}`);
 
     direct = directBus(wsUrl, 'bench-direct');
     const d = direct;
     await d.run(0.2, 1);
-    const { registry: r, ceiling: c } = await compare('bridged calls', loader(registry.base, invokeOpts, registry.child.pid), (s) => d.run(s, opts.bridgeConcurrency));
+    const { registry: r, ceiling: c } = await compare('bridged calls', loader(registry.base, invokeOpts, registry.child.pid), (s) =>
+      d.run(s, opts.bridgeConcurrency),
+    );
     return { skipped: null, registry: r, direct: c, ratio: r.rps / c.rps, brokerStartS };
   } finally {
     direct?.close();
@@ -138,7 +147,14 @@ export function bridgeSection(b: BridgeResult): Section {
   const t = table(
     ['path', 'calls/s', 'p50 ms', 'p99 ms', 'registry CPU us/call', 'ratio'],
     [
-      ['through the registry (POST /tools/bench-echo/invoke)', f0(b.registry.rps), f2(b.registry.p50), f2(b.registry.p99), f0(b.registry.cpuUsPerReq), pct(b.ratio)],
+      [
+        'through the registry (POST /tools/bench-echo/invoke)',
+        f0(b.registry.rps),
+        f2(b.registry.p50),
+        f2(b.registry.p99),
+        f0(b.registry.cpuUsPerReq),
+        pct(b.ratio),
+      ],
       ['direct on the bus (PulsarWsClient)', f0(b.direct.rps), f2(b.direct.p50), f2(b.direct.p99), '-', '100%'],
     ],
   );

@@ -82,13 +82,23 @@ if (workers > 1 && cluster.isPrimary) {
 }
 
 async function serve(): Promise<void> {
-  const prepare = (a: Answer): Prepared => ({ body: readFileSync(a.bodyFile), headers: a.headers, status: a.status, etag: a.headers['etag'] });
+  const prepare = (a: Answer): Prepared => ({
+    body: readFileSync(a.bodyFile),
+    headers: a.headers,
+    status: a.status,
+    etag: a.headers['etag'],
+  });
   const views = new Map((spec.views ?? []).map((v) => [v.authorization, prepare({ ...v, status: 200 })]));
   const exact = new Map<string, Prepared>();
   if (spec.exact) {
     const bodies = readFileSync(spec.exact.bodiesFile);
     for (const e of spec.exact.entries) {
-      exact.set(e.url, { body: bodies.subarray(e.offset, e.offset + e.length), headers: e.headers, status: e.status, etag: e.headers['etag'] });
+      exact.set(e.url, {
+        body: bodies.subarray(e.offset, e.offset + e.length),
+        headers: e.headers,
+        status: e.status,
+        etag: e.headers['etag'],
+      });
     }
   }
   const write = spec.write && prepare(spec.write);

@@ -13,7 +13,17 @@ import { bundle, toolName } from './data.js';
 import { loader, measureSides, type LoadSpec, type Side } from './measure.js';
 import { log, opts } from './options.js';
 import { f0, f2, pct, table, type Section } from './report.js';
-import { captureAll, checkCeiling, exactSpec, fetchView, importBundle, startCeiling, startRegistry, type Ceiling, type Registry } from './servers.js';
+import {
+  captureAll,
+  checkCeiling,
+  exactSpec,
+  fetchView,
+  importBundle,
+  startCeiling,
+  startRegistry,
+  type Ceiling,
+  type Registry,
+} from './servers.js';
 
 export interface CoresRow {
   row: string;
@@ -58,7 +68,10 @@ export async function cores(): Promise<CoresRow[]> {
     };
     const rows: CoresRow[] = [];
     const cases: [string, LoadSpec][] = [
-      [`lookup GET /tools/{name} (${lookups.length} names)`, { connections: opts.readConnections, expectStatus: 200, setupRequest: pickName }],
+      [
+        `lookup GET /tools/{name} (${lookups.length} names)`,
+        { connections: opts.readConnections, expectStatus: 200, setupRequest: pickName },
+      ],
       [`full list GET / (${(view.body.length / 1024 / 1024).toFixed(1)} MiB)`, { connections: opts.readConnections, expectStatus: 200 }],
     ];
     for (const [row, spec] of cases) {
@@ -82,7 +95,22 @@ export async function cores(): Promise<CoresRow[]> {
 export function coresSection(rows: CoresRow[]): Section {
   const processes = rows[0]?.processes ?? opts.coresProcesses;
   const t = table(
-    ['row', 'tools', 'registry req/s (1 process)', 'p99 ms', 'CPU us/req', 'ceiling x1 req/s', 'p99 ms', 'CPU us/req', `ceiling x${processes} req/s`, 'p99 ms', 'CPU us/req', `x${processes} / x1`, 'registry / ceiling x1', `${processes} processes pay?`],
+    [
+      'row',
+      'tools',
+      'registry req/s (1 process)',
+      'p99 ms',
+      'CPU us/req',
+      'ceiling x1 req/s',
+      'p99 ms',
+      'CPU us/req',
+      `ceiling x${processes} req/s`,
+      'p99 ms',
+      'CPU us/req',
+      `x${processes} / x1`,
+      'registry / ceiling x1',
+      `${processes} processes pay?`,
+    ],
     rows.map((r) => [
       r.row,
       f0(r.n),

@@ -102,7 +102,14 @@ const OUTCOMES = [
   'and returns a confirmation number',
 ];
 
-const NOTES = ['', '', ' Needs an API key.', ' Results are cached for five minutes.', ' Pages through large answers.', ' Retries failed requests twice.'];
+const NOTES = [
+  '',
+  '',
+  ' Needs an API key.',
+  ' Results are cached for five minutes.',
+  ' Pages through large answers.',
+  ' Retries failed requests twice.',
+];
 
 /** A well-mixed hash of i (murmur3's finaliser), so neighbouring tools differ. */
 function mix(i: number, salt: number): number {

@@ -91,8 +91,27 @@ export async function growth(n: number): Promise<GrowthRow> {
     const viewBytes = (await first.arrayBuffer()).byteLength;
     const firstGetMs = performance.now() - t0;
     const rssAfterGetMiB = rssMiB(registry.child.pid);
-    const run = await load({ url: `${registry.base}/`, durationS: opts.growthDurationS, connections: opts.growthConnections, expectStatus: 200 });
-    const row: GrowthRow = { n, importMs, importPeakRssMiB, bundleMiB, startupMs: registry.startupMs, rssAfterStartMiB, firstGetMs, rssAfterGetMiB, viewBytes, rps: run.rps, p50: run.p50, p99: run.p99, errors: run.errors };
+    const run = await load({
+      url: `${registry.base}/`,
+      durationS: opts.growthDurationS,
+      connections: opts.growthConnections,
+      expectStatus: 200,
+    });
+    const row: GrowthRow = {
+      n,
+      importMs,
+      importPeakRssMiB,
+      bundleMiB,
+      startupMs: registry.startupMs,
+      rssAfterStartMiB,
+      firstGetMs,
+      rssAfterGetMiB,
+      viewBytes,
+      rps: run.rps,
+      p50: run.p50,
+      p99: run.p99,
+      errors: run.errors,
+    };
     if (n > 0) {
       await searchIndexed(registry);
       row.probes = await probes(registry, n);
@@ -101,9 +120,12 @@ export async function growth(n: number): Promise<GrowthRow> {
     log(
       `growth ${n}: import ${importMs === null ? '-' : `${importMs.toFixed(0)} ms`}, startup ${row.startupMs.toFixed(0)} ms, RSS ${rssAfterStartMiB.toFixed(0)} -> ${rssAfterGetMiB.toFixed(0)} MiB, ` +
         `first GET ${firstGetMs.toFixed(0)} ms, ${run.rps.toFixed(0)}/s p50 ${run.p50.toFixed(2)} p99 ${run.p99.toFixed(2)} ms` +
-        (p ? `; p99 page ${p.page.p99.toFixed(2)}, lookup ${p.lookup.p99.toFixed(2)}, search ${p.search.p99.toFixed(2)}, filter ${p.filter.p99.toFixed(2)} ms` : ''),
+        (p
+          ? `; p99 page ${p.page.p99.toFixed(2)}, lookup ${p.lookup.p99.toFixed(2)}, search ${p.search.p99.toFixed(2)}, filter ${p.filter.p99.toFixed(2)} ms`
+          : ''),
     );
-    for (const [name, pr] of Object.entries(p ?? {})) if (pr.errors > 0) log(`growth ${n}: ${name} ${pr.url}: unexpected answers ${JSON.stringify(pr.statuses)}`);
+    for (const [name, pr] of Object.entries(p ?? {}))
+      if (pr.errors > 0) log(`growth ${n}: ${name} ${pr.url}: unexpected answers ${JSON.stringify(pr.statuses)}`);
     return row;
   } finally {
     await registry?.child.stop();
@@ -113,7 +135,20 @@ export async function growth(n: number): Promise<GrowthRow> {
 
 export function growthSections(rows: GrowthRow[]): Section[] {
   const t = table(
-    ['tools', 'import ms', 'bundle MiB', 'import peak RSS MiB', 'startup ms', 'RSS start MiB', 'RSS after GET / MiB', 'first GET / ms', 'view MiB', 'req/s', 'p50 ms', 'p99 ms'],
+    [
+      'tools',
+      'import ms',
+      'bundle MiB',
+      'import peak RSS MiB',
+      'startup ms',
+      'RSS start MiB',
+      'RSS after GET / MiB',
+      'first GET / ms',
+      'view MiB',
+      'req/s',
+      'p50 ms',
+      'p99 ms',
+    ],
     rows.map((g) => [
       f0(g.n),
       f0(g.importMs),
@@ -129,11 +164,27 @@ export function growthSections(rows: GrowthRow[]): Section[] {
       f2(g.p99),
     ]),
   );
-  const sections: Section[] = [{ title: `Growth (anonymous GET /, ${opts.growthDurationS} s, ${opts.growthConnections} connections; target: startup with 100,000 tools < ${TARGETS.startup100kMs} ms)`, ...t }];
+  const sections: Section[] = [
+    {
+      title: `Growth (anonymous GET /, ${opts.growthDurationS} s, ${opts.growthConnections} connections; target: startup with 100,000 tools < ${TARGETS.startup100kMs} ms)`,
+      ...t,
+    },
+  ];
   const withProbes = rows.filter((g) => g.probes);
   if (withProbes.length > 0) {
     const l = table(
-      ['tools', 'page p50 ms', 'page p99 ms', 'lookup p50 ms', 'lookup p99 ms', 'search p50 ms', 'search p99 ms', 'filter p50 ms', 'filter p99 ms', 'unexpected answers'],
+      [
+        'tools',
+        'page p50 ms',
+        'page p99 ms',
+        'lookup p50 ms',
+        'lookup p99 ms',
+        'search p50 ms',
+        'search p99 ms',
+        'filter p50 ms',
+        'filter p99 ms',
+        'unexpected answers',
+      ],
       withProbes.map((g) => {
         const p = g.probes;
         if (!p) return [f0(g.n)];

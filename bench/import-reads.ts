@@ -393,7 +393,22 @@ export function importSection(r: ImportReadsResult): Section[] {
   );
   const peak = Math.max(r.hwmMiB, r.rssPeakSampledMiB);
   const memory = table(
-    ['import', 'bundle MiB', 'import ms', 'RSS before MiB', 'peak RSS in request MiB', 'peak RSS MiB', 'RSS settled MiB', 'RSS restart MiB', 'catalogue MiB', 'peak above before MiB', 'ratio', 'peak / catalogue', 'goal', 'met'],
+    [
+      'import',
+      'bundle MiB',
+      'import ms',
+      'RSS before MiB',
+      'peak RSS in request MiB',
+      'peak RSS MiB',
+      'RSS settled MiB',
+      'RSS restart MiB',
+      'catalogue MiB',
+      'peak above before MiB',
+      'ratio',
+      'peak / catalogue',
+      'goal',
+      'met',
+    ],
     [
       [
         `${f0(r.imported)} new onto ${f0(r.seed)}`,

@@ -58,7 +58,12 @@ export function spawnNode(script: string, args: string[], env: Record<string, st
   live.add(proc);
   const lines: string[] = [];
   const keep = (chunk: Buffer) => {
-    lines.push(...chunk.toString().split('\n').filter((l) => l !== ''));
+    lines.push(
+      ...chunk
+        .toString()
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
     if (lines.length > 40) lines.splice(0, lines.length - 40);
   };
   proc.stdout?.on('data', keep);
@@ -259,7 +264,8 @@ export async function load(options: LoadOptions): Promise<RunResult> {
   const load = process.cpuUsage(loadBefore);
   const loadCpuUsPerReq = (load.user + load.system) / answered;
   const cpuUsPerReq = options.serverPid === undefined ? undefined : ((treeCpuMs(options.serverPid) - cpuBefore) * 1000) / answered;
-  const mainCpuUsPerReq = options.serverPid === undefined ? undefined : ((mainThreadCpuMs(options.serverPid) - mainBefore) * 1000) / answered;
+  const mainCpuUsPerReq =
+    options.serverPid === undefined ? undefined : ((mainThreadCpuMs(options.serverPid) - mainBefore) * 1000) / answered;
   return {
     rps: good / elapsedS,
     p50,

@@ -117,7 +117,11 @@ class McpSession {
   /** `initialize`, then `notifications/initialized`; keeps the session id the server gave. */
   async open(): Promise<void> {
     const init = await this.post(
-      this.body('initialize', { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'tool-registry-bench', version: '1.0.0' } }),
+      this.body('initialize', {
+        protocolVersion: PROTOCOL_VERSION,
+        capabilities: {},
+        clientInfo: { name: 'tool-registry-bench', version: '1.0.0' },
+      }),
     );
     const id = init.headers.get('mcp-session-id');
     if (init.status !== 200 || id === null || !init.message?.result) {
@@ -178,8 +182,10 @@ async function checkList(session: McpSession, names: string[]): Promise<number> 
   const a = await session.post(session.body('tools/list'));
   const result = a.message?.result;
   const tools = result?.['tools'];
-  if (a.status !== 200 || !Array.isArray(tools)) throw new Error(`MCP tools/list answered ${a.status}: ${JSON.stringify(a.message).slice(0, 300)}`);
-  if (result?.['nextCursor'] !== undefined) throw new Error(`MCP tools/list gave a nextCursor with ${tools.length} tools (MCP_PAGE_SIZE not applied?)`);
+  if (a.status !== 200 || !Array.isArray(tools))
+    throw new Error(`MCP tools/list answered ${a.status}: ${JSON.stringify(a.message).slice(0, 300)}`);
+  if (result?.['nextCursor'] !== undefined)
+    throw new Error(`MCP tools/list gave a nextCursor with ${tools.length} tools (MCP_PAGE_SIZE not applied?)`);
   const got = (tools as { name?: unknown }[]).map((t) => String(t.name)).sort();
   const want = [...names].sort();
   if (got.length !== want.length || got.some((n, k) => n !== want[k])) {
@@ -200,7 +206,11 @@ async function checkCall(session: McpSession): Promise<number> {
 }
 
 async function checkInvoke(base: string, authorization: string): Promise<number> {
-  const res = await fetch(`${base}/tools/${ECHO}/invoke`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify(ECHO_ARGS) });
+  const res = await fetch(`${base}/tools/${ECHO}/invoke`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json' },
+    body: JSON.stringify(ECHO_ARGS),
+  });
   const text = await res.text();
   let result: unknown;
   try {
@@ -208,7 +218,8 @@ async function checkInvoke(base: string, authorization: string): Promise<number>
   } catch {
     result = undefined;
   }
-  if (res.status !== 200 || result !== ECHO_TEXT) throw new Error(`POST /tools/${ECHO}/invoke answered ${res.status}: ${text.slice(0, 300)}`);
+  if (res.status !== 200 || result !== ECHO_TEXT)
+    throw new Error(`POST /tools/${ECHO}/invoke answered ${res.status}: ${text.slice(0, 300)}`);
   return Buffer.byteLength(text);
 }
 
@@ -244,7 +255,10 @@ export async function mcpBench(): Promise<McpResult> {
     const base = registry.base;
     const pid = registry.child.pid;
 
-    const lister = `Bearer ${token('bench-mcp-lister', Array.from({ length: SCOPE_COUNT }, (_, k) => scopeName(k)))}`;
+    const lister = `Bearer ${token(
+      'bench-mcp-lister',
+      Array.from({ length: SCOPE_COUNT }, (_, k) => scopeName(k)),
+    )}`;
     const caller = `Bearer ${token('bench-mcp-caller', [ECHO_SCOPE])}`;
 
     const view = await viewNames(base, lister);
@@ -258,7 +272,12 @@ export async function mcpBench(): Promise<McpResult> {
     const invokeBytes = await checkInvoke(base, caller);
 
     const rows: McpRow[] = [];
-    const measure = async (row: Omit<McpRow, 'mcp' | 'http' | 'ratio' | 'note'>, mcpSpec: LoadSpec, httpSpec: LoadSpec, recheck: () => Promise<unknown>) => {
+    const measure = async (
+      row: Omit<McpRow, 'mcp' | 'http' | 'ratio' | 'note'>,
+      mcpSpec: LoadSpec,
+      httpSpec: LoadSpec,
+      recheck: () => Promise<unknown>,
+    ) => {
       const [m, h] = await measureSides(`mcp: ${row.row}`, [
         ['mcp', loader(base, mcpSpec, pid)],
         ['http', loader(base, httpSpec, pid)],
@@ -319,7 +338,24 @@ export async function mcpBench(): Promise<McpResult> {
 
 export function mcpSection(r: McpResult): Section {
   const t = table(
-    ['row', 'MCP request', 'compared with', 'answer bytes MCP / HTTP', 'conns', 'MCP req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'HTTP req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'MCP / HTTP', 'errors MCP / HTTP', 'note'],
+    [
+      'row',
+      'MCP request',
+      'compared with',
+      'answer bytes MCP / HTTP',
+      'conns',
+      'MCP req/s',
+      'p50 ms',
+      'p99 ms',
+      'CPU us/req',
+      'HTTP req/s',
+      'p50 ms',
+      'p99 ms',
+      'CPU us/req',
+      'MCP / HTTP',
+      'errors MCP / HTTP',
+      'note',
+    ],
     r.rows.map((x) => [
       x.row,
       x.mcpRequest,

@@ -5,7 +5,22 @@
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 
-export const GROUPS = ['scenarios', 'growth', 'bridge', 'waiters', 'pages', 'lookup', 'search', 'filters', 'import', 'writes', 'cores', 'mcp', 'replication', 'validation'] as const;
+export const GROUPS = [
+  'scenarios',
+  'growth',
+  'bridge',
+  'waiters',
+  'pages',
+  'lookup',
+  'search',
+  'filters',
+  'import',
+  'writes',
+  'cores',
+  'mcp',
+  'replication',
+  'validation',
+] as const;
 export type Group = (typeof GROUPS)[number];
 
 const { values } = parseArgs({
@@ -42,7 +57,8 @@ const positive = (name: string, text: string | undefined, fallback: number) => {
 };
 
 const only = values.only === undefined ? null : values.only.split(',').map((g) => g.trim());
-for (const g of only ?? []) if (!(GROUPS as readonly string[]).includes(g)) throw new Error(`--only: no group "${g}" (groups: ${GROUPS.join(', ')})`);
+for (const g of only ?? [])
+  if (!(GROUPS as readonly string[]).includes(g)) throw new Error(`--only: no group "${g}" (groups: ${GROUPS.join(', ')})`);
 const negated = values as Record<string, unknown>;
 const enabled = (g: Group) => (only === null || only.includes(g)) && negated[`no-${g}`] !== true;
 
@@ -82,7 +98,11 @@ export const opts = {
   /** Issue 14: sequential writes per run of the visibility row. */
   replicationWrites: positive('replication-writes', values['replication-writes'], quick ? 100 : 300),
   /** Issue 14: fresh replicas timed at each catch-up size (default --runs). */
-  replicationCatchUpRuns: positive('replication-catch-up-runs', values['replication-catch-up-runs'], positive('runs', values.runs, quick ? 1 : 3)),
+  replicationCatchUpRuns: positive(
+    'replication-catch-up-runs',
+    values['replication-catch-up-runs'],
+    positive('runs', values.runs, quick ? 1 : 3),
+  ),
   groups: Object.fromEntries(GROUPS.map((g) => [g, enabled(g)])) as Record<Group, boolean>,
 };
 

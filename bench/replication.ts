@@ -140,7 +140,10 @@ let startedBrokerEnv: Record<string, string> | null = null;
 
 function pulsarScript(command: 'start' | 'stop' | 'status' | 'env', env: Record<string, string>): Promise<{ code: number; out: string }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn('bash', [join(REPO_ROOT, 'scripts/pulsar.sh'), command], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('bash', [join(REPO_ROOT, 'scripts/pulsar.sh'), command], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
     proc.stderr.on('data', (d: Buffer) => (command === 'start' || command === 'stop' ? process.stderr.write(d) : undefined));
@@ -169,7 +172,8 @@ const pidIn = (statusOut: string) => {
 
 async function acquireBroker(): Promise<Broker> {
   const given = process.env['PULSAR_WS_URL'];
-  if (given) return { wsUrl: given, adminUrl: process.env['PULSAR_ADMIN_URL'] ?? adminUrlOf(given), source: 'PULSAR_WS_URL', pid: undefined };
+  if (given)
+    return { wsUrl: given, adminUrl: process.env['PULSAR_ADMIN_URL'] ?? adminUrlOf(given), source: 'PULSAR_WS_URL', pid: undefined };
   // A broker scripts/pulsar.sh already runs (its default state directory): used, never stopped.
   const status = await pulsarScript('status', {});
   if (status.code === 0 && status.out.includes('ready')) {
@@ -177,12 +181,20 @@ async function acquireBroker(): Promise<Broker> {
     const wsUrl = /PULSAR_WS_URL=(\S+)/.exec(env.out)?.[1];
     if (wsUrl) {
       log(`replication: using the running broker (${status.out.trim()})`);
-      return { wsUrl, adminUrl: /PULSAR_ADMIN_URL=(\S+)/.exec(env.out)?.[1] ?? adminUrlOf(wsUrl), source: 'running', pid: pidIn(status.out) };
+      return {
+        wsUrl,
+        adminUrl: /PULSAR_ADMIN_URL=(\S+)/.exec(env.out)?.[1] ?? adminUrlOf(wsUrl),
+        source: 'running',
+        pid: pidIn(status.out),
+      };
     }
   }
   for (const command of ['java', 'mvn', 'curl']) {
-    const found = await new Promise<boolean>((resolve) => spawn('bash', ['-c', `command -v ${command}`], { stdio: 'ignore' }).once('exit', (code) => resolve(code === 0)));
-    if (!found) throw new Error(`no PULSAR_WS_URL, no running broker, and ${command} is not on PATH (scripts/pulsar.sh needs java and mvn)`);
+    const found = await new Promise<boolean>((resolve) =>
+      spawn('bash', ['-c', `command -v ${command}`], { stdio: 'ignore' }).once('exit', (code) => resolve(code === 0)),
+    );
+    if (!found)
+      throw new Error(`no PULSAR_WS_URL, no running broker, and ${command} is not on PATH (scripts/pulsar.sh needs java and mvn)`);
   }
   const env = {
     PULSAR_STATE_DIR: join(REPO_ROOT, '.cache/bench-pulsar-replication'),
@@ -238,7 +250,14 @@ function replicationKeyFile(): string {
 }
 
 function replicaEnv(broker: Broker, topic: string, replicaId: string): Record<string, string> {
-  return { PULSAR_WS_URL: broker.wsUrl, PULSAR_ADMIN_URL: broker.adminUrl, REPLICATION_TOPIC: topic, REPLICA_ID: replicaId, REPLICATION_SECRET_FILE: replicationKeyFile(), PUBLIC_URL };
+  return {
+    PULSAR_WS_URL: broker.wsUrl,
+    PULSAR_ADMIN_URL: broker.adminUrl,
+    REPLICATION_TOPIC: topic,
+    REPLICA_ID: replicaId,
+    REPLICATION_SECRET_FILE: replicationKeyFile(),
+    PUBLIC_URL,
+  };
 }
 
 async function waitReady(registry: Registry, since: number, timeoutMs = 120_000): Promise<number> {
@@ -262,7 +281,9 @@ function send(base: string, path: string, method = 'GET', headers: Record<string
     const req = request({ host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), at: performance.now() }));
+      res.once('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), at: performance.now() }),
+      );
       res.once('error', reject);
     });
     req.once('error', reject);
@@ -285,7 +306,12 @@ const admin = () => ({ authorization: `Bearer ${adminToken()}`, 'content-type': 
 // 1. Visibility
 
 /** Resolves once a blocking query on `base` answers a view listing `name`. */
-async function watch(base: string, fromIndex: number, name: Buffer, deadline: number): Promise<{ at: number; index: number; bytes: number }> {
+async function watch(
+  base: string,
+  fromIndex: number,
+  name: Buffer,
+  deadline: number,
+): Promise<{ at: number; index: number; bytes: number }> {
   let from = fromIndex;
   for (;;) {
     const a = await send(base, `/?index=${from}&wait=30s`);
@@ -354,7 +380,9 @@ async function visibility(replicas: Registry[], single: Registry): Promise<Visib
     }
     const parts = sides.map((side, s) => {
       const r = runs[s]?.at(-1);
-      return r ? `${side.bases.length} registr${side.bases.length === 1 ? 'y' : 'ies'}: answer p50 ${f2(percentile(r.answer, 50))} visible p50 ${f2(percentile(r.visible, 50))} p99 ${f2(percentile(r.visible, 99))} ms` : '-';
+      return r
+        ? `${side.bases.length} registr${side.bases.length === 1 ? 'y' : 'ies'}: answer p50 ${f2(percentile(r.answer, 50))} visible p50 ${f2(percentile(r.visible, 50))} p99 ${f2(percentile(r.visible, 99))} ms`
+        : '-';
     });
     log(`replication: visibility run ${i + 1}/${opts.runs}: ${parts.join(' | ')}`);
   }
@@ -405,16 +433,28 @@ async function converge(replicas: Registry[]): Promise<{ converged: boolean; aft
 }
 
 async function throughput(replicas: Registry[], single: Registry, broker: Broker): Promise<ThroughputResult> {
-  const registerRequests = (prefix: string) => (request: autocannon.Request): autocannon.Request => {
-    request.path = '/tools/register';
-    request.body = JSON.stringify(httpTool(throughputCounter++, prefix));
-    return request;
-  };
+  const registerRequests =
+    (prefix: string) =>
+    (request: autocannon.Request): autocannon.Request => {
+      request.path = '/tools/register';
+      request.body = JSON.stringify(httpTool(throughputCounter++, prefix));
+      return request;
+    };
   const spec = { connections: opts.writeConnections, method: 'POST' as const, headers: admin(), expectStatus: 201 };
   const brokerCpu: number[] = [];
   const pids = replicas.map((r) => r.child.pid);
   const [s, r] = await measureSides('replication: writes', [
-    ['one process', (durationS) => load({ ...spec, url: `${single.base}/tools/register`, durationS, setupRequest: registerRequests('bench-one'), serverPid: single.child.pid })],
+    [
+      'one process',
+      (durationS) =>
+        load({
+          ...spec,
+          url: `${single.base}/tools/register`,
+          durationS,
+          setupRequest: registerRequests('bench-one'),
+          serverPid: single.child.pid,
+        }),
+    ],
     [
       `${REPLICAS} replicas`,
       async (durationS) => {
@@ -457,7 +497,10 @@ function importSlice(from: number, to: number): string {
 async function catchUp(broker: Broker, dir: string, topic: string, rows: CatchUpRow[]): Promise<void> {
   mkdirSync(join(dir, 'loader'));
   const since = performance.now();
-  const loader = await startRegistry(join(dir, 'loader'), { ...replicaEnv(broker, topic, 'bench-loader'), REPLICATION_APPLY_TIMEOUT_MS: String(10 * 60_000) });
+  const loader = await startRegistry(join(dir, 'loader'), {
+    ...replicaEnv(broker, topic, 'bench-loader'),
+    REPLICATION_APPLY_TIMEOUT_MS: String(10 * 60_000),
+  });
   try {
     await waitReady(loader, since);
     let loaded = 0;
@@ -471,7 +514,8 @@ async function catchUp(broker: Broker, dir: string, topic: string, rows: CatchUp
         importMs.push(await importBundle(loader, importSlice(loaded, to)));
         loaded = to;
         imports++;
-        if (imports % 10 === 0) log(`replication: catch-up: loaded ${loaded} tools (${imports} imports, the last in ${(importMs.at(-1) ?? NaN).toFixed(0)} ms)`);
+        if (imports % 10 === 0)
+          log(`replication: catch-up: loaded ${loaded} tools (${imports} imports, the last in ${(importMs.at(-1) ?? NaN).toFixed(0)} ms)`);
       }
       loadMs += performance.now() - t0;
       const index = await registryIndex(loader.base);
@@ -587,7 +631,20 @@ export function replicationSections(r: ReplicationResult): Section[] {
   const sections: Section[] = [];
   const where = `${REPLICAS} replicas on loopback, broker ${r.broker.source === 'started' ? 'started by the bench' : r.broker.source === 'running' ? 'already running (scripts/pulsar.sh)' : 'at PULSAR_WS_URL'}; load average at start ${r.loadAverageAtStart.join(' ')}`;
   const v = table(
-    ['mode', 'writes', 'write answered p50 ms', 'p99 ms', 'visible on all p50 ms', 'p99 ms', 'on the writer p50 ms', 'p99 ms', 'slowest other p50 ms', 'p99 ms', 'index mismatches', 'last view'],
+    [
+      'mode',
+      'writes',
+      'write answered p50 ms',
+      'p99 ms',
+      'visible on all p50 ms',
+      'p99 ms',
+      'on the writer p50 ms',
+      'p99 ms',
+      'slowest other p50 ms',
+      'p99 ms',
+      'index mismatches',
+      'last view',
+    ],
     r.visibility.map((row) => [
       row.mode,
       `${row.runs} x ${f0(row.writes)}`,
@@ -611,10 +668,22 @@ export function replicationSections(r: ReplicationResult): Section[] {
   if ('skipped' in t) {
     sections.push({ title: 'Replicated mode: write throughput', text: `skipped: ${t.skipped}`, markdown: `Skipped: ${t.skipped}` });
   } else {
-    const line = (mode: string, s: Side, brokerCpu: string, ratio: string) => [mode, f0(s.rps), f2(s.p50), f2(s.p99), f0(s.cpuUsPerReq), brokerCpu, f0(s.errors), ratio];
+    const line = (mode: string, s: Side, brokerCpu: string, ratio: string) => [
+      mode,
+      f0(s.rps),
+      f2(s.p50),
+      f2(s.p99),
+      f0(s.cpuUsPerReq),
+      brokerCpu,
+      f0(s.errors),
+      ratio,
+    ];
     const w = table(
       ['mode', 'writes/s', 'p50 ms', 'p99 ms', 'registry CPU us/write (all processes)', 'broker CPU us/write', 'errors', 'ratio'],
-      [line('one process, no topic', t.single, '-', '100%'), line(`${REPLICAS} replicas, connections spread 6/5/5`, t.replicated, f0(t.brokerCpuUsPerWrite), pct(t.ratio))],
+      [
+        line('one process, no topic', t.single, '-', '100%'),
+        line(`${REPLICAS} replicas, connections spread 6/5/5`, t.replicated, f0(t.brokerCpuUsPerWrite), pct(t.ratio)),
+      ],
     );
     const brokerNote =
       t.brokerCpuUsPerWrite === null
@@ -633,7 +702,19 @@ export function replicationSections(r: ReplicationResult): Section[] {
   }
   if (r.catchUp.length > 0 || r.catchUpFailed !== undefined) {
     const c = table(
-      ['tools', 'imports (messages)', 'loaded through the topic s', 'last imports ms', 'start -> /healthz s', 'start -> /readyz s', '/healthz -> caught up s', 'tools/s from start', 'tools/s catching up', 'RSS MiB', 'index matches'],
+      [
+        'tools',
+        'imports (messages)',
+        'loaded through the topic s',
+        'last imports ms',
+        'start -> /healthz s',
+        'start -> /readyz s',
+        '/healthz -> caught up s',
+        'tools/s from start',
+        'tools/s catching up',
+        'RSS MiB',
+        'index matches',
+      ],
       r.catchUp.map((row) => [
         f0(row.tools),
         f0(row.imports),

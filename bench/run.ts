@@ -151,7 +151,13 @@ async function main(): Promise<void> {
   log(`options: ${JSON.stringify(opts)}`);
 
   if (g.scenarios) for (const n of opts.sizes) results.scenarios.push(...(await scenarios(n)));
-  const scaleGroups: Record<ScaleGroup, boolean> = { pages: g.pages, lookup: g.lookup, search: g.search, filters: g.filters, writes: g.writes };
+  const scaleGroups: Record<ScaleGroup, boolean> = {
+    pages: g.pages,
+    lookup: g.lookup,
+    search: g.search,
+    filters: g.filters,
+    writes: g.writes,
+  };
   if (Object.values(scaleGroups).some(Boolean)) {
     for (const n of opts.scaleSizes) {
       try {
@@ -160,7 +166,20 @@ async function main(): Promise<void> {
         // One size failing (the registry refusing the import, say) leaves the others to run.
         const note = failed(err).skipped;
         log(`scale ${n}: ${note}`);
-        results.scale.push({ group: 'pages', row: 'every row at this size', n, url: '-', answerTools: null, answerBytes: null, registry: null, ceiling: null, ratio: null, goal: '-', met: false, note });
+        results.scale.push({
+          group: 'pages',
+          row: 'every row at this size',
+          n,
+          url: '-',
+          answerTools: null,
+          answerBytes: null,
+          registry: null,
+          ceiling: null,
+          ratio: null,
+          goal: '-',
+          met: false,
+          note,
+        });
       }
     }
   }
@@ -229,7 +248,11 @@ async function main(): Promise<void> {
 
   // Tables.
   const sections: Section[] = [];
-  const skippedSection = (title: string, s: Failed): Section => ({ title, text: `skipped: ${s.skipped}`, markdown: `Skipped: ${s.skipped}` });
+  const skippedSection = (title: string, s: Failed): Section => ({
+    title,
+    text: `skipped: ${s.skipped}`,
+    markdown: `Skipped: ${s.skipped}`,
+  });
   if (results.scenarios.length > 0) sections.push(scenariosSection(results.scenarios));
   sections.push(...scaleSections(results.scale));
   if (results.importDuringReads) {
@@ -260,7 +283,17 @@ async function main(): Promise<void> {
     } else {
       const t = table(
         ['waiters', 'answered', 'RSS idle MiB', 'RSS held MiB', 'bytes per waiter', 'write to last answer ms', 'target'],
-        [[f0(w.waiters), f0(w.answered), f0(w.rssIdleMiB), f0(w.rssHeldMiB), f0(w.bytesPerWaiter), f0(w.writeToLastAnswerMs), `all within 1000 ms: ${w.answered === w.waiters && w.writeToLastAnswerMs <= 1000 ? 'yes' : 'NO'}`]],
+        [
+          [
+            f0(w.waiters),
+            f0(w.answered),
+            f0(w.rssIdleMiB),
+            f0(w.rssHeldMiB),
+            f0(w.bytesPerWaiter),
+            f0(w.writeToLastAnswerMs),
+            `all within 1000 ms: ${w.answered === w.waiters && w.writeToLastAnswerMs <= 1000 ? 'yes' : 'NO'}`,
+          ],
+        ],
       );
       sections.push({ title: 'Blocking waiters (one write wakes them all)', ...t });
     }

@@ -17,7 +17,19 @@ import { sleep } from './lib.js';
 import { compare, loader, type LoadSpec, type Side } from './measure.js';
 import { log, opts, TARGETS, type Group } from './options.js';
 import { f0, f1, f2, pct, passMiss, table, type Section } from './report.js';
-import { capture, captureAll, checkCeiling, exactSpec, importBundle, keptHeaders, searchIndexed, startCeiling, startRegistry, type Captured, type Registry } from './servers.js';
+import {
+  capture,
+  captureAll,
+  checkCeiling,
+  exactSpec,
+  importBundle,
+  keptHeaders,
+  searchIndexed,
+  startCeiling,
+  startRegistry,
+  type Captured,
+  type Registry,
+} from './servers.js';
 
 export type ScaleGroup = Extract<Group, 'pages' | 'lookup' | 'search' | 'filters' | 'writes'>;
 
@@ -52,7 +64,8 @@ const readGoal = `>= ${TARGETS.scaleReadRatio} of ceiling, p99 < ${TARGETS.scale
  */
 const builtGoal = `p99 < ${TARGETS.scaleReadP99Ms} ms`;
 const goalOf = (group: ScaleGroup) => (group === 'search' || group === 'filters' ? builtGoal : readGoal);
-const metGoal = (group: ScaleGroup, ratio: number, p99: number) => p99 < TARGETS.scaleReadP99Ms && (goalOf(group) === builtGoal || ratio >= TARGETS.scaleReadRatio);
+const metGoal = (group: ScaleGroup, ratio: number, p99: number) =>
+  p99 < TARGETS.scaleReadP99Ms && (goalOf(group) === builtGoal || ratio >= TARGETS.scaleReadRatio);
 const writeGoal = `>= ${TARGETS.scaleWritesPerS.toLocaleString('en-US')} writes/s`;
 
 function toolsIn(body: Buffer): number | null {
@@ -93,7 +106,11 @@ export async function scale(n: number, groups: Record<ScaleGroup, boolean>): Pro
       await sleep(5);
       for (let k = 0; k < LATE_WRITES; k++) {
         const i = Math.floor((k * n) / LATE_WRITES);
-        const res = await fetch(`${base}/tools/${toolName(i)}`, { method: 'PUT', headers: admin, body: JSON.stringify({ ...httpTool(i), description: `${toolDescription(i)} Revised.` }) });
+        const res = await fetch(`${base}/tools/${toolName(i)}`, {
+          method: 'PUT',
+          headers: admin,
+          body: JSON.stringify({ ...httpTool(i), description: `${toolDescription(i)} Revised.` }),
+        });
         await res.arrayBuffer();
         if (res.status !== 200) throw new Error(`late write of ${toolName(i)} answered ${res.status}`);
       }
@@ -103,11 +120,25 @@ export async function scale(n: number, groups: Record<ScaleGroup, boolean>): Pro
     const cases: ReadCase[] = [];
     const unmeasured = (group: ScaleGroup, row: string, url: string, note: string) => {
       log(`scale ${n}: ${row}: ${note}`);
-      rows.push({ group, row, n, url, answerTools: null, answerBytes: null, registry: null, ceiling: null, ratio: null, goal: goalOf(group), met: false, note });
+      rows.push({
+        group,
+        row,
+        n,
+        url,
+        answerTools: null,
+        answerBytes: null,
+        registry: null,
+        ceiling: null,
+        ratio: null,
+        goal: goalOf(group),
+        met: false,
+        note,
+      });
     };
     const single = async (group: ScaleGroup, row: string, url: string) => {
       const answer = await capture(base, url);
-      if (answer.status !== 200) return unmeasured(group, row, url, `registry answered ${answer.status}: ${answer.body.toString().slice(0, 200)}`);
+      if (answer.status !== 200)
+        return unmeasured(group, row, url, `registry answered ${answer.status}: ${answer.body.toString().slice(0, 200)}`);
       cases.push({ group, row, url, answer });
       return answer;
     };
@@ -149,11 +180,23 @@ export async function scale(n: number, groups: Record<ScaleGroup, boolean>): Pro
     }
 
     if (cases.length > 0 || lookups.length > 0) {
-      const ceiling = await startCeiling(dir, 'ceiling-reads', { exact: exactSpec(dir, 'reads', [...cases.map((c) => c.answer), ...lookups]) });
+      const ceiling = await startCeiling(dir, 'ceiling-reads', {
+        exact: exactSpec(dir, 'reads', [...cases.map((c) => c.answer), ...lookups]),
+      });
       try {
         await checkCeiling(ceiling, [...cases.map((c) => c.answer), ...lookups.slice(0, 3)]);
-        const measure = async (group: ScaleGroup, row: string, url: string, spec: LoadSpec, answer: { tools: number | null; bytes: number }) => {
-          const { registry: r, ceiling: c } = await compare(`${row} @${n}`, loader(base, spec, registry?.child.pid), loader(ceiling.base, spec, ceiling.child.pid));
+        const measure = async (
+          group: ScaleGroup,
+          row: string,
+          url: string,
+          spec: LoadSpec,
+          answer: { tools: number | null; bytes: number },
+        ) => {
+          const { registry: r, ceiling: c } = await compare(
+            `${row} @${n}`,
+            loader(base, spec, registry?.child.pid),
+            loader(ceiling.base, spec, ceiling.child.pid),
+          );
           const ratio = r.rps / c.rps;
           rows.push({
             group,
@@ -171,7 +214,13 @@ export async function scale(n: number, groups: Record<ScaleGroup, boolean>): Pro
           });
         };
         for (const c of cases) {
-          await measure(c.group, c.row, c.url, { path: c.url, connections: opts.readConnections, expectStatus: 200 }, { tools: toolsIn(c.answer.body), bytes: c.answer.body.length });
+          await measure(
+            c.group,
+            c.row,
+            c.url,
+            { path: c.url, connections: opts.readConnections, expectStatus: 200 },
+            { tools: toolsIn(c.answer.body), bytes: c.answer.body.length },
+          );
         }
         if (lookups.length > 0) {
           const meanBytes = lookups.reduce((sum, a) => sum + a.body.length, 0) / lookups.length;
@@ -180,11 +229,30 @@ export async function scale(n: number, groups: Record<ScaleGroup, boolean>): Pro
             return request;
           };
           const row = `GET /tools/{name}, anonymous (${lookups.length} names)`;
-          await measure('lookup', row, '/tools/{name}', { connections: opts.readConnections, expectStatus: 200, setupRequest: pickName }, { tools: 1, bytes: meanBytes });
+          await measure(
+            'lookup',
+            row,
+            '/tools/{name}',
+            { connections: opts.readConnections, expectStatus: 200, setupRequest: pickName },
+            { tools: 1, bytes: meanBytes },
+          );
           const etagged = lookups.filter((a) => a.headers['etag'] !== undefined);
           const row304 = 'If-None-Match -> 304';
           if (etagged.length === 0) {
-            rows.push({ group: 'lookup', row: row304, n, url: '/tools/{name}', answerTools: null, answerBytes: null, registry: null, ceiling: null, ratio: null, goal: readGoal, met: null, note: 'no ETag' });
+            rows.push({
+              group: 'lookup',
+              row: row304,
+              n,
+              url: '/tools/{name}',
+              answerTools: null,
+              answerBytes: null,
+              registry: null,
+              ceiling: null,
+              ratio: null,
+              goal: readGoal,
+              met: null,
+              note: 'no ETag',
+            });
           } else {
             if (etagged.length < lookups.length) log(`scale ${n}: only ${etagged.length} of ${lookups.length} lookups carry an ETag`);
             const revalidate = (request: autocannon.Request): autocannon.Request => {
@@ -193,7 +261,13 @@ export async function scale(n: number, groups: Record<ScaleGroup, boolean>): Pro
               request.headers = { ...request.headers, 'if-none-match': a?.headers['etag'] ?? '' };
               return request;
             };
-            await measure('lookup', row304, '/tools/{name}', { connections: opts.readConnections, expectStatus: 304, setupRequest: revalidate }, { tools: 0, bytes: 0 });
+            await measure(
+              'lookup',
+              row304,
+              '/tools/{name}',
+              { connections: opts.readConnections, expectStatus: 304, setupRequest: revalidate },
+              { tools: 0, bytes: 0 },
+            );
           }
         }
       } finally {
@@ -242,7 +316,10 @@ async function writes(registry: Registry, n: number, dir: string): Promise<Scale
       expect: 200,
       request: (k) => {
         const i = k % n;
-        return { path: `/tools/${toolName(i)}`, body: JSON.stringify({ ...httpTool(i), description: `${toolDescription(i)} Revision ${++revision}.` }) };
+        return {
+          path: `/tools/${toolName(i)}`,
+          body: JSON.stringify({ ...httpTool(i), description: `${toolDescription(i)} Revision ${++revision}.` }),
+        };
       },
     },
   ];
@@ -250,12 +327,30 @@ async function writes(registry: Registry, n: number, dir: string): Promise<Scale
   for (const kind of kinds) {
     const sample = kind.request(writeCounter++);
     const res = await fetch(`${registry.base}${sample.path}`, { method: kind.method, headers: admin, body: sample.body });
-    const answer: Captured = { url: sample.path, status: res.status, body: Buffer.from(await res.arrayBuffer()), headers: keptHeaders(res) };
+    const answer: Captured = {
+      url: sample.path,
+      status: res.status,
+      body: Buffer.from(await res.arrayBuffer()),
+      headers: keptHeaders(res),
+    };
     const url = kind.row.split(' (')[0] ?? kind.row;
     if (answer.status !== kind.expect) {
       const note = `sample answered ${answer.status}, not ${kind.expect}: ${answer.body.toString().slice(0, 200)}`;
       log(`scale ${n}: ${kind.row}: ${note}`);
-      rows.push({ group: 'writes', row: kind.row, n, url, answerTools: null, answerBytes: null, registry: null, ceiling: null, ratio: null, goal: writeGoal, met: false, note });
+      rows.push({
+        group: 'writes',
+        row: kind.row,
+        n,
+        url,
+        answerTools: null,
+        answerBytes: null,
+        registry: null,
+        ceiling: null,
+        ratio: null,
+        goal: writeGoal,
+        met: false,
+        note,
+      });
       continue;
     }
     const bodyFile = join(dir, `write-${rows.length}.json`);
@@ -269,8 +364,18 @@ async function writes(registry: Registry, n: number, dir: string): Promise<Scale
         request.body = next.body;
         return request;
       };
-      const load: LoadSpec = { connections: opts.writeConnections, method: kind.method, headers: admin, expectStatus: kind.expect, setupRequest };
-      const { registry: r, ceiling: c } = await compare(`${kind.row} @${n}`, loader(registry.base, load, registry.child.pid), loader(ceiling.base, load, ceiling.child.pid));
+      const load: LoadSpec = {
+        connections: opts.writeConnections,
+        method: kind.method,
+        headers: admin,
+        expectStatus: kind.expect,
+        setupRequest,
+      };
+      const { registry: r, ceiling: c } = await compare(
+        `${kind.row} @${n}`,
+        loader(registry.base, load, registry.child.pid),
+        loader(ceiling.base, load, ceiling.child.pid),
+      );
       rows.push({
         group: 'writes',
         row: kind.row,
@@ -295,7 +400,23 @@ async function writes(registry: Registry, n: number, dir: string): Promise<Scale
 export function scaleSections(rows: ScaleRow[]): Section[] {
   const sections: Section[] = [];
   const reads = rows.filter((r) => r.group !== 'writes');
-  const head = ['group', 'row', 'tools', 'answer', 'registry req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'ceiling req/s', 'p50 ms', 'p99 ms', 'ratio', 'goal', 'met', 'note'];
+  const head = [
+    'group',
+    'row',
+    'tools',
+    'answer',
+    'registry req/s',
+    'p50 ms',
+    'p99 ms',
+    'CPU us/req',
+    'ceiling req/s',
+    'p50 ms',
+    'p99 ms',
+    'ratio',
+    'goal',
+    'met',
+    'note',
+  ];
   const line = (r: ScaleRow, answer: string) => [
     r.group,
     r.row,
@@ -314,11 +435,20 @@ export function scaleSections(rows: ScaleRow[]): Section[] {
     r.note ?? '',
   ];
   const answerOf = (r: ScaleRow) =>
-    r.answerBytes === null ? '-' : r.answerTools === 0 && r.answerBytes === 0 ? '304, no body' : `${r.answerTools ?? '?'} tools, ${f1(r.answerBytes / 1024)} KiB`;
+    r.answerBytes === null
+      ? '-'
+      : r.answerTools === 0 && r.answerBytes === 0
+        ? '304, no body'
+        : `${r.answerTools ?? '?'} tools, ${f1(r.answerBytes / 1024)} KiB`;
   if (reads.length > 0) {
     sections.push({
       title: `Pages, lookups, search and filters (issue 10; median of ${opts.runs} x ${opts.durationS} s, ${opts.readConnections} connections, anonymous)`,
-      ...table(head, reads.map((r) => line(r, answerOf(r))), 2, ['goal', 'note']),
+      ...table(
+        head,
+        reads.map((r) => line(r, answerOf(r))),
+        2,
+        ['goal', 'note'],
+      ),
     });
   }
   const w = rows.filter((r) => r.group === 'writes');
@@ -338,7 +468,17 @@ export function scaleSections(rows: ScaleRow[]): Section[] {
         `What bounds durable writes (the registry's side of the runs above; CPU us per write). "One thread" = 1 s / main-thread CPU a write: the rate at which the event loop, ` +
         `which runs each write's HTTP, validation, SQL and commit, is saturated. "${cores} cores" = ${cores} s / (registry CPU + load generator CPU) a write: the rate at which the machine is.`,
       ...table(
-        ['row', 'tools', 'writes/s', 'registry CPU', 'of it main thread', 'load generator CPU', 'bound: one thread /s', `bound: ${cores} cores /s`, 'ceiling CPU'],
+        [
+          'row',
+          'tools',
+          'writes/s',
+          'registry CPU',
+          'of it main thread',
+          'load generator CPU',
+          'bound: one thread /s',
+          `bound: ${cores} cores /s`,
+          'ceiling CPU',
+        ],
         w.map((r) => {
           const s = r.registry;
           return [

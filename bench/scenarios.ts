@@ -68,7 +68,10 @@ export async function scenarios(n: number): Promise<Comparison[]> {
       write: {
         status: 201,
         bodyFile: writeBodyFile,
-        headers: { 'content-type': putRes.headers.get('content-type') ?? 'application/json; charset=utf-8', 'x-registry-index': putRes.headers.get('x-registry-index') ?? '0' },
+        headers: {
+          'content-type': putRes.headers.get('content-type') ?? 'application/json; charset=utf-8',
+          'x-registry-index': putRes.headers.get('x-registry-index') ?? '0',
+        },
       },
     });
     const ceilingBase = ceiling.base;
@@ -76,13 +79,18 @@ export async function scenarios(n: number): Promise<Comparison[]> {
     for (const v of [views[0], views[1]]) {
       if (!v) continue;
       const got = await fetchView(ceilingBase, v.authorization || null);
-      if (!got.body.equals(v.body) || got.headers['etag'] !== v.headers['etag']) throw new Error("the ceiling does not serve the registry's bytes");
+      if (!got.body.equals(v.body) || got.headers['etag'] !== v.headers['etag'])
+        throw new Error("the ceiling does not serve the registry's bytes");
     }
 
     const results: Comparison[] = [];
     const ceilingPid = ceiling.child.pid;
     const reads = (scenario: string, ratioTarget: number, o: LoadSpec) => async () => {
-      const { registry: r, ceiling: c } = await compare(`${scenario} @${n}`, loader(registry?.base ?? '', o, registry?.child.pid), loader(ceilingBase, o, ceilingPid));
+      const { registry: r, ceiling: c } = await compare(
+        `${scenario} @${n}`,
+        loader(registry?.base ?? '', o, registry?.child.pid),
+        loader(ceilingBase, o, ceilingPid),
+      );
       const ratio = r.rps / c.rps;
       results.push({ scenario, n, registry: r, ceiling: c, ratio, target: `>= ${ratioTarget} of ceiling`, met: ratio >= ratioTarget });
     };
@@ -93,7 +101,11 @@ export async function scenarios(n: number): Promise<Comparison[]> {
     };
 
     await reads('anonymous GET /', TARGETS.readRatio, { connections: opts.readConnections, expectStatus: 200 })();
-    await reads('bearer GET / (50 scope sets)', TARGETS.readRatio, { connections: opts.readConnections, expectStatus: 200, setupRequest: rotate })();
+    await reads('bearer GET / (50 scope sets)', TARGETS.readRatio, {
+      connections: opts.readConnections,
+      expectStatus: 200,
+      setupRequest: rotate,
+    })();
     await reads('If-None-Match -> 304', TARGETS.notModifiedRatio, {
       connections: opts.readConnections,
       expectStatus: 304,
@@ -115,7 +127,11 @@ export async function scenarios(n: number): Promise<Comparison[]> {
       expectStatus: 201,
       setupRequest: putNew,
     };
-    const w = await compare(`registrations @${n}`, loader(registry.base, writeOpts, registry.child.pid), loader(ceilingBase, writeOpts, ceilingPid));
+    const w = await compare(
+      `registrations @${n}`,
+      loader(registry.base, writeOpts, registry.child.pid),
+      loader(ceilingBase, writeOpts, ceilingPid),
+    );
     results.push({
       scenario: 'registrations (PUT, 16 clients)',
       n,
@@ -135,7 +151,21 @@ export async function scenarios(n: number): Promise<Comparison[]> {
 
 export function scenariosSection(rows: Comparison[]): Section {
   const t = table(
-    ['scenario', 'tools', 'registry req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'ceiling req/s', 'p50 ms', 'p99 ms', 'CPU us/req', 'ratio', 'target', 'met'],
+    [
+      'scenario',
+      'tools',
+      'registry req/s',
+      'p50 ms',
+      'p99 ms',
+      'CPU us/req',
+      'ceiling req/s',
+      'p50 ms',
+      'p99 ms',
+      'CPU us/req',
+      'ratio',
+      'target',
+      'met',
+    ],
     rows.map((s) => [
       s.scenario,
       f0(s.n),
@@ -152,5 +182,8 @@ export function scenariosSection(rows: Comparison[]): Section {
       s.met === null ? '-' : s.met ? 'yes' : 'NO',
     ]),
   );
-  return { title: `Discovery and registrations (median of ${opts.runs} x ${opts.durationS} s; reads ${opts.readConnections} connections, writes ${opts.writeConnections})`, ...t };
+  return {
+    title: `Discovery and registrations (median of ${opts.runs} x ${opts.durationS} s; reads ${opts.readConnections} connections, writes ${opts.writeConnections})`,
+    ...t,
+  };
 }

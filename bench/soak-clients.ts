@@ -99,7 +99,9 @@ export async function loop(ctx: LoopContext, kind: string, thinkMs: number, step
     try {
       await step(i);
     } catch (err) {
-      stats.error(err instanceof Error ? `${err.name}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ''}` : String(err));
+      stats.error(
+        err instanceof Error ? `${err.name}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ''}` : String(err),
+      );
     }
     if (thinkMs > 0) await sleep(thinkMs);
   }
@@ -118,7 +120,9 @@ const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-ty
 export async function anonymousDiscovery(ctx: LoopContext, thinkMs: number): Promise<void> {
   let etag: string | null = null;
   await loop(ctx, 'discovery-anon', thinkMs, async (i) => {
-    const res = await call(ctx, 'discovery-anon', i % 5 === 4 ? '/?q=soak%20tool&limit=20' : '/', { headers: etag !== null && i % 2 === 1 ? { 'if-none-match': etag } : {} });
+    const res = await call(ctx, 'discovery-anon', i % 5 === 4 ? '/?q=soak%20tool&limit=20' : '/', {
+      headers: etag !== null && i % 2 === 1 ? { 'if-none-match': etag } : {},
+    });
     etag = res.headers.get('etag') ?? etag;
   });
 }
@@ -131,7 +135,9 @@ export async function bearerDiscovery(ctx: LoopContext, token: string, thinkMs: 
     if (i % 10 === 9) {
       await call(ctx, 'discovery-bearer', '/stats', { headers });
     } else if (i % 3 === 2) {
-      const res = await call(ctx, 'discovery-bearer', `/?limit=50${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`, { headers });
+      const res = await call(ctx, 'discovery-bearer', `/?limit=50${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`, {
+        headers,
+      });
       cursor = res.status === 200 ? ((JSON.parse(res.text) as { nextCursor: string | null }).nextCursor ?? null) : null;
     } else {
       await call(ctx, 'discovery-bearer', '/', { headers });
@@ -155,7 +161,14 @@ export interface ImportShape {
  * (`shape`) every few seconds. Records when the write of each registry index was sent, so that
  * the change streams' delay (write sent -> event received) can be measured.
  */
-export async function writer(ctx: LoopContext, adminToken: string, thinkMs: number, writtenAt: Map<number, number>, toolPort: number, shape: ImportShape): Promise<void> {
+export async function writer(
+  ctx: LoopContext,
+  adminToken: string,
+  thinkMs: number,
+  writtenAt: Map<number, number>,
+  toolPort: number,
+  shape: ImportShape,
+): Promise<void> {
   const pad = 'x'.repeat(100);
   let lastImport = performance.now();
   let round = 0;
@@ -167,7 +180,10 @@ export async function writer(ctx: LoopContext, adminToken: string, thinkMs: numb
     if (performance.now() - lastImport > shape.everyS * 1000) {
       lastImport = performance.now();
       round++;
-      const services = Array.from({ length: shape.services }, (_, k) => ({ id: `soak-svc-${pad}-${String(k).padStart(5, '0')}`, topic: `soak-round-${round}` }));
+      const services = Array.from({ length: shape.services }, (_, k) => ({
+        id: `soak-svc-${pad}-${String(k).padStart(5, '0')}`,
+        topic: `soak-round-${round}`,
+      }));
       const tools = Array.from({ length: shape.tools }, (_, k) => ({
         name: `soak-bulk-${String(k).padStart(4, '0')}`,
         endpoint: '/echo',
@@ -176,14 +192,24 @@ export async function writer(ctx: LoopContext, adminToken: string, thinkMs: numb
         description: `soak bulk tool ${k}, round ${round}`,
         scopes: [`soak:scope-${k % 10}`],
       }));
-      res = await call(ctx, 'writes', '/import', { method: 'POST', headers: json(adminToken), body: JSON.stringify({ 'tool-services': services, tools }) });
+      res = await call(ctx, 'writes', '/import', {
+        method: 'POST',
+        headers: json(adminToken),
+        body: JSON.stringify({ 'tool-services': services, tools }),
+      });
     } else if (i % 7 === 6 && lastPut !== undefined) {
       // The tool the previous step wrote, so it exists: a 404 would be the registry's fault.
       res = await call(ctx, 'writes', `/tools/${lastPut}`, { method: 'DELETE', headers: { authorization: `Bearer ${adminToken}` } });
       lastPut = undefined;
     } else {
       lastPut = name;
-      const body = { endpoint: '/echo', host: '127.0.0.1', port: toolPort, description: `soak tool ${name}, write ${i}`, scopes: i % 2 === 0 ? [] : [`soak:scope-${i % 10}`] };
+      const body = {
+        endpoint: '/echo',
+        host: '127.0.0.1',
+        port: toolPort,
+        description: `soak tool ${name}, write ${i}`,
+        scopes: i % 2 === 0 ? [] : [`soak:scope-${i % 10}`],
+      };
       res = await call(ctx, 'writes', `/tools/${name}`, { method: 'PUT', headers: json(adminToken), body: JSON.stringify(body) });
     }
     const index = Number(res.headers.get('x-registry-index'));
@@ -194,7 +220,11 @@ export async function writer(ctx: LoopContext, adminToken: string, thinkMs: numb
 /** Calls the echo tool through the registry. */
 export async function caller(ctx: LoopContext, token: string, thinkMs: number): Promise<void> {
   await loop(ctx, 'calls', thinkMs, async (i) => {
-    await call(ctx, 'calls', '/tools/soak-echo/invoke', { method: 'POST', headers: json(token), body: JSON.stringify({ text: `call ${i}` }) });
+    await call(ctx, 'calls', '/tools/soak-echo/invoke', {
+      method: 'POST',
+      headers: json(token),
+      body: JSON.stringify({ text: `call ${i}` }),
+    });
   });
 }
 
@@ -237,31 +267,35 @@ export function changeReader(ctx: LoopContext, token: string, arrivals: [index: 
     new Promise<void>((resolve) => {
       const started = performance.now();
       log.streams++;
-      const req = request(`${ctx.base}/changes`, { headers: { authorization: `Bearer ${token}`, ...(lastId !== undefined && { 'last-event-id': lastId }) } }, (res: IncomingMessage) => {
-        stats.record(res.statusCode ?? 0, performance.now() - started);
-        log.firstIndex ??= Number(res.headers['x-registry-index']);
-        let buffer = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffer += chunk;
-          let cut: number;
-          while ((cut = buffer.indexOf('\n\n')) >= 0) {
-            const event = buffer.slice(0, cut);
-            buffer = buffer.slice(cut + 2);
-            const id = /^id: (\d+)$/m.exec(event)?.[1];
-            if (id !== undefined) {
-              lastId = id;
-              log.ids.push(Number(id));
-              arrivals.push([Number(id), performance.now()]);
+      const req = request(
+        `${ctx.base}/changes`,
+        { headers: { authorization: `Bearer ${token}`, ...(lastId !== undefined && { 'last-event-id': lastId }) } },
+        (res: IncomingMessage) => {
+          stats.record(res.statusCode ?? 0, performance.now() - started);
+          log.firstIndex ??= Number(res.headers['x-registry-index']);
+          let buffer = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => {
+            buffer += chunk;
+            let cut: number;
+            while ((cut = buffer.indexOf('\n\n')) >= 0) {
+              const event = buffer.slice(0, cut);
+              buffer = buffer.slice(cut + 2);
+              const id = /^id: (\d+)$/m.exec(event)?.[1];
+              if (id !== undefined) {
+                lastId = id;
+                log.ids.push(Number(id));
+                arrivals.push([Number(id), performance.now()]);
+              }
             }
-          }
-        });
-        res.on('end', () => {
-          if (!ctx.stopped()) stats.error('stream ended by the registry');
-          resolve();
-        });
-        res.on('error', () => resolve());
-      });
+          });
+          res.on('end', () => {
+            if (!ctx.stopped()) stats.error('stream ended by the registry');
+            resolve();
+          });
+          res.on('error', () => resolve());
+        },
+      );
       req.on('error', (err) => {
         if (!ctx.stopped()) stats.error(`${err.name}: ${err.message}`);
         resolve();
@@ -289,7 +323,10 @@ export function changeReader(ctx: LoopContext, token: string, arrivals: [index: 
  * up to the last id it received must have arrived, once, in order. (A reader with a view of the
  * whole catalogue, an admin's, gets an event for every write.)
  */
-export function checkReader(log: ReaderLog, written: ReadonlySet<number>): { received: number; missing: number; repeatedOrOutOfOrder: number } {
+export function checkReader(
+  log: ReaderLog,
+  written: ReadonlySet<number>,
+): { received: number; missing: number; repeatedOrOutOfOrder: number } {
   const last = log.ids.at(-1) ?? -1;
   const got = new Set(log.ids);
   let missing = 0;

@@ -85,7 +85,9 @@ export class MemorySampler {
     const headers = { authorization: `Bearer ${this.adminToken}` };
     const [metrics, stats] = await Promise.all([
       fetch(`${this.base}/metrics`, { headers }).then((r) => (r.ok ? r.text() : '')),
-      fetch(`${this.base}/stats`, { headers }).then((r) => (r.ok ? (r.json() as Promise<{ total_tools: number; total_tool_services: number; registry_index: number }>) : null)),
+      fetch(`${this.base}/stats`, { headers }).then((r) =>
+        r.ok ? (r.json() as Promise<{ total_tools: number; total_tool_services: number; registry_index: number }>) : null,
+      ),
     ]).catch(() => ['', null] as const);
     const rows = (statement: Database.Statement) => Number(statement.get());
     return {

@@ -76,7 +76,8 @@ function heldPeerPorts(server: { host: string; port: number }, peer: string): Se
   for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
     const [, localAddress, remoteAddress, state] = line.trim().split(/\s+/);
     // 01: ESTABLISHED
-    if (localAddress === local && state === '01' && remoteAddress?.startsWith(remotePrefix)) held.add(Number.parseInt(remoteAddress.slice(9), 16));
+    if (localAddress === local && state === '01' && remoteAddress?.startsWith(remotePrefix))
+      held.add(Number.parseInt(remoteAddress.slice(9), 16));
   }
   return held;
 }
@@ -106,7 +107,9 @@ export async function stalledReaders(target: Target, localAddress: string, count
     if (!socket) return;
     target.counts.stalledReadersOpened++;
     openedAt.set(socket, performance.now());
-    socket.write(`GET /changes?since=0 HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`);
+    socket.write(
+      `GET /changes?since=0 HTTP/1.1\r\nHost: ${target.host}\r\nAuthorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`,
+    );
     // Never read: the kernel's receive buffer fills, then the registry's send buffer.
     socket.pause();
     sockets.add(socket);

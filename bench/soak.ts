@@ -124,7 +124,13 @@ async function main(): Promise<number> {
   const base = `http://127.0.0.1:${port}`;
   const since = performance.now();
   const dbPath = join(dbDir, 'registry.db');
-  const registry = spawnNode('src/cli/main.ts', ['serve'], { PORT: String(port), HOST: '127.0.0.1', DATABASE_PATH: dbPath, JWT_SECRET, ...REGISTRY_ENV });
+  const registry = spawnNode('src/cli/main.ts', ['serve'], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_PATH: dbPath,
+    JWT_SECRET,
+    ...REGISTRY_ENV,
+  });
   let sampler: MemorySampler | undefined;
   try {
     await waitHttpOk(`${base}/healthz`, registry, since);
@@ -134,7 +140,15 @@ async function main(): Promise<number> {
     const admin = adminToken();
     const callTools = [
       // The registry checks arguments against the declared parameters: undeclared ones are a 400.
-      { name: 'soak-echo', endpoint: '/echo', host: '127.0.0.1', port: tool.port, description: 'echoes its arguments', scopes: ['soak:call'], parameters: { text: { type: 'string', description: 'echoed' } } },
+      {
+        name: 'soak-echo',
+        endpoint: '/echo',
+        host: '127.0.0.1',
+        port: tool.port,
+        description: 'echoes its arguments',
+        scopes: ['soak:call'],
+        parameters: { text: { type: 'string', description: 'echoed' } },
+      },
       {
         name: 'soak-slow',
         endpoint: '/slow',
@@ -235,7 +249,16 @@ async function main(): Promise<number> {
     const lags = arrivals.map(([index, at]) => at - (writtenAt.get(index) ?? NaN)).filter((ms) => Number.isFinite(ms) && ms >= 0);
     const rows = [...stats.entries()].map(([kind, k]) => {
       const { p50, p99 } = k.latencies.percentiles();
-      return { kind, requests: k.ok + k.errors, ok: k.ok, errors: k.errors, p50, p99, statuses: Object.fromEntries(k.statuses), errorSamples: k.samples };
+      return {
+        kind,
+        requests: k.ok + k.errors,
+        ok: k.ok,
+        errors: k.errors,
+        p50,
+        p99,
+        statuses: Object.fromEntries(k.statuses),
+        errorSamples: k.samples,
+      };
     });
     const errors = rows.reduce((n, r) => n + r.errors, 0);
     const secondHalf = memory.filter((m) => m.t >= durationS / 2);
@@ -330,18 +353,39 @@ function summariseHolds(values: readonly (number | undefined)[]): { median: numb
 const fmt = (ms: number) => (Number.isFinite(ms) ? ms.toFixed(ms < 10 ? 2 : 1) : '-');
 
 function printReport(
-  rows: { kind: string; requests: number; errors: number; p50: number; p99: number; statuses: Record<string, number>; errorSamples: string[] }[],
+  rows: {
+    kind: string;
+    requests: number;
+    errors: number;
+    p50: number;
+    p99: number;
+    statuses: Record<string, number>;
+    errorSamples: string[];
+  }[],
   lag: { events: number; p50: number; p99: number },
   counts: ReturnType<typeof newCounts>,
   stalled: { opened: number; cutOff: number; medianLifetimeS: number; maxLifetimeS: number },
   readers: { streams: number; received: number; missing: number; repeatedOrOutOfOrder: number }[],
-  memory: { startMiB: number; maxMiB: number; endMiB: number; trendPerMin: Record<string, number>; heapFloorMiBByMinute: number[]; samples: MemorySample[] },
+  memory: {
+    startMiB: number;
+    maxMiB: number;
+    endMiB: number;
+    trendPerMin: Record<string, number>;
+    heapFloorMiBByMinute: number[];
+    samples: MemorySample[];
+  },
   loops: { registryHeldMs: { median: number; max: number; over500: number }; soakDelayMs: { p50: number; p99: number; max: number } },
   alive: boolean,
   errors: number,
 ): void {
   const out: string[] = [];
-  out.push('', `## Soak: ${durationS} s on loopback`, '', '| Well-behaved kind | Answers | Errors | p50 ms | p99 ms | Statuses |', '| --- | ---: | ---: | ---: | ---: | --- |');
+  out.push(
+    '',
+    `## Soak: ${durationS} s on loopback`,
+    '',
+    '| Well-behaved kind | Answers | Errors | p50 ms | p99 ms | Statuses |',
+    '| --- | ---: | ---: | ---: | ---: | --- |',
+  );
   for (const r of rows) {
     const statuses = Object.entries(r.statuses)
       .map(([code, n]) => `${code}×${n}`)
@@ -349,7 +393,8 @@ function printReport(
     out.push(`| ${r.kind} | ${r.requests} | ${r.errors} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${statuses} |`);
   }
   out.push(`| change events (write sent → event read) | ${lag.events} | - | ${fmt(lag.p50)} | ${fmt(lag.p99)} | |`);
-  for (const r of rows.filter((row) => row.errorSamples.length > 0)) out.push(`\n${r.kind} errors, first few: ${r.errorSamples.join('; ')}`);
+  for (const r of rows.filter((row) => row.errorSamples.length > 0))
+    out.push(`\n${r.kind} errors, first few: ${r.errorSamples.join('; ')}`);
   const sum = (f: (r: (typeof readers)[number]) => number) => readers.reduce((n, r) => n + f(r), 0);
   out.push(
     '',
@@ -361,14 +406,15 @@ function printReport(
       `${counts.disconnectingCalls} calls hung up mid-call.`,
   );
   const t = memory.trendPerMin;
-  const signed = (v: number | undefined, digits = 2) => (v === undefined || !Number.isFinite(v) ? '-' : `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`);
+  const signed = (v: number | undefined, digits = 2) =>
+    v === undefined || !Number.isFinite(v) ? '-' : `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`;
   out.push(
     `Registry RSS: start ${memory.startMiB.toFixed(1)} MiB, max ${memory.maxMiB.toFixed(1)} MiB, end ${memory.endMiB.toFixed(1)} MiB; ` +
       `trends over the second half, per minute: RSS ${signed(t.rssMiB)} MiB (anonymous ${signed(t.anonMiB)}), heap used ${signed(t.heapUsedMiB)} MiB, ` +
       `heap total ${signed(t.heapTotalMiB)} MiB, external ${signed(t.externalMiB)} MiB; tools ${signed(t.tools, 0)}, change rows ${signed(t.changeRows, 0)}, ` +
       `call rows ${signed(t.callRows, 0)}, audit rows ${signed(t.auditRows, 0)}`,
     `Heap used after collection (least per minute, from minute 1): ${memory.heapFloorMiBByMinute.join(', ') || '-'} MiB, trend ${signed(t.heapFloorMiB)} MiB/min ` +
-      '(a leak raises this floor; RSS and heap over a few minutes follow the collector\'s sawtooth)',
+      "(a leak raises this floor; RSS and heap over a few minutes follow the collector's sawtooth)",
     `Event loops: the registry's longest hold per sample, median ${fmt(loops.registryHeldMs.median)} ms, max ${fmt(loops.registryHeldMs.max)} ms, ` +
       `${loops.registryHeldMs.over500} samples over 500 ms; the soak's own loop delay p50 ${fmt(loops.soakDelayMs.p50)} ms, p99 ${fmt(loops.soakDelayMs.p99)} ms, ` +
       `max ${fmt(loops.soakDelayMs.max)} ms (it adds to every latency above).`,

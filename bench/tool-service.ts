@@ -15,7 +15,10 @@ await Promise.all(services.map((s) => s.ready));
 process.stdout.write('ready\n');
 
 const close = () => {
-  Promise.all(services.map((s) => s.close())).then(() => process.exit(0), () => process.exit(1));
+  Promise.all(services.map((s) => s.close())).then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
 };
 process.once('SIGTERM', close);
 process.once('SIGINT', close);

@@ -61,7 +61,11 @@ interface Case {
 }
 
 /** The "after" check, sync (before issue 28) or async (with its worker), with what the async one is told. */
-type Check = (tool: Tool, value: Record<string, unknown>, context: { owner: string; timeoutMs: number }) => FieldError[] | Promise<FieldError[]>;
+type Check = (
+  tool: Tool,
+  value: Record<string, unknown>,
+  context: { owner: string; timeoutMs: number },
+) => FieldError[] | Promise<FieldError[]>;
 
 const CONTEXT = { owner: 'bench', timeoutMs: 30_000 };
 
@@ -80,7 +84,9 @@ const EXAMPLE_ARGUMENTS: Record<string, Record<string, unknown>> = {
 function exampleCases(): Case[] {
   const dir = join(REPO_ROOT, 'examples', 'descriptors');
   const cases: Case[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
     const descriptor = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>;
     // Tool services (`id`, queues) are not tools.
     if (typeof descriptor['name'] !== 'string') continue;
@@ -131,7 +137,12 @@ const ORDER = {
       },
     },
     priority: { type: 'string', enum: ['low', 'normal', 'high'] },
-    contact: { anyOf: [{ type: 'string', format: 'email' }, { type: 'string', format: 'uri' }] },
+    contact: {
+      anyOf: [
+        { type: 'string', format: 'email' },
+        { type: 'string', format: 'uri' },
+      ],
+    },
     deliverBy: { type: 'string', format: 'date' },
     note: { type: ['string', 'null'] },
   },
@@ -176,7 +187,12 @@ const LINES = {
 };
 
 const lines = (n: number) => ({
-  lines: Array.from({ length: n }, (_, i) => ({ sku: `ABC-${String(i).padStart(4, '0')}`, name: `part ${i}`, quantity: 1 + (i % 9), price: 0.5 + i })),
+  lines: Array.from({ length: n }, (_, i) => ({
+    sku: `ABC-${String(i).padStart(4, '0')}`,
+    name: `part ${i}`,
+    quantity: 1 + (i % 9),
+    price: 0.5 + i,
+  })),
 });
 
 function cases(): Case[] {
@@ -263,7 +279,12 @@ export async function validationBench(): Promise<ValidationResult> {
       beforeUs,
       afterUs: afterMedian,
       ratio: afterMedian / beforeUs,
-      ...(!agrees && { note: `disagree: before ${valid ? 'fits' : 'does not fit'}, after ${errors.length} errors (${errors.slice(0, 2).map((e) => `${e.path || '(top)'}: ${e.message}`).join('; ')})` }),
+      ...(!agrees && {
+        note: `disagree: before ${valid ? 'fits' : 'does not fit'}, after ${errors.length} errors (${errors
+          .slice(0, 2)
+          .map((e) => `${e.path || '(top)'}: ${e.message}`)
+          .join('; ')})`,
+      }),
     });
     log(`validation: ${row}: before ${beforeUs.toFixed(2)} us, after ${afterMedian.toFixed(2)} us`);
   }
@@ -275,7 +296,16 @@ const us = (v: number) => (v >= 100 ? f0(v) : f2(v));
 export function validationSection(r: ValidationResult): Section {
   const t = table(
     ['row', 'schema bytes', 'argument bytes', 'fits', 'before us', 'after us', 'after / before', 'note'],
-    r.rows.map((x) => [x.row, f0(x.schemaBytes), f0(x.argumentBytes), x.valid ? 'yes' : 'no', us(x.beforeUs), us(x.afterUs), pct(x.ratio), x.note ?? '']),
+    r.rows.map((x) => [
+      x.row,
+      f0(x.schemaBytes),
+      f0(x.argumentBytes),
+      x.valid ? 'yes' : 'no',
+      us(x.beforeUs),
+      us(x.afterUs),
+      pct(x.ratio),
+      x.note ?? '',
+    ]),
     1,
     ['fits', 'note'],
   );

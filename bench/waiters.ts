@@ -54,7 +54,11 @@ export async function runWaitersBench(count = 10_000): Promise<WaitersResult> {
     await sleep(500);
     const rssIdleMiB = rssMiB(server.pid);
 
-    const client = spawnNode('bench/waiter-client.ts', [String(port), String(index), String(count), token('bench-waiter', ['bench:watched'])], {});
+    const client = spawnNode(
+      'bench/waiter-client.ts',
+      [String(port), String(index), String(count), token('bench-waiter', ['bench:watched'])],
+      {},
+    );
     const reported = new Promise<{ answered: number; failed: number; lastAnswerAt: number }>((resolve, reject) => {
       let out = '';
       client.proc.stdout?.on('data', (d: Buffer) => {

@@ -29,7 +29,9 @@ if (tools.some((tool) => tool.name === toolName)) {
     console.log(`${toolName} -> ${answer.result} (${answer.durationMs} ms)`);
   } catch (error) {
     if (!(error instanceof RegistryClientError)) throw error;
-    console.log(`${toolName} failed: ${error.status} ${error.code}: ${error.detail ?? ''}${error.retryAfterS !== undefined ? ` (retry after ${error.retryAfterS} s)` : ''}`);
+    console.log(
+      `${toolName} failed: ${error.status} ${error.code}: ${error.detail ?? ''}${error.retryAfterS !== undefined ? ` (retry after ${error.retryAfterS} s)` : ''}`,
+    );
   }
 } else {
   console.log(`${toolName} is not among this agent's tools; register it and watch it appear.`);

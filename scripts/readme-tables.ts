@@ -36,9 +36,18 @@ export function errorsTable(): string {
 /** README text with every generated block replaced by what the code says now. */
 export function regenerate(readme: string): string {
   return readme
-    .replace(/(<!-- config-table:start[^\n]*-->\n)[\s\S]*?(\n<!-- config-table:end -->)/, (_m, a: string, b: string) => `${a}${configTable()}${b}`)
-    .replace(/(<!-- cli-usage:start[^\n]*-->\n```\n)[\s\S]*?(\n```\n<!-- cli-usage:end -->)/, (_m, a: string, b: string) => `${a}${cliUsage()}${b}`)
-    .replace(/(<!-- errors-table:start[^\n]*-->\n)[\s\S]*?(\n<!-- errors-table:end -->)/, (_m, a: string, b: string) => `${a}${errorsTable()}${b}`);
+    .replace(
+      /(<!-- config-table:start[^\n]*-->\n)[\s\S]*?(\n<!-- config-table:end -->)/,
+      (_m, a: string, b: string) => `${a}${configTable()}${b}`,
+    )
+    .replace(
+      /(<!-- cli-usage:start[^\n]*-->\n```\n)[\s\S]*?(\n```\n<!-- cli-usage:end -->)/,
+      (_m, a: string, b: string) => `${a}${cliUsage()}${b}`,
+    )
+    .replace(
+      /(<!-- errors-table:start[^\n]*-->\n)[\s\S]*?(\n<!-- errors-table:end -->)/,
+      (_m, a: string, b: string) => `${a}${errorsTable()}${b}`,
+    );
 }
 
 if (import.meta.url === `file://${process.argv[1] ?? ''}`) {

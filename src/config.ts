@@ -16,7 +16,21 @@ import { DEFAULT_CONFIG_REQUEST_QUEUE, DEFAULT_CONFIG_RESPONSE_QUEUE, DEFAULT_WO
 import { ANONYMOUS_POLICIES } from './model/visibility.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-const JWT_ALGORITHMS = ['HS256', 'HS384', 'HS512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+const JWT_ALGORITHMS = [
+  'HS256',
+  'HS384',
+  'HS512',
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+] as const;
 
 /** What --help and the README say about a setting; `secret` values are never echoed in errors. */
 interface SettingMeta {
@@ -52,9 +66,12 @@ const boolean = z
   .enum(Object.keys(BOOLEAN_WORDS) as [keyof typeof BOOLEAN_WORDS], { error: 'must be on or off (true/false, yes/no, 1/0)' })
   .transform((word) => BOOLEAN_WORDS[word]);
 
-const list = z
-  .string()
-  .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== ''));
+const list = z.string().transform((v) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== ''),
+);
 
 /** A URL with one of these schemes, and no user name or password in it (they would be logged with it). */
 const urlOf = (protocol: RegExp, error: string) =>
@@ -65,7 +82,8 @@ const urlOf = (protocol: RegExp, error: string) =>
   }, 'must not carry a user name or password; give credentials in their own settings');
 const httpUrl = urlOf(/^https?$/, 'must be an http:// or https:// URL');
 
-const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
+const HOST_NAME =
+  /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
 
 /**
  * An address to listen on: an IP address, or a host name the resolver looks up. Checked here, so
@@ -107,7 +125,10 @@ const replicationKeyFile = z
     try {
       const mode = statSync(path).mode & 0o777;
       if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
-        ctx.addIssue({ code: 'custom', message: `is open to other users (mode ${mode.toString(8).padStart(3, '0')}); run chmod 600 on it` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `is open to other users (mode ${mode.toString(8).padStart(3, '0')}); run chmod 600 on it`,
+        });
         return z.NEVER;
       }
       bytes = readFileSync(path);
@@ -117,7 +138,11 @@ const replicationKeyFile = z
     }
     const key = replicationKeyBytes(bytes);
     if (key === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'must hold a 32-byte key: 44 characters of base64 (tool-registry replication-key writes one), 64 hex digits or 32 raw bytes' });
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'must hold a 32-byte key: 44 characters of base64 (tool-registry replication-key writes one), 64 hex digits or 32 raw bytes',
+      });
       return z.NEVER;
     }
     return createSecretKey(key);
@@ -133,7 +158,10 @@ const unsignedThrough = z.string().transform((v, ctx): number => {
   if (word === 'off') return 0;
   if (word === 'on') return Infinity;
   if (/^\d{1,16}$/.test(word) && Number.isSafeInteger(Number(word))) return Number(word);
-  ctx.addIssue({ code: 'custom', message: 'must be off, on, or the registry index of the last message that may carry no MAC (a whole number)' });
+  ctx.addIssue({
+    code: 'custom',
+    message: 'must be off, on, or the registry index of the last message that may carry no MAC (a whole number)',
+  });
   return z.NEVER;
 });
 
@@ -151,7 +179,11 @@ const outboundRules = list.transform((entries, ctx): OutboundRule[] => {
   const rules: OutboundRule[] = [];
   for (const entry of entries) {
     const rule = parseOutboundRule(entry);
-    if (typeof rule === 'string') ctx.addIssue({ code: 'custom', message: `${rule}; give CIDRs (10.20.0.0/16), addresses or host names (*.corp.example), comma-separated` });
+    if (typeof rule === 'string')
+      ctx.addIssue({
+        code: 'custom',
+        message: `${rule}; give CIDRs (10.20.0.0/16), addresses or host names (*.corp.example), comma-separated`,
+      });
     else rules.push(rule);
   }
   return rules;
@@ -168,7 +200,11 @@ const roleScopes = z.string().transform((v, ctx) => {
 
 /** Every setting, in the order --help and the README list them. */
 export const EnvSchema = z.object({
-  PORT: setting('TCP port to listen on (0: a free one, which the URLs the registry gives out then name, unless PUBLIC_URL is set)', '8006', integer(0, 65535)),
+  PORT: setting(
+    'TCP port to listen on (0: a free one, which the URLs the registry gives out then name, unless PUBLIC_URL is set)',
+    '8006',
+    integer(0, 65535),
+  ),
   HOST: setting('address to listen on (0.0.0.0 for every interface)', '127.0.0.1', listenHost),
   DATABASE_PATH: setting('SQLite database file (":memory:" for a throwaway one)', './data/registry.db', z.string().min(1)),
   PUBLIC_URL: optional(
@@ -181,7 +217,10 @@ export const EnvSchema = z.object({
     z.enum(ANONYMOUS_POLICIES, { error: `must be one of ${ANONYMOUS_POLICIES.join(', ')}` }),
   ),
   ADMIN_SCOPE: setting('scope a token needs for every write', 'registry:write', ScopeSchema),
-  STATS_READ_SCOPE: optional('read-only scope for dashboards: the whole catalogue in GET /, /stats and /changes, and per-agent usage in /stats (the admin scope has these too)', ScopeSchema),
+  STATS_READ_SCOPE: optional(
+    'read-only scope for dashboards: the whole catalogue in GET /, /stats and /changes, and per-agent usage in /stats (the admin scope has these too)',
+    ScopeSchema,
+  ),
   LOG_LEVEL: setting('pino log level', 'info', z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` })),
   JWT_SECRET: optional(
     'shared secret for HS256 bearer tokens (at least 32 characters; HS384/HS512 with JWT_ALGORITHMS)',
@@ -189,22 +228,37 @@ export const EnvSchema = z.object({
     { secret: true },
   ),
   JWT_PUBLIC_KEY: optional('PEM public key (RSA, EC or Ed25519; RS256, ES256/384/512 or EdDSA), or the path of a PEM file', pemKey),
-  JWT_ISSUER: optional('required token issuer (iss); without a secret or key, its metadata names the JWKS', urlOf(/^[a-z][a-z0-9+.-]*$/, 'must be the issuer URL')),
-  JWT_AUDIENCE: optional('accepted token audiences (aud), comma-separated (default with a JWKS: RESOURCE_URL and RESOURCE_URL/mcp, the MCP endpoint\'s own identifier)', list),
+  JWT_ISSUER: optional(
+    'required token issuer (iss); without a secret or key, its metadata names the JWKS',
+    urlOf(/^[a-z][a-z0-9+.-]*$/, 'must be the issuer URL'),
+  ),
+  JWT_AUDIENCE: optional(
+    "accepted token audiences (aud), comma-separated (default with a JWKS: RESOURCE_URL and RESOURCE_URL/mcp, the MCP endpoint's own identifier)",
+    list,
+  ),
   JWKS_URL: optional(
-    'URL of the authorization server\'s JWKS (instead of discovery from JWT_ISSUER)',
+    "URL of the authorization server's JWKS (instead of discovery from JWT_ISSUER)",
     httpUrl.transform((v) => new URL(v)),
   ),
-  JWKS_COOLDOWN_S: setting('least seconds between JWKS fetches caused by tokens: an unknown key id, or a signature that fails under a known one (a key replaced under the same kid)', '30', integer(0, 86_400)),
+  JWKS_COOLDOWN_S: setting(
+    'least seconds between JWKS fetches caused by tokens: an unknown key id, or a signature that fails under a known one (a key replaced under the same kid)',
+    '30',
+    integer(0, 86_400),
+  ),
   JWKS_TIMEOUT_MS: setting('longest a JWKS or metadata fetch may take', '3000', integer(100, 60_000)),
   JWT_TYP: setting(
     'accepted token typ headers, comma-separated: at+jwt (RFC 9068), add JWT for older servers',
     'at+jwt',
-    list.pipe(z.array(z.string().min(1)).min(1, 'must name at least one type')).transform((types) => types.map((t) => t.toLowerCase().replace(/^application\//, ''))),
+    list
+      .pipe(z.array(z.string().min(1)).min(1, 'must name at least one type'))
+      .transform((types) => types.map((t) => t.toLowerCase().replace(/^application\//, ''))),
   ),
   ROLE_SCOPES: optional('JSON map of roles or groups claim values to scopes, e.g. {"registry-admin":"registry:write"}', roleScopes),
-  RESOURCE_URL: optional('this API\'s resource identifier (RFC 8707/9728; default PUBLIC_URL)', httpUrl),
-  AUTHORIZATION_SERVERS: optional('issuer URLs advertised in protected-resource metadata, comma-separated (default JWT_ISSUER)', list.pipe(z.array(httpUrl))),
+  RESOURCE_URL: optional("this API's resource identifier (RFC 8707/9728; default PUBLIC_URL)", httpUrl),
+  AUTHORIZATION_SERVERS: optional(
+    'issuer URLs advertised in protected-resource metadata, comma-separated (default JWT_ISSUER)',
+    list.pipe(z.array(httpUrl)),
+  ),
   JWT_ALGORITHMS: optional(
     'allowed token algorithms, comma-separated (default from the key: HS256, RS256 or ES256)',
     list.pipe(z.array(z.enum(JWT_ALGORITHMS, { error: 'is not a supported algorithm' })).min(1)),
@@ -223,8 +277,16 @@ export const EnvSchema = z.object({
     "connections one client address may hold (default a tenth of MAX_CONNECTIONS); past it only health probes are answered. Behind a reverse proxy every client has the proxy's address: raise it",
     integer(1, 1_000_000),
   ),
-  PROBE_CONNECTIONS: setting("connections kept beyond MAX_CONNECTIONS and each address's share for /healthz and /readyz only", '16', integer(0, 10_000)),
-  HEADERS_TIMEOUT_MS: setting('longest a connection may take to send complete request headers (then 408 and closed), idle new connections included', '10000', integer(100, 3_600_000)),
+  PROBE_CONNECTIONS: setting(
+    "connections kept beyond MAX_CONNECTIONS and each address's share for /healthz and /readyz only",
+    '16',
+    integer(0, 10_000),
+  ),
+  HEADERS_TIMEOUT_MS: setting(
+    'longest a connection may take to send complete request headers (then 408 and closed), idle new connections included',
+    '10000',
+    integer(100, 3_600_000),
+  ),
   REQUEST_TIMEOUT_MS: setting('longest a client may take to send a whole request, body included', '60000', integer(1000, 3_600_000)),
   KEEP_ALIVE_TIMEOUT_MS: setting('how long an idle keep-alive connection stays open between requests', '72000', integer(100, 3_600_000)),
   IDLE_TIMEOUT_MS: setting(
@@ -253,7 +315,9 @@ export const EnvSchema = z.object({
   ),
   REPLICATION_TOPIC: optional(
     'replicated mode: a persistent Pulsar topic (e.g. persistent://tg/registry/descriptors) that carries every write; each replica applies it in order to its own DATABASE_PATH (needs PULSAR_WS_URL)',
-    z.string().regex(/^persistent:\/\/[^/\s]+\/[^/\s]+\/[^\s]+$/, 'must be a persistent:// topic name: persistent://tenant/namespace/topic'),
+    z
+      .string()
+      .regex(/^persistent:\/\/[^/\s]+\/[^/\s]+\/[^\s]+$/, 'must be a persistent:// topic name: persistent://tenant/namespace/topic'),
   ),
   REPLICA_ID: optional(
     "replicated mode: this replica's name, stable across restarts (default: the host name and PORT)",
@@ -279,12 +343,18 @@ export const EnvSchema = z.object({
   ),
   ANNOUNCE_TOPIC: optional(
     'a Pulsar topic where tool services announce themselves and send heartbeats (e.g. non-persistent://tg/registry/announcements); unset: announcements are not read (needs PULSAR_WS_URL)',
-    z.string().regex(/^(persistent|non-persistent):\/\/[^/\s]+\/[^/\s]+\/[^\s]+$/, 'must be a topic name: non-persistent://tenant/namespace/topic'),
+    z
+      .string()
+      .regex(/^(persistent|non-persistent):\/\/[^/\s]+\/[^/\s]+\/[^\s]+$/, 'must be a topic name: non-persistent://tenant/namespace/topic'),
   ),
   ANNOUNCE_SCOPE: setting("the scope a tool service's announcement token must hold", 'registry:announce', z.string().min(1).max(200)),
   TOOL_CALL_TIMEOUT_MS: setting('how long a call waits for its answer unless the tool sets timeoutMs', '30000', integer(1, 600_000)),
   MAX_INFLIGHT_CALLS: setting('calls carried at once; past it calls get 503 with Retry-After', '1000', integer(1, 1_000_000)),
-  MAX_INFLIGHT_CALLS_PER_CALLER: setting('calls one caller (token issuer and subject, or client address) may have in flight at once; past it 503 with Retry-After', '100', integer(1, 1_000_000)),
+  MAX_INFLIGHT_CALLS_PER_CALLER: setting(
+    'calls one caller (token issuer and subject, or client address) may have in flight at once; past it 503 with Retry-After',
+    '100',
+    integer(1, 1_000_000),
+  ),
   OUTBOUND_ALLOW: optional(
     'CIDRs, addresses and host names the registry may connect to (tool hosts, MCP servers) though the outbound address policy refuses them by default, comma-separated, e.g. 169.254.170.2/32; the most specific rule wins (README: Outbound address policy)',
     outboundRules,
@@ -304,10 +374,26 @@ export const EnvSchema = z.object({
     'off',
     boolean,
   ),
-  TRUSTGRAPH_WORKSPACE: setting("the TrustGraph workspace whose config is synced, adopted and exported", DEFAULT_WORKSPACE, z.string().min(1).max(200)),
-  TRUSTGRAPH_CONFIG_REQUEST_QUEUE: setting("TrustGraph's config request queue: a queue id or a Pulsar topic", DEFAULT_CONFIG_REQUEST_QUEUE, PulsarQueueSchema),
-  TRUSTGRAPH_CONFIG_RESPONSE_QUEUE: setting("TrustGraph's config response queue: a queue id or a Pulsar topic", DEFAULT_CONFIG_RESPONSE_QUEUE, PulsarQueueSchema),
-  TRUSTGRAPH_CONFIG_TIMEOUT_MS: setting("how long a request to TrustGraph's config service waits for its answer", '10000', integer(100, 600_000)),
+  TRUSTGRAPH_WORKSPACE: setting(
+    'the TrustGraph workspace whose config is synced, adopted and exported',
+    DEFAULT_WORKSPACE,
+    z.string().min(1).max(200),
+  ),
+  TRUSTGRAPH_CONFIG_REQUEST_QUEUE: setting(
+    "TrustGraph's config request queue: a queue id or a Pulsar topic",
+    DEFAULT_CONFIG_REQUEST_QUEUE,
+    PulsarQueueSchema,
+  ),
+  TRUSTGRAPH_CONFIG_RESPONSE_QUEUE: setting(
+    "TrustGraph's config response queue: a queue id or a Pulsar topic",
+    DEFAULT_CONFIG_RESPONSE_QUEUE,
+    PulsarQueueSchema,
+  ),
+  TRUSTGRAPH_CONFIG_TIMEOUT_MS: setting(
+    "how long a request to TrustGraph's config service waits for its answer",
+    '10000',
+    integer(100, 600_000),
+  ),
   MCP_UPSTREAM_REFRESH_S: setting(
     "seconds between full refreshes of a registered MCP server's tool list, unless the server sets refreshIntervalS (list_changed notifications refresh it at once)",
     '300',
@@ -318,16 +404,36 @@ export const EnvSchema = z.object({
     '5000',
     integer(0, 3_600_000),
   ),
-  MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS: setting('most milliseconds the interval between one MCP server\'s writes backs off to while it keeps changing', '300000', integer(0, 86_400_000)),
-  MCP_UPSTREAM_MAX_TOOLS: setting('most tools one registered MCP server may list; a longer list is refused whole and what is stored stays', '10000', integer(1, 100_000)),
-  MCP_UPSTREAM_MAX_LIST_BYTES: setting("most bytes of JSON a registered MCP server's tool list may take", String(16 * 1024 * 1024), integer(1024, 1024 ** 3)),
-  RATE_LIMIT_MAX: setting('requests per window per caller (token sub, or client address); 0 turns limits off', '1200', integer(0, 10_000_000)),
+  MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS: setting(
+    "most milliseconds the interval between one MCP server's writes backs off to while it keeps changing",
+    '300000',
+    integer(0, 86_400_000),
+  ),
+  MCP_UPSTREAM_MAX_TOOLS: setting(
+    'most tools one registered MCP server may list; a longer list is refused whole and what is stored stays',
+    '10000',
+    integer(1, 100_000),
+  ),
+  MCP_UPSTREAM_MAX_LIST_BYTES: setting(
+    "most bytes of JSON a registered MCP server's tool list may take",
+    String(16 * 1024 * 1024),
+    integer(1024, 1024 ** 3),
+  ),
+  RATE_LIMIT_MAX: setting(
+    'requests per window per caller (token sub, or client address); 0 turns limits off',
+    '1200',
+    integer(0, 10_000_000),
+  ),
   RATE_LIMIT_WRITE_MAX: setting('writes per window per caller', '300', integer(0, 10_000_000)),
   RATE_LIMIT_WINDOW_S: setting('rate-limit window in seconds', '60', integer(1, 86_400)),
   AUDIT_RETENTION_DAYS: setting('days audit entries are kept', '90', integer(1, 36_500)),
   USAGE_RETENTION_DAYS: setting('days tool-call records (behind /stats usage) are kept', '90', integer(1, 36_500)),
   MAX_WAITERS: setting('blocking queries and change streams held at once; past it 503 with Retry-After', '20000', integer(1, 10_000_000)),
-  MAX_WAITERS_PER_CALLER: setting('blocking queries and change streams one caller (token iss and sub, or client address) may hold; past it 503', '100', integer(1, 10_000_000)),
+  MAX_WAITERS_PER_CALLER: setting(
+    'blocking queries and change streams one caller (token iss and sub, or client address) may hold; past it 503',
+    '100',
+    integer(1, 10_000_000),
+  ),
   CHANGE_STREAM_BUFFER_BYTES: setting(
     'bytes a change stream may have waiting for a client that does not read; past it the stream is cut off (the client resumes with Last-Event-ID)',
     String(1024 * 1024),
@@ -360,7 +466,11 @@ export const EnvSchema = z.object({
     'browser origins allowed to call /mcp, comma-separated (default: the origin of PUBLIC_URL); requests with another Origin get 403',
     list,
   ),
-  ANONYMOUS_MAX_AGE_S: setting('seconds shared caches may keep the anonymous discovery view (0: always revalidate)', '0', integer(0, 86_400)),
+  ANONYMOUS_MAX_AGE_S: setting(
+    'seconds shared caches may keep the anonymous discovery view (0: always revalidate)',
+    '0',
+    integer(0, 86_400),
+  ),
   VIEW_CACHE_BYTES: setting('bytes of serialised discovery views kept in memory', String(64 * 1024 * 1024), integer(0, 16 * 1024 ** 3)),
   METRICS_PORT: optional(
     'serve the Prometheus /metrics on this port instead, open to anyone who reaches it (for scrapers on a private network; 0 picks a free port); unset: /metrics on PORT, for tokens with the admin scope or STATS_READ_SCOPE',
@@ -412,11 +522,19 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
   }
   const trustGraphBus = (['TRUSTGRAPH_CONFIG_SYNC', 'TRUSTGRAPH_CONFIG_ADOPT'] as const).find((name) => env[name]);
   if (trustGraphBus !== undefined && env.PULSAR_WS_URL === undefined) {
-    ctx.addIssue({ code: 'custom', path: [trustGraphBus], message: "needs PULSAR_WS_URL: TrustGraph's config service is reached over the bus" });
+    ctx.addIssue({
+      code: 'custom',
+      path: [trustGraphBus],
+      message: "needs PULSAR_WS_URL: TrustGraph's config service is reached over the bus",
+    });
     return z.NEVER;
   }
   if (env.ANNOUNCE_TOPIC !== undefined && env.PULSAR_WS_URL === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['ANNOUNCE_TOPIC'], message: 'needs PULSAR_WS_URL: tool services announce themselves on the broker' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ANNOUNCE_TOPIC'],
+      message: 'needs PULSAR_WS_URL: tool services announce themselves on the broker',
+    });
     return z.NEVER;
   }
   if (env.REPLICATION_TOPIC !== undefined && env.PULSAR_WS_URL === undefined) {
@@ -424,23 +542,41 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     return z.NEVER;
   }
   if (env.REPLICATION_SECRET_FILE !== undefined && env.REPLICATION_TOPIC === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['REPLICATION_SECRET_FILE'], message: 'needs REPLICATION_TOPIC: the key encrypts what travels the replication topic' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['REPLICATION_SECRET_FILE'],
+      message: 'needs REPLICATION_TOPIC: the key encrypts what travels the replication topic',
+    });
     return z.NEVER;
   }
   if (env.REPLICATION_ACCEPTED_SECRET_FILES !== undefined && env.REPLICATION_TOPIC === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['REPLICATION_ACCEPTED_SECRET_FILES'], message: 'needs REPLICATION_TOPIC: the keys authenticate what travels the replication topic' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['REPLICATION_ACCEPTED_SECRET_FILES'],
+      message: 'needs REPLICATION_TOPIC: the keys authenticate what travels the replication topic',
+    });
     return z.NEVER;
   }
   if (env.REPLICATION_TOPIC !== undefined && env.REPLICATION_SECRET_FILE === undefined) {
     ctx.addIssue({
       code: 'custom',
       path: ['REPLICATION_SECRET_FILE'],
-      message: 'is required in replicated mode (REPLICATION_TOPIC): every message on the topic is signed with the key every replica shares; `tool-registry replication-key <file>` writes one',
+      message:
+        'is required in replicated mode (REPLICATION_TOPIC): every message on the topic is signed with the key every replica shares; `tool-registry replication-key <file>` writes one',
     });
     return z.NEVER;
   }
-  if (keyModeOf(env) === 'jwks' && env.JWKS_URL === undefined && env.JWT_ISSUER !== undefined && !/^https?:$/.test(URL.parse(env.JWT_ISSUER)?.protocol ?? '')) {
-    ctx.addIssue({ code: 'custom', path: ['JWT_ISSUER'], message: 'must be an http:// or https:// URL to find its JWKS from (or set JWKS_URL, JWT_SECRET or JWT_PUBLIC_KEY)' });
+  if (
+    keyModeOf(env) === 'jwks' &&
+    env.JWKS_URL === undefined &&
+    env.JWT_ISSUER !== undefined &&
+    !/^https?:$/.test(URL.parse(env.JWT_ISSUER)?.protocol ?? '')
+  ) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['JWT_ISSUER'],
+      message: 'must be an http:// or https:// URL to find its JWKS from (or set JWKS_URL, JWT_SECRET or JWT_PUBLIC_KEY)',
+    });
     return z.NEVER;
   }
   if (env.METRICS_PORT !== undefined && env.METRICS_PORT !== 0 && env.METRICS_PORT === env.PORT) {
@@ -454,7 +590,11 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
   // is a problem of HOST, in one line, not a TypeError naming nothing.
   const publicUrl = env.PUBLIC_URL ?? URL.parse(`http://${publicHost}:${env.PORT}`);
   if (publicUrl === null) {
-    ctx.addIssue({ code: 'custom', path: ['HOST'], message: 'cannot be named in a URL, which the registry gives out (http://HOST:PORT); set PUBLIC_URL' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['HOST'],
+      message: 'cannot be named in a URL, which the registry gives out (http://HOST:PORT); set PUBLIC_URL',
+    });
     return z.NEVER;
   }
   const resource = env.RESOURCE_URL ?? publicUrl.href.replace(/\/$/, '');
@@ -602,7 +742,9 @@ function settingInfo(name: SettingName): SettingInfo {
 }
 
 /** Every setting's help, default and secrecy, read from EnvSchema (for --help and the README). */
-export const SETTINGS = Object.fromEntries(SETTING_NAMES.map((name) => [name, settingInfo(name)])) as Readonly<Record<SettingName, SettingInfo>>;
+export const SETTINGS = Object.fromEntries(SETTING_NAMES.map((name) => [name, settingInfo(name)])) as Readonly<
+  Record<SettingName, SettingInfo>
+>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -44,5 +44,8 @@ function typescriptWorker(url: URL, options: WorkerOptions): Worker {
   const manifest = require.resolve('tsx/package.json');
   const { exports } = require(manifest) as { exports: Record<string, { import: { default: string } }> };
   const api = pathToFileURL(join(dirname(manifest), exports['./esm/api']?.import.default ?? '')).href;
-  return new Worker(`import(${JSON.stringify(api)}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`, { ...options, eval: true });
+  return new Worker(`import(${JSON.stringify(api)}).then(({ register }) => { register(); return import(${JSON.stringify(url.href)}); });`, {
+    ...options,
+    eval: true,
+  });
 }

@@ -33,12 +33,20 @@ export function loggerOptions(config: Config, pretty: boolean) {
     level: config.logLevel,
     hooks: {
       logMethod(this: unknown, args: unknown[], method: (...args: unknown[]) => void) {
-        method.apply(this, args.map((arg) => redactArgument(arg)));
+        method.apply(
+          this,
+          args.map((arg) => redactArgument(arg)),
+        );
       },
     },
     redact: CREDENTIAL_HEADERS.flatMap((h) => [`req.headers["${h}"]`, `headers["${h}"]`, `err.headers["${h}"]`, `res.headers["${h}"]`]),
     serializers: {
-      req: (req: { method: string; url: string; id: string; ip?: string }) => ({ method: req.method, url: redactUrl(req.url), reqId: req.id, remoteAddress: req.ip }),
+      req: (req: { method: string; url: string; id: string; ip?: string }) => ({
+        method: req.method,
+        url: redactUrl(req.url),
+        reqId: req.id,
+        remoteAddress: req.ip,
+      }),
     },
     ...(pretty && { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }),
   };
@@ -50,7 +58,10 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   const telemetry = startTelemetry(process.env);
   let app: FastifyInstance;
   try {
-    app = await buildApp(config, { logger: loggerOptions(config, Boolean(process.stdout.isTTY)), ...(telemetry && { tracing: telemetry }) });
+    app = await buildApp(config, {
+      logger: loggerOptions(config, Boolean(process.stdout.isTTY)),
+      ...(telemetry && { tracing: telemetry }),
+    });
   } catch (err) {
     await telemetry?.shutdown();
     throw err;
@@ -87,6 +98,9 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     await app.close();
     throw listenProblem(err, { port: config.port, host: config.host, portSetting: 'PORT', hostSetting: 'HOST' }) ?? err;
   }
-  app.log.info({ publicUrl: config.publicUrl.href, anonymousDiscovery: config.anonymousDiscovery, tracing: telemetry !== null }, 'tool-registry ready');
+  app.log.info(
+    { publicUrl: config.publicUrl.href, anonymousDiscovery: config.anonymousDiscovery, tracing: telemetry !== null },
+    'tool-registry ready',
+  );
   return app;
 }

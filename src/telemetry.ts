@@ -55,19 +55,24 @@ const list = (env: Env, name: string): string[] | undefined =>
 function exporterNames(env: Env): ('otlp' | 'console')[] {
   if (value(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return [];
   const named = list(env, 'OTEL_TRACES_EXPORTER');
-  const endpointVariable = value(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') === undefined ? 'OTEL_EXPORTER_OTLP_ENDPOINT' : 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT';
+  const endpointVariable =
+    value(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') === undefined ? 'OTEL_EXPORTER_OTLP_ENDPOINT' : 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT';
   const endpoint = value(env, endpointVariable);
   // The exporter would fall back to localhost:4318 on a value it cannot read, and say so later in a stack trace.
   if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint)) {
-    throw new ConfigError(`${endpointVariable}: must be an http:// or https:// URL (got ${JSON.stringify(withoutUserinfo(endpoint).slice(0, 80))})`);
+    throw new ConfigError(
+      `${endpointVariable}: must be an http:// or https:// URL (got ${JSON.stringify(withoutUserinfo(endpoint).slice(0, 80))})`,
+    );
   }
   const wanted = named ?? (endpoint === undefined ? [] : ['otlp']);
   return wanted.flatMap((name): ('otlp' | 'console')[] => {
     if (name === 'none') return [];
     if (name === 'console') return [name];
     if (name !== 'otlp') throw new ConfigError(`OTEL_TRACES_EXPORTER: must be otlp, console or none (got ${JSON.stringify(name)})`);
-    const protocolVariable = value(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') === undefined ? 'OTEL_EXPORTER_OTLP_PROTOCOL' : 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL';
-    if (value(env, protocolVariable) === 'grpc') throw new ConfigError(`${protocolVariable}: grpc is not supported; use an OTLP/HTTP endpoint (http/json)`);
+    const protocolVariable =
+      value(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') === undefined ? 'OTEL_EXPORTER_OTLP_PROTOCOL' : 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL';
+    if (value(env, protocolVariable) === 'grpc')
+      throw new ConfigError(`${protocolVariable}: grpc is not supported; use an OTLP/HTTP endpoint (http/json)`);
     return [name];
   });
 }
@@ -76,7 +81,8 @@ function samplerOf(env: Env): Sampler {
   const name = value(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase() ?? 'parentbased_always_on';
   const arg = value(env, 'OTEL_TRACES_SAMPLER_ARG');
   const ratio = arg === undefined ? 1 : Number(arg);
-  if (!(ratio >= 0 && ratio <= 1)) throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG: must be a ratio from 0 to 1 (got ${JSON.stringify(arg)})`);
+  if (!(ratio >= 0 && ratio <= 1))
+    throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG: must be a ratio from 0 to 1 (got ${JSON.stringify(arg)})`);
   switch (name) {
     case 'always_on':
       return new AlwaysOnSampler();
@@ -120,7 +126,11 @@ export function startTelemetry(env: Env): Telemetry | null {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'tool-registry', [ATTR_SERVICE_VERSION]: packageVersion() }))
     .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new TracerProvider({ resource, sampler, spanProcessors: exporters.map((exporter) => new BatchSpanProcessor({ exporter })) });
+  const provider = new TracerProvider({
+    resource,
+    sampler,
+    spanProcessors: exporters.map((exporter) => new BatchSpanProcessor({ exporter })),
+  });
   const contextManager = new AsyncLocalStorageContextManager().enable();
   context.setGlobalContextManager(contextManager);
   trace.setGlobalTracerProvider(provider);

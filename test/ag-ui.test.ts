@@ -66,7 +66,10 @@ describe('AG-UI', () => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        if (req.url === '/echo') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echo: JSON.parse(Buffer.concat(chunks).toString()) }));
+        if (req.url === '/echo')
+          return res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ echo: JSON.parse(Buffer.concat(chunks).toString()) }));
         if (req.url === '/fail') return res.writeHead(500, { 'content-type': 'text/plain' }).end('the tool broke');
         // A run that re-sends the arguments of a call the client holds (see the test of that name).
         if (req.url === '/replay') {
@@ -77,7 +80,9 @@ describe('AG-UI', () => {
             { type: 'TOOL_CALL_END', toolCallId: 'held' },
             { type: 'RUN_FINISHED', threadId: 'thread-1', runId: 'replay' },
           ];
-          return res.writeHead(200, { 'content-type': 'text/event-stream' }).end(events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join(''));
+          return res
+            .writeHead(200, { 'content-type': 'text/event-stream' })
+            .end(events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join(''));
         }
         if (req.url !== '/hang') res.writeHead(404).end();
       });
@@ -105,9 +110,14 @@ describe('AG-UI', () => {
     await put('secret', httpTool('/echo', { scopes: ['secret:use'] }));
     // Message-bus tools whose service answers in pieces; the second fails after two.
     const { style: _style, ...joke } = seed('tell-joke');
-    for (const [name, fails] of [['streamer', false], ['breaks-midway', true]] as const) {
+    for (const [name, fails] of [
+      ['streamer', false],
+      ['breaks-midway', true],
+    ] as const) {
       const topic = `ag-ui-${name}-${randomUUID().slice(0, 8)}`;
-      expect((await t.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic } })).statusCode).toBe(201);
+      expect(
+        (await t.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic } })).statusCode,
+      ).toBe(201);
       await put(name, { ...joke, name, service: topic, scopes: ['echo:use'] });
       const service = runToolService({
         url: fake.url,
@@ -141,7 +151,11 @@ describe('AG-UI', () => {
 
   /** POSTs to the registry and reads the whole answer. */
   const post = async (path: string, body: unknown, headers: Record<string, string> = user) => {
-    const res = await fetch(`${base}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, headers: res.headers, text: await res.text() };
   };
 
@@ -149,7 +163,11 @@ describe('AG-UI', () => {
   const verified = (path: string, body: unknown) =>
     new Promise<Event[]>((resolve, reject) => {
       const events: Event[] = [];
-      const init = { method: 'POST', headers: { ...user, 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) };
+      const init = {
+        method: 'POST',
+        headers: { ...user, 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify(body),
+      };
       transformHttpEventStream(runHttpRequest(() => fetch(`${base}${path}`, init)))
         .pipe(verifyEvents())
         .subscribe({ next: (e) => events.push(e as Event), error: reject, complete: () => resolve(events) });
@@ -178,38 +196,60 @@ describe('AG-UI', () => {
       let pending: string[] | undefined;
       const { newMessages } = await agent.runAgent(
         // The agent applies the events to the conversation it sent, so it asks for no TOOL_CALL_ARGS.
-        { runId: 'run-agent', tools: [{ name: 'secret', description: 'offered by the client', parameters: { type: 'object' } }], forwardedProps: OMIT_ARGS },
+        {
+          runId: 'run-agent',
+          tools: [{ name: 'secret', description: 'offered by the client', parameters: { type: 'object' } }],
+          forwardedProps: OMIT_ARGS,
+        },
         {
           onEvent: ({ event }) => void events.push(event as Event),
           onRunFinishedEvent: (params) => void (pending = params.outcome === 'success' ? params.pendingToolCallIds : undefined),
         },
       );
       expectValidEvents(events);
-      const perCall = (id: string) => events.filter((e) => e['toolCallId'] === id || (e['content'] as { toolCallId?: string } | undefined)?.toolCallId === id).map((e) => e.type);
+      const perCall = (id: string) =>
+        events
+          .filter((e) => e['toolCallId'] === id || (e['content'] as { toolCallId?: string } | undefined)?.toolCallId === id)
+          .map((e) => e.type);
       expect(events[0]).toMatchObject({ type: 'RUN_STARTED', threadId: 'thread-1', runId: 'run-agent', protocolVersion: '1.0' });
       expect(events.at(-1)).toEqual({ type: 'RUN_FINISHED', threadId: 'thread-1', runId: 'run-agent' });
-      expect(events.filter((e) => e.type === 'TOOL_CALL_START').map((e) => [e['toolCallId'], e['toolCallName'], e['parentMessageId']])).toEqual(
-        calls.map((c) => [c.id, c.function.name, 'assistant-1']),
-      );
+      expect(
+        events.filter((e) => e.type === 'TOOL_CALL_START').map((e) => [e['toolCallId'], e['toolCallName'], e['parentMessageId']]),
+      ).toEqual(calls.map((c) => [c.id, c.function.name, 'assistant-1']));
       // No TOOL_CALL_ARGS, as asked: the client holds the arguments, and would append them a second time.
       expect(perCall('call-echo')).toEqual(['TOOL_CALL_START', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT']);
       expect(perCall('call-stream')).toEqual(['TOOL_CALL_START', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT']);
       expect(perCall('call-broken')).toEqual(['TOOL_CALL_START', 'TOOL_CALL_END', 'TOOL_CALL_RESULT']);
 
       // The streamed call: its pieces as a tool-output activity, then the whole answer.
-      const snapshot = events.find((e) => e.type === 'ACTIVITY_SNAPSHOT' && (e['content'] as { toolCallId: string }).toolCallId === 'call-stream');
+      const snapshot = events.find(
+        (e) => e.type === 'ACTIVITY_SNAPSHOT' && (e['content'] as { toolCallId: string }).toolCallId === 'call-stream',
+      );
       const deltas = events.filter((e) => e.type === 'ACTIVITY_DELTA' && e['messageId'] === snapshot?.['messageId']);
       expect(snapshot).toMatchObject({ activityType: 'tool-output', content: { chunks: ['Why did '] } });
-      expect(deltas.map((e) => e['patch'])).toEqual([[{ op: 'add', path: '/chunks/-', value: 'the chicken ' }], [{ op: 'add', path: '/chunks/-', value: 'cross the road?' }]]);
+      expect(deltas.map((e) => e['patch'])).toEqual([
+        [{ op: 'add', path: '/chunks/-', value: 'the chicken ' }],
+        [{ op: 'add', path: '/chunks/-', value: 'cross the road?' }],
+      ]);
       const results = new Map(events.filter((e) => e.type === 'TOOL_CALL_RESULT').map((e) => [e['toolCallId'], e]));
       expect(results.get('call-stream')).toMatchObject({ role: 'tool', content: 'Why did the chicken cross the road?' });
-      expect(results.get('call-echo')).toMatchObject({ content: JSON.stringify({ echo: { text: 'hi' } }), metadata: { 'tool-registry': { id: expect.any(String) } } });
+      expect(results.get('call-echo')).toMatchObject({
+        content: JSON.stringify({ echo: { text: 'hi' } }),
+        metadata: { 'tool-registry': { id: expect.any(String) } },
+      });
       // Failed calls are answered, and the run goes on.
       expect(results.get('call-broken')).toMatchObject({
         content: 'Error: broken failed: the tool broke',
-        metadata: { 'tool-registry': { error: { status: 502, code: 'TR_ERR_TOOL_SERVICE', serviceError: { type: 'http-500', message: 'the tool broke' } } } },
+        metadata: {
+          'tool-registry': {
+            error: { status: 502, code: 'TR_ERR_TOOL_SERVICE', serviceError: { type: 'http-500', message: 'the tool broke' } },
+          },
+        },
       });
-      expect(results.get('call-secret')).toMatchObject({ content: 'Error: calling secret needs scope secret:use', metadata: { 'tool-registry': { error: { status: 403 } } } });
+      expect(results.get('call-secret')).toMatchObject({
+        content: 'Error: calling secret needs scope secret:use',
+        metadata: { 'tool-registry': { error: { status: 403 } } },
+      });
 
       // The agent's conversation gets one tool message per call, nothing is left pending, and
       // the assistant message that made the calls is as it was.
@@ -217,26 +257,40 @@ describe('AG-UI', () => {
       expect(agent.messages.find((m) => m.id === 'assistant-1')).toEqual(initialMessages[1]);
       const toolMessages = newMessages.filter((m) => m.role === 'tool');
       expect(toolMessages.map((m) => [m.toolCallId, m.id])).toEqual(calls.map((c) => [c.id, results.get(c.id)?.['messageId']]));
-      expect(toolMessages.find((m) => m.toolCallId === 'call-broken')).toMatchObject({ metadata: { 'tool-registry': { error: { code: 'TR_ERR_TOOL_SERVICE' } } } });
+      expect(toolMessages.find((m) => m.toolCallId === 'call-broken')).toMatchObject({
+        metadata: { 'tool-registry': { error: { code: 'TR_ERR_TOOL_SERVICE' } } },
+      });
     });
 
-    it('streams each call\'s arguments as TOOL_CALL_ARGS by default, and leaves them out for a client that holds them', async () => {
+    it("streams each call's arguments as TOOL_CALL_ARGS by default, and leaves them out for a client that holds them", async () => {
       const text = JSON.stringify({ text: `${'x'.repeat(5000)}😀${'y'.repeat(5000)}` });
       const events = await verified('/ag-ui', runInput([toolCall('streamed', 'echo', text), toolCall('empty', 'echo', '')]));
       expectValidEvents(events);
       const perCall = (id: string) => events.filter((e) => e['toolCallId'] === id);
       const streamed = perCall('streamed');
       const args = streamed.filter((e) => e.type === 'TOOL_CALL_ARGS').map((e) => e['delta'] as string);
-      expect(streamed.map((e) => e.type).slice(0, args.length + 2)).toEqual(['TOOL_CALL_START', ...args.map(() => 'TOOL_CALL_ARGS'), 'TOOL_CALL_END']);
+      expect(streamed.map((e) => e.type).slice(0, args.length + 2)).toEqual([
+        'TOOL_CALL_START',
+        ...args.map(() => 'TOOL_CALL_ARGS'),
+        'TOOL_CALL_END',
+      ]);
       expect(args.length).toBeGreaterThan(1);
       expect(args.join('')).toBe(text);
       // Empty arguments text is still one fragment.
-      expect(perCall('empty').map((e) => e.type).slice(0, 3)).toEqual(['TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END']);
+      expect(
+        perCall('empty')
+          .map((e) => e.type)
+          .slice(0, 3),
+      ).toEqual(['TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END']);
 
       // Why a client that holds the conversation opts out: @ag-ui/client appends the fragments to
       // the call it holds (a stream made by hand).
       const held = runInput([toolCall('held', 'echo', { text: 'hi' })]).messages as Message[];
-      const replayed = new HttpAgent({ url: `http://127.0.0.1:${(tool.address() as AddressInfo).port}/replay`, threadId: 'thread-1', initialMessages: held });
+      const replayed = new HttpAgent({
+        url: `http://127.0.0.1:${(tool.address() as AddressInfo).port}/replay`,
+        threadId: 'thread-1',
+        initialMessages: held,
+      });
       await replayed.runAgent({ runId: 'replay' });
       const doubled = replayed.messages.find((m) => m.id === 'assistant-1') as { toolCalls: { function: { arguments: string } }[] };
       expect(doubled.toolCalls[0]?.function.arguments).toBe('{"text":"hi"}{"text":"hi"}');
@@ -247,13 +301,24 @@ describe('AG-UI', () => {
       await agent.runAgent({ runId: 'intact', forwardedProps: OMIT_ARGS }, { onEvent: ({ event }) => void seen.push(event as Event) });
       expect(seen.map((e) => e.type)).not.toContain('TOOL_CALL_ARGS');
       expect(agent.messages.find((m) => m.id === 'assistant-1')).toEqual(held[1]);
-      expect(agent.messages.find((m) => m.role === 'tool')).toMatchObject({ toolCallId: 'held', content: JSON.stringify({ echo: { text: 'hi' } }) });
+      expect(agent.messages.find((m) => m.role === 'tool')).toMatchObject({
+        toolCallId: 'held',
+        content: JSON.stringify({ echo: { text: 'hi' } }),
+      });
 
       // A wrong option is a 400 naming it; other forwarded props are not read.
-      const wrong = await post('/ag-ui', { ...runInput([toolCall('w', 'echo', {})]), forwardedProps: { 'tool-registry': { toolCallArgs: 'sometimes' } } });
+      const wrong = await post('/ag-ui', {
+        ...runInput([toolCall('w', 'echo', {})]),
+        forwardedProps: { 'tool-registry': { toolCallArgs: 'sometimes' } },
+      });
       expect(wrong.status).toBe(400);
-      expect(JSON.parse(wrong.text)).toMatchObject({ errors: [expect.objectContaining({ path: 'forwardedProps.tool-registry.toolCallArgs' })] });
-      const other = await verified('/ag-ui', { ...runInput([toolCall('o', 'echo', {})]), forwardedProps: { model: 'x', 'tool-registry-x': 1 } });
+      expect(JSON.parse(wrong.text)).toMatchObject({
+        errors: [expect.objectContaining({ path: 'forwardedProps.tool-registry.toolCallArgs' })],
+      });
+      const other = await verified('/ag-ui', {
+        ...runInput([toolCall('o', 'echo', {})]),
+        forwardedProps: { model: 'x', 'tool-registry-x': 1 },
+      });
       expect(other.map((e) => e.type)).toContain('TOOL_CALL_ARGS');
     });
 
@@ -279,25 +344,55 @@ describe('AG-UI', () => {
     it('answers unknown tools, bad arguments and a service failing midway in the call results', async () => {
       const events = await verified(
         '/ag-ui',
-        runInput([toolCall('a', 'nope', {}), toolCall('b', 'echo', '{"text":'), toolCall('c', 'echo', [1]), toolCall('d', 'breaks-midway', { topic: 'x' }), toolCall('e', 'echo', '')]),
+        runInput([
+          toolCall('a', 'nope', {}),
+          toolCall('b', 'echo', '{"text":'),
+          toolCall('c', 'echo', [1]),
+          toolCall('d', 'breaks-midway', { topic: 'x' }),
+          toolCall('e', 'echo', ''),
+        ]),
       );
       expectValidEvents(events);
       const results = Object.fromEntries(events.filter((e) => e.type === 'TOOL_CALL_RESULT').map((e) => [e['toolCallId'], e]));
-      expect(results['a']).toMatchObject({ content: 'Error: no tool "nope"', metadata: { 'tool-registry': { error: { code: 'TR_ERR_NOT_FOUND' } } } });
-      expect(results['b']).toMatchObject({ content: 'Error: the arguments are not valid JSON', metadata: { 'tool-registry': { error: { code: 'TR_ERR_INVALID_ARGUMENTS' } } } });
+      expect(results['a']).toMatchObject({
+        content: 'Error: no tool "nope"',
+        metadata: { 'tool-registry': { error: { code: 'TR_ERR_NOT_FOUND' } } },
+      });
+      expect(results['b']).toMatchObject({
+        content: 'Error: the arguments are not valid JSON',
+        metadata: { 'tool-registry': { error: { code: 'TR_ERR_INVALID_ARGUMENTS' } } },
+      });
       expect(results['c']).toMatchObject({ metadata: { 'tool-registry': { error: { code: 'TR_ERR_INVALID_ARGUMENTS' } } } });
-      expect(results['d']).toMatchObject({ content: expect.stringMatching(/^Error: breaks-midway failed: out of jokes/), metadata: { 'tool-registry': { error: { code: 'TR_ERR_TOOL_SERVICE' } } } });
+      expect(results['d']).toMatchObject({
+        content: expect.stringMatching(/^Error: breaks-midway failed: out of jokes/),
+        metadata: { 'tool-registry': { error: { code: 'TR_ERR_TOOL_SERVICE' } } },
+      });
       // Empty arguments text is `{}`.
       expect(results['e']).toMatchObject({ content: JSON.stringify({ echo: {} }) });
-      expect(events.filter((e) => e.type === 'ACTIVITY_DELTA' && (e['patch'] as { value: string }[])[0]?.value === 'the chicken ')).toHaveLength(1);
+      expect(
+        events.filter((e) => e.type === 'ACTIVITY_DELTA' && (e['patch'] as { value: string }[])[0]?.value === 'the chicken '),
+      ).toHaveLength(1);
       expect(events.at(-1)?.type).toBe('RUN_FINISHED');
     });
 
     it('checks scopes before arguments, and writes failed calls to the audit log', async () => {
       const events = await verified('/ag-ui', runInput([toolCall('s', 'secret', '{not json')]));
-      expect(events.find((e) => e.type === 'TOOL_CALL_RESULT')).toMatchObject({ metadata: { 'tool-registry': { error: { code: 'TR_ERR_INSUFFICIENT_SCOPE' } } } });
-      const audit = await t.app.inject({ method: 'GET', url: '/audit?action=tool.invoke&target=secret', headers: bearer(t.token(['registry:write'])) });
-      expect(audit.json<{ entries: unknown[] }>().entries[0]).toMatchObject({ action: 'tool.invoke', target: 'secret', outcome: 'denied', status: 403, detail: 'TR_ERR_INSUFFICIENT_SCOPE', sub: 'test-agent' });
+      expect(events.find((e) => e.type === 'TOOL_CALL_RESULT')).toMatchObject({
+        metadata: { 'tool-registry': { error: { code: 'TR_ERR_INSUFFICIENT_SCOPE' } } },
+      });
+      const audit = await t.app.inject({
+        method: 'GET',
+        url: '/audit?action=tool.invoke&target=secret',
+        headers: bearer(t.token(['registry:write'])),
+      });
+      expect(audit.json<{ entries: unknown[] }>().entries[0]).toMatchObject({
+        action: 'tool.invoke',
+        target: 'secret',
+        outcome: 'denied',
+        status: 403,
+        detail: 'TR_ERR_INSUFFICIENT_SCOPE',
+        sub: 'test-agent',
+      });
     });
 
     it('ends the run with RUN_ERROR on a fault of the registry, and runs no more calls', async () => {
@@ -305,7 +400,11 @@ describe('AG-UI', () => {
       try {
         const events = await verified('/ag-ui', runInput([toolCall('x', 'echo', {}), toolCall('y', 'echo', {})]));
         expect(events.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'RUN_ERROR']);
-        expect(events.at(-1)).toEqual({ type: 'RUN_ERROR', message: 'an internal error occurred; it has been logged', code: 'TR_ERR_INTERNAL' });
+        expect(events.at(-1)).toEqual({
+          type: 'RUN_ERROR',
+          message: 'an internal error occurred; it has been logged',
+          code: 'TR_ERR_INTERNAL',
+        });
         expect(spy).toHaveBeenCalledTimes(1);
       } finally {
         spy.mockRestore();
@@ -313,7 +412,11 @@ describe('AG-UI', () => {
     });
 
     it('refuses before the stream: no token (before the body is read), a bad body, too many calls', async () => {
-      const anonymous = await fetch(`${base}/ag-ui`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' });
+      const anonymous = await fetch(`${base}/ag-ui`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{not json',
+      });
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers.get('content-type')).toMatch(/^application\/problem\+json/);
       expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer /);
@@ -321,21 +424,39 @@ describe('AG-UI', () => {
 
       const bad = await post('/ag-ui', { threadId: 't', messages: [{ id: 'm', role: 'robot' }] });
       expect(bad.status).toBe(400);
-      expect(JSON.parse(bad.text)).toMatchObject({ code: 'TR_ERR_BAD_REQUEST', detail: expect.stringMatching(/^invalid AG-UI run input: /), errors: expect.arrayContaining([{ path: 'runId', message: expect.any(String) }]) });
+      expect(JSON.parse(bad.text)).toMatchObject({
+        code: 'TR_ERR_BAD_REQUEST',
+        detail: expect.stringMatching(/^invalid AG-UI run input: /),
+        errors: expect.arrayContaining([{ path: 'runId', message: expect.any(String) }]),
+      });
 
       const many = Array.from({ length: MAX_AG_UI_TOOL_CALLS + 1 }, (_, i) => toolCall(`c${i}`, 'echo', {}));
       const tooMany = await post('/ag-ui', runInput(many));
       expect(tooMany.status).toBe(400);
-      expect(JSON.parse(tooMany.text)).toMatchObject({ errors: [{ path: 'messages.1.toolCalls', message: `${MAX_AG_UI_TOOL_CALLS + 1} tool calls to run; one run makes at most ${MAX_AG_UI_TOOL_CALLS}` }] });
+      expect(JSON.parse(tooMany.text)).toMatchObject({
+        errors: [
+          {
+            path: 'messages.1.toolCalls',
+            message: `${MAX_AG_UI_TOOL_CALLS + 1} tool calls to run; one run makes at most ${MAX_AG_UI_TOOL_CALLS}`,
+          },
+        ],
+      });
       const twice = await post('/ag-ui', runInput([toolCall('same', 'echo', {}), toolCall('same', 'echo', {})]));
-      expect(JSON.parse(twice.text)).toMatchObject({ status: 400, errors: [{ path: 'messages.1.toolCalls', message: 'tool call id "same" is given twice' }] });
+      expect(JSON.parse(twice.text)).toMatchObject({
+        status: 400,
+        errors: [{ path: 'messages.1.toolCalls', message: 'tool call id "same" is given twice' }],
+      });
 
       const huge = await post('/ag-ui', runInput([toolCall('big', 'echo', { text: 'x'.repeat(t.config.bodyLimit) })]));
       expect(huge.status).toBe(413);
     });
 
     it('cancels the call in flight and the rest of the run when the caller hangs up', async () => {
-      const stats = async () => (await t.app.inject({ method: 'GET', url: '/stats', headers: bearer(t.token(['registry:write'])) })).json<{ errors_by_class: Record<string, number>; usage_by_tool: Record<string, number> }>();
+      const stats = async () =>
+        (await t.app.inject({ method: 'GET', url: '/stats', headers: bearer(t.token(['registry:write'])) })).json<{
+          errors_by_class: Record<string, number>;
+          usage_by_tool: Record<string, number>;
+        }>();
       const before = await stats();
       const req = httpRequest(`${base}/ag-ui`, { method: 'POST', headers: { ...user, 'content-type': 'application/json' } });
       req.on('error', () => undefined);
@@ -401,11 +522,22 @@ describe('AG-UI', () => {
       expect(deltas[0]?.endsWith('x')).toBe(true);
       expect(deltas[1]?.startsWith('😀')).toBe(true);
       const start = events.findIndex((e) => e.type === 'TOOL_CALL_START');
-      expect(events.slice(start, start + 6).map((e) => e.type)).toEqual(['TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_ARGS', 'TOOL_CALL_ARGS', 'TOOL_CALL_ARGS', 'TOOL_CALL_END']);
+      expect(events.slice(start, start + 6).map((e) => e.type)).toEqual([
+        'TOOL_CALL_START',
+        'TOOL_CALL_ARGS',
+        'TOOL_CALL_ARGS',
+        'TOOL_CALL_ARGS',
+        'TOOL_CALL_ARGS',
+        'TOOL_CALL_END',
+      ]);
     });
 
     it('keeps the status of a call refused or failed before any output, and answers a later failure in the run', async () => {
-      for (const [path, status] of [['/tools/secret/invoke?stream=ag-ui', 403], ['/tools/nope/invoke?stream=ag-ui', 404], ['/tools/broken/invoke?stream=ag-ui', 502]] as const) {
+      for (const [path, status] of [
+        ['/tools/secret/invoke?stream=ag-ui', 403],
+        ['/tools/nope/invoke?stream=ag-ui', 404],
+        ['/tools/broken/invoke?stream=ag-ui', 502],
+      ] as const) {
         const answer = await post(path, {});
         expect(answer.status, path).toBe(status);
         expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -413,15 +545,24 @@ describe('AG-UI', () => {
       expect((await post('/tools/echo/invoke?stream=ag-ui', {}, {})).status).toBe(401);
       expect((await post('/tools/echo/invoke?stream=other', {})).status).toBe(400);
       const events = await verified('/tools/breaks-midway/invoke?stream=ag-ui', { topic: 'x' });
-      expect(events.slice(-2)).toMatchObject([{ type: 'TOOL_CALL_RESULT', content: expect.stringMatching(/^Error: /) }, { type: 'RUN_FINISHED' }]);
+      expect(events.slice(-2)).toMatchObject([
+        { type: 'TOOL_CALL_RESULT', content: expect.stringMatching(/^Error: /) },
+        { type: 'RUN_FINISHED' },
+      ]);
       // Plain text/event-stream is unchanged.
-      const plain = await fetch(`${base}/tools/streamer/invoke`, { method: 'POST', headers: { ...user, accept: 'text/event-stream', 'content-type': 'application/json' }, body: '{"topic":"x"}' });
+      const plain = await fetch(`${base}/tools/streamer/invoke`, {
+        method: 'POST',
+        headers: { ...user, accept: 'text/event-stream', 'content-type': 'application/json' },
+        body: '{"topic":"x"}',
+      });
       expect(await plain.text()).toMatch(/^event: chunk\ndata: \{"text":"Why did "\}\n\n/);
     });
   });
 
   it('the verifier used here rejects an out-of-order stream', async () => {
-    const bad = ['{"type":"RUN_STARTED","threadId":"t","runId":"r"}', '{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"{}"}'].map((d) => `data: ${d}\n\n`).join('');
+    const bad = ['{"type":"RUN_STARTED","threadId":"t","runId":"r"}', '{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"{}"}']
+      .map((d) => `data: ${d}\n\n`)
+      .join('');
     const outcome = new Promise<unknown>((resolve) => {
       transformHttpEventStream(runHttpRequest(async () => new Response(bad, { headers: { 'content-type': 'text/event-stream' } })))
         .pipe(verifyEvents())

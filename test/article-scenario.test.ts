@@ -70,7 +70,12 @@ describe('the discovery article scenario', () => {
   it('lists weather_forecast registered at runtime in the next GET /, without restart', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: bearer(admin), payload: seed('weather_forecast') });
     expect(res.statusCode).toBe(201);
-    expect(res.json()).toMatchObject({ name: 'weather_forecast', kind: 'http', status: 'active', descriptor: { endpoint: '/tools/weather' } });
+    expect(res.json()).toMatchObject({
+      name: 'weather_forecast',
+      kind: 'http',
+      status: 'active',
+      descriptor: { endpoint: '/tools/weather' },
+    });
     const anonymous = await t.app.inject({ method: 'GET', url: '/' });
     expect(names(anonymous.body)).toContain('weather_forecast');
     const weather = await t.app.inject({ method: 'GET', url: '/', headers: bearer(t.token(['weather:read'])) });
@@ -81,7 +86,7 @@ describe('the discovery article scenario', () => {
     expect(stats.unique_scopes).toBe(5);
   });
 
-  it('registers the article\'s curl example, which leaves out parameters and returns', async () => {
+  it("registers the article's curl example, which leaves out parameters and returns", async () => {
     const res = await t.app.inject({
       method: 'POST',
       url: '/tools/register',

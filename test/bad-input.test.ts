@@ -38,25 +38,145 @@ describe('bad input', () => {
   afterAll(() => t.close());
 
   const json = { 'content-type': 'application/json' };
-  const cases: [string, { method: 'POST' | 'PUT'; url: string; headers?: Record<string, string>; payload: string }, number, string | null][] = [
+  const cases: [
+    string,
+    { method: 'POST' | 'PUT'; url: string; headers?: Record<string, string>; payload: string },
+    number,
+    string | null,
+  ][] = [
     ['malformed JSON', { method: 'POST', url: '/tools/register', headers: json, payload: '{"name": "calculator",' }, 400, null],
     ['a JSON array', { method: 'POST', url: '/tools/register', headers: json, payload: '[1,2]' }, 400, ''],
-    ['a wrong type (port as string)', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), port: '8002' }) }, 400, 'port'],
-    ['a wrong type (scopes as string)', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), scopes: 'calculator:use' }) }, 400, 'scopes'],
-    ['an unknown field on an HTTP tool', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), endpont: '/x' }) }, 400, 'endpont'],
-    ['an unknown field on a service', { method: 'PUT', url: '/tool-services/joke-service', headers: json, payload: JSON.stringify({ ...seed('joke-service'), queue: 'x' }) }, 400, 'queue'],
-    ['a name with spaces', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), name: 'my calculator' }) }, 400, 'name'],
-    ['a 65-character name', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), name: 'a'.repeat(65) }) }, 400, 'name'],
-    ['a queue name that is not a topic', { method: 'PUT', url: '/tool-services/joke-service', headers: json, payload: JSON.stringify({ ...seed('joke-service'), 'request-queue': 'just-a-queue' }) }, 400, 'request-queue'],
-    ['a queue with a bad scheme', { method: 'PUT', url: '/tool-services/joke-service', headers: json, payload: JSON.stringify({ ...seed('joke-service'), 'response-queue': 'kafka://tg/response/joke' }) }, 400, 'response-queue'],
-    ['both topic and queues', { method: 'PUT', url: '/tool-services/joke-service', headers: json, payload: JSON.stringify({ ...seed('joke-service'), topic: 'joke' }) }, 400, 'topic'],
-    ['a body name differing from the URL', { method: 'PUT', url: '/tools/calculator', headers: json, payload: JSON.stringify({ ...seed('calculator'), name: 'other' }) }, 400, 'name'],
+    [
+      'a wrong type (port as string)',
+      { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), port: '8002' }) },
+      400,
+      'port',
+    ],
+    [
+      'a wrong type (scopes as string)',
+      {
+        method: 'POST',
+        url: '/tools/register',
+        headers: json,
+        payload: JSON.stringify({ ...seed('calculator'), scopes: 'calculator:use' }),
+      },
+      400,
+      'scopes',
+    ],
+    [
+      'an unknown field on an HTTP tool',
+      { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), endpont: '/x' }) },
+      400,
+      'endpont',
+    ],
+    [
+      'an unknown field on a service',
+      {
+        method: 'PUT',
+        url: '/tool-services/joke-service',
+        headers: json,
+        payload: JSON.stringify({ ...seed('joke-service'), queue: 'x' }),
+      },
+      400,
+      'queue',
+    ],
+    [
+      'a name with spaces',
+      { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), name: 'my calculator' }) },
+      400,
+      'name',
+    ],
+    [
+      'a 65-character name',
+      { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), name: 'a'.repeat(65) }) },
+      400,
+      'name',
+    ],
+    [
+      'a queue name that is not a topic',
+      {
+        method: 'PUT',
+        url: '/tool-services/joke-service',
+        headers: json,
+        payload: JSON.stringify({ ...seed('joke-service'), 'request-queue': 'just-a-queue' }),
+      },
+      400,
+      'request-queue',
+    ],
+    [
+      'a queue with a bad scheme',
+      {
+        method: 'PUT',
+        url: '/tool-services/joke-service',
+        headers: json,
+        payload: JSON.stringify({ ...seed('joke-service'), 'response-queue': 'kafka://tg/response/joke' }),
+      },
+      400,
+      'response-queue',
+    ],
+    [
+      'both topic and queues',
+      {
+        method: 'PUT',
+        url: '/tool-services/joke-service',
+        headers: json,
+        payload: JSON.stringify({ ...seed('joke-service'), topic: 'joke' }),
+      },
+      400,
+      'topic',
+    ],
+    [
+      'a body name differing from the URL',
+      { method: 'PUT', url: '/tools/calculator', headers: json, payload: JSON.stringify({ ...seed('calculator'), name: 'other' }) },
+      400,
+      'name',
+    ],
     // Objects and lists are config values the reference agent passes on (issue 15); a group that is not a list it refuses.
-    ['a group that is not a list', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('tell-joke'), group: 'fun' }) }, 400, 'group'],
-    ['the wrong content type', { method: 'POST', url: '/tools/register', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'name=calculator' }, 415, null],
-    ['text/plain', { method: 'POST', url: '/tools/register', headers: { 'content-type': 'text/plain' }, payload: JSON.stringify(seed('calculator')) }, 415, null],
-    ['an oversized body', { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('calculator'), description: 'x'.repeat(70 * 1024) }) }, 413, null],
-    ['an invalid import bundle (second tool bad)', { method: 'POST', url: '/import', headers: json, payload: JSON.stringify({ tools: [{ ...seed('file_reader') }, { ...seed('calculator'), name: 'bad name' }] }) }, 400, 'tools.1.name'],
+    [
+      'a group that is not a list',
+      { method: 'POST', url: '/tools/register', headers: json, payload: JSON.stringify({ ...seed('tell-joke'), group: 'fun' }) },
+      400,
+      'group',
+    ],
+    [
+      'the wrong content type',
+      {
+        method: 'POST',
+        url: '/tools/register',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'name=calculator',
+      },
+      415,
+      null,
+    ],
+    [
+      'text/plain',
+      { method: 'POST', url: '/tools/register', headers: { 'content-type': 'text/plain' }, payload: JSON.stringify(seed('calculator')) },
+      415,
+      null,
+    ],
+    [
+      'an oversized body',
+      {
+        method: 'POST',
+        url: '/tools/register',
+        headers: json,
+        payload: JSON.stringify({ ...seed('calculator'), description: 'x'.repeat(70 * 1024) }),
+      },
+      413,
+      null,
+    ],
+    [
+      'an invalid import bundle (second tool bad)',
+      {
+        method: 'POST',
+        url: '/import',
+        headers: json,
+        payload: JSON.stringify({ tools: [{ ...seed('file_reader') }, { ...seed('calculator'), name: 'bad name' }] }),
+      },
+      400,
+      'tools.1.name',
+    ],
   ];
 
   it.each(cases)('refuses %s with the problem shape and changes nothing', async (_name, request, status, path) => {
@@ -64,7 +184,12 @@ describe('bad input', () => {
     expect(res.statusCode).toBe(status);
     expect(res.headers['content-type']).toContain('application/problem+json');
     const body = res.json();
-    expect(body).toMatchObject({ status, type: expect.stringMatching(/^urn:tool-registry:error:/), title: expect.any(String), detail: expect.any(String) });
+    expect(body).toMatchObject({
+      status,
+      type: expect.stringMatching(/^urn:tool-registry:error:/),
+      title: expect.any(String),
+      detail: expect.any(String),
+    });
     expect(res.body).not.toMatch(/at .*\.(ts|js):\d+/);
     expect(body).not.toHaveProperty('stack');
     if (path !== null) expect(body.errors.map((e: { path: string }) => e.path)).toContain(path);

@@ -19,9 +19,12 @@ describe('BatchWriter', () => {
     expect(batches).toEqual([[2, 3]]);
     expect(writer.dropped).toBe(1);
     const errors: unknown[] = [];
-    const failing = new BatchWriter<number>(() => {
-      throw new Error('disk full');
-    }, { flushIntervalMs: 1000, maxBatch: 100, maxPending: 10, onError: (e) => errors.push(e) });
+    const failing = new BatchWriter<number>(
+      () => {
+        throw new Error('disk full');
+      },
+      { flushIntervalMs: 1000, maxBatch: 100, maxPending: 10, onError: (e) => errors.push(e) },
+    );
     failing.push(1);
     failing.flush();
     expect(failing.dropped).toBe(1);

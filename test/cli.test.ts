@@ -16,7 +16,19 @@ import { HELP } from '../src/cli/help.js';
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/http/app.js';
 import { seed } from './helpers/fixtures.js';
-import { freePort, jwtPayload, killAll, linesOf, LOOPBACK, processTempDir, removeTempDirs, REPO_ROOT, runCli, spawnCli, stopProcess } from './helpers/process.js';
+import {
+  freePort,
+  jwtPayload,
+  killAll,
+  linesOf,
+  LOOPBACK,
+  processTempDir,
+  removeTempDirs,
+  REPO_ROOT,
+  runCli,
+  spawnCli,
+  stopProcess,
+} from './helpers/process.js';
 
 const SEED_DIR = join(REPO_ROOT, 'test', 'fixtures', 'seed');
 const HTTP_TOOLS = ['calculator', 'file_reader', 'database_query', 'simulation_data', 'weather_forecast'] as const;
@@ -124,12 +136,16 @@ describe('token mints a JWT the running registry accepts', () => {
     const first = await run(['token', '--scope', 'a:read'], { databasePath });
     expect(first.code).toBe(0);
     expect(linesOf(first.stdout)).toHaveLength(1);
-    expect(first.stderr).toBe(`tool-registry: created a new dev secret at ${join(dirname(databasePath), 'registry.secret')}; only a registry serving DATABASE_PATH=${databasePath} accepts this token\n`);
+    expect(first.stderr).toBe(
+      `tool-registry: created a new dev secret at ${join(dirname(databasePath), 'registry.secret')}; only a registry serving DATABASE_PATH=${databasePath} accepts this token\n`,
+    );
     expect((await run(['token', '--scope', 'a:read'], { databasePath })).stderr).toBe('');
   });
 
   it('takes --flag=value, a repeated --scope and space-separated scopes', async () => {
-    const result = await run(['token', '--scope=a:read', '--scope', 'b:read c:write', '--sub=svc', '--ttl=15m'], { databasePath: server.databasePath });
+    const result = await run(['token', '--scope=a:read', '--scope', 'b:read c:write', '--sub=svc', '--ttl=15m'], {
+      databasePath: server.databasePath,
+    });
     expect(result.code, result.stderr).toBe(0);
     const payload = jwtPayload(result.stdout.trim());
     expect(payload['scope']).toBe('a:read b:read c:write');
@@ -179,9 +195,12 @@ describe('data commands manage a running registry', () => {
 
   it('put without the admin scope fails with one line and writes nothing', async () => {
     const reader = await mintToken(server.databasePath, ['calculator:use'], 'reader');
-    const result = await run(['put', 'tool/calculator', '--file', join(SEED_DIR, 'calculator.json'), '--url', server.url, '--token', reader], {
-      databasePath: server.databasePath,
-    });
+    const result = await run(
+      ['put', 'tool/calculator', '--file', join(SEED_DIR, 'calculator.json'), '--url', server.url, '--token', reader],
+      {
+        databasePath: server.databasePath,
+      },
+    );
     expect(result.code).toBe(1);
     expect(linesOf(result.stderr)).toHaveLength(1);
     expect(result.stderr).toMatch(/403/);
@@ -290,8 +309,15 @@ describe('bad configuration or usage stops the CLI with one line', () => {
   it('a file that cannot be read is a usage error, as one that is not JSON is', async () => {
     const missing = join(processTempDir(), 'missing.json');
     const env = { REGISTRY_TOKEN: 'x', REGISTRY_URL: 'http://127.0.0.1:1' };
-    expect(await run(['import', missing], { env })).toEqual({ code: 2, stdout: '', stderr: `tool-registry: cannot read ${missing}: no such file\n` });
-    expect(await run(['put', 'tool/x', '--file', processTempDir()], { env })).toMatchObject({ code: 2, stderr: expect.stringContaining('it is a folder') });
+    expect(await run(['import', missing], { env })).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `tool-registry: cannot read ${missing}: no such file\n`,
+    });
+    expect(await run(['put', 'tool/x', '--file', processTempDir()], { env })).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('it is a folder'),
+    });
   });
 
   it('serve with ANONYMOUS_DISCOVERY=bogus exits 2 naming ANONYMOUS_DISCOVERY', async () => {
@@ -325,7 +351,10 @@ describe('bad configuration or usage stops the CLI with one line', () => {
     const dir = processTempDir();
     writeFileSync(join(dir, 'a-file'), '');
     writeFileSync(join(dir, 'text.db'), 'this is a text file, not a SQLite database; '.repeat(20));
-    for (const [path, reason] of [[join(dir, 'a-file', 'registry.db'), 'a part of its folder path is a file, not a folder'], [join(dir, 'text.db'), 'the file is not a SQLite database']] as const) {
+    for (const [path, reason] of [
+      [join(dir, 'a-file', 'registry.db'), 'a part of its folder path is a file, not a folder'],
+      [join(dir, 'text.db'), 'the file is not a SQLite database'],
+    ] as const) {
       const result = await run(['serve'], { databasePath: path });
       expect(result.code).toBe(2);
       expect(result.stderr).toBe(`tool-registry: DATABASE_PATH: cannot open the database at ${path}: ${reason}\n`);
@@ -364,7 +393,8 @@ describe('bad configuration or usage stops the CLI with one line', () => {
 
   it('--version prints the package version', async () => {
     const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
-    for (const flag of ['--version', '-V', 'version']) expect(await run([flag])).toEqual({ code: 0, stdout: `tool-registry ${version}\n`, stderr: '' });
+    for (const flag of ['--version', '-V', 'version'])
+      expect(await run([flag])).toEqual({ code: 0, stdout: `tool-registry ${version}\n`, stderr: '' });
   });
 
   it('--help prints the usage and every setting', async () => {
@@ -396,7 +426,11 @@ describe('migrate applies the schema once and refuses a newer one', () => {
   it('stops migrate and serve on a database newer than the code', async () => {
     const db = new Database(databasePath);
     try {
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(999, 'from_the_future', new Date().toISOString());
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        999,
+        'from_the_future',
+        new Date().toISOString(),
+      );
     } finally {
       db.close();
     }
@@ -463,7 +497,8 @@ describe.concurrent('the real process (child processes)', () => {
     const proc = spawnCli(['serve'], { port: 0, logLevel: 'info' });
     try {
       const deadline = Date.now() + 30_000;
-      while (!proc.stdout().includes('tool-registry ready') && !proc.done && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (!proc.stdout().includes('tool-registry ready') && !proc.done && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       const ready = linesOf(proc.stdout())
         .map((line) => JSON.parse(line) as { msg: string; publicUrl?: string })
         .find((entry) => entry.msg === 'tool-registry ready');

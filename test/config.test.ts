@@ -3,7 +3,18 @@
  * stop startup, and the key-mode rule decided once for auth and the CLI.
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { ConfigError, ConfigSchema, defaultConfig, EnvSchema, flagOf, loadConfig, SETTING_NAMES, SETTINGS, type Config, type KeyMode } from '../src/config.js';
+import {
+  ConfigError,
+  ConfigSchema,
+  defaultConfig,
+  EnvSchema,
+  flagOf,
+  loadConfig,
+  SETTING_NAMES,
+  SETTINGS,
+  type Config,
+  type KeyMode,
+} from '../src/config.js';
 
 const SECRET = 'a-shared-secret-that-is-long-enough-0123456789';
 const PEM = '-----BEGIN PUBLIC KEY-----\nnot parsed here\n-----END PUBLIC KEY-----';
@@ -83,14 +94,20 @@ describe('a wrong value is one line naming the variable', () => {
   });
 
   it('shortens a long value', () => {
-    expect(errorOf({ RESOURCE_URL: 'x'.repeat(100) })).toBe(`RESOURCE_URL: must be an http:// or https:// URL (got "${'x'.repeat(80)}...")`);
+    expect(errorOf({ RESOURCE_URL: 'x'.repeat(100) })).toBe(
+      `RESOURCE_URL: must be an http:// or https:// URL (got "${'x'.repeat(80)}...")`,
+    );
   });
 
   it('refuses URLs the registry could not use, before anything starts', () => {
     expect(errorOf({ RESOURCE_URL: 'foo:bar' })).toBe('RESOURCE_URL: must be an http:// or https:// URL (got "foo:bar")');
-    expect(errorOf({ AUTHORIZATION_SERVERS: 'https://as.example,notaurl' })).toMatch(/^AUTHORIZATION_SERVERS: must be an http:\/\/ or https:\/\/ URL/);
+    expect(errorOf({ AUTHORIZATION_SERVERS: 'https://as.example,notaurl' })).toMatch(
+      /^AUTHORIZATION_SERVERS: must be an http:\/\/ or https:\/\/ URL/,
+    );
     // Discovery reads the issuer's metadata over HTTP; with a key of its own, an issuer is only compared.
-    expect(errorOf({ JWT_ISSUER: 'javascript:alert(1)' })).toMatch(/^JWT_ISSUER: must be an http:\/\/ or https:\/\/ URL to find its JWKS from/);
+    expect(errorOf({ JWT_ISSUER: 'javascript:alert(1)' })).toMatch(
+      /^JWT_ISSUER: must be an http:\/\/ or https:\/\/ URL to find its JWKS from/,
+    );
     expect(loadConfig({ JWT_ISSUER: 'urn:example:issuer', JWT_SECRET: 's'.repeat(32) }).jwt.issuer).toBe('urn:example:issuer');
   });
 
@@ -98,7 +115,9 @@ describe('a wrong value is one line naming the variable', () => {
     for (const name of ['JWKS_URL', 'PULSAR_WS_URL', 'PUBLIC_URL', 'JWT_ISSUER'] as const) {
       const scheme = name === 'PULSAR_WS_URL' ? 'ws' : 'http';
       const message = errorOf({ [name]: `${scheme}://user:HUNTER2@host.example/x` });
-      expect(message).toBe(`${name}: must not carry a user name or password; give credentials in their own settings (got "${scheme}://***@host.example/x")`);
+      expect(message).toBe(
+        `${name}: must not carry a user name or password; give credentials in their own settings (got "${scheme}://***@host.example/x")`,
+      );
     }
   });
 
@@ -143,7 +162,18 @@ describe('issue 28: every setting error names its setting, in one line', () => {
   });
 
   it('takes addresses and host names', () => {
-    for (const host of ['127.0.0.1', '0.0.0.0', '::', '::1', '::ffff:10.0.0.1', 'localhost', 'registry.internal', 'host.example.', 'my_service', 'tool-registry-0']) {
+    for (const host of [
+      '127.0.0.1',
+      '0.0.0.0',
+      '::',
+      '::1',
+      '::ffff:10.0.0.1',
+      'localhost',
+      'registry.internal',
+      'host.example.',
+      'my_service',
+      'tool-registry-0',
+    ]) {
       expect(loadConfig({ HOST: host }).host, host).toBe(host);
     }
   });
@@ -156,7 +186,27 @@ describe('issue 28: every setting error names its setting, in one line', () => {
   });
 
   it('whatever text a setting holds, it loads or stops with one ConfigError line that names it', () => {
-    const values = ['256.1.1.1', 'a b', '%', '%zz', '\u0000', '\n', '[', 'http://[', 'http://256.1.1.1', 'http://:80', 'ws://[::1', '-1', '1e3', '0x10', '{', '{"a":1}', '[]', 'é', 'x'.repeat(300)];
+    const values = [
+      '256.1.1.1',
+      'a b',
+      '%',
+      '%zz',
+      '\u0000',
+      '\n',
+      '[',
+      'http://[',
+      'http://256.1.1.1',
+      'http://:80',
+      'ws://[::1',
+      '-1',
+      '1e3',
+      '0x10',
+      '{',
+      '{"a":1}',
+      '[]',
+      'é',
+      'x'.repeat(300),
+    ];
     for (const name of SETTING_NAMES) {
       for (const value of values) {
         let message: string | undefined;

@@ -22,7 +22,12 @@ function tool(name: string, extra: Record<string, unknown> = {}): Record<string,
   const inputSchema =
     i % 3 === 0
       ? { type: 'object', properties: { q: { type: 'string' } } }
-      : { type: 'object', properties: { q: { type: 'string' }, n: { type: 'integer', minimum: 1 } }, required: ['q'], additionalProperties: false };
+      : {
+          type: 'object',
+          properties: { q: { type: 'string' }, n: { type: 'integer', minimum: 1 } },
+          required: ['q'],
+          additionalProperties: false,
+        };
   return {
     name,
     endpoint: `/tools/${name}`,
@@ -72,8 +77,16 @@ function itemsOf(format: ExportFormat, body: string): { items: unknown[]; names:
   const value = JSON.parse(body) as unknown;
   switch (format) {
     case 'openai-strict': {
-      const { tools, skipped, nextCursor } = value as { tools: { function: { name: string } }[]; skipped: { name: string }[]; nextCursor?: string | null };
-      return { items: [...tools, ...skipped.map((s) => ({ skipped: s }))], names: [...tools.map((x) => x.function.name), ...skipped.map((x) => x.name)], bodyCursor: nextCursor };
+      const { tools, skipped, nextCursor } = value as {
+        tools: { function: { name: string } }[];
+        skipped: { name: string }[];
+        nextCursor?: string | null;
+      };
+      return {
+        items: [...tools, ...skipped.map((s) => ({ skipped: s }))],
+        names: [...tools.map((x) => x.function.name), ...skipped.map((x) => x.name)],
+        bodyCursor: nextCursor,
+      };
     }
     case 'mcp': {
       const parsed = ListToolsResultSchema.parse(value);
@@ -89,7 +102,10 @@ function itemsOf(format: ExportFormat, body: string): { items: unknown[]; names:
 }
 
 /** Sorts `openai-strict` items as the unpaged body lists them: tools first, then skipped, each in order. */
-const strictOrder = (items: unknown[]) => [...items.filter((i) => !Object.hasOwn(i as object, 'skipped')), ...items.filter((i) => Object.hasOwn(i as object, 'skipped'))];
+const strictOrder = (items: unknown[]) => [
+  ...items.filter((i) => !Object.hasOwn(i as object, 'skipped')),
+  ...items.filter((i) => Object.hasOwn(i as object, 'skipped')),
+];
 
 /** Follows `Link` from `first` to the last page; every page's items and names, and the plain walk's cursors alongside. */
 async function walk(format: ExportFormat, first: string, headers = user) {
@@ -112,20 +128,24 @@ async function walk(format: ExportFormat, first: string, headers = user) {
 }
 
 describe('GET /?format= with pages (issue 12)', () => {
-  it.each(EXPORT_FORMATS)('%s: a walk of pages is the unpaged export, once each, in the plain pages\' order', async (format) => {
+  it.each(EXPORT_FORMATS)("%s: a walk of pages is the unpaged export, once each, in the plain pages' order", async (format) => {
     const whole = itemsOf(format, (await get(`/?format=${format}`)).body);
     const pages = await walk(format, `/?format=${format}&limit=4`);
     expect(pages.length).toBeGreaterThan(2);
     for (const page of pages) expect(page.names.length).toBeLessThanOrEqual(4);
     const walked = pages.flatMap((p) => p.items);
-    expect(format === 'openai-strict' ? strictOrder(walked) : walked).toEqual(format === 'openai-strict' ? strictOrder(whole.items) : whole.items);
+    expect(format === 'openai-strict' ? strictOrder(walked) : walked).toEqual(
+      format === 'openai-strict' ? strictOrder(whole.items) : whole.items,
+    );
     const names = pages.flatMap((p) => p.names);
     expect(new Set(names).size).toBe(names.length);
 
     // Page for page, the plain walk's selection and cursors.
     let cursor: string | null = null;
     for (const page of pages) {
-      const plain: { tools: { name: string }[]; nextCursor: string | null } = (await get(`/?limit=4${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`)).json();
+      const plain: { tools: { name: string }[]; nextCursor: string | null } = (
+        await get(`/?limit=4${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`)
+      ).json();
       expect([...page.names].sort()).toEqual(plain.tools.map((x) => x.name).sort());
       expect(page.cursor).toBe(plain.nextCursor);
       cursor = plain.nextCursor;
@@ -134,7 +154,12 @@ describe('GET /?format= with pages (issue 12)', () => {
 
   it.each(EXPORT_FORMATS)('%s: search and filters select what the plain answer does', async (format) => {
     const since = (await get('/tools/tool_10', admin)).json<{ updatedAt: string }>().updatedAt;
-    for (const query of [`scope=${SCOPE}&limit=1000`, 'q=weather', `q=weather&scope=${SCOPE}`, `updated_since=${encodeURIComponent(since)}`]) {
+    for (const query of [
+      `scope=${SCOPE}&limit=1000`,
+      'q=weather',
+      `q=weather&scope=${SCOPE}`,
+      `updated_since=${encodeURIComponent(since)}`,
+    ]) {
       const plain = (await get(`/?${query}`)).json<{ tools: { name: string; status: string }[] }>();
       const exported = await get(`/?${query}&format=${format}`);
       expect(exported.statusCode, exported.body).toBe(200);
@@ -167,7 +192,9 @@ describe('GET /?format= with pages (issue 12)', () => {
     const plainDeleted: string[] = [];
     let cursor: string | null = new URLSearchParams(next.split('?')[1]).get('cursor');
     while (cursor !== null) {
-      const plain: { tools: { name: string; status: string }[]; nextCursor: string | null } = (await get(`/?limit=2&cursor=${encodeURIComponent(cursor)}`)).json();
+      const plain: { tools: { name: string; status: string }[]; nextCursor: string | null } = (
+        await get(`/?limit=2&cursor=${encodeURIComponent(cursor)}`)
+      ).json();
       for (const x of plain.tools) (x.status === 'active' ? plainLive : plainDeleted).push(x.name);
       cursor = plain.nextCursor;
     }
@@ -245,7 +272,10 @@ describe('GET /?format= with pages (issue 12)', () => {
     expect(unknown.body).not.toContain('langchain');
     const langchain = await get('/?format=langchain');
     expect(langchain.statusCode).toBe(400);
-    expect(langchain.json()).toMatchObject({ code: 'TR_ERR_BAD_REQUEST', errors: [{ path: 'format', message: expect.stringMatching(/use format=openai/) }] });
+    expect(langchain.json()).toMatchObject({
+      code: 'TR_ERR_BAD_REQUEST',
+      errors: [{ path: 'format', message: expect.stringMatching(/use format=openai/) }],
+    });
     const badCursor = await get('/?format=openai&limit=2&cursor=bogus');
     expect(badCursor.statusCode).toBe(400);
   });

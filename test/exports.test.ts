@@ -9,7 +9,15 @@ import type OpenAI from 'openai';
 import { toStrictJsonSchema } from 'openai/lib/transform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportOf } from '../src/catalog/exports.js';
-import { EXPORT_FORMATS, openAiStrictToolOf, type AgUiTool, type AnthropicTool, type OpenAiChatTool, type OpenAiResponsesTool, type SkippedTool } from '../src/model/exports.js';
+import {
+  EXPORT_FORMATS,
+  openAiStrictToolOf,
+  type AgUiTool,
+  type AnthropicTool,
+  type OpenAiChatTool,
+  type OpenAiResponsesTool,
+  type SkippedTool,
+} from '../src/model/exports.js';
 import type { Tool } from '../src/model/normalise.js';
 import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
@@ -38,14 +46,24 @@ const TOOLS = [
       mode: { type: 'string', enum: ['a', 'b'] },
       tags: {
         type: 'array',
-        items: { type: 'object', properties: { k: { type: 'string' }, v: { type: 'number' } }, required: ['k'], additionalProperties: false },
+        items: {
+          type: 'object',
+          properties: { k: { type: 'string' }, v: { type: 'number' } },
+          required: ['k'],
+          additionalProperties: false,
+        },
       },
     },
     required: ['id'],
     additionalProperties: false,
   }),
   httpTool('open_tool', 'calculator:use', { type: 'object', properties: { q: { type: 'string' } } }),
-  httpTool('short_text', 'file_reader:use', { type: 'object', properties: { s: { type: 'string', minLength: 1 } }, required: ['s'], additionalProperties: false }),
+  httpTool('short_text', 'file_reader:use', {
+    type: 'object',
+    properties: { s: { type: 'string', minLength: 1 } },
+    required: ['s'],
+    additionalProperties: false,
+  }),
 ];
 
 beforeAll(async () => {
@@ -66,7 +84,7 @@ afterAll(async () => {
 const get = (url: string, headers: Record<string, string> = {}) => handle.app.inject({ method: 'GET', url, headers });
 
 async function viewNames(headers: Record<string, string>): Promise<string[]> {
-  return (get('/', headers).then((r) => (r.json() as { tools: { name: string }[] }).tools.map((t) => t.name)));
+  return get('/', headers).then((r) => (r.json() as { tools: { name: string }[] }).tools.map((t) => t.name));
 }
 
 /** OpenAI strict mode's rules: every object closed and every property required. */
@@ -80,9 +98,23 @@ function expectStrict(schema: unknown, path = ''): void {
   const types = ([] as unknown[]).concat(s['type'] ?? []);
   if (types.includes('object') || 'properties' in s) {
     expect(s['additionalProperties'], `${path} is closed`).toBe(false);
-    expect([...((s['required'] as string[] | undefined) ?? [])].sort(), `${path} requires every property`).toEqual(Object.keys((s['properties'] as object | undefined) ?? {}).sort());
+    expect([...((s['required'] as string[] | undefined) ?? [])].sort(), `${path} requires every property`).toEqual(
+      Object.keys((s['properties'] as object | undefined) ?? {}).sort(),
+    );
   }
-  for (const keyword of ['minLength', 'maxLength', 'minProperties', 'maxProperties', 'uniqueItems', 'allOf', 'not', 'if', 'patternProperties', 'default']) expect(s, path).not.toHaveProperty(keyword);
+  for (const keyword of [
+    'minLength',
+    'maxLength',
+    'minProperties',
+    'maxProperties',
+    'uniqueItems',
+    'allOf',
+    'not',
+    'if',
+    'patternProperties',
+    'default',
+  ])
+    expect(s, path).not.toHaveProperty(keyword);
   for (const [key, value] of Object.entries(s)) if (key !== 'enum' && key !== 'const') expectStrict(value, `${path}/${key}`);
 }
 
@@ -133,38 +165,66 @@ describe('GET /?format= (issue 12)', () => {
   it('makes optional properties nullable and skips what strict mode cannot take, with the reason', async () => {
     const calc = (await get('/?format=openai-strict', calcUser)).json<{ tools: OpenAiChatTool[]; skipped: SkippedTool[] }>();
     expect(calc.skipped).toEqual([{ name: 'open_tool', reason: '/: an object without "additionalProperties": false' }]);
-    const lookup = calc.tools.find((t) => t.function.name === 'lookup')?.function.parameters as { properties: Record<string, unknown>; required: string[] };
+    const lookup = calc.tools.find((t) => t.function.name === 'lookup')?.function.parameters as {
+      properties: Record<string, unknown>;
+      required: string[];
+    };
     expect(lookup.required).toEqual(['id', 'verbose', 'mode', 'tags']);
     expect(lookup.properties['id']).toEqual({ type: 'string', format: 'uuid' });
     expect(lookup.properties['verbose']).toEqual({ type: ['boolean', 'null'], description: 'Optional' });
     expect(lookup.properties['mode']).toEqual({ type: ['string', 'null'], enum: ['a', 'b', null] });
-    expect(lookup.properties['tags']).toMatchObject({ type: ['array', 'null'], items: { required: ['k', 'v'], properties: { v: { type: ['number', 'null'] } } } });
+    expect(lookup.properties['tags']).toMatchObject({
+      type: ['array', 'null'],
+      items: { required: ['k', 'v'], properties: { v: { type: ['number', 'null'] } } },
+    });
     const file = (await get('/?format=openai-strict', fileUser)).json<{ skipped: SkippedTool[] }>();
     expect(file.skipped).toEqual([{ name: 'short_text', reason: '/properties/s: keyword "minLength" is not supported in strict mode' }]);
   });
 
-  it('follows strict mode\'s limits and forms, and stays what OpenAI\'s SDK calls strict', () => {
-    const strictOf = (inputSchema: Record<string, unknown>) => openAiStrictToolOf({ name: 't', description: 'd', inputSchema } as unknown as Tool);
-    const closed = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ type: 'object', properties, additionalProperties: false, ...extra });
+  it("follows strict mode's limits and forms, and stays what OpenAI's SDK calls strict", () => {
+    const strictOf = (inputSchema: Record<string, unknown>) =>
+      openAiStrictToolOf({ name: 't', description: 'd', inputSchema } as unknown as Tool);
+    const closed = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+      type: 'object',
+      properties,
+      additionalProperties: false,
+      ...extra,
+    });
     const reasonOf = (inputSchema: Record<string, unknown>) => {
       const result = strictOf(inputSchema);
       return 'skipped' in result ? result.skipped.reason : null;
     };
     expect(reasonOf(closed({ a: { type: 'array' } }))).toBe('/properties/a: an array without "items"');
-    expect(reasonOf(closed({ a: { type: 'array', items: [{ type: 'string' }] } }))).toBe('/properties/a/items: a tuple (an array of item schemas)');
-    expect(reasonOf(closed({ a: { type: 'string', enum: Array.from({ length: 300 }, (_, i) => `value-number-${i}-${'x'.repeat(40)}`) } }))).toMatch(/^\/properties\/a: an enum of more than 250 strings/);
-    expect(reasonOf(closed(Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`p${i}${'y'.repeat(700)}`, { type: 'string' }]))))).toMatch(/characters of property names/);
-    expect(reasonOf(closed({ a: { type: 'string', default: 'x' } }))).toBe('/properties/a: keyword "default" is not supported in strict mode');
+    expect(reasonOf(closed({ a: { type: 'array', items: [{ type: 'string' }] } }))).toBe(
+      '/properties/a/items: a tuple (an array of item schemas)',
+    );
+    expect(
+      reasonOf(closed({ a: { type: 'string', enum: Array.from({ length: 300 }, (_, i) => `value-number-${i}-${'x'.repeat(40)}`) } })),
+    ).toMatch(/^\/properties\/a: an enum of more than 250 strings/);
+    expect(
+      reasonOf(closed(Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`p${i}${'y'.repeat(700)}`, { type: 'string' }])))),
+    ).toMatch(/characters of property names/);
+    expect(reasonOf(closed({ a: { type: 'string', default: 'x' } }))).toBe(
+      '/properties/a: keyword "default" is not supported in strict mode',
+    );
 
     // Optional properties become nullable without a union of a union, and a $ref or const is wrapped.
     const result = strictOf(
       closed(
-        { any: { anyOf: [{ type: 'string' }, { type: 'integer' }], description: 'either' }, r: { $ref: '#/$defs/d' }, c: { const: 'x' }, n: { type: ['string', 'null'] } },
+        {
+          any: { anyOf: [{ type: 'string' }, { type: 'integer' }], description: 'either' },
+          r: { $ref: '#/$defs/d' },
+          c: { const: 'x' },
+          n: { type: ['string', 'null'] },
+        },
         { $defs: { d: closed({ q: { type: 'string' } }) } },
       ),
     );
     expect('tool' in result).toBe(true);
-    const parameters = (result as { tool: OpenAiChatTool }).tool.function.parameters as { properties: Record<string, unknown>; required: string[] };
+    const parameters = (result as { tool: OpenAiChatTool }).tool.function.parameters as {
+      properties: Record<string, unknown>;
+      required: string[];
+    };
     expect(parameters.properties).toEqual({
       any: { anyOf: [{ type: 'string' }, { type: 'integer' }, { type: 'null' }], description: 'either' },
       r: { anyOf: [{ $ref: '#/$defs/d' }, { type: 'null' }] },
@@ -175,7 +235,7 @@ describe('GET /?format= (issue 12)', () => {
     expect(toStrictJsonSchema(structuredClone(parameters) as never)).toEqual(parameters);
   });
 
-  it('writes the article\'s prompt lines', async () => {
+  it("writes the article's prompt lines", async () => {
     const prompt = (await get('/?format=prompt', calcUser)).body;
     expect(prompt).toContain('- calculator(expression): Perform mathematical calculations\n');
     expect(prompt).toContain('- lookup(id, verbose, mode, tags): The lookup tool over two lines\n');
@@ -193,7 +253,9 @@ describe('GET /?format= (issue 12)', () => {
         const again = await get(`/?format=${format}`, { ...headers, 'if-none-match': etag });
         expect(again.statusCode).toBe(304);
         expect(again.body).toBe('');
-        expect((await get(`/?format=${format}`, { ...headers, 'if-none-match': String((await get('/', headers)).headers['etag']) })).statusCode).toBe(200);
+        expect(
+          (await get(`/?format=${format}`, { ...headers, 'if-none-match': String((await get('/', headers)).headers['etag']) })).statusCode,
+        ).toBe(200);
       }
     }
     expect(etags.size).toBe(2 * (EXPORT_FORMATS.length + 1));
@@ -206,7 +268,9 @@ describe('GET /?format= (issue 12)', () => {
     expect(held.statusCode).toBe(200);
     expect(held.headers['etag']).toBe(plain.headers['etag']);
     expect(held.body).toBe(plain.body);
-    expect((await get(`/?format=mcp&index=${index}&wait=20ms`, { ...calcUser, 'if-none-match': String(plain.headers['etag']) })).statusCode).toBe(304);
+    expect(
+      (await get(`/?format=mcp&index=${index}&wait=20ms`, { ...calcUser, 'if-none-match': String(plain.headers['etag']) })).statusCode,
+    ).toBe(304);
   });
 
   it('builds the bytes once per view: a write changes them', async () => {
@@ -215,7 +279,12 @@ describe('GET /?format= (issue 12)', () => {
     expect(exportOf(view, 'openai').etag).not.toBe(exportOf({ ...view }, 'anthropic').etag);
     const before = await get('/?format=anthropic', calcUser);
     const admin = bearer(handle.token(['registry:write']));
-    const added = await handle.app.inject({ method: 'PUT', url: '/tools/added', headers: admin, payload: httpTool('added', 'calculator:use', { type: 'object', properties: {}, additionalProperties: false }) });
+    const added = await handle.app.inject({
+      method: 'PUT',
+      url: '/tools/added',
+      headers: admin,
+      payload: httpTool('added', 'calculator:use', { type: 'object', properties: {}, additionalProperties: false }),
+    });
     expect(added.statusCode).toBe(201);
     const after = await get('/?format=anthropic', calcUser);
     expect(after.headers['etag']).not.toBe(before.headers['etag']);
@@ -234,11 +303,24 @@ describe('GET /?format= (issue 12)', () => {
     const admin = bearer(handle.token(['registry:write']));
     const put = (url: string, payload: Record<string, unknown>) => handle.app.inject({ method: 'PUT', url, headers: admin, payload });
     const ab = { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' } }, additionalProperties: false };
-    expect((await put('/tools/either', httpTool('either', 'vendor:use', { ...ab, anyOf: [{ required: ['a'] }, { required: ['b'] }] }))).statusCode).toBe(201);
-    const tuple = { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { pair: { type: 'array', items: [{ type: 'string' }, { type: 'integer' }], additionalItems: false } } };
+    expect(
+      (await put('/tools/either', httpTool('either', 'vendor:use', { ...ab, anyOf: [{ required: ['a'] }, { required: ['b'] }] })))
+        .statusCode,
+    ).toBe(201);
+    const tuple = {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      properties: { pair: { type: 'array', items: [{ type: 'string' }, { type: 'integer' }], additionalItems: false } },
+    };
     expect((await put('/tools/draft7', httpTool('draft7', 'vendor:use', tuple))).statusCode).toBe(201);
     expect((await put('/tool-services/tagger', { id: 'tagger', topic: 'tagger' })).statusCode).toBe(201);
-    const busTool = { type: 'tool-service', description: 'Tags things', service: 'tagger', scopes: ['vendor:use'], arguments: [{ name: 'tags', type: 'array', description: 'tags' }] };
+    const busTool = {
+      type: 'tool-service',
+      description: 'Tags things',
+      service: 'tagger',
+      scopes: ['vendor:use'],
+      arguments: [{ name: 'tags', type: 'array', description: 'tags' }],
+    };
     expect((await put('/tools/tag_it', busTool)).statusCode).toBe(201);
 
     const vendor = bearer(handle.token(['vendor:use']));
@@ -246,15 +328,25 @@ describe('GET /?format= (issue 12)', () => {
     const parameters = Object.fromEntries(openai.map((t) => [t.function.name, t.function.parameters]));
     expect(parameters['either']).toEqual(ab);
     expect(parameters['tag_it']).toMatchObject({ properties: { tags: { type: 'array', items: {} } } });
-    expect(parameters['draft7']).toEqual({ type: 'object', properties: { pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: {}, maxItems: 2 } } });
+    expect(parameters['draft7']).toEqual({
+      type: 'object',
+      properties: { pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: {}, maxItems: 2 } },
+    });
     const responses = (await get('/?format=openai-responses', vendor)).json<OpenAiResponsesTool[]>();
     expect(Object.fromEntries(responses.map((t) => [t.name, t.parameters]))).toEqual(parameters);
-    const anthropic = Object.fromEntries((await get('/?format=anthropic', vendor)).json<AnthropicTool[]>().map((t) => [t.name, t.input_schema]));
+    const anthropic = Object.fromEntries(
+      (await get('/?format=anthropic', vendor)).json<AnthropicTool[]>().map((t) => [t.name, t.input_schema]),
+    );
     expect(anthropic['either']).toEqual(ab);
-    expect(anthropic['draft7']).toEqual({ type: 'object', properties: { pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: false } } });
+    expect(anthropic['draft7']).toEqual({
+      type: 'object',
+      properties: { pair: { type: 'array', prefixItems: [{ type: 'string' }, { type: 'integer' }], items: false } },
+    });
     expect(anthropic['tag_it']).toMatchObject({ properties: { tags: { type: 'array' } } });
     // The registry still serves and checks the schema as registered.
-    expect((await get('/tools/either', vendor)).json()).toMatchObject({ inputSchema: { anyOf: [{ required: ['a'] }, { required: ['b'] }] } });
+    expect((await get('/tools/either', vendor)).json()).toMatchObject({
+      inputSchema: { anyOf: [{ required: ['a'] }, { required: ['b'] }] },
+    });
 
     const nobody = bearer(handle.token(['nothing:here']));
     const prompt = await get('/?format=prompt', nobody);

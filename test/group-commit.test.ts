@@ -27,7 +27,9 @@ describe('group commit', () => {
     const before = t.app.catalog.index;
     groups = 0;
     const payloads = Array.from({ length: 50 }, (_, i) => ({ ...seed('calculator'), name: i === 25 ? 'bad name' : `burst-${i}` }));
-    const results = await Promise.all(payloads.map((payload) => t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload })));
+    const results = await Promise.all(
+      payloads.map((payload) => t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload })),
+    );
     expect(results.filter((r) => r.statusCode === 201)).toHaveLength(49);
     expect(results[25]?.statusCode).toBe(400);
     expect(groups).toBeLessThan(10);
@@ -72,7 +74,12 @@ describe('group commit', () => {
         throw new RegistryError('TR_ERR_UNAVAILABLE', 'the database cannot take writes right now');
       });
     try {
-      const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('calculator'), name: 'phantom' } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: admin,
+        payload: { ...seed('calculator'), name: 'phantom' },
+      });
       expect(res.statusCode, res.body).toBe(503);
     } finally {
       Reflect.deleteProperty(t.app.store, 'group');
@@ -81,7 +88,12 @@ describe('group commit', () => {
     expect(heard).toEqual([]);
     expect(t.app.catalog.index).toBe(before);
     expect((await t.app.inject({ method: 'GET', url: '/tools/phantom' })).statusCode).toBe(404);
-    const next = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('calculator'), name: 'after-failure' } });
+    const next = await t.app.inject({
+      method: 'POST',
+      url: '/tools/register',
+      headers: admin,
+      payload: { ...seed('calculator'), name: 'after-failure' },
+    });
     expect(next.json().index).toBe(before + 1);
   });
 });

@@ -29,7 +29,8 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
         const body: unknown = JSON.parse(Buffer.concat(chunks).toString() || 'null');
         seen.push({ url: req.url ?? '', headers: req.headers, body });
         if (req.url === '/tools/calculator') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify('42'));
-        if (req.url === '/tools/structured') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ rows: [1, 2] }));
+        if (req.url === '/tools/structured')
+          return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ rows: [1, 2] }));
         if (req.url === '/tools/plain') return res.writeHead(200, { 'content-type': 'text/plain' }).end('plain text');
         if (req.url === '/tools/broken') return res.writeHead(500, { 'content-type': 'text/plain' }).end('kaputt');
         if (req.url === '/tools/slow') return void setTimeout(() => res.writeHead(200).end('late'), 2000);
@@ -47,7 +48,12 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
     t = await createTestApp({ RATE_LIMIT_MAX: '0', MAX_INFLIGHT_CALLS: '2' }, { keepLogs: true });
     admin = bearer(t.token(['registry:write']));
     const register = async (extra: Record<string, unknown>) => {
-      const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('calculator'), host: '127.0.0.1', port, ...extra } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: admin,
+        payload: { ...seed('calculator'), host: '127.0.0.1', port, ...extra },
+      });
       expect(res.statusCode, res.body).toBe(201);
     };
     await register({});
@@ -66,9 +72,14 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
   });
 
   const invoke = (name: string, payload: unknown, headers: Record<string, string> = {}) =>
-    t.app.inject({ method: 'POST', url: `/tools/${name}/invoke`, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) });
+    t.app.inject({
+      method: 'POST',
+      url: `/tools/${name}/invoke`,
+      headers: { 'content-type': 'application/json', ...headers },
+      payload: JSON.stringify(payload),
+    });
 
-  it('POSTs the arguments to the endpoint with the caller\'s token and returns the observation', async () => {
+  it("POSTs the arguments to the endpoint with the caller's token and returns the observation", async () => {
     const token = t.token(['calculator:use'], { sub: 'safecracker' });
     const res = await invoke('calculator', { expression: '6*7' }, bearer(token));
     expect(res.statusCode, res.body).toBe(200);
@@ -109,7 +120,9 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
     expect(cut.statusCode, cut.body).toBe(502);
     expect(cut.json().serviceError.type).toBe('tool-unreachable');
     // Expected in operation: warnings naming the code and the cause, without a stack.
-    const failed = t.logs.map((line) => JSON.parse(line) as { level: number; msg: string; code?: string; detail?: string; err?: unknown }).filter((entry) => entry.msg === 'request failed');
+    const failed = t.logs
+      .map((line) => JSON.parse(line) as { level: number; msg: string; code?: string; detail?: string; err?: unknown })
+      .filter((entry) => entry.msg === 'request failed');
     expect(failed.map((entry) => entry.code)).toEqual(expect.arrayContaining(['TR_ERR_TOOL_SERVICE', 'TR_ERR_TIMEOUT']));
     for (const entry of failed) {
       expect(entry.level, JSON.stringify(entry)).toBe(40);

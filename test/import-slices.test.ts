@@ -31,7 +31,11 @@ describe('a big import', () => {
     await fetch(`${base}/tools/register`, { method: 'POST', headers: admin, body: JSON.stringify(tool('before')) });
     const tools = Array.from({ length: 30_000 }, (_, i) => tool(`bulk_${String(i).padStart(5, '0')}`));
     let done = false;
-    const importing = fetch(`${base}/import`, { method: 'POST', headers: admin, body: JSON.stringify({ 'tool-services': [], tools }) }).then(async (res) => {
+    const importing = fetch(`${base}/import`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ 'tool-services': [], tools }),
+    }).then(async (res) => {
       done = true;
       return res;
     });
@@ -60,7 +64,12 @@ describe('a big import', () => {
   it('is searchable from the first search after a restart', async () => {
     const { admin } = await serve();
     const tools = Array.from({ length: 5_000 }, (_, i) => tool(`bulk_${String(i).padStart(5, '0')}`));
-    const res = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: JSON.stringify({ 'tool-services': [], tools }) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/import',
+      headers: admin,
+      payload: JSON.stringify({ 'tool-services': [], tools }),
+    });
     expect(res.statusCode).toBe(200);
     const app = await t.restart();
     const found = await app.inject({ method: 'GET', url: '/?q=bulk_04999' });
@@ -133,12 +142,20 @@ describe('a big import', () => {
     expect(((await (await fetch(`${base}/`)).json()) as { tools: unknown[] }).tools).toEqual([]);
     expect((await fetch(`${base}/tools/bulk_0`)).status).toBe(404);
     // The connection is free again: a write, and a refused write's audit entry, go through.
-    expect((await fetch(`${base}/tools/register`, { method: 'POST', headers: admin, body: JSON.stringify(tool('after')) })).status).toBe(201);
-    const refused = await fetch(`${base}/tools/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(tool('nope')) });
+    expect((await fetch(`${base}/tools/register`, { method: 'POST', headers: admin, body: JSON.stringify(tool('after')) })).status).toBe(
+      201,
+    );
+    const refused = await fetch(`${base}/tools/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(tool('nope')),
+    });
     expect(refused.status).toBe(401);
     const audit = await fetch(`${base}/audit?limit=5`, { headers: admin });
     expect(audit.status).toBe(200);
-    expect(((await (await fetch(`${base}/export`, { headers: admin })).json()) as { tools: { name: string }[] }).tools.map((x) => x.name)).toEqual(['after']);
+    expect(
+      ((await (await fetch(`${base}/export`, { headers: admin })).json()) as { tools: { name: string }[] }).tools.map((x) => x.name),
+    ).toEqual(['after']);
   }, 60_000);
 
   it('takes a body past BODY_LIMIT up to IMPORT_BODY_LIMIT, and refuses one past that with 413', async () => {
@@ -150,6 +167,8 @@ describe('a big import', () => {
     const big = Array.from({ length: 1000 }, (_, i) => tool(`t${i}`));
     const refused = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { 'tool-services': [], tools: big } });
     expect(refused.statusCode).toBe(413);
-    expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('x', 'y'.repeat(5000)) })).statusCode).toBe(413);
+    expect(
+      (await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('x', 'y'.repeat(5000)) })).statusCode,
+    ).toBe(413);
   });
 });

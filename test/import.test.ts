@@ -13,7 +13,16 @@ describe('POST /import', () => {
       const admin = bearer(t.token(['registry:write']));
       const bundle = {
         'tool-services': [seed('joke-service.topic-form'), seed('custom-rag')],
-        tools: ['tell-joke', 'query-customers', 'query-products', 'calculator', 'file_reader', 'database_query', 'simulation_data', 'weather_forecast'].map(seed),
+        tools: [
+          'tell-joke',
+          'query-customers',
+          'query-products',
+          'calculator',
+          'file_reader',
+          'database_query',
+          'simulation_data',
+          'weather_forecast',
+        ].map(seed),
       };
       const res = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: bundle });
       expect(res.statusCode, res.body).toBe(200);
@@ -23,9 +32,16 @@ describe('POST /import', () => {
       expect(new Set(view.tools.map((x: { index: number }) => x.index))).toEqual(new Set([1]));
       const exported = (await t.app.inject({ method: 'GET', url: '/export', headers: admin })).json();
       expect(exported['tool-services']).toEqual([seed('custom-rag'), seed('joke-service')]);
-      expect(exported.tools.map((x: { name: string }) => x.name)).toEqual(
-        ['calculator', 'database_query', 'file_reader', 'query-customers', 'query-products', 'simulation_data', 'tell-joke', 'weather_forecast'],
-      );
+      expect(exported.tools.map((x: { name: string }) => x.name)).toEqual([
+        'calculator',
+        'database_query',
+        'file_reader',
+        'query-customers',
+        'query-products',
+        'simulation_data',
+        'tell-joke',
+        'weather_forecast',
+      ]);
       const again = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: exported });
       expect(again.json()).toMatchObject({ index: 2, toolServices: { created: 0, replaced: 2 }, tools: { created: 0, replaced: 8 } });
       // An import with nothing in it writes nothing: the index and the view's ETag stay.
@@ -47,10 +63,15 @@ describe('POST /import', () => {
     try {
       const admin = bearer(t.token(['registry:write']));
       const { collection: _c, ...noCollection } = seed('query-products');
-      const res = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: {
-        'tool-services': [seed('custom-rag')],
-        tools: [seed('calculator'), seed('query-customers'), noCollection, seed('calculator')],
-      } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/import',
+        headers: admin,
+        payload: {
+          'tool-services': [seed('custom-rag')],
+          tools: [seed('calculator'), seed('query-customers'), noCollection, seed('calculator')],
+        },
+      });
       expect(res.statusCode).toBe(400);
       const paths = res.json().errors.map((e: { path: string }) => e.path);
       expect(paths).toEqual(['tools.2.collection', 'tools.3.name']);
@@ -77,7 +98,12 @@ describe('POST /import', () => {
   it('needs the admin scope', async () => {
     const t = await createTestApp();
     try {
-      const res = await t.app.inject({ method: 'POST', url: '/import', headers: bearer(t.token(['calculator:use'])), payload: { tools: [seed('calculator')] } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/import',
+        headers: bearer(t.token(['calculator:use'])),
+        payload: { tools: [seed('calculator')] },
+      });
       expect(res.statusCode).toBe(403);
       expect((await t.app.inject({ method: 'GET', url: '/' })).json().tools).toEqual([]);
     } finally {

@@ -24,7 +24,16 @@ describe('a caller that hangs up', () => {
       method: 'POST',
       url: '/tools/register',
       headers: admin,
-      payload: { ...seed('calculator'), name: 'forever', endpoint: '/forever', scopes: [], parameters: {}, host: '127.0.0.1', port: (tool.address() as AddressInfo).port, timeoutMs: 600_000 },
+      payload: {
+        ...seed('calculator'),
+        name: 'forever',
+        endpoint: '/forever',
+        scopes: [],
+        parameters: {},
+        host: '127.0.0.1',
+        port: (tool.address() as AddressInfo).port,
+        timeoutMs: 600_000,
+      },
     });
     expect(res.statusCode, res.body).toBe(201);
     await t.app.listen({ port: 0, host: '127.0.0.1' });

@@ -43,12 +43,23 @@ describe('issue 28: refused writes are audited with the name or id tried', () =>
 
   /** POST /tools/register with this JSON body (a string is sent as the JSON text it is). */
   const register = (payload: unknown, headers = admin) =>
-    t.app.inject({ method: 'POST', url: '/tools/register', headers: { ...headers, 'content-type': 'application/json' }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+    t.app.inject({
+      method: 'POST',
+      url: '/tools/register',
+      headers: { ...headers, 'content-type': 'application/json' },
+      payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+    });
 
   it('a 400 registration names the tool its body tried', async () => {
     const res = await register({ ...calculator, name: 'weather', endpoint: 5 });
     expect(res.statusCode).toBe(400);
-    expect(await entryFor(res)).toMatchObject({ action: 'tool.put', target: 'weather', outcome: 'invalid', status: 400, detail: 'TR_ERR_VALIDATION' });
+    expect(await entryFor(res)).toMatchObject({
+      action: 'tool.put',
+      target: 'weather',
+      outcome: 'invalid',
+      status: 400,
+      detail: 'TR_ERR_VALIDATION',
+    });
     // An invalid name is still the name tried.
     const badName = await register({ ...calculator, name: 'not a name!' });
     expect(badName.statusCode).toBe(400);
@@ -56,7 +67,12 @@ describe('issue 28: refused writes are audited with the name or id tried', () =>
   });
 
   it('a refusal after validation (412 on the name) names it too', async () => {
-    const res = await t.app.inject({ method: 'PUT', url: '/tools/calculator', headers: { ...admin, 'if-match': '"nope"' }, payload: calculator });
+    const res = await t.app.inject({
+      method: 'PUT',
+      url: '/tools/calculator',
+      headers: { ...admin, 'if-match': '"nope"' },
+      payload: calculator,
+    });
     expect(res.statusCode).toBe(412);
     expect(await entryFor(res)).toMatchObject({ action: 'tool.put', target: 'calculator', status: 412 });
   });

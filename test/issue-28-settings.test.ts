@@ -110,7 +110,9 @@ describe('issue 28: an address that cannot be listened on names its setting', ()
 
   it('a METRICS_PORT in use is METRICS_PORT, not PORT', async () => {
     busy = createServer();
-    const port = await new Promise<number>((resolve) => busy?.listen(0, LOOPBACK, () => resolve((busy?.address() as { port: number }).port)));
+    const port = await new Promise<number>((resolve) =>
+      busy?.listen(0, LOOPBACK, () => resolve((busy?.address() as { port: number }).port)),
+    );
     const result = await run(['serve'], { METRICS_PORT: String(port) });
     expect(result.code).toBe(2);
     expect(result.stderr).toBe(`tool-registry: METRICS_PORT: ${port} is already in use on ${LOOPBACK}\n`);

@@ -22,7 +22,11 @@ const TOOLS: UpstreamToolDef[] = [
       name: 'search',
       title: 'Search',
       description: 'Searches the code.',
-      inputSchema: { type: 'object', properties: { query: { type: 'string', description: 'What to look for' }, limit: { type: 'integer' } }, required: ['query'] },
+      inputSchema: {
+        type: 'object',
+        properties: { query: { type: 'string', description: 'What to look for' }, limit: { type: 'integer' } },
+        required: ['query'],
+      },
     },
     handler: (args) => text(`found: ${String(args['query'])}`),
   },
@@ -35,7 +39,10 @@ const TOOLS: UpstreamToolDef[] = [
     },
     handler: () => ({ ...text('{"count":42}'), structuredContent: { count: 42 } }),
   },
-  { tool: { name: 'fail', description: 'Always fails.', inputSchema: { type: 'object' } }, handler: () => ({ ...text('upstream says no'), isError: true }) },
+  {
+    tool: { name: 'fail', description: 'Always fails.', inputSchema: { type: 'object' } },
+    handler: () => ({ ...text('upstream says no'), isError: true }),
+  },
   // Not a valid tool name once prefixed: skipped and reported.
   { tool: { name: 'Bad Name!', description: 'Skipped.', inputSchema: { type: 'object' } }, handler: () => text('never') },
 ];
@@ -55,7 +62,10 @@ async function call(options: InjectOptions) {
 const admin = () => bearer(registry.token(['registry:write']));
 const names = async (headers?: Record<string, string>) =>
   ((await call({ method: 'GET', url: '/', ...(headers && { headers }) })).json() as { tools: { name: string }[] }).tools.map((t) => t.name);
-const status = async () => (await call({ method: 'GET', url: '/mcp-servers/github', headers: admin() })).json() as { upstream: { state: string; tools: number; lastSyncAt: string | null; skipped: { name: string; reason: string }[] } };
+const status = async () =>
+  (await call({ method: 'GET', url: '/mcp-servers/github', headers: admin() })).json() as {
+    upstream: { state: string; tools: number; lastSyncAt: string | null; skipped: { name: string; reason: string }[] };
+  };
 
 /** Resolves with the index of the next write whose changes pass `test` (subscribe before acting). */
 function nextWrite(test: (changes: readonly Change[]) => boolean): Promise<number> {
@@ -72,7 +82,10 @@ function nextWrite(test: (changes: readonly Change[]) => boolean): Promise<numbe
     });
   });
 }
-const touches = (name: string, op: 'upsert' | 'delete' = 'upsert') => (changes: readonly Change[]) => changes.some((c) => c.name === name && c.op === op);
+const touches =
+  (name: string, op: 'upsert' | 'delete' = 'upsert') =>
+  (changes: readonly Change[]) =>
+    changes.some((c) => c.name === name && c.op === op);
 
 beforeAll(async () => {
   upstream = await startMcpUpstream({ tools: TOOLS, pageSize: 2, bearer: CREDENTIAL });
@@ -85,7 +98,6 @@ afterAll(async () => {
   await upstream.stop();
 });
 
-
 /** Every change-log row of one write. */
 const changesAt = (store: { changesSince(index: number, limit: number): ChangeRecord[] }, index: number) =>
   store.changesSince(index - 1, 1_000_000).filter((c) => c.index === index);
@@ -97,10 +109,20 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
       method: 'PUT',
       url: '/mcp-servers/github',
       headers: admin(),
-      payload: { url: upstream.url, credential: { bearer: CREDENTIAL }, prefix: 'gh_', scopes: ['gh:read'], toolScopes: { fail: ['gh:admin'] } },
+      payload: {
+        url: upstream.url,
+        credential: { bearer: CREDENTIAL },
+        prefix: 'gh_',
+        scopes: ['gh:read'],
+        toolScopes: { fail: ['gh:admin'] },
+      },
     });
     expect(put.statusCode).toBe(201);
-    expect(put.json()).toMatchObject({ id: 'github', descriptor: { credential: { set: true }, prefix: 'gh_' }, upstream: { state: 'connecting' } });
+    expect(put.json()).toMatchObject({
+      id: 'github',
+      descriptor: { credential: { set: true }, prefix: 'gh_' },
+      upstream: { state: 'connecting' },
+    });
     const index = await synced;
 
     expect(await names(admin())).toEqual(['gh_fail', 'gh_search', 'gh_stats']);
@@ -108,7 +130,10 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
     expect(await names(bearer(registry.token(['gh:admin'])))).toEqual(['gh_fail']);
     expect(await names(bearer(registry.token(['other'])))).toEqual([]);
 
-    const entry = (await call({ method: 'GET', url: '/tools/gh_search', headers: bearer(registry.token(['gh:read'])) })).json() as Record<string, unknown>;
+    const entry = (await call({ method: 'GET', url: '/tools/gh_search', headers: bearer(registry.token(['gh:read'])) })).json() as Record<
+      string,
+      unknown
+    >;
     expect(entry).toMatchObject({
       kind: 'mcp',
       description: 'Searches the code.',
@@ -120,10 +145,18 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
     const stats = (await call({ method: 'GET', url: '/stats', headers: admin() })).json() as { tools_by_kind: Record<string, number> };
     expect(stats.tools_by_kind).toEqual({ http: 0, 'tool-service': 0, mcp: 3 });
     // One write for the whole list, in the change log the change feed replays.
-    expect(changesAt(app.store, index).map((c) => c.name).sort()).toEqual(['gh_fail', 'gh_search', 'gh_stats']);
+    expect(
+      changesAt(app.store, index)
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(['gh_fail', 'gh_search', 'gh_stats']);
 
     const { upstream: state } = await status();
-    expect(state).toMatchObject({ state: 'connected', tools: 3, skipped: [{ name: 'Bad Name!', reason: expect.stringMatching(/"gh_Bad Name!" is not a valid tool name/) }] });
+    expect(state).toMatchObject({
+      state: 'connected',
+      tools: 3,
+      skipped: [{ name: 'Bad Name!', reason: expect.stringMatching(/"gh_Bad Name!" is not a valid tool name/) }],
+    });
     expect(registry.logs.join('')).toContain('MCP server tools skipped');
   });
 
@@ -140,7 +173,10 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
 
     const failed = await call({ method: 'POST', url: '/tools/gh_fail/invoke', headers: bearer(registry.token(['gh:admin'])), payload: {} });
     expect(failed.statusCode).toBe(502);
-    expect(failed.json()).toMatchObject({ code: 'TR_ERR_TOOL_SERVICE', serviceError: { type: 'mcp-tool-error', message: 'upstream says no' } });
+    expect(failed.json()).toMatchObject({
+      code: 'TR_ERR_TOOL_SERVICE',
+      serviceError: { type: 'mcp-tool-error', message: 'upstream says no' },
+    });
     // Scopes are checked again at call time (the anonymous view, ANONYMOUS_DISCOVERY=full, shows it).
     const denied = await call({ method: 'POST', url: '/tools/gh_fail/invoke', headers: bearer(reader), payload: {} });
     expect(denied.statusCode).toBe(403);
@@ -151,7 +187,11 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
     const client = await connect(await mcpUrl(app), registry.token(['gh:read', 'gh:admin']));
     try {
       const { tools } = await listAll(client.client);
-      expect(tools.find((t) => t.name === 'gh_search')).toMatchObject({ title: 'Search', description: 'Searches the code.', inputSchema: TOOLS[0]?.tool.inputSchema });
+      expect(tools.find((t) => t.name === 'gh_search')).toMatchObject({
+        title: 'Search',
+        description: 'Searches the code.',
+        inputSchema: TOOLS[0]?.tool.inputSchema,
+      });
       expect(tools.find((t) => t.name === 'gh_stats')).toMatchObject({ outputSchema: TOOLS[1]?.tool.outputSchema });
       // The SDK client checks structuredContent against the output schema itself.
       const stats = await client.client.callTool({ name: 'gh_stats', arguments: {} });
@@ -169,7 +209,9 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
 
   it('writes nothing when a listing finds the same tools', async () => {
     const before = app.catalog.index;
-    const { upstream: { lastSyncAt } } = await status();
+    const {
+      upstream: { lastSyncAt },
+    } = await status();
     await upstream.listChanged();
     await vi.waitFor(async () => expect((await status()).upstream.lastSyncAt).not.toBe(lastSyncAt), { timeout: 5000, interval: 20 });
     expect(app.catalog.index).toBe(before);
@@ -177,9 +219,17 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
 
   it('adds a tool the upstream adds, on list_changed', async () => {
     const added = nextWrite(touches('gh_echo'));
-    await upstream.addTool({ tool: { name: 'echo', description: 'Echoes.', inputSchema: { type: 'object', properties: { say: { type: 'string' } } } }, handler: (args) => text(String(args['say'])) });
+    await upstream.addTool({
+      tool: { name: 'echo', description: 'Echoes.', inputSchema: { type: 'object', properties: { say: { type: 'string' } } } },
+      handler: (args) => text(String(args['say'])),
+    });
     await added;
-    const res = await call({ method: 'POST', url: '/tools/gh_echo/invoke', headers: bearer(registry.token(['gh:read'])), payload: { say: 'hi' } });
+    const res = await call({
+      method: 'POST',
+      url: '/tools/gh_echo/invoke',
+      headers: bearer(registry.token(['gh:read'])),
+      payload: { say: 'hi' },
+    });
     expect(res.json()).toMatchObject({ result: 'hi' });
   });
 
@@ -191,9 +241,14 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
     expect(refused.statusCode).toBe(409);
     expect(refused.json()).toMatchObject({ code: 'TR_ERR_CONFLICT', mcpServer: 'github' });
 
-    expect((await call({ method: 'POST', url: '/tools/register', headers: admin(), payload: { ...httpTool, name: 'gh_clash' } })).statusCode).toBe(201);
+    expect(
+      (await call({ method: 'POST', url: '/tools/register', headers: admin(), payload: { ...httpTool, name: 'gh_clash' } })).statusCode,
+    ).toBe(201);
     await upstream.addTool({ tool: { name: 'clash', description: 'Clashes.', inputSchema: { type: 'object' } }, handler: () => text('x') });
-    await vi.waitFor(async () => expect((await status()).upstream.skipped.map((s) => s.name)).toContain('clash'), { timeout: 5000, interval: 20 });
+    await vi.waitFor(async () => expect((await status()).upstream.skipped.map((s) => s.name)).toContain('clash'), {
+      timeout: 5000,
+      interval: 20,
+    });
     expect((await status()).upstream.skipped).toContainEqual({ name: 'clash', reason: '"gh_clash" is taken by a tool of kind http' });
     expect(app.catalog.getTool('gh_clash')?.record.kind).toBe('http');
   });
@@ -206,7 +261,10 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
     const down = await call({ method: 'POST', url: '/tools/gh_search/invoke', headers: reader, payload: { query: 'x' } });
     expect(down.statusCode).toBe(503);
     expect(down.headers['retry-after']).toBe('5');
-    expect(down.json()).toMatchObject({ code: 'TR_ERR_UPSTREAM_UNAVAILABLE', detail: expect.stringContaining('MCP server "github" cannot be reached now') });
+    expect(down.json()).toMatchObject({
+      code: 'TR_ERR_UPSTREAM_UNAVAILABLE',
+      detail: expect.stringContaining('MCP server "github" cannot be reached now'),
+    });
     // Its tools stay listed: down is a state of the connection, not of the catalogue.
     expect(await names(reader)).toContain('gh_search');
 
@@ -229,8 +287,18 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
     expect(res.statusCode).toBe(200);
     const index = await renamed;
     const changes = changesAt(app.store, index);
-    expect(changes.filter((c) => c.op === 'delete').map((c) => c.name).sort()).toEqual(['gh_echo', 'gh_fail', 'gh_search', 'gh_stats']);
-    expect(changes.filter((c) => c.op === 'upsert').map((c) => c.name).sort()).toEqual(['hub_clash', 'hub_echo', 'hub_fail', 'hub_search', 'hub_stats']);
+    expect(
+      changes
+        .filter((c) => c.op === 'delete')
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(['gh_echo', 'gh_fail', 'gh_search', 'gh_stats']);
+    expect(
+      changes
+        .filter((c) => c.op === 'upsert')
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(['hub_clash', 'hub_echo', 'hub_fail', 'hub_search', 'hub_stats']);
     expect(upstream.authorizations.every((a) => a === `Bearer ${CREDENTIAL}`)).toBe(true);
   });
 
@@ -238,10 +306,17 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
     const res = await call({ method: 'DELETE', url: '/mcp-servers/github', headers: admin() });
     expect(res.statusCode).toBe(200);
     const index = Number(res.headers['x-registry-index']);
-    expect(changesAt(app.store, index).map((c) => `${c.op} ${c.name}`).sort()).toEqual(['delete hub_clash', 'delete hub_echo', 'delete hub_fail', 'delete hub_search', 'delete hub_stats']);
+    expect(
+      changesAt(app.store, index)
+        .map((c) => `${c.op} ${c.name}`)
+        .sort(),
+    ).toEqual(['delete hub_clash', 'delete hub_echo', 'delete hub_fail', 'delete hub_search', 'delete hub_stats']);
     expect(await names(admin())).toEqual(['gh_clash']);
     expect((await call({ method: 'GET', url: '/mcp-servers/github', headers: admin() })).statusCode).toBe(404);
-    expect((await call({ method: 'POST', url: '/tools/hub_search/invoke', headers: bearer(registry.token(['gh:read'])), payload: {} })).statusCode).toBe(410);
+    expect(
+      (await call({ method: 'POST', url: '/tools/hub_search/invoke', headers: bearer(registry.token(['gh:read'])), payload: {} }))
+        .statusCode,
+    ).toBe(410);
   });
 
   it('never shows, logs, audits or exports the credential', async () => {

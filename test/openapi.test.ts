@@ -76,7 +76,9 @@ class OpenApiDocument {
       if (validate === undefined) throw new Error(`no schema at ${pointer}`);
       this.#validators.set(pointer, validate);
     }
-    return validate(value) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath || '(value)'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
+    return validate(value)
+      ? []
+      : (validate.errors ?? []).map((e) => `${e.instancePath || '(value)'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
   }
 
   expectValid(pointer: string, value: unknown, what: string): void {
@@ -144,7 +146,10 @@ function appOperations(app: FastifyInstance): Set<string> {
 // Checking answers against the document
 
 /** What the checks read of an answer: app.inject's, or one read off a socket. */
-type Answer = Pick<LightMyRequestResponse, 'statusCode' | 'body'> & { headers: IncomingHttpHeaders | LightMyRequestResponse['headers']; json(): unknown };
+type Answer = Pick<LightMyRequestResponse, 'statusCode' | 'body'> & {
+  headers: IncomingHttpHeaders | LightMyRequestResponse['headers'];
+  json(): unknown;
+};
 
 /** Operations a check saw answered with a 2xx or 304. */
 const exercised = new Set<string>();
@@ -190,7 +195,10 @@ function expectDocumented(document: OpenApiDocument, path: string, method: strin
   if (content === undefined) {
     expect(res.body, `${label} has no body`).toBe('');
   } else {
-    const mediaType = String(res.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
+    const mediaType =
+      String(res.headers['content-type'] ?? '')
+        .split(';')[0]
+        ?.trim() ?? '';
     expect(content[mediaType], `${label} content type ${mediaType} is documented`).toBeDefined();
     body = mediaType.endsWith('json') ? res.json() : res.body;
     document.expectValid(`${response}/content/${escape(mediaType)}/schema`, body, `${label} body`);
@@ -302,7 +310,8 @@ function expectChangeFeed(document: OpenApiDocument, events: ChangeFeedEvent[], 
   for (const event of events) {
     document.expectValid(document.schema('ChangeEvent'), event.data, `${what}: ${JSON.stringify(event.data)}`);
     const previous = group.at(-1) ?? groups.at(-1)?.at(-1);
-    if (previous) expect(Number(event.data['index']), `${what}: indexes never go down`).toBeGreaterThanOrEqual(Number(previous.data['index']));
+    if (previous)
+      expect(Number(event.data['index']), `${what}: indexes never go down`).toBeGreaterThanOrEqual(Number(previous.data['index']));
     if (group.length > 0) expect(event.data['index'], `${what}: a write's events come in a row`).toBe(group[0]?.data['index']);
     group.push(event);
     if (event.id !== undefined) {
@@ -401,7 +410,10 @@ describe('the OpenAPI document', () => {
   });
 
   /** Injects `options` (its url a concrete path) and checks the answer against `docPath`. */
-  async function call(docPath: string, options: InjectOptions & { method: string; url: string }): Promise<{ res: LightMyRequestResponse; body: unknown }> {
+  async function call(
+    docPath: string,
+    options: InjectOptions & { method: string; url: string },
+  ): Promise<{ res: LightMyRequestResponse; body: unknown }> {
     const res = await app.inject(options);
     const method = options.method.toLowerCase();
     expectDocumentedQuery(document, docPath, method, options.url, res.statusCode);
@@ -491,16 +503,41 @@ describe('the OpenAPI document', () => {
       const tool = body('/tools/register', 'post');
       const service = body('/tool-services/{id}', 'put');
       const bundle = body('/import', 'post');
-      for (const name of ['calculator', 'database_query', 'file_reader', 'simulation_data', 'weather_forecast', 'tell-joke', 'query-customers', 'query-products']) {
+      for (const name of [
+        'calculator',
+        'database_query',
+        'file_reader',
+        'simulation_data',
+        'weather_forecast',
+        'tell-joke',
+        'query-customers',
+        'query-products',
+      ]) {
         document.expectValid(tool, seed(name), `seed ${name} as a tool`);
       }
-      for (const name of ['joke-service', 'joke-service.topic-form', 'custom-rag']) document.expectValid(service, seed(name), `seed ${name} as a tool service`);
-      document.expectValid(service, { id: 'svc', topic: 'svc', 'config-params': ['a', { name: 'b', required: true }] }, 'bare config params');
+      for (const name of ['joke-service', 'joke-service.topic-form', 'custom-rag'])
+        document.expectValid(service, seed(name), `seed ${name} as a tool service`);
+      document.expectValid(
+        service,
+        { id: 'svc', topic: 'svc', 'config-params': ['a', { name: 'b', required: true }] },
+        'bare config params',
+      );
       document.expectValid(bundle, JSON.parse(readFileSync(join(ROOT, 'examples', 'seed.json'), 'utf8')), 'examples/seed.json');
-      document.expectValid(bundle, { source_workspace: 'default', source_version: 3, config: { 'tool-service': { s: '{"id": "s", "topic": "s"}' }, tool: {} } }, 'a TrustGraph config dump (issue 15)');
+      document.expectValid(
+        bundle,
+        { source_workspace: 'default', source_version: 3, config: { 'tool-service': { s: '{"id": "s", "topic": "s"}' }, tool: {} } },
+        'a TrustGraph config dump (issue 15)',
+      );
       document.expectValid(tool, { ...seed('tell-joke'), style: { nested: [true] } }, 'an object config value (issue 15)');
-      document.expectValid(`${document.operation('/tools/{name}/invoke', 'post')}/requestBody/content/application~1json/schema`, { expression: '2 + 2' }, 'arguments');
-      expect(document.at(`${document.operation('/tools/{name}/invoke', 'post')}/requestBody/required`), 'the arguments may be left out').toBe(false);
+      document.expectValid(
+        `${document.operation('/tools/{name}/invoke', 'post')}/requestBody/content/application~1json/schema`,
+        { expression: '2 + 2' },
+        'arguments',
+      );
+      expect(
+        document.at(`${document.operation('/tools/{name}/invoke', 'post')}/requestBody/required`),
+        'the arguments may be left out',
+      ).toBe(false);
 
       const refused: [string, unknown][] = [
         ['an HTTP tool with an unknown field', { ...seed('calculator'), foo: 1 }],
@@ -522,8 +559,14 @@ describe('the OpenAPI document', () => {
     it('documents exactly the routes the app registers', () => {
       const inApp = appOperations(app);
       const inDoc = document.operations();
-      expect([...inApp].filter((op) => !inDoc.has(op)), 'routes missing from the document').toEqual([]);
-      expect([...inDoc].filter((op) => !inApp.has(op)), 'documented operations the app does not serve').toEqual([]);
+      expect(
+        [...inApp].filter((op) => !inDoc.has(op)),
+        'routes missing from the document',
+      ).toEqual([]);
+      expect(
+        [...inDoc].filter((op) => !inApp.has(op)),
+        'documented operations the app does not serve',
+      ).toEqual([]);
       expect(inDoc.size).toBeGreaterThanOrEqual(20);
     });
 
@@ -531,9 +574,13 @@ describe('the OpenAPI document', () => {
       for (const op of document.operations()) {
         const [method = '', path = ''] = op.split(' ');
         const operation = document.operation(path, method.toLowerCase());
-        for (const key of ['operationId', 'summary', 'tags', 'security']) expect(document.at(`${operation}/${key}`), `${op} ${key}`).toBeDefined();
+        for (const key of ['operationId', 'summary', 'tags', 'security'])
+          expect(document.at(`${operation}/${key}`), `${op} ${key}`).toBeDefined();
         const statuses = Object.keys(document.at(`${operation}/responses`) as Json);
-        expect(statuses.some((s) => s.startsWith('2')), `${op} documents a success`).toBe(true);
+        expect(
+          statuses.some((s) => s.startsWith('2')),
+          `${op} documents a success`,
+        ).toBe(true);
         for (const status of statuses) {
           const response = document.resolve(`${operation}/responses/${status}`);
           expect(document.at(`${response}/description`), `${op} ${status} description`).not.toBe('Default Response');
@@ -547,12 +594,20 @@ describe('the OpenAPI document', () => {
     });
 
     it.each([
-      ['a route with no schema at all', 'GET /bare declares no response, operationId, summary, tags', (t: FastifyInstance) => t.get('/bare', async () => 'bare')],
+      [
+        'a route with no schema at all',
+        'GET /bare declares no response, operationId, summary, tags',
+        (t: FastifyInstance) => t.get('/bare', async () => 'bare'),
+      ],
       [
         'a route whose URL has parameters and whose method takes a body',
         'POST /bare/:id declares no params, body',
         (t: FastifyInstance) =>
-          t.post('/bare/:id', { schema: { tags: ['tools'], operationId: 'bare', summary: 'Bare', response: { 200: json(z.string(), 'Bare.') } } }, async () => 'bare'),
+          t.post(
+            '/bare/:id',
+            { schema: { tags: ['tools'], operationId: 'bare', summary: 'Bare', response: { 200: json(z.string(), 'Bare.') } } },
+            async () => 'bare',
+          ),
       ],
     ])('is not made with %s', async (_what, message, add) => {
       const t = await createTestApp();
@@ -578,21 +633,48 @@ describe('the OpenAPI document', () => {
     expect((await call('/', { method: 'GET', url: '/', headers: { 'if-none-match': `W/${etag}` } })).res.statusCode).toBe(304);
 
     // Tools: create, replace, refusals.
-    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') })).res.statusCode).toBe(201);
-    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') })).res.statusCode).toBe(200);
-    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', payload: seed('calculator') })).res.statusCode).toBe(401);
-    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: agent, payload: seed('calculator') })).res.statusCode).toBe(403);
-    const invalid = await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: { name: 'x', foo: 1 } });
+    expect(
+      (await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') })).res
+        .statusCode,
+    ).toBe(201);
+    expect(
+      (await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') })).res
+        .statusCode,
+    ).toBe(200);
+    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', payload: seed('calculator') })).res.statusCode).toBe(
+      401,
+    );
+    expect(
+      (await call('/tools/register', { method: 'POST', url: '/tools/register', headers: agent, payload: seed('calculator') })).res
+        .statusCode,
+    ).toBe(403);
+    const invalid = await call('/tools/register', {
+      method: 'POST',
+      url: '/tools/register',
+      headers: admin,
+      payload: { name: 'x', foo: 1 },
+    });
     expect(invalid.res.statusCode).toBe(400);
     expect(invalid.body).toMatchObject({ code: 'TR_ERR_VALIDATION', detail: expect.stringMatching(/^invalid HTTP tool: /) });
     const unsupported = { ...admin, 'content-type': 'application/xml' };
-    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: unsupported, payload: '<tool/>' })).res.statusCode).toBe(415);
+    expect(
+      (await call('/tools/register', { method: 'POST', url: '/tools/register', headers: unsupported, payload: '<tool/>' })).res.statusCode,
+    ).toBe(415);
     const huge = { ...seed('calculator'), description: 'x'.repeat(handle.config.bodyLimit) };
-    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: huge })).res.statusCode).toBe(413);
+    expect((await call('/tools/register', { method: 'POST', url: '/tools/register', headers: admin, payload: huge })).res.statusCode).toBe(
+      413,
+    );
     const { name: _name, ...nameless } = seed('weather_forecast');
-    expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/weather_forecast', headers: admin, payload: nameless })).res.statusCode).toBe(201);
-    expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/weather_forecast', headers: admin, payload: nameless })).res.statusCode).toBe(200);
-    expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/other', headers: admin, payload: seed('weather_forecast') })).res.statusCode).toBe(400);
+    expect(
+      (await call('/tools/{name}', { method: 'PUT', url: '/tools/weather_forecast', headers: admin, payload: nameless })).res.statusCode,
+    ).toBe(201);
+    expect(
+      (await call('/tools/{name}', { method: 'PUT', url: '/tools/weather_forecast', headers: admin, payload: nameless })).res.statusCode,
+    ).toBe(200);
+    expect(
+      (await call('/tools/{name}', { method: 'PUT', url: '/tools/other', headers: admin, payload: seed('weather_forecast') })).res
+        .statusCode,
+    ).toBe(400);
 
     // Tool services.
     const putService = (id: string, payload: unknown, headers = admin) =>
@@ -602,16 +684,30 @@ describe('the OpenAPI document', () => {
     expect((await putService('joke-service', seed('joke-service'), agent)).res.statusCode).toBe(403);
     expect((await call('/tool-services', { method: 'GET', url: '/tool-services' })).res.statusCode).toBe(401);
     expect((await call('/tool-services', { method: 'GET', url: '/tool-services', headers: agent })).res.statusCode).toBe(403);
-    expect((await call('/tool-services/{id}', { method: 'GET', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(200);
+    expect((await call('/tool-services/{id}', { method: 'GET', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(
+      200,
+    );
     expect((await call('/tool-services/{id}', { method: 'GET', url: '/tool-services/nope', headers: admin })).res.statusCode).toBe(404);
-    expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/tell-joke', headers: admin, payload: { ...seed('tell-joke'), group: ['fun'] } })).res.statusCode).toBe(201);
+    expect(
+      (
+        await call('/tools/{name}', {
+          method: 'PUT',
+          url: '/tools/tell-joke',
+          headers: admin,
+          payload: { ...seed('tell-joke'), group: ['fun'] },
+        })
+      ).res.statusCode,
+    ).toBe(201);
     const breaking = { topic: 'joke', 'config-params': [{ name: 'mood', required: true }] };
     expect((await putService('joke-service', breaking)).res.statusCode).toBe(409);
-    expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(409);
+    expect(
+      (await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode,
+    ).toBe(409);
 
     // Upstream MCP servers (nothing listens at the URL: its state is then `down`).
     const mcpServer = { url: 'http://127.0.0.1:9/mcp', credential: { bearer: 'not-shown' }, prefix: 'up_' };
-    const putMcp = (payload: unknown) => call('/mcp-servers/{id}', { method: 'PUT', url: '/mcp-servers/up', headers: admin, payload: payload as never });
+    const putMcp = (payload: unknown) =>
+      call('/mcp-servers/{id}', { method: 'PUT', url: '/mcp-servers/up', headers: admin, payload: payload as never });
     expect((await putMcp(mcpServer)).res.statusCode).toBe(201);
     expect((await putMcp({ ...mcpServer, credential: { set: true } })).res.statusCode).toBe(200);
     expect((await putMcp({ ...mcpServer, url: 'ftp://127.0.0.1/mcp' })).res.statusCode).toBe(400);
@@ -623,7 +719,9 @@ describe('the OpenAPI document', () => {
     // Bulk.
     const bundle: unknown = JSON.parse(readFileSync(join(ROOT, 'examples', 'seed.json'), 'utf8'));
     expect((await call('/import', { method: 'POST', url: '/import', headers: admin, payload: bundle as never })).res.statusCode).toBe(200);
-    expect((await call('/import', { method: 'POST', url: '/import', headers: admin, payload: { tools: [{ name: 'bad' }] } })).res.statusCode).toBe(400);
+    expect(
+      (await call('/import', { method: 'POST', url: '/import', headers: admin, payload: { tools: [{ name: 'bad' }] } })).res.statusCode,
+    ).toBe(400);
     expect((await call('/import', { method: 'POST', url: '/import', headers: agent, payload: {} })).res.statusCode).toBe(403);
     const exported = await call('/export', { method: 'GET', url: '/export', headers: admin });
     expect(exported.res.statusCode).toBe(200);
@@ -642,15 +740,22 @@ describe('the OpenAPI document', () => {
     expect(audit.res.statusCode).toBe(200);
     expect((audit.body as { entries: unknown[] }).entries).toHaveLength(5);
     const next = (audit.body as { nextCursor: string }).nextCursor;
-    expect((await call('/audit', { method: 'GET', url: `/audit?limit=5&cursor=${next}&outcome=ok`, headers: admin })).res.statusCode).toBe(200);
+    expect((await call('/audit', { method: 'GET', url: `/audit?limit=5&cursor=${next}&outcome=ok`, headers: admin })).res.statusCode).toBe(
+      200,
+    );
     expect((await call('/audit', { method: 'GET', url: '/audit', headers: agent })).res.statusCode).toBe(403);
-    expect((await app.inject({ method: 'GET', url: '/audit?limit=0&colour=red' })).statusCode, 'the admin scope before the query').toBe(401);
+    expect((await app.inject({ method: 'GET', url: '/audit?limit=0&colour=red' })).statusCode, 'the admin scope before the query').toBe(
+      401,
+    );
     const badAudit = await app.inject({ method: 'GET', url: '/audit?limit=0&colour=red', headers: admin });
     expect(badAudit.statusCode).toBe(400);
     expect(badAudit.json()).toMatchObject({
       code: 'TR_ERR_BAD_REQUEST',
       detail: 'invalid audit query',
-      errors: expect.arrayContaining([{ path: 'limit', message: expect.any(String) }, { path: 'colour', message: 'unknown query parameter "colour"' }]),
+      errors: expect.arrayContaining([
+        { path: 'limit', message: expect.any(String) },
+        { path: 'colour', message: 'unknown query parameter "colour"' },
+      ]),
     });
     expectDocumented(document, '/audit', 'get', badAudit);
     expect((await call('/tool-services', { method: 'GET', url: '/tool-services', headers: admin })).res.statusCode).toBe(200);
@@ -667,8 +772,14 @@ describe('the OpenAPI document', () => {
     });
     // echo takes an optional `text`: calls are checked against the input schema (issue 12 of the schemas).
     const echoParameters = { parameters: { text: { type: 'string', required: false } } };
-    for (const tool of [httpTool('echo', '/echo', echoParameters), httpTool('broken', '/fail'), httpTool('slow', '/slow', { timeoutMs: 50 })]) {
-      expect((await call('/tools/{name}', { method: 'PUT', url: `/tools/${tool.name}`, headers: admin, payload: tool })).res.statusCode).toBe(201);
+    for (const tool of [
+      httpTool('echo', '/echo', echoParameters),
+      httpTool('broken', '/fail'),
+      httpTool('slow', '/slow', { timeoutMs: 50 }),
+    ]) {
+      expect(
+        (await call('/tools/{name}', { method: 'PUT', url: `/tools/${tool.name}`, headers: admin, payload: tool })).res.statusCode,
+      ).toBe(201);
     }
     const user = bearer(handle.token(['echo:use']));
     const invoke = (name: string, options: Omit<InjectOptions, 'method' | 'url'> = {}) =>
@@ -704,14 +815,29 @@ describe('the OpenAPI document', () => {
     expect((await invoke('nope', { payload: {} })).res.statusCode).toBe(401);
     expect((await invoke('echo', { payload: [1, 2] })).res.statusCode).toBe(401);
     expect((await invoke('nope', { headers: user, payload: [1, 2] })).res.statusCode).toBe(404);
-    expect((await invoke('echo', { headers: user, payload: [1, 2] })).body).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_ARGUMENTS', errors: [{ path: '' }] });
+    expect((await invoke('echo', { headers: user, payload: [1, 2] })).body).toMatchObject({
+      status: 400,
+      code: 'TR_ERR_INVALID_ARGUMENTS',
+      errors: [{ path: '' }],
+    });
     // A JSON null is not an object either (no body at all means no arguments).
-    expect((await invoke('echo', { headers: { ...user, 'content-type': 'application/json' }, payload: 'null' })).body).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_ARGUMENTS', errors: [{ path: '' }] });
-    expect((await invoke('echo', { headers: { ...user, 'content-type': 'application/json' }, payload: '{' })).body).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_JSON' });
+    expect((await invoke('echo', { headers: { ...user, 'content-type': 'application/json' }, payload: 'null' })).body).toMatchObject({
+      status: 400,
+      code: 'TR_ERR_INVALID_ARGUMENTS',
+      errors: [{ path: '' }],
+    });
+    expect((await invoke('echo', { headers: { ...user, 'content-type': 'application/json' }, payload: '{' })).body).toMatchObject({
+      status: 400,
+      code: 'TR_ERR_INVALID_JSON',
+    });
     expect((await invoke('echo', { headers: user, payload: { text: 'x'.repeat(handle.config.bodyLimit) } })).res.statusCode).toBe(413);
     expect((await invoke('echo', { headers: { ...user, 'content-type': 'text/plain' }, payload: 'hi' })).res.statusCode).toBe(415);
     const failed = await invoke('broken', { headers: user, payload: {} });
-    expect(failed.body).toMatchObject({ status: 502, code: 'TR_ERR_TOOL_SERVICE', serviceError: { type: 'http-500', message: 'the tool broke' } });
+    expect(failed.body).toMatchObject({
+      status: 502,
+      code: 'TR_ERR_TOOL_SERVICE',
+      serviceError: { type: 'http-500', message: 'the tool broke' },
+    });
     const noBus = await invoke('tell-joke', { headers: user, payload: { topic: 'x' } });
     expect(noBus.body).toMatchObject({ status: 503, code: 'TR_ERR_BUS_UNAVAILABLE' });
     expect(noBus.res.headers['retry-after']).toBe('5');
@@ -723,26 +849,60 @@ describe('the OpenAPI document', () => {
     expect(usage['usage_by_tool']).toEqual({ broken: 1, echo: 3, slow: 1, 'tell-joke': 1 });
     // Per-agent figures name token subjects: operators only (issue 9).
     expect(usage['usage_by_agent']).toEqual({});
-    const operatorUsage = (await call('/stats', { method: 'GET', url: '/stats', headers: admin })).body as Record<string, Record<string, unknown>>;
+    const operatorUsage = (await call('/stats', { method: 'GET', url: '/stats', headers: admin })).body as Record<
+      string,
+      Record<string, unknown>
+    >;
     expect(operatorUsage['usage_by_agent']).toEqual({ 'test-agent': { broken: 1, echo: 3, slow: 1, 'tell-joke': 1 } });
     expect(usage['errors_by_class']).toEqual({ denied: 5, 'service-error': 1, timeout: 1, unavailable: 1 });
     expect(usage['latency_ms_by_tool']?.['echo']).toMatchObject({ samples: 3 });
 
     // AG-UI (issue 12): a run of an assistant message's calls, and one call answered as a run.
-    const runInput = { threadId: 't', runId: 'r', messages: [{ id: 'a', role: 'assistant', toolCalls: [{ id: 'c', type: 'function', function: { name: 'echo', arguments: '' } }] }] };
+    const runInput = {
+      threadId: 't',
+      runId: 'r',
+      messages: [{ id: 'a', role: 'assistant', toolCalls: [{ id: 'c', type: 'function', function: { name: 'echo', arguments: '' } }] }],
+    };
     const run = await call('/ag-ui', { method: 'POST', url: '/ag-ui', headers: user, payload: runInput });
     expect(run.res.statusCode).toBe(200);
     const runEvents = agUiEvents(run.res.body);
     for (const event of runEvents) document.expectValid(document.schema('AgUiEvent'), event, `AG-UI ${event.type}`);
-    expect(runEvents.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT', 'RUN_FINISHED']);
+    expect(runEvents.map((e) => e.type)).toEqual([
+      'RUN_STARTED',
+      'TOOL_CALL_START',
+      'TOOL_CALL_ARGS',
+      'TOOL_CALL_END',
+      'ACTIVITY_SNAPSHOT',
+      'TOOL_CALL_RESULT',
+      'RUN_FINISHED',
+    ]);
     expect((await call('/ag-ui', { method: 'POST', url: '/ag-ui', payload: runInput })).res.statusCode).toBe(401);
-    expect((await call('/ag-ui', { method: 'POST', url: '/ag-ui', headers: user, payload: { threadId: 't' } })).body).toMatchObject({ status: 400, code: 'TR_ERR_BAD_REQUEST' });
-    const runCall = await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/echo/invoke?stream=ag-ui', headers: user, payload: {} });
+    expect((await call('/ag-ui', { method: 'POST', url: '/ag-ui', headers: user, payload: { threadId: 't' } })).body).toMatchObject({
+      status: 400,
+      code: 'TR_ERR_BAD_REQUEST',
+    });
+    const runCall = await call('/tools/{name}/invoke', {
+      method: 'POST',
+      url: '/tools/echo/invoke?stream=ag-ui',
+      headers: user,
+      payload: {},
+    });
     expect(runCall.res.statusCode).toBe(200);
     const callEvents = agUiEvents(runCall.res.body);
     for (const event of callEvents) document.expectValid(document.schema('AgUiEvent'), event, `AG-UI ${event.type}`);
-    expect(callEvents.map((e) => e.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'ACTIVITY_SNAPSHOT', 'TOOL_CALL_RESULT', 'RUN_FINISHED']);
-    expect((await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/broken/invoke?stream=ag-ui', headers: user, payload: {} })).res.statusCode).toBe(502);
+    expect(callEvents.map((e) => e.type)).toEqual([
+      'RUN_STARTED',
+      'TOOL_CALL_START',
+      'TOOL_CALL_ARGS',
+      'TOOL_CALL_END',
+      'ACTIVITY_SNAPSHOT',
+      'TOOL_CALL_RESULT',
+      'RUN_FINISHED',
+    ]);
+    expect(
+      (await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/broken/invoke?stream=ag-ui', headers: user, payload: {} })).res
+        .statusCode,
+    ).toBe(502);
 
     // Reads in every view.
     for (const headers of [{}, agent, admin]) {
@@ -756,19 +916,31 @@ describe('the OpenAPI document', () => {
       expect((await call('/tools/{name}/access', { method: 'GET', url: '/tools/tell-joke/access', headers })).res.statusCode).toBe(200);
       expect((await call('/tools/{name}/access', { method: 'GET', url: '/tools/nope/access', headers })).res.statusCode).toBe(404);
     }
-    expect((await call('/tools/{name}/access', { method: 'GET', url: '/tools/calculator/access', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
+    expect(
+      (await call('/tools/{name}/access', { method: 'GET', url: '/tools/calculator/access', headers: bearer('not.a.jwt') })).res.statusCode,
+    ).toBe(401);
     // Exports (issue 12): every format, a 304 on its own ETag, an unknown format.
     for (const format of ['openai', 'openai-responses', 'openai-strict', 'anthropic', 'mcp', 'ag-ui', 'prompt']) {
       const exported = await call('/', { method: 'GET', url: `/?format=${format}`, headers: agent });
       expect(exported.res.statusCode, format).toBe(200);
       const etag = String(exported.res.headers['etag']);
-      expect((await call('/', { method: 'GET', url: `/?format=${format}`, headers: { ...agent, 'if-none-match': etag } })).res.statusCode).toBe(304);
+      expect(
+        (await call('/', { method: 'GET', url: `/?format=${format}`, headers: { ...agent, 'if-none-match': etag } })).res.statusCode,
+      ).toBe(304);
     }
     expect((await call('/', { method: 'GET', url: '/?format=gemini', headers: agent })).res.statusCode).toBe(400);
     const pagedExport = await call('/', { method: 'GET', url: '/?format=mcp&limit=1', headers: agent });
     expect(pagedExport.res.statusCode).toBe(200);
     expect(pagedExport.res.headers['link']).toMatch(/^<[^>]+>; rel="next"$/);
-    expect((await call('/', { method: 'GET', url: '/?format=mcp&limit=1', headers: { ...agent, 'if-none-match': String(pagedExport.res.headers['etag']) } })).res.statusCode).toBe(304);
+    expect(
+      (
+        await call('/', {
+          method: 'GET',
+          url: '/?format=mcp&limit=1',
+          headers: { ...agent, 'if-none-match': String(pagedExport.res.headers['etag']) },
+        })
+      ).res.statusCode,
+    ).toBe(304);
     expect((await call('/', { method: 'GET', url: '/', headers: { authorization: 'Basic abc' } })).res.statusCode).toBe(400);
     expect((await call('/', { method: 'GET', url: '/', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
     expect((await call('/stats', { method: 'GET', url: '/stats', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
@@ -791,7 +963,11 @@ describe('the OpenAPI document', () => {
     expect(Date.now() - heldSince).toBeGreaterThanOrEqual(90);
     expect(held.res.headers['etag']).toBe(seenEtag);
     expect(held.res.headers['x-registry-index']).toBe(String(seenIndex));
-    const heldUnchanged = await call('/', { method: 'GET', url: `/?index=${seenIndex}&wait=50ms`, headers: { ...agent, 'if-none-match': seenEtag } });
+    const heldUnchanged = await call('/', {
+      method: 'GET',
+      url: `/?index=${seenIndex}&wait=50ms`,
+      headers: { ...agent, 'if-none-match': seenEtag },
+    });
     expect(heldUnchanged.res.statusCode).toBe(304);
 
     // Pages: a walk two at a time lists the full view once, in order, without ETag.
@@ -844,11 +1020,17 @@ describe('the OpenAPI document', () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/calculator', headers: admin })).res.statusCode).toBe(200);
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/calculator', headers: admin })).res.statusCode).toBe(404);
-    expect((await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/calculator/invoke', headers: agent, payload: {} })).res.statusCode).toBe(410);
+    expect(
+      (await call('/tools/{name}/invoke', { method: 'POST', url: '/tools/calculator/invoke', headers: agent, payload: {} })).res.statusCode,
+    ).toBe(410);
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/tell-joke' })).res.statusCode).toBe(401);
     expect((await call('/tools/{name}', { method: 'DELETE', url: '/tools/tell-joke', headers: admin })).res.statusCode).toBe(200);
-    expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(200);
-    expect((await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode).toBe(404);
+    expect(
+      (await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode,
+    ).toBe(200);
+    expect(
+      (await call('/tool-services/{id}', { method: 'DELETE', url: '/tool-services/joke-service', headers: admin })).res.statusCode,
+    ).toBe(404);
 
     // What changed since then, tombstones included.
     const changed = await call('/', { method: 'GET', url: `/?updated_since=${encodeURIComponent(beforeDeletes)}` });
@@ -856,7 +1038,11 @@ describe('the OpenAPI document', () => {
       ['calculator', 'deleted'],
       ['tell-joke', 'deleted'],
     ]);
-    const changedInScope = await call('/', { method: 'GET', url: `/?updated_since=${encodeURIComponent(beforeDeletes)}&scope=calculator:use`, headers: agent });
+    const changedInScope = await call('/', {
+      method: 'GET',
+      url: `/?updated_since=${encodeURIComponent(beforeDeletes)}&scope=calculator:use`,
+      headers: agent,
+    });
     expect(changedInScope.body).toMatchObject({ tools: [{ name: 'calculator', status: 'deleted' }], nextCursor: null });
 
     // The change feed, read over a real socket.
@@ -894,9 +1080,24 @@ describe('the OpenAPI document', () => {
       '/changes',
       { ...agent, 'last-event-id': String(lastWrite) },
       async () => {
-        expect((await call('/tool-services/{id}', { method: 'PUT', url: '/tool-services/feed-service', headers: admin, payload: { topic: 'feed' } })).res.statusCode).toBe(201);
-        expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/hidden', headers: admin, payload: httpTool('hidden', '/echo') })).res.statusCode).toBe(201);
-        expect((await call('/tools/{name}', { method: 'PUT', url: '/tools/calculator', headers: admin, payload: seed('calculator') })).res.statusCode).toBe(201);
+        expect(
+          (
+            await call('/tool-services/{id}', {
+              method: 'PUT',
+              url: '/tool-services/feed-service',
+              headers: admin,
+              payload: { topic: 'feed' },
+            })
+          ).res.statusCode,
+        ).toBe(201);
+        expect(
+          (await call('/tools/{name}', { method: 'PUT', url: '/tools/hidden', headers: admin, payload: httpTool('hidden', '/echo') })).res
+            .statusCode,
+        ).toBe(201);
+        expect(
+          (await call('/tools/{name}', { method: 'PUT', url: '/tools/calculator', headers: admin, payload: seed('calculator') })).res
+            .statusCode,
+        ).toBe(201);
       },
       hasEventId(lastWrite + 3),
     );
@@ -909,10 +1110,17 @@ describe('the OpenAPI document', () => {
     expectChangeFeed(document, agentReplay.events, 'agent replay');
     expect(agentReplay.events.filter((e) => e.data['kind'] !== 'tool')).toEqual([]);
     expect(agentReplay.events.map((e) => e.data['name'])).not.toContain('hidden');
-    for (const headers of [{ ...agent, 'last-event-id': 'latest' }, { ...agent, 'last-event-id': '-1' }]) {
+    for (const headers of [
+      { ...agent, 'last-event-id': 'latest' },
+      { ...agent, 'last-event-id': '-1' },
+    ]) {
       const refused = await call('/changes', { method: 'GET', url: '/changes', headers });
       expect(refused.res.statusCode).toBe(400);
-      expect(refused.body).toMatchObject({ code: 'TR_ERR_BAD_REQUEST', detail: 'Last-Event-ID (or since) must be a registry index from this feed', errors: [{ path: 'last-event-id' }] });
+      expect(refused.body).toMatchObject({
+        code: 'TR_ERR_BAD_REQUEST',
+        detail: 'Last-Event-ID (or since) must be a registry index from this feed',
+        errors: [{ path: 'last-event-id' }],
+      });
     }
     expect((await call('/changes', { method: 'GET', url: '/changes?since=1.5', headers: agent })).res.statusCode).toBe(400);
     expect((await call('/changes', { method: 'GET', url: '/changes', headers: bearer('not.a.jwt') })).res.statusCode).toBe(401);
@@ -936,13 +1144,37 @@ describe('the OpenAPI document', () => {
 
     // MCP: a session opened, a list, its notification stream (over the socket), its end.
     const mcpBase = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'openapi-test', version: '1' } } };
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'openapi-test', version: '1' } },
+    };
     const initialized = await call('/mcp', { method: 'POST', url: '/mcp', headers: { ...agent, ...mcpBase }, payload: initialize });
     expect(initialized.res.statusCode).toBe(200);
     expect(String(initialized.body)).toContain('"protocolVersion":"2025-11-25"');
-    const session = { ...agent, ...mcpBase, 'mcp-session-id': String(initialized.res.headers['mcp-session-id']), 'mcp-protocol-version': '2025-11-25' };
-    expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: session, payload: { jsonrpc: '2.0', method: 'notifications/initialized' } })).res.statusCode).toBe(202);
-    const listed = await call('/mcp', { method: 'POST', url: '/mcp', headers: session, payload: { jsonrpc: '2.0', id: 2, method: 'tools/list' } });
+    const session = {
+      ...agent,
+      ...mcpBase,
+      'mcp-session-id': String(initialized.res.headers['mcp-session-id']),
+      'mcp-protocol-version': '2025-11-25',
+    };
+    expect(
+      (
+        await call('/mcp', {
+          method: 'POST',
+          url: '/mcp',
+          headers: session,
+          payload: { jsonrpc: '2.0', method: 'notifications/initialized' },
+        })
+      ).res.statusCode,
+    ).toBe(202);
+    const listed = await call('/mcp', {
+      method: 'POST',
+      url: '/mcp',
+      headers: session,
+      payload: { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    });
     expect(listed.res.statusCode).toBe(200);
     expect(String(listed.body)).toMatch(/^event: message\ndata: \{"result":\{"tools":\[/);
     const notices = await openStream(port, '/mcp', { ...session, accept: 'text/event-stream' });
@@ -950,17 +1182,38 @@ describe('the OpenAPI document', () => {
     notices.close();
     const { 'content-type': _bodyless, ...sessionHeaders } = session;
     expect((await call('/mcp', { method: 'DELETE', url: '/mcp', headers: sessionHeaders })).res.statusCode).toBe(204);
-    expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: session, payload: { jsonrpc: '2.0', id: 3, method: 'tools/list' } })).res.statusCode).toBe(404);
+    expect(
+      (await call('/mcp', { method: 'POST', url: '/mcp', headers: session, payload: { jsonrpc: '2.0', id: 3, method: 'tools/list' } })).res
+        .statusCode,
+    ).toBe(404);
     expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: mcpBase, payload: initialize })).res.statusCode).toBe(401);
-    expect((await call('/mcp', { method: 'POST', url: '/mcp', headers: { ...agent, 'content-type': 'application/json', accept: 'application/json' }, payload: initialize })).res.statusCode).toBe(406);
-    const preflight = await call('/mcp', { method: 'OPTIONS', url: '/mcp', headers: { origin: handle.config.publicUrl.origin, 'access-control-request-method': 'POST' } });
+    expect(
+      (
+        await call('/mcp', {
+          method: 'POST',
+          url: '/mcp',
+          headers: { ...agent, 'content-type': 'application/json', accept: 'application/json' },
+          payload: initialize,
+        })
+      ).res.statusCode,
+    ).toBe(406);
+    const preflight = await call('/mcp', {
+      method: 'OPTIONS',
+      url: '/mcp',
+      headers: { origin: handle.config.publicUrl.origin, 'access-control-request-method': 'POST' },
+    });
     expect(preflight.res.statusCode).toBe(204);
     expect(preflight.res.headers['access-control-allow-origin']).toBe(handle.config.publicUrl.origin);
-    expect((await call('/mcp', { method: 'OPTIONS', url: '/mcp', headers: { origin: 'http://elsewhere.example' } })).res.statusCode).toBe(403);
+    expect((await call('/mcp', { method: 'OPTIONS', url: '/mcp', headers: { origin: 'http://elsewhere.example' } })).res.statusCode).toBe(
+      403,
+    );
     const mcpMetadata = '/.well-known/oauth-protected-resource/mcp';
     expect((await call(mcpMetadata, { method: 'GET', url: mcpMetadata })).res.statusCode).toBe(200);
 
-    expect([...document.operations()].filter((op) => !exercised.has(op)), 'operations no check saw succeed').toEqual([]);
+    expect(
+      [...document.operations()].filter((op) => !exercised.has(op)),
+      'operations no check saw succeed',
+    ).toEqual([]);
   });
 
   it('documents 429 on exactly the operations rate limiting counts', async () => {
@@ -972,7 +1225,14 @@ describe('the OpenAPI document', () => {
       const headers = path === '/changes' ? { 'last-event-id': 'none' } : {};
       return limited.app.inject({ method: method as InjectOptions['method'], url: path.replace(/\{[A-Za-z0-9_]+\}/g, 'x'), headers });
     };
-    const adminWrites = ['POST /tools/register', 'PUT /tools/{name}', 'DELETE /tools/{name}', 'PUT /tool-services/{id}', 'DELETE /tool-services/{id}', 'POST /import'];
+    const adminWrites = [
+      'POST /tools/register',
+      'PUT /tools/{name}',
+      'DELETE /tools/{name}',
+      'PUT /tool-services/{id}',
+      'DELETE /tool-services/{id}',
+      'POST /import',
+    ];
     try {
       // Reads and calls share one count per caller: this request uses up the anonymous allowance.
       expect((await limited.app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
@@ -994,7 +1254,8 @@ describe('the OpenAPI document', () => {
         if (res.statusCode === 429) expectDocumented(document, path, method.toLowerCase(), res);
       }
       // The documentation pages are not counted either.
-      for (const url of ['/docs', '/docs/json', '/docs/static/swagger-initializer.js']) expect((await limited.app.inject({ method: 'GET', url })).statusCode, url).toBe(200);
+      for (const url of ['/docs', '/docs/json', '/docs/static/swagger-initializer.js'])
+        expect((await limited.app.inject({ method: 'GET', url })).statusCode, url).toBe(200);
     } finally {
       await limited.close();
     }
@@ -1035,15 +1296,29 @@ describe('the OpenAPI document', () => {
           const own = document.at(`/components/responses/${name}/description`);
           expect(typeof own === 'string' && own.length > 0, name).toBe(true);
           expect(document.at(`${response}/description`), `${op} ${status} says what ${name} says`).toContain(own);
-          expect(document.at(`${response}/content/application~1problem+json/schema`), `${op} ${status}`).toEqual({ $ref: '#/components/schemas/Problem' });
+          expect(document.at(`${response}/content/application~1problem+json/schema`), `${op} ${status}`).toEqual({
+            $ref: '#/components/schemas/Problem',
+          });
         }
       }
       expect([...seen].sort()).toEqual(['400', '408', '413', '414', '415', '429', '431', '503']);
-      for (const name of ['MalformedRequest', 'RequestTimeout', 'PayloadTooLarge', 'PathSegmentTooLong', 'UnsupportedMediaType', 'HeadersTooLarge', 'ProbeOnlyConnection']) {
+      for (const name of [
+        'MalformedRequest',
+        'RequestTimeout',
+        'PayloadTooLarge',
+        'PathSegmentTooLong',
+        'UnsupportedMediaType',
+        'HeadersTooLarge',
+        'ProbeOnlyConnection',
+      ]) {
         const example = document.at(`/components/responses/${name}/content/application~1problem+json/example`) as Json | undefined;
         expect(example, `${name} has an example`).toBeDefined();
         const code = example?.['code'] as keyof typeof ERRORS;
-        expect(example, `${name}'s example is the catalogue's ${code}`).toMatchObject({ type: problemType(code), title: ERRORS[code].title, status: ERRORS[code].status });
+        expect(example, `${name}'s example is the catalogue's ${code}`).toMatchObject({
+          type: problemType(code),
+          title: ERRORS[code].title,
+          status: ERRORS[code].status,
+        });
       }
     });
 
@@ -1061,7 +1336,10 @@ describe('the OpenAPI document', () => {
           // The router's limit on a path parameter; 200 characters are still taken.
           if (path.includes('{')) {
             check(await quick.app.inject({ method: method as InjectOptions['method'], url: concrete(path, 'a'.repeat(201)) }), 414);
-            expect((await quick.app.inject({ method: method as InjectOptions['method'], url: concrete(path, 'a'.repeat(200)) })).statusCode, op).not.toBe(414);
+            expect(
+              (await quick.app.inject({ method: method as InjectOptions['method'], url: concrete(path, 'a'.repeat(200)) })).statusCode,
+              op,
+            ).not.toBe(414);
           }
           // Node's, before it knows the route.
           check(await rawExchange(port, `${method} ${concrete(path)} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`), 431);
@@ -1069,7 +1347,9 @@ describe('the OpenAPI document', () => {
         }
         // Headers that never end: all at once, as each waits out HEADERS_TIMEOUT_MS.
         const ops = [...document.operations()].map((op) => op.split(' ') as [string, string]);
-        const slow = await Promise.all(ops.map(([method, path]) => rawExchange(port, `${method} ${concrete(path)} HTTP/1.1\r\nHost: x\r\n`)));
+        const slow = await Promise.all(
+          ops.map(([method, path]) => rawExchange(port, `${method} ${concrete(path)} HTTP/1.1\r\nHost: x\r\n`)),
+        );
         slow.forEach((res, i) => {
           const [method, path] = ops[i] ?? ['', ''];
           expect(res.statusCode, `${method} ${path}`).toBe(408);
@@ -1090,7 +1370,8 @@ describe('the OpenAPI document', () => {
         held = await new Promise<Socket>((resolve) => {
           const socket = connect(port, '127.0.0.1', () => resolve(socket));
         });
-        for (let i = 0; i < 100 && small.app.connections.heldBy('127.0.0.1') < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+        for (let i = 0; i < 100 && small.app.connections.heldBy('127.0.0.1') < 1; i++)
+          await new Promise((resolve) => setTimeout(resolve, 10));
         expect(small.app.connections.heldBy('127.0.0.1')).toBe(1);
         for (const op of document.operations()) {
           const [method = '', path = ''] = op.split(' ');
@@ -1129,7 +1410,13 @@ describe('the OpenAPI document', () => {
   it('documents the 401 that anonymous discovery gets when ANONYMOUS_DISCOVERY=none, before a bad query', async () => {
     const closed = await createTestApp({ ANONYMOUS_DISCOVERY: 'none' });
     try {
-      for (const [path, url] of [['/', '/'], ['/stats', '/stats'], ['/changes', '/changes'], ['/', '/?limit=0'], ['/changes', '/changes?since=x']] as const) {
+      for (const [path, url] of [
+        ['/', '/'],
+        ['/stats', '/stats'],
+        ['/changes', '/changes'],
+        ['/', '/?limit=0'],
+        ['/changes', '/changes?since=x'],
+      ] as const) {
         const res = await closed.app.inject({ method: 'GET', url });
         expect(res.statusCode, url).toBe(401);
         expectDocumented(document, path, 'get', res);
@@ -1157,7 +1444,10 @@ describe('the OpenAPI document', () => {
       const held = small.app.inject({ method: 'GET', url: `/?index=${index}&wait=20s` });
       for (let i = 0; i < 200 && small.app.waiters.size < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
       expect(small.app.waiters.size).toBe(1);
-      for (const [path, url] of [['/', `/?index=${index}&wait=20s`], ['/changes', '/changes']] as const) {
+      for (const [path, url] of [
+        ['/', `/?index=${index}&wait=20s`],
+        ['/changes', '/changes'],
+      ] as const) {
         const res = await small.app.inject({ method: 'GET', url });
         expect(res.statusCode, url).toBe(503);
         expect(res.headers['retry-after']).toBe('5');
@@ -1166,7 +1456,9 @@ describe('the OpenAPI document', () => {
       }
       // A write to the view answers the held query.
       const admin = bearer(small.token(['registry:write']));
-      expect((await small.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') })).statusCode).toBe(201);
+      expect(
+        (await small.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') })).statusCode,
+      ).toBe(201);
       const answered = await held;
       expect(answered.statusCode).toBe(200);
       expect(Number(answered.headers['x-registry-index'])).toBe(Number(index) + 1);

@@ -16,13 +16,16 @@ describe('ETags per view', () => {
   beforeAll(async () => {
     t = await createTestApp({ RATE_LIMIT_MAX: '0' });
     admin = bearer(t.token(['registry:write']));
-    for (const [name, scopes] of [['a', ['x']], ['b', ['y']]] as const) {
+    for (const [name, scopes] of [
+      ['a', ['x']],
+      ['b', ['y']],
+    ] as const) {
       await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(name, [...scopes]) });
     }
   });
   afterAll(() => t.close());
 
-  it('answers If-None-Match with 304, and leaves a view\'s ETag alone when a write is outside it', async () => {
+  it("answers If-None-Match with 304, and leaves a view's ETag alone when a write is outside it", async () => {
     const x = bearer(t.token(['x']));
     const first = await t.app.inject({ method: 'GET', url: '/', headers: x });
     expect(first.headers['cache-control']).toBe('private, no-cache');
@@ -62,9 +65,10 @@ describe('blocking queries', () => {
   });
   afterAll(() => t.close());
 
-  const current = async (headers: Record<string, string>) => Number((await t.app.inject({ method: 'GET', url: '/', headers })).headers['x-registry-index']);
+  const current = async (headers: Record<string, string>) =>
+    Number((await t.app.inject({ method: 'GET', url: '/', headers })).headers['x-registry-index']);
 
-  it('wakes on a write to the caller\'s view', async () => {
+  it("wakes on a write to the caller's view", async () => {
     const x = bearer(t.token(['x']));
     const index = await current(x);
     const started = Date.now();
@@ -105,7 +109,7 @@ describe('blocking queries', () => {
     }
   });
 
-  it('wakes when the last tool needing the caller\'s scope goes away (the view key changes under it)', async () => {
+  it("wakes when the last tool needing the caller's scope goes away (the view key changes under it)", async () => {
     await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('only-z', ['z']) });
     // A scopeless caller reads the view that a {z} token falls back to once no tool needs z.
     await t.app.inject({ method: 'GET', url: '/', headers: bearer(t.token([])) });
@@ -139,7 +143,12 @@ describe('blocking queries', () => {
 describe('waiters and streams that disconnect', () => {
   it('leave nothing behind after 1,000 are opened and dropped', async () => {
     // One client opens them all: lift the per-caller and per-address caps above 1,000.
-    const t = await createTestApp({ RATE_LIMIT_MAX: '0', MAX_WAITERS: '5000', MAX_WAITERS_PER_CALLER: '1000', MAX_CONNECTIONS_PER_ADDRESS: '2000' });
+    const t = await createTestApp({
+      RATE_LIMIT_MAX: '0',
+      MAX_WAITERS: '5000',
+      MAX_WAITERS_PER_CALLER: '1000',
+      MAX_CONNECTIONS_PER_ADDRESS: '2000',
+    });
     try {
       await t.app.listen({ port: 0, host: '127.0.0.1' });
       const port = (t.app.server.address() as AddressInfo).port;
@@ -173,7 +182,11 @@ describe('waiters and streams that disconnect', () => {
 });
 
 /** Reads SSE `change` events from /changes until `count` arrived. */
-function readChanges(port: number, headers: Record<string, string>, count: number): Promise<{ events: { id?: string; data: Record<string, unknown> }[]; close: () => void }> {
+function readChanges(
+  port: number,
+  headers: Record<string, string>,
+  count: number,
+): Promise<{ events: { id?: string; data: Record<string, unknown> }[]; close: () => void }> {
   return new Promise((resolve, reject) => {
     const events: { id?: string; data: Record<string, unknown> }[] = [];
     const req = httpRequest({ host: '127.0.0.1', port, path: '/changes', headers }, (res: IncomingMessage) => {
@@ -189,7 +202,8 @@ function readChanges(port: number, headers: Record<string, string>, count: numbe
           const data = /^data: (.*)$/m.exec(block)?.[1];
           const id = /^id: (.*)$/m.exec(block)?.[1];
           if (id !== undefined) lastId = id;
-          if (data !== undefined) events.push({ ...(lastId !== undefined && { id: lastId }), data: JSON.parse(data) as Record<string, unknown> });
+          if (data !== undefined)
+            events.push({ ...(lastId !== undefined && { id: lastId }), data: JSON.parse(data) as Record<string, unknown> });
           if (events.length >= count) {
             resolve({ events, close: () => req.destroy() });
           }
@@ -213,11 +227,12 @@ describe('the change feed', () => {
   });
   afterAll(() => t.close());
 
-  it('delivers the caller\'s changes in order, hides other views\' changes, and resumes without gaps or repeats', async () => {
+  it("delivers the caller's changes in order, hides other views' changes, and resumes without gaps or repeats", async () => {
     const x = bearer(t.token(['x']));
     const live = readChanges(port, x, 4);
     await new Promise((r) => setTimeout(r, 100));
-    const write = (payload: unknown) => t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: payload as object });
+    const write = (payload: unknown) =>
+      t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: payload as object });
     await write(tool('x1', ['x']));
     await write(tool('y1', ['y'])); // not in x's view: no event
     await write(tool('x2', ['x']));
@@ -247,10 +262,12 @@ describe('the change feed', () => {
     const start = t.app.catalog.index;
     const tools = Array.from({ length: 6000 }, (_, i) => tool(`bulk-${String(i).padStart(4, '0')}`, ['bulk']));
     expect((await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { tools } })).statusCode).toBe(200);
-    for (let i = 0; i < 20; i++) await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`single-${i}`, ['bulk']) });
+    for (let i = 0; i < 20; i++)
+      await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`single-${i}`, ['bulk']) });
     const feed = readChanges(port, { ...bearer(t.token(['bulk'])), 'last-event-id': String(start) }, 6025);
     // Writes while the replay runs: they come after it, once each.
-    for (let i = 0; i < 5; i++) await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`during-${i}`, ['bulk']) });
+    for (let i = 0; i < 5; i++)
+      await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`during-${i}`, ['bulk']) });
     const { events, close } = await feed;
     await new Promise((r) => setTimeout(r, 200));
     close();
@@ -283,7 +300,13 @@ describe('paging, search and filters', () => {
   beforeAll(async () => {
     t = await createTestApp({ RATE_LIMIT_MAX: '0', BODY_LIMIT: String(64 * 1024 * 1024) });
     admin = bearer(t.token(['registry:write']));
-    const tools = Array.from({ length: 10_000 }, (_, i) => tool(`tool-${String(i).padStart(5, '0')}`, i % 2 === 0 ? ['even'] : ['odd'], i % 1000 === 7 || i % 1000 === 8 ? 'Forecast the weather for a city' : `Utility number ${i}`));
+    const tools = Array.from({ length: 10_000 }, (_, i) =>
+      tool(
+        `tool-${String(i).padStart(5, '0')}`,
+        i % 2 === 0 ? ['even'] : ['odd'],
+        i % 1000 === 7 || i % 1000 === 8 ? 'Forecast the weather for a city' : `Utility number ${i}`,
+      ),
+    );
     const res = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { tools } });
     expect(res.statusCode, res.body.slice(0, 300)).toBe(200);
   }, 60_000);
@@ -305,11 +328,21 @@ describe('paging, search and filters', () => {
       await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`aaa-new-${page}`, []) });
       await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(`zzz-new-${page}`, []) });
       await t.app.inject({ method: 'DELETE', url: `/tools/tool-${String(9999 - page).padStart(5, '0')}`, headers: admin });
-      await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('tool-05000', ['even'], `updated ${page}`) });
+      await t.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: admin,
+        payload: tool('tool-05000', ['even'], `updated ${page}`),
+      });
       const n = 6100 + page;
       const reborn = `tool-${String(n).padStart(5, '0')}`;
       await t.app.inject({ method: 'DELETE', url: `/tools/${reborn}`, headers: admin });
-      await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool(reborn, n % 2 === 0 ? ['even'] : ['odd'], `Utility number ${n}`) });
+      await t.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: admin,
+        payload: tool(reborn, n % 2 === 0 ? ['even'] : ['odd'], `Utility number ${n}`),
+      });
       page++;
     } while (cursor);
     expect(seen).toHaveLength(10_000);
@@ -318,7 +351,7 @@ describe('paging, search and filters', () => {
     expect([...seen].sort()).toEqual(seen);
   }, 60_000);
 
-  it('searches words of the description, ranked, filtered by the caller\'s scopes', async () => {
+  it("searches words of the description, ranked, filtered by the caller's scopes", async () => {
     const anonymous = (await t.app.inject({ method: 'GET', url: '/?q=weather%20forecast' })).json();
     expect(anonymous.tools.length).toBe(20);
     expect(anonymous.tools.every((x: { description: string }) => x.description === 'Forecast the weather for a city')).toBe(true);
@@ -355,12 +388,19 @@ describe('search input', () => {
   it('answers control characters and FTS syntax in ?q= with a result, never a 500', async () => {
     const t = await createTestApp({ RATE_LIMIT_MAX: '0' });
     try {
-      await t.app.inject({ method: 'POST', url: '/tools/register', headers: bearer(t.token(['registry:write'])), payload: tool('weather', [], 'Forecast the weather') });
+      await t.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: bearer(t.token(['registry:write'])),
+        payload: tool('weather', [], 'Forecast the weather'),
+      });
       for (const q of ['%00', 'weather%00', '%22', 'NEAR(a%20b)', '*', 'a%20OR', '%01%1f']) {
         const res = await t.app.inject({ method: 'GET', url: `/?q=${q}` });
         expect(res.statusCode, `${q}: ${res.body}`).toBe(200);
       }
-      expect((await t.app.inject({ method: 'GET', url: '/?q=weather%00' })).json().tools.map((x: { name: string }) => x.name)).toEqual(['weather']);
+      expect((await t.app.inject({ method: 'GET', url: '/?q=weather%00' })).json().tools.map((x: { name: string }) => x.name)).toEqual([
+        'weather',
+      ]);
     } finally {
       await t.close();
     }

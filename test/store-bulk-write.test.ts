@@ -35,7 +35,10 @@ function fileStore() {
   return { db, store, path };
 }
 
-const tools = (n: number) => Array.from({ length: n }, (_, i) => parseTool({ ...seed('calculator'), name: `bulk_${i}`, description: `Tool ${i} ${'x'.repeat(500)}` }, () => undefined));
+const tools = (n: number) =>
+  Array.from({ length: n }, (_, i) =>
+    parseTool({ ...seed('calculator'), name: `bulk_${i}`, description: `Tool ${i} ${'x'.repeat(500)}` }, () => undefined),
+  );
 
 async function until(check: () => boolean): Promise<void> {
   for (let waited = 0; !check(); waited += 10) {
@@ -47,7 +50,10 @@ async function until(check: () => boolean): Promise<void> {
 describe('a bulk write on the worker thread', () => {
   it('shows nothing before its commit, holds the write gate, and is checkpointed by the worker', async () => {
     const { db, store, path } = fileStore();
-    store.putTool(parseTool(seed('file_reader'), () => undefined), NOW);
+    store.putTool(
+      parseTool(seed('file_reader'), () => undefined),
+      NOW,
+    );
     const write = await store.beginBulk();
     expect(write.index).toBe(2);
     expect(store.gate.held).toBe(true);
@@ -58,7 +64,18 @@ describe('a bulk write on the worker thread', () => {
     expect(store.getTool('bulk_0')).toBeUndefined();
     expect(store.registryIndex()).toBe(1);
     const before = statSync(path).size;
-    await write.commit({ sub: 'op', iss: null, client: null, requestId: null, at: NOW, action: 'import', target: null, outcome: 'ok', status: 200, detail: null });
+    await write.commit({
+      sub: 'op',
+      iss: null,
+      client: null,
+      requestId: null,
+      at: NOW,
+      action: 'import',
+      target: null,
+      outcome: 'ok',
+      status: 200,
+      detail: null,
+    });
     await store.sync();
     expect(store.gate.held).toBe(false);
     expect(store.registryIndex()).toBe(2);
@@ -80,7 +97,12 @@ describe('a bulk write on the worker thread', () => {
     expect(store.gate.held).toBe(false);
     expect(store.registryIndex()).toBe(0);
     expect(store.getTool('bulk_0')).toBeUndefined();
-    expect(store.putTool(parseTool(seed('calculator'), () => undefined), NOW).record.index).toBe(1);
+    expect(
+      store.putTool(
+        parseTool(seed('calculator'), () => undefined),
+        NOW,
+      ).record.index,
+    ).toBe(1);
     // The next bulk write starts afresh.
     const again = await store.beginBulk();
     await again.putTools(tools(2), NOW);
@@ -88,7 +110,7 @@ describe('a bulk write on the worker thread', () => {
     expect(store.getTool('bulk_1')?.index).toBe(2);
   });
 
-  it('takes the main connection\'s page limit (a full disk), and refuses with a 503', async () => {
+  it("takes the main connection's page limit (a full disk), and refuses with a 503", async () => {
     const { db, store } = fileStore();
     db.pragma(`max_page_count = ${(db.pragma('page_count', { simple: true }) as number) + 50}`);
     const write = await store.beginBulk();

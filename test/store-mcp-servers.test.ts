@@ -12,12 +12,23 @@ import { seed } from './helpers/fixtures.js';
 
 const NOW = '2026-11-30T00:00:00.000Z';
 
-const mcpTool = (name: string): McpTool => ({ type: 'mcp', name, server: 'gh', upstreamName: name, description: 'x', inputSchema: { type: 'object' }, scopes: [] });
+const mcpTool = (name: string): McpTool => ({
+  type: 'mcp',
+  name,
+  server: 'gh',
+  upstreamName: name,
+  description: 'x',
+  inputSchema: { type: 'object' },
+  scopes: [],
+});
 
 describe('migration 008 and MCP servers in the store', () => {
   it('keeps every tool of a version 7 database, foreign keys and all', () => {
     const db = openDatabase(':memory:');
-    migrate(db, loadMigrations().filter((m) => m.version <= 7));
+    migrate(
+      db,
+      loadMigrations().filter((m) => m.version <= 7),
+    );
     // As version 7 code wrote them (this code's statements need version 8).
     const service = parseToolService(seed('custom-rag'));
     const bus = parseTool(seed('query-customers'), () => service);
@@ -34,12 +45,25 @@ describe('migration 008 and MCP servers in the store', () => {
     expect(applied[0]).toBe(8);
     expect(applied).toEqual([...applied].sort((a, b) => a - b));
     const store = new RegistryStore(db);
-    expect(db.prepare('SELECT name, kind, service_id, descriptor, status, create_index, modify_index, updated_at FROM tools ORDER BY name').all()).toEqual(rows);
+    expect(
+      db
+        .prepare('SELECT name, kind, service_id, descriptor, status, create_index, modify_index, updated_at FROM tools ORDER BY name')
+        .all(),
+    ).toEqual(rows);
     expect(db.pragma('foreign_key_check')).toEqual([]);
-    expect(store.loadSnapshot()).toMatchObject({ tools: [{ name: 'query-customers', serviceId: 'custom-rag' }], tombstones: [{ name: 'calculator' }] });
+    expect(store.loadSnapshot()).toMatchObject({
+      tools: [{ name: 'query-customers', serviceId: 'custom-rag' }],
+      tombstones: [{ name: 'calculator' }],
+    });
     expect(() => store.deleteService('custom-rag', NOW)).toThrow(/query-customers/);
     // An mcp tool needs its server; a message-bus tool its service.
-    expect(() => db.prepare("INSERT INTO tools (name, kind, descriptor, status, create_index, modify_index, updated_at) VALUES ('x', 'mcp', '{}', 'active', 1, 1, '')").run()).toThrow(/CHECK/);
+    expect(() =>
+      db
+        .prepare(
+          "INSERT INTO tools (name, kind, descriptor, status, create_index, modify_index, updated_at) VALUES ('x', 'mcp', '{}', 'active', 1, 1, '')",
+        )
+        .run(),
+    ).toThrow(/CHECK/);
   });
 
   it('keeps the credential out of records, and drops it with the server and its tools', () => {
@@ -52,11 +76,20 @@ describe('migration 008 and MCP servers in the store', () => {
     expect(put.record.hasCredential).toBe(true);
     expect(store.mcpServerCredential('gh')).toBe('sekret');
     // `{set: true}` keeps what is stored.
-    expect(store.putMcpServer(server, parseMcpServer({ ...server, credential: { set: true } }).credential, NOW).record.hasCredential).toBe(true);
+    expect(store.putMcpServer(server, parseMcpServer({ ...server, credential: { set: true } }).credential, NOW).record.hasCredential).toBe(
+      true,
+    );
     expect(store.mcpServerCredential('gh')).toBe('sekret');
 
-    const written = store.writeMcpTools(['a', 'b'].map((name) => ({ name, kind: 'mcp' as const, serviceId: 'gh', descriptor: mcpTool(name) })), [], NOW);
-    expect(written.map((t) => [t.name, t.kind, t.serviceId])).toEqual([['a', 'mcp', 'gh'], ['b', 'mcp', 'gh']]);
+    const written = store.writeMcpTools(
+      ['a', 'b'].map((name) => ({ name, kind: 'mcp' as const, serviceId: 'gh', descriptor: mcpTool(name) })),
+      [],
+      NOW,
+    );
+    expect(written.map((t) => [t.name, t.kind, t.serviceId])).toEqual([
+      ['a', 'mcp', 'gh'],
+      ['b', 'mcp', 'gh'],
+    ]);
     expect(store.writeMcpTools([], ['b'], NOW).map((t) => [t.name, t.status])).toEqual([['b', 'deleted']]);
 
     const { server: tombstone, tools } = store.deleteMcpServer('gh', NOW);

@@ -64,7 +64,10 @@ describe('migrations', () => {
 
   it('rolls back a failing migration whole', () => {
     const db = new Database(':memory:');
-    const broken = [...loadMigrations(), { version: loadMigrations().length + 1, name: 'broken', sql: 'CREATE TABLE ok_table (x); SELECT * FROM missing_table;' }];
+    const broken = [
+      ...loadMigrations(),
+      { version: loadMigrations().length + 1, name: 'broken', sql: 'CREATE TABLE ok_table (x); SELECT * FROM missing_table;' },
+    ];
     expect(() => migrate(db, broken)).toThrow();
     expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE name IN ('ok_table', 'tools')").pluck().get()).toBe(0);
   });
@@ -86,14 +89,20 @@ describe('registry store', () => {
 
   it('keeps a tombstone on delete, and a re-registration starts a new life', () => {
     const { store } = memoryStore();
-    store.putTool(parseTool(seed('calculator'), () => undefined), NOW);
+    store.putTool(
+      parseTool(seed('calculator'), () => undefined),
+      NOW,
+    );
     const deleted = store.deleteTool('calculator', NOW);
     expect(deleted).toMatchObject({ status: 'deleted', index: 2 });
     expect(store.getTool('calculator')?.status).toBe('deleted');
     expect(store.loadLive().tools).toEqual([]);
     expect(() => store.deleteTool('calculator', NOW)).toThrow(/no tool/);
     expect(store.registryIndex()).toBe(2);
-    const again = store.putTool(parseTool(seed('calculator'), () => undefined), NOW);
+    const again = store.putTool(
+      parseTool(seed('calculator'), () => undefined),
+      NOW,
+    );
     expect(again).toMatchObject({ created: true, record: { status: 'active', createIndex: 3, index: 3 } });
   });
 
@@ -101,7 +110,10 @@ describe('registry store', () => {
     const { store } = memoryStore();
     const service = parseToolService(seed('custom-rag'));
     store.putService(service, NOW);
-    store.putTool(parseTool(seed('query-customers'), () => service), NOW);
+    store.putTool(
+      parseTool(seed('query-customers'), () => service),
+      NOW,
+    );
     expect(() => store.deleteService('custom-rag', NOW)).toThrow(/query-customers/);
     expect(store.registryIndex()).toBe(2);
     expect(store.getService('custom-rag')?.status).toBe('active');
@@ -128,10 +140,15 @@ describe('restart', () => {
     const t = await createTestApp();
     try {
       const admin = bearer(t.token(['registry:write']));
-      const res = await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: {
-        'tool-services': [seed('joke-service'), seed('custom-rag')],
-        tools: ['tell-joke', 'query-customers', 'query-products', 'calculator', 'file_reader'].map(seed),
-      } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/import',
+        headers: admin,
+        payload: {
+          'tool-services': [seed('joke-service'), seed('custom-rag')],
+          tools: ['tell-joke', 'query-customers', 'query-products', 'calculator', 'file_reader'].map(seed),
+        },
+      });
       expect(res.statusCode, res.body).toBe(200);
       await t.app.inject({ method: 'DELETE', url: '/tools/file_reader', headers: admin });
       const before = await t.app.inject({ method: 'GET', url: '/' });
@@ -160,4 +177,3 @@ describe('usage records', () => {
     expect(usage.counts().map((c) => c.tool)).toEqual(['new']);
   });
 });
-

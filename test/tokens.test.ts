@@ -31,7 +31,9 @@ describe('tokens with an HS256 secret, issuer and audience', () => {
     t = await createTestApp({ JWT_ISSUER: 'https://auth.test', JWT_AUDIENCE: 'tool-registry' });
     const admin = good({ scope: 'registry:write' });
     for (const name of ['calculator', 'file_reader']) {
-      expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: bearer(admin), payload: seed(name) })).statusCode).toBe(201);
+      expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: bearer(admin), payload: seed(name) })).statusCode).toBe(
+        201,
+      );
     }
   });
   afterAll(() => t.close());
@@ -49,7 +51,13 @@ describe('tokens with an HS256 secret, issuer and audience', () => {
   });
 
   it('reads scopes from scope, scp and scopes, merged', async () => {
-    const token = t.token([], { iss: 'https://auth.test', aud: 'tool-registry', scope: undefined, scp: ['calculator:use'], scopes: ['file_reader:use'] });
+    const token = t.token([], {
+      iss: 'https://auth.test',
+      aud: 'tool-registry',
+      scope: undefined,
+      scp: ['calculator:use'],
+      scopes: ['file_reader:use'],
+    });
     const res = await t.app.inject({ method: 'GET', url: '/', headers: bearer(token) });
     expect(res.json().tools.map((x: { name: string }) => x.name)).toEqual(['calculator', 'file_reader']);
     const scpString = t.token([], { iss: 'https://auth.test', aud: 'tool-registry', scp: 'file_reader:use' });
@@ -59,15 +67,33 @@ describe('tokens with an HS256 secret, issuer and audience', () => {
 
   const invalid: [string, () => string][] = [
     ['an expired token', () => good({ exp: now() - 3600, iat: now() - 7200 })],
-    ['a token with a bad signature', () => createSigner({ key: 'another-secret-that-is-long-enough-for-hs256!!', expiresIn: 60_000 })({ iss: 'https://auth.test', aud: 'tool-registry', scope: 'calculator:use' })],
+    [
+      'a token with a bad signature',
+      () =>
+        createSigner({ key: 'another-secret-that-is-long-enough-for-hs256!!', expiresIn: 60_000 })({
+          iss: 'https://auth.test',
+          aud: 'tool-registry',
+          scope: 'calculator:use',
+        }),
+    ],
     ['a token from the wrong issuer', () => good({ iss: 'https://evil.test' })],
     ['a token for the wrong audience', () => good({ aud: 'someone-else' })],
-    ['an alg:none token', () => `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ iss: 'https://auth.test', aud: 'tool-registry', scope: 'registry:write calculator:use', exp: now() + 600 })}.`],
-    ['a token signed HS512 when HS256 is allowed', () => createSigner({ key: TEST_SECRET, algorithm: 'HS512', expiresIn: 60_000 })({ iss: 'https://auth.test', aud: 'tool-registry' })],
-    ['a tampered payload', () => {
-      const [h, , s] = good().split('.');
-      return `${h}.${b64({ iss: 'https://auth.test', aud: 'tool-registry', scope: 'registry:write', exp: now() + 600 })}.${s}`;
-    }],
+    [
+      'an alg:none token',
+      () =>
+        `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ iss: 'https://auth.test', aud: 'tool-registry', scope: 'registry:write calculator:use', exp: now() + 600 })}.`,
+    ],
+    [
+      'a token signed HS512 when HS256 is allowed',
+      () => createSigner({ key: TEST_SECRET, algorithm: 'HS512', expiresIn: 60_000 })({ iss: 'https://auth.test', aud: 'tool-registry' }),
+    ],
+    [
+      'a tampered payload',
+      () => {
+        const [h, , s] = good().split('.');
+        return `${h}.${b64({ iss: 'https://auth.test', aud: 'tool-registry', scope: 'registry:write', exp: now() + 600 })}.${s}`;
+      },
+    ],
     ['10,000 characters of garbage', () => 'A'.repeat(10_000)],
     ['three garbage segments', () => 'abc.def.ghi'],
   ];
@@ -86,12 +112,23 @@ describe('tokens with an HS256 secret, issuer and audience', () => {
   it.each([
     ['a sub that is an object', () => good({ sub: { id: 'x' } }), "the token's sub claim is not a string"],
     ['an iss that is a number', () => t.token(['calculator:use'], { iss: 7, aud: 'tool-registry' }), /./],
-    ['no exp', () => createSigner({ key: TEST_SECRET })({ iss: 'https://auth.test', aud: 'tool-registry', scope: 'calculator:use' }), 'the token lacks a claim this registry requires: exp, and iss or aud when it names an issuer or audience'],
-    ['no aud', () => createSigner({ key: TEST_SECRET, expiresIn: 60_000 })({ iss: 'https://auth.test', scope: 'calculator:use' }), /^the token lacks a claim this registry requires/],
+    [
+      'no exp',
+      () => createSigner({ key: TEST_SECRET })({ iss: 'https://auth.test', aud: 'tool-registry', scope: 'calculator:use' }),
+      'the token lacks a claim this registry requires: exp, and iss or aud when it names an issuer or audience',
+    ],
+    [
+      'no aud',
+      () => createSigner({ key: TEST_SECRET, expiresIn: 60_000 })({ iss: 'https://auth.test', scope: 'calculator:use' }),
+      /^the token lacks a claim this registry requires/,
+    ],
   ] as const)('names what is wrong with %s in its 401', async (_name, make, description) => {
     const res = await t.app.inject({ method: 'GET', url: '/', headers: bearer(make()) });
     expect(res.statusCode).toBe(401);
-    expect(res.json()).toMatchObject({ code: 'TR_ERR_INVALID_TOKEN', detail: typeof description === 'string' ? description : expect.stringMatching(description) });
+    expect(res.json()).toMatchObject({
+      code: 'TR_ERR_INVALID_TOKEN',
+      detail: typeof description === 'string' ? description : expect.stringMatching(description),
+    });
   });
 
   it.each(invalid)('answers 401 invalid_token on a write for %s', async (_name, make) => {
@@ -146,7 +183,12 @@ describe('tokens with an RS256 public key', () => {
     createSigner({ key: privatePem, algorithm: 'RS256', expiresIn: 600_000, header: { alg: 'RS256', typ: 'at+jwt' } })(claims);
 
   it('accepts an RS256 token signed with the matching private key and lets an admin write', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: bearer(rs256({ scope: 'registry:write' })), payload: seed('calculator') });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/tools/register',
+      headers: bearer(rs256({ scope: 'registry:write' })),
+      payload: seed('calculator'),
+    });
     expect(res.statusCode, res.body).toBe(201);
     const view = await t.app.inject({ method: 'GET', url: '/', headers: bearer(rs256({ scope: 'calculator:use' })) });
     expect(view.json().tools.map((x: { name: string }) => x.name)).toEqual(['calculator']);
@@ -178,7 +220,12 @@ describe('anonymous discovery policies', () => {
     try {
       const admin = bearer(t.token(['registry:write']));
       await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('calculator') });
-      await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('calculator'), name: 'open_tool', scopes: [] } });
+      await t.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: admin,
+        payload: { ...seed('calculator'), name: 'open_tool', scopes: [] },
+      });
       const res = await t.app.inject({ method: 'GET', url: '/' });
       expect(res.statusCode).toBe(status);
       if (expected) expect(res.json().tools.map((x: { name: string }) => x.name)).toEqual(expected);

@@ -61,7 +61,11 @@ async function spy(topic: string, onMessage: () => void = () => undefined): Prom
   ws.on('message', (data) => {
     const frame = JSON.parse(data.toString()) as { messageId: string; payload: string; properties: Record<string, string> };
     ws.send(JSON.stringify({ messageId: frame.messageId }));
-    seen.push({ at: Date.now(), message: JSON.parse(Buffer.from(frame.payload, 'base64').toString('utf8')) as Record<string, unknown>, properties: frame.properties });
+    seen.push({
+      at: Date.now(),
+      message: JSON.parse(Buffer.from(frame.payload, 'base64').toString('utf8')) as Record<string, unknown>,
+      properties: frame.properties,
+    });
     onMessage();
   });
   return { seen, close: () => ws.close() };
@@ -83,10 +87,19 @@ function names() {
 }
 
 function tool(name: string, service: string): Record<string, unknown> {
-  return { type: 'tool-service', name, description: `The ${name} tool`, service, arguments: [{ name: 'topic', type: 'string', description: 'What about' }] };
+  return {
+    type: 'tool-service',
+    name,
+    description: `The ${name} tool`,
+    service,
+    arguments: [{ name: 'topic', type: 'string', description: 'What about' }],
+  };
 }
 
-function start(options: Partial<ToolServiceOptions> & { id: string; topic: string }): { service: RunningToolService; log: ReturnType<typeof recorder> } {
+function start(options: Partial<ToolServiceOptions> & { id: string; topic: string }): {
+  service: RunningToolService;
+  log: ReturnType<typeof recorder>;
+} {
   const log = recorder();
   loggers.push(log);
   const service = runToolService({ url: fake.url, logger: log, retryDelayMs: { min: 20, max: 100 }, handler: () => 'ok', ...options });
@@ -102,7 +115,11 @@ describe('a tool service that announces itself', () => {
     spies.push(watcher);
     const serviceDescriptor = { id, topic, 'config-params': [{ name: 'style', required: false }] };
     const tools = [tool(`${id}-a`, id), tool(`${id}-b`, id)];
-    const { service, log } = start({ id, topic, announce: { topic: announceTopic, token: TOKEN, service: serviceDescriptor, tools, heartbeatIntervalS: 1 } });
+    const { service, log } = start({
+      id,
+      topic,
+      announce: { topic: announceTopic, token: TOKEN, service: serviceDescriptor, tools, heartbeatIntervalS: 1 },
+    });
     await service.ready;
     const first = await waitFor(() => watcher.seen[0], 'the first announcement');
     // Published after the subscription was ready, at once (not a heartbeat later).
@@ -127,7 +144,11 @@ describe('a tool service that announces itself', () => {
     const { id, topic, announceTopic } = names();
     const watcher = await spy(announceTopic);
     spies.push(watcher);
-    const { service } = start({ id, topic, announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 60 } });
+    const { service } = start({
+      id,
+      topic,
+      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 60 },
+    });
     await service.ready;
     await waitFor(() => watcher.seen[0], 'the first announcement');
     const changed = [tool(`${id}-a`, id), tool(`${id}-c`, id)];
@@ -143,12 +164,23 @@ describe('a tool service that announces itself', () => {
     const { id, topic, announceTopic } = names();
     const watcher = await spy(announceTopic);
     spies.push(watcher);
-    const { service, log } = start({ id, topic, announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 1 } });
+    const { service, log } = start({
+      id,
+      topic,
+      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 1 },
+    });
     await service.ready;
     await waitFor(() => watcher.seen[0], 'the first announcement');
     await service.close();
     const last = await waitFor(() => watcher.seen.find((s) => s.message['goodbye'] === true), 'the goodbye');
-    expect(last.message).toEqual({ v: 1, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 1, goodbye: true });
+    expect(last.message).toEqual({
+      v: 1,
+      token: TOKEN,
+      service: { id, topic },
+      tools: [tool(`${id}-a`, id)],
+      heartbeatIntervalS: 1,
+      goodbye: true,
+    });
     expect(service.state).toBe('stopped');
     const count = watcher.seen.length;
     await sleep(1500);
@@ -162,7 +194,12 @@ describe('a tool service that announces itself', () => {
     const watcher = await spy(announceTopic);
     spies.push(watcher);
     const controller = new AbortController();
-    const { service } = start({ id, topic, signal: controller.signal, announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [], heartbeatIntervalS: 30 } });
+    const { service } = start({
+      id,
+      topic,
+      signal: controller.signal,
+      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [], heartbeatIntervalS: 30 },
+    });
     await service.ready;
     await waitFor(() => watcher.seen[0], 'the first announcement');
     controller.abort();
@@ -172,7 +209,11 @@ describe('a tool service that announces itself', () => {
 
   it('announces again, at once, when it is back after the broker dropped it', async () => {
     const { id, topic, announceTopic } = names();
-    const { service, log } = start({ id, topic, announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 60 } });
+    const { service, log } = start({
+      id,
+      topic,
+      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 60 },
+    });
     await service.ready;
     const mine = () => fake.published.filter((m) => m.topic === announceTopic);
     await waitFor(() => mine().length === 1, 'the first announcement');
@@ -181,7 +222,10 @@ describe('a tool service that announces itself', () => {
     // Well before the 60 s heartbeat: the announcement follows the service's return.
     await waitFor(() => mine().length === 2, 'the announcement after the reconnection', 5000);
     expect(service.state).toBe('listening');
-    const message = JSON.parse(Buffer.from((mine()[1] as { payload: string }).payload, 'base64').toString('utf8')) as Record<string, unknown>;
+    const message = JSON.parse(Buffer.from((mine()[1] as { payload: string }).payload, 'base64').toString('utf8')) as Record<
+      string,
+      unknown
+    >;
     expect(message).toMatchObject({ v: 1, token: TOKEN, goodbye: false });
     expect(log.lines.some((l) => l.level === 'warn' && l.msg.startsWith('lost the announcement producer'))).toBe(true);
   });
@@ -213,7 +257,11 @@ describe('a tool service that announces itself', () => {
   it('logs an announcement too large for one message, once, and publishes nothing', async () => {
     const { id, topic, announceTopic } = names();
     const huge = [{ ...tool(`${id}-a`, id), description: 'x'.repeat(900_000) }];
-    const { service, log } = start({ id, topic, announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: huge, heartbeatIntervalS: 1 } });
+    const { service, log } = start({
+      id,
+      topic,
+      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: huge, heartbeatIntervalS: 1 },
+    });
     await service.ready;
     await sleep(1500);
     expect(fake.published.filter((m) => m.topic === announceTopic)).toEqual([]);
@@ -226,10 +274,17 @@ describe('a tool service that announces itself', () => {
 
   it('warns when the announced descriptor names another request queue than the one it listens on', async () => {
     const { id, topic, announceTopic } = names();
-    const { service, log } = start({ id, topic, announce: { topic: announceTopic, token: TOKEN, service: { id, topic: 'elsewhere' }, tools: [] } });
+    const { service, log } = start({
+      id,
+      topic,
+      announce: { topic: announceTopic, token: TOKEN, service: { id, topic: 'elsewhere' }, tools: [] },
+    });
     await service.ready;
     const warning = log.lines.find((l) => l.level === 'warn' && l.msg.includes('non-persistent://tg/request/elsewhere'));
-    expect(warning?.obj).toMatchObject({ requestQueue: `non-persistent://tg/request/${topic}`, announced: 'non-persistent://tg/request/elsewhere' });
+    expect(warning?.obj).toMatchObject({
+      requestQueue: `non-persistent://tg/request/${topic}`,
+      announced: 'non-persistent://tg/request/elsewhere',
+    });
   });
 
   it('keeps the API of a service that does not announce: announce() throws, close() sends nothing more', async () => {
@@ -252,7 +307,12 @@ describe('a tool service that announces itself', () => {
       logger: log,
       retryDelayMs: { min: 10, max: 20 },
       handler: () => '',
-      announce: { topic: 'non-persistent://tg/registry/announcements', token: TOKEN, service: { id: 'nowhere', topic: 'nowhere' }, tools: [] },
+      announce: {
+        topic: 'non-persistent://tg/registry/announcements',
+        token: TOKEN,
+        service: { id: 'nowhere', topic: 'nowhere' },
+        tools: [],
+      },
     });
     const started = Date.now();
     await service.close();

@@ -11,7 +11,13 @@ import type { ConfigRequester } from '../src/trustgraph/config-client.js';
 import { ConfigServiceError } from '../src/trustgraph/config-client.js';
 import { adoptTrustGraphConfig } from '../src/trustgraph/adopt.js';
 import { catalogSource, ConfigSync } from '../src/trustgraph/config-sync.js';
-import { planConfigWrites, SYNC_MARKER_KEY, type ConfigItem, type ConfigRequest, type ConfigResponse } from '../src/model/trustgraph-config.js';
+import {
+  planConfigWrites,
+  SYNC_MARKER_KEY,
+  type ConfigItem,
+  type ConfigRequest,
+  type ConfigResponse,
+} from '../src/model/trustgraph-config.js';
 import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
 
@@ -41,10 +47,11 @@ class FakeTrustGraph implements ConfigRequester {
     this.requests.push(structuredClone(body));
     if (this.failNext > 0) {
       this.failNext -= 1;
-      throw new ConfigServiceError('no answer from TrustGraph\'s config service in 10 ms');
+      throw new ConfigServiceError("no answer from TrustGraph's config service in 10 ms");
     }
     expect(body.workspace).toBe(this.workspace);
-    if (body.operation === 'getvalues') return { version: 1, values: [...this.#table(body.type)].map(([key, value]) => ({ type: body.type, key, value })) };
+    if (body.operation === 'getvalues')
+      return { version: 1, values: [...this.#table(body.type)].map(([key, value]) => ({ type: body.type, key, value })) };
     const types = new Set<string>();
     if (body.operation === 'put') {
       for (const v of body.values) {
@@ -87,8 +94,18 @@ describe('issue 15: planConfigWrites', () => {
   it('puts with an item of both types, so that the push names both', () => {
     const anchors = { 'tool-service': item('tool-service', 's'), tool: item('tool', 'anchor') };
     const { requests } = planConfigWrites({ ...base, puts: [item('tool', 't')], deletes: [], anchors });
-    expect(requests).toEqual([{ operation: 'put', workspace: 'ws', keys: [], type: '', values: [expect.objectContaining({ key: 't' }), expect.objectContaining({ type: 'tool-service', key: 's' })] }]);
-    expect(planConfigWrites({ ...base, puts: [item('tool-service', 's2')], deletes: [], anchors }).requests[0]?.values.map((v) => v.key)).toEqual(['s2', 'anchor']);
+    expect(requests).toEqual([
+      {
+        operation: 'put',
+        workspace: 'ws',
+        keys: [],
+        type: '',
+        values: [expect.objectContaining({ key: 't' }), expect.objectContaining({ type: 'tool-service', key: 's' })],
+      },
+    ]);
+    expect(
+      planConfigWrites({ ...base, puts: [item('tool-service', 's2')], deletes: [], anchors }).requests[0]?.values.map((v) => v.key),
+    ).toEqual(['s2', 'anchor']);
   });
 
   it('ends with a delete naming both types when a put could not, and beside every real delete', () => {
@@ -99,7 +116,19 @@ describe('issue 15: planConfigWrites', () => {
       { type: 'tool', key: SYNC_MARKER_KEY },
     ]);
     const deleting = planConfigWrites({ ...base, puts: [], deletes: [{ type: 'tool', key: 'gone' }], anchors: {} }).requests;
-    expect(deleting).toEqual([{ operation: 'delete', workspace: 'ws', type: '', values: [], keys: [{ type: 'tool', key: 'gone' }, { type: 'tool-service', key: SYNC_MARKER_KEY }, { type: 'tool', key: SYNC_MARKER_KEY }] }]);
+    expect(deleting).toEqual([
+      {
+        operation: 'delete',
+        workspace: 'ws',
+        type: '',
+        values: [],
+        keys: [
+          { type: 'tool', key: 'gone' },
+          { type: 'tool-service', key: SYNC_MARKER_KEY },
+          { type: 'tool', key: SYNC_MARKER_KEY },
+        ],
+      },
+    ]);
     expect(planConfigWrites({ ...base, puts: [], deletes: [], anchors: {} }).requests).toEqual([]);
   });
 
@@ -129,7 +158,8 @@ describe('issue 15: live sync against a stand-in config service', () => {
     warn: (_o: object, msg: string) => void logs.push({ level: 'warn', msg }),
     error: (_o: object, msg: string) => void logs.push({ level: 'error', msg }),
   };
-  const inject = (method: 'PUT' | 'POST' | 'DELETE', url: string, payload?: object) => t.app.inject({ method, url, headers: admin, ...(payload && { payload }) });
+  const inject = (method: 'PUT' | 'POST' | 'DELETE', url: string, payload?: object) =>
+    t.app.inject({ method, url, headers: admin, ...(payload && { payload }) });
 
   beforeAll(async () => {
     t = await createTestApp({ RATE_LIMIT_MAX: '0' });
@@ -139,7 +169,12 @@ describe('issue 15: live sync against a stand-in config service', () => {
     expect((await inject('POST', '/tools/register', seed('tell-joke'))).statusCode).toBe(201);
     expect((await inject('PUT', '/tools/calculator', seed('calculator'))).statusCode).toBe(201);
     fake = new FakeTrustGraph();
-    sync = new ConfigSync(fake, catalogSource(t.app.catalog), { workspace: 'default', maxRequestBytes: 700_000, log, backoff: { minMs: 5, maxMs: 20 } });
+    sync = new ConfigSync(fake, catalogSource(t.app.catalog), {
+      workspace: 'default',
+      maxRequestBytes: 700_000,
+      log,
+      backoff: { minMs: 5, maxMs: 20 },
+    });
     unsubscribe = t.app.changes.subscribe(sync.onChange);
     sync.start();
     await sync.whenSynced();
@@ -155,7 +190,7 @@ describe('issue 15: live sync against a stand-in config service', () => {
 
   it('writes what the registry held at start: services and message-bus tools, not HTTP tools', () => {
     expect(Object.keys(fake.items('tool-service'))).toEqual(['joke-service']);
-    expect(fake.items('tool')).toEqual({ 'tell-joke': (t.app.catalog.getTool('tell-joke')?.record.descriptor as object) });
+    expect(fake.items('tool')).toEqual({ 'tell-joke': t.app.catalog.getTool('tell-joke')?.record.descriptor as object });
     expect(fake.agentTools).toEqual(['tell-joke']);
   });
 
@@ -225,21 +260,52 @@ describe('issue 15: adopting what TrustGraph holds', () => {
     const t = await createTestApp({ RATE_LIMIT_MAX: '0' });
     try {
       const admin = bearer(t.token(['registry:write']));
-      await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: { ...seed('joke-service'), 'config-params': [] } });
+      await t.app.inject({
+        method: 'PUT',
+        url: '/tool-services/joke-service',
+        headers: admin,
+        payload: { ...seed('joke-service'), 'config-params': [] },
+      });
       const fake = new FakeTrustGraph('tg');
-      const put = (type: string, key: string, value: unknown) => fake.rows.set(type, (fake.rows.get(type) ?? new Map()).set(key, typeof value === 'string' ? value : JSON.stringify(value)));
+      const put = (type: string, key: string, value: unknown) =>
+        fake.rows.set(type, (fake.rows.get(type) ?? new Map()).set(key, typeof value === 'string' ? value : JSON.stringify(value)));
       put('tool-service', 'joke-service', seed('joke-service')); // held: the registry's stays
-      put('tool-service', 'rag', { id: 'rag', 'request-queue': 'request:tg:rag', 'response-queue': 'response:tg:rag', 'config-params': [{ name: 'collection', required: true }] });
+      put('tool-service', 'rag', {
+        id: 'rag',
+        'request-queue': 'request:tg:rag',
+        'response-queue': 'response:tg:rag',
+        'config-params': [{ name: 'collection', required: true }],
+      });
       put('tool-service', 'broken-service', { id: 'broken-service' });
-      put('tool', 'ask', { type: 'tool-service', name: 'ask', description: 'Ask', service: 'rag', collection: { name: 'c', shards: [1, 2] }, group: ['docs'] });
-      put('tool', 'grouped-wrong', { type: 'tool-service', name: 'grouped-wrong', description: 'd', service: 'rag', collection: 'c', group: 'docs' });
+      put('tool', 'ask', {
+        type: 'tool-service',
+        name: 'ask',
+        description: 'Ask',
+        service: 'rag',
+        collection: { name: 'c', shards: [1, 2] },
+        group: ['docs'],
+      });
+      put('tool', 'grouped-wrong', {
+        type: 'tool-service',
+        name: 'grouped-wrong',
+        description: 'd',
+        service: 'rag',
+        collection: 'c',
+        group: 'docs',
+      });
       put('tool', 'on-broken', { type: 'tool-service', name: 'on-broken', description: 'd', service: 'broken-service' });
       put('tool', 'kq', { type: 'knowledge-query', name: 'kq', description: 'd', collection: 'c' });
       put('tool', 'not-json', '{');
       const result = await adoptTrustGraphConfig(fake, t.app.registry, t.app.catalog, { workspace: 'tg', maxDepth: 64 });
       expect(result).toMatchObject({ toolServices: 1, tools: 1, held: 1 });
       expect(result.index).toBe(t.app.catalog.index);
-      expect(result.skipped.map((s) => s.item).sort()).toEqual(['tool-service/broken-service', 'tool/grouped-wrong', 'tool/kq', 'tool/not-json', 'tool/on-broken']);
+      expect(result.skipped.map((s) => s.item).sort()).toEqual([
+        'tool-service/broken-service',
+        'tool/grouped-wrong',
+        'tool/kq',
+        'tool/not-json',
+        'tool/on-broken',
+      ]);
       expect(result.skipped.find((s) => s.item === 'tool/grouped-wrong')?.reason).toMatch(/group: must be a list of strings/);
       expect(t.app.catalog.lookupService('rag')).toMatchObject({ 'request-queue': 'non-persistent://tg/request/rag' });
       expect(t.app.catalog.lookupService('joke-service')?.['config-params']).toEqual([]);
@@ -249,7 +315,10 @@ describe('issue 15: adopting what TrustGraph holds', () => {
         ['getvalues', 'tool'],
       ]);
       // Nothing new the second time.
-      expect(await adoptTrustGraphConfig(fake, t.app.registry, t.app.catalog, { workspace: 'tg', maxDepth: 64 })).toMatchObject({ index: null, held: 3 });
+      expect(await adoptTrustGraphConfig(fake, t.app.registry, t.app.catalog, { workspace: 'tg', maxDepth: 64 })).toMatchObject({
+        index: null,
+        held: 3,
+      });
     } finally {
       await t.close();
     }

@@ -17,7 +17,8 @@ describe('two-tier message-bus tools', () => {
   afterAll(() => t.close());
 
   const put = (url: string, payload: unknown) => t.app.inject({ method: 'PUT', url, headers: admin, payload: payload as object });
-  const register = (payload: unknown) => t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: payload as object });
+  const register = (payload: unknown) =>
+    t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: payload as object });
 
   it('expands the short topic form to the tg request and response queues', async () => {
     const res = await put('/tool-services/joke-service', seed('joke-service.topic-form'));
@@ -69,7 +70,10 @@ describe('two-tier message-bus tools', () => {
   });
 
   it('requires a config param even when its name is an Object.prototype member', async () => {
-    expect((await put('/tool-services/proto', { id: 'proto', topic: 'proto', 'config-params': [{ name: 'constructor', required: true }] })).statusCode).toBe(201);
+    expect(
+      (await put('/tool-services/proto', { id: 'proto', topic: 'proto', 'config-params': [{ name: 'constructor', required: true }] }))
+        .statusCode,
+    ).toBe(201);
     const res = await register({ type: 'tool-service', name: 'proto-tool', description: 'x', service: 'proto', arguments: [] });
     expect(res.statusCode).toBe(400);
     expect(res.json().errors[0]).toMatchObject({ path: 'constructor' });
@@ -91,7 +95,13 @@ describe('two-tier message-bus tools', () => {
   });
 
   it('keeps group, state and applicable-states as given and shows them', async () => {
-    const res = await register({ ...seed('tell-joke'), name: 'stateful-joke', group: ['fun'], state: 'joking', 'applicable-states': ['idle'] });
+    const res = await register({
+      ...seed('tell-joke'),
+      name: 'stateful-joke',
+      group: ['fun'],
+      state: 'joking',
+      'applicable-states': ['idle'],
+    });
     expect(res.statusCode, res.body).toBe(201);
     const one = (await t.app.inject({ method: 'GET', url: '/tools/stateful-joke' })).json();
     expect(one).toMatchObject({ group: ['fun'], state: 'joking', 'applicable-states': ['idle'] });
@@ -115,7 +125,13 @@ describe('two-tier message-bus tools', () => {
   });
 
   it('refuses a service change that would break its tools, and changes nothing', async () => {
-    const stricter = { ...seed('joke-service'), 'config-params': [{ name: 'style', required: false }, { name: 'language', required: true }] };
+    const stricter = {
+      ...seed('joke-service'),
+      'config-params': [
+        { name: 'style', required: false },
+        { name: 'language', required: true },
+      ],
+    };
     const res = await put('/tool-services/joke-service', stricter);
     expect(res.statusCode).toBe(409);
     const stored = (await t.app.inject({ method: 'GET', url: '/tool-services/joke-service', headers: admin })).json();

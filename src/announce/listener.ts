@@ -147,7 +147,8 @@ export class AnnouncementListener {
       announced.add(name);
       try {
         const tool = parseTool(input, (id) => catalog.lookupService(id));
-        if (tool.serviceId !== serviceId) throw new Error(`tool "${name}" names service "${String(tool.serviceId)}", not the announced "${serviceId}"`);
+        if (tool.serviceId !== serviceId)
+          throw new Error(`tool "${name}" names service "${String(tool.serviceId)}", not the announced "${serviceId}"`);
         const record = catalog.getTool(name)?.record;
         if (record && record.owner === owner && isDeepStrictEqual(record.descriptor, tool.descriptor)) continue;
         await registry.putTool(input, name, actor);

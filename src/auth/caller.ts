@@ -107,7 +107,8 @@ function refuseControlCharactersInIdentity(token: string): void {
   if (typeof claims !== 'object' || claims === null) return;
   for (const claim of IDENTITY_CLAIMS) {
     const value: unknown = (claims as Record<string, unknown>)[claim];
-    if (typeof value === 'string' && CONTROL_CHARACTER.test(value)) throw invalidToken(`the token's ${claim} claim contains control characters`);
+    if (typeof value === 'string' && CONTROL_CHARACTER.test(value))
+      throw invalidToken(`the token's ${claim} claim contains control characters`);
   }
 }
 

@@ -109,7 +109,11 @@ export function resolveTokenKeys(config: Config): TokenKeys {
 }
 
 /** The JWKS key source in JWKS mode (not started), else undefined: the key is static. */
-export function keySourceFor(config: Config, keys: TokenKeys, onFetchError?: (err: unknown, url: string) => void): JwksKeySource | undefined {
+export function keySourceFor(
+  config: Config,
+  keys: TokenKeys,
+  onFetchError?: (err: unknown, url: string) => void,
+): JwksKeySource | undefined {
   if (keys.mode !== 'jwks') return undefined;
   return new JwksKeySource({
     jwksUrl: config.jwt.jwksUrl,

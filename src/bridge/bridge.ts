@@ -16,7 +16,15 @@ import { ValidationWorkError } from '../json-schema/work.js';
 import { withoutStrictNulls } from '../json-schema/strict-nulls.js';
 import type { CallOutcome } from '../model/records.js';
 import type { UsageTracker } from '../usage/tracker.js';
-import { BridgeUnavailableError, CallerGoneError, CallTimeoutError, RequestTooLargeError, TargetRefusedError, ToolServiceError, UpstreamUnavailableError } from './errors.js';
+import {
+  BridgeUnavailableError,
+  CallerGoneError,
+  CallTimeoutError,
+  RequestTooLargeError,
+  TargetRefusedError,
+  ToolServiceError,
+  UpstreamUnavailableError,
+} from './errors.js';
 import type { ToolTransport, TransportState } from './transport.js';
 import { annotateInvoke, traceInvoke } from './tracing.js';
 
@@ -121,12 +129,21 @@ export class ToolBridge {
       throw new RegistryError('TR_ERR_GONE', `tool "${tool.name}" is ${record.status} and can no longer be called`);
     }
     // A tool service that stopped its heartbeats: refused at once, not after the call's timeout.
-    const health = record.kind === 'tool-service' && record.serviceId !== null ? this.#options.health?.availability(record.serviceId) : undefined;
+    const health =
+      record.kind === 'tool-service' && record.serviceId !== null ? this.#options.health?.availability(record.serviceId) : undefined;
     if (health && !health.available) {
       // Counted like any call the bus could not carry, so that /stats shows a dead service's refusals.
-      this.#options.usage.record({ at: new Date().toISOString(), tool: tool.name, sub: subOf(caller), outcome: 'unavailable', durationMs: 0 });
+      this.#options.usage.record({
+        at: new Date().toISOString(),
+        tool: tool.name,
+        sub: subOf(caller),
+        outcome: 'unavailable',
+        durationMs: 0,
+      });
       const why = health.saidGoodbye ? 'said goodbye' : 'stopped sending heartbeats';
-      throw new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${tool.name} cannot be reached now: its tool service ${why}`, { retryAfterS: Math.max(1, Math.ceil(health.intervalS ?? 5)) });
+      throw new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${tool.name} cannot be reached now: its tool service ${why}`, {
+        retryAfterS: Math.max(1, Math.ceil(health.intervalS ?? 5)),
+      });
     }
     return entry;
   }
@@ -158,17 +175,25 @@ export class ToolBridge {
     await this.#checkArguments(tool, args, request.callerKey, finish);
     if (this.#inflight >= this.#options.maxInflight) {
       finish('unavailable');
-      throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `${this.#inflight} calls are in flight, the most this registry carries at once; retry shortly`, {
-        retryAfterS: 1,
-      });
+      throw new RegistryError(
+        'TR_ERR_TOO_MANY_CALLS',
+        `${this.#inflight} calls are in flight, the most this registry carries at once; retry shortly`,
+        {
+          retryAfterS: 1,
+        },
+      );
     }
     const { callerKey } = request;
     const mine = this.#inflightBy.get(callerKey) ?? 0;
     if (mine >= this.#options.maxInflightPerCaller) {
       finish('unavailable');
-      throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `you have ${mine} calls in flight, the most one caller may have at once; retry when one ends`, {
-        retryAfterS: 1,
-      });
+      throw new RegistryError(
+        'TR_ERR_TOO_MANY_CALLS',
+        `you have ${mine} calls in flight, the most one caller may have at once; retry when one ends`,
+        {
+          retryAfterS: 1,
+        },
+      );
     }
 
     const id = randomUUID();
@@ -211,21 +236,36 @@ export class ToolBridge {
    * A refusal is not a call (like arguments that are not an object, it is not counted in usage);
    * a stored schema that cannot be compiled is the tool's fault, a failed call (502).
    */
-  async #checkArguments(tool: Tool, args: Record<string, unknown>, callerKey: string, finish: (outcome: CallOutcome) => number): Promise<void> {
+  async #checkArguments(
+    tool: Tool,
+    args: Record<string, unknown>,
+    callerKey: string,
+    finish: (outcome: CallOutcome) => number,
+  ): Promise<void> {
     let errors: FieldError[];
     try {
       errors = await this.#validators.check(tool, args, { owner: callerKey, timeoutMs: this.#timeoutOf(tool) });
     } catch (err) {
       // Too costly to check: the caller's value, refused like arguments that do not fit.
-      if (err instanceof ValidationWorkError) throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', `the arguments of ${tool.name} cannot be checked: ${err.message}`);
-      if (err instanceof ValidationBusyError) throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `the arguments of ${tool.name} cannot be checked now: ${err.message}`, { retryAfterS: 1 });
+      if (err instanceof ValidationWorkError)
+        throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', `the arguments of ${tool.name} cannot be checked: ${err.message}`);
+      if (err instanceof ValidationBusyError)
+        throw new RegistryError('TR_ERR_TOO_MANY_CALLS', `the arguments of ${tool.name} cannot be checked now: ${err.message}`, {
+          retryAfterS: 1,
+        });
       if (!(err instanceof UncompilableSchemaError)) throw err;
       finish('service-error');
       const message = `the tool's stored input schema cannot be checked against (${err.message}); an operator must register the tool again with a valid schema`;
-      throw new RegistryError('TR_ERR_TOOL_SERVICE', `${tool.name} failed: ${message}`, { extra: { serviceError: { type: 'invalid-input-schema', message } } });
+      throw new RegistryError('TR_ERR_TOOL_SERVICE', `${tool.name} failed: ${message}`, {
+        extra: { serviceError: { type: 'invalid-input-schema', message } },
+      });
     }
     if (errors.length === 0) return;
-    throw new RegistryError('TR_ERR_INVALID_ARGUMENTS', `the arguments do not fit the input schema of ${tool.name}: ${listed(errors, '(arguments)')}`, { fieldErrors: errors });
+    throw new RegistryError(
+      'TR_ERR_INVALID_ARGUMENTS',
+      `the arguments do not fit the input schema of ${tool.name}: ${listed(errors, '(arguments)')}`,
+      { fieldErrors: errors },
+    );
   }
 
   /**
@@ -238,7 +278,8 @@ export class ToolBridge {
     try {
       errors = await this.#outputValidators.check(tool, value, { owner: `tool:${tool.name}`, timeoutMs: this.#timeoutOf(tool) });
     } catch (err) {
-      if (err instanceof ValidationWorkError || err instanceof ValidationBusyError) return `the answer of ${tool.name} cannot be shown to fit its output schema: ${err.message}`;
+      if (err instanceof ValidationWorkError || err instanceof ValidationBusyError)
+        return `the answer of ${tool.name} cannot be shown to fit its output schema: ${err.message}`;
       if (!(err instanceof UncompilableSchemaError)) throw err;
       return `the tool's stored output schema cannot be checked against (${err.message})`;
     }
@@ -256,7 +297,8 @@ export class ToolBridge {
    * name gets; a token 404, or 410 when the deleted tool was one it could have known of.
    */
   #unknownTool(name: string, caller: Caller): RegistryError {
-    if (caller.kind === 'anonymous') return new RegistryError('TR_ERR_UNAUTHENTICATED', `calling ${name} needs a bearer token`, { challenge: {} });
+    if (caller.kind === 'anonymous')
+      return new RegistryError('TR_ERR_UNAUTHENTICATED', `calling ${name} needs a bearer token`, { challenge: {} });
     const tombstone = this.#options.catalog.getTombstone(name);
     if (tombstone && mayLearnOf(normaliseTool(tombstone.kind, tombstone.descriptor).scopes, caller, this.#options.visibility)) {
       return new RegistryError('TR_ERR_GONE', `tool "${name}" was deleted and can no longer be called`);

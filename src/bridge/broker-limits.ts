@@ -35,7 +35,12 @@ function positive(value: unknown): number | undefined {
  * Reads the broker's message limits through its admin API. Rejects with an Error saying why
  * when they cannot be read (no admin API there, no permission, timeout).
  */
-export async function readBrokerLimits(wsUrl: string, token: string | undefined, timeoutMs: number, signal?: AbortSignal): Promise<BrokerLimits> {
+export async function readBrokerLimits(
+  wsUrl: string,
+  token: string | undefined,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<BrokerLimits> {
   // A plain timer over the request and its body: an AbortSignal.timeout inside AbortSignal.any
   // can be collected before it fires (nodejs/node#57736), and a body that stalls would then
   // hold every bus call behind it (PulsarWsClient.limits waits for this).
@@ -55,7 +60,13 @@ export async function readBrokerLimits(wsUrl: string, token: string | undefined,
   }
 }
 
-async function readWithin(wsUrl: string, token: string | undefined, timeoutMs: number, signal: AbortSignal, timedOut: () => boolean): Promise<BrokerLimits> {
+async function readWithin(
+  wsUrl: string,
+  token: string | undefined,
+  timeoutMs: number,
+  signal: AbortSignal,
+  timedOut: () => boolean,
+): Promise<BrokerLimits> {
   const url = `${adminBase(wsUrl)}/admin/v2/brokers/configuration/runtime`;
   let res: Response;
   try {
@@ -65,18 +76,31 @@ async function readWithin(wsUrl: string, token: string | undefined, timeoutMs: n
       signal,
     });
   } catch (err) {
-    throw new Error(timedOut() ? `no answer from ${new URL(url).host} within ${timeoutMs} ms` : `cannot reach ${new URL(url).host}: ${(err as Error).message}`);
+    throw new Error(
+      timedOut()
+        ? `no answer from ${new URL(url).host} within ${timeoutMs} ms`
+        : `cannot reach ${new URL(url).host}: ${(err as Error).message}`,
+    );
   }
   if (!res.ok) {
     await res.body?.cancel();
-    const hint = res.status === 401 || res.status === 403 ? ' (the endpoint needs a superuser token)' : res.status === 404 ? ' (no broker admin API there, e.g. a WebSocket proxy)' : '';
+    const hint =
+      res.status === 401 || res.status === 403
+        ? ' (the endpoint needs a superuser token)'
+        : res.status === 404
+          ? ' (no broker admin API there, e.g. a WebSocket proxy)'
+          : '';
     throw new Error(`GET /admin/v2/brokers/configuration/runtime answered HTTP ${res.status}${hint}`);
   }
   let config: unknown;
   try {
     config = await res.json();
   } catch {
-    throw new Error(timedOut() ? `no whole answer from ${new URL(url).host} within ${timeoutMs} ms` : 'GET /admin/v2/brokers/configuration/runtime did not answer JSON');
+    throw new Error(
+      timedOut()
+        ? `no whole answer from ${new URL(url).host} within ${timeoutMs} ms`
+        : 'GET /admin/v2/brokers/configuration/runtime did not answer JSON',
+    );
   }
   const values = typeof config === 'object' && config !== null ? (config as Record<string, unknown>) : {};
   const maxTextFrameBytes = positive(values['webSocketMaxTextFrameSize']);

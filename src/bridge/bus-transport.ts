@@ -60,7 +60,14 @@ export class BusTransport implements ToolTransport {
     return traceTransport(`send ${requestQueue}`, attributes, async (properties) => {
       try {
         return await client.call(
-          { id: call.id, requestQueue, responseQueue: service['response-queue'], body, ...(call.onChunk && { onChunk: call.onChunk }), properties },
+          {
+            id: call.id,
+            requestQueue,
+            responseQueue: service['response-queue'],
+            body,
+            ...(call.onChunk && { onChunk: call.onChunk }),
+            properties,
+          },
           call.signal,
         );
       } catch (err) {

@@ -27,7 +27,11 @@ function toolUrl(call: HttpCall): URL {
 
 /** Returns the observation text: a JSON string as is, any other JSON as JSON text. */
 async function callHttpTool(fetch: OutboundFetch, call: HttpCall, signal: AbortSignal): Promise<string> {
-  const headers: Record<string, string> = { ...call.traceHeaders, 'content-type': 'application/json', accept: 'application/json, text/plain;q=0.9' };
+  const headers: Record<string, string> = {
+    ...call.traceHeaders,
+    'content-type': 'application/json',
+    accept: 'application/json, text/plain;q=0.9',
+  };
   if (call.authorization !== undefined) headers['authorization'] = call.authorization;
   let response: Response;
   try {
@@ -51,7 +55,8 @@ async function callHttpTool(fetch: OutboundFetch, call: HttpCall, signal: AbortS
   }
   // The tool's own refusal or failure is a bad gateway answer for the agent (502), with its status.
   if (response.status >= 400) throw new ToolServiceError(`http-${response.status}`, text.slice(0, 1000) || response.statusText);
-  if (response.status >= 300) throw new ToolServiceError(`http-${response.status}`, 'the tool answered with a redirect, which the registry does not follow');
+  if (response.status >= 300)
+    throw new ToolServiceError(`http-${response.status}`, 'the tool answered with a redirect, which the registry does not follow');
   if ((response.headers.get('content-type') ?? '').includes('json')) {
     try {
       const value: unknown = JSON.parse(text);
@@ -92,9 +97,18 @@ export class HttpTransport implements ToolTransport {
     if (!http) throw new TypeError(`${call.tool.name} is not an HTTP tool`);
     // The HTTP client span (OpenTelemetry's conventions: named after the method; no query in
     // its attributes, which a descriptor's endpoint could carry a credential in).
-    const attributes = { 'http.request.method': 'POST', 'server.address': http.host, 'server.port': http.port, 'url.path': http.endpoint.split('?')[0] ?? '' };
+    const attributes = {
+      'http.request.method': 'POST',
+      'server.address': http.host,
+      'server.port': http.port,
+      'url.path': http.endpoint.split('?')[0] ?? '',
+    };
     const result = await traceTransport('POST', attributes, (traceHeaders) =>
-      callHttpTool(this.#fetch, { ...http, arguments: call.arguments, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes, traceHeaders }, call.signal),
+      callHttpTool(
+        this.#fetch,
+        { ...http, arguments: call.arguments, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes, traceHeaders },
+        call.signal,
+      ),
     );
     call.onChunk?.(result);
     return result;

@@ -53,7 +53,8 @@ const MAX_PAGES = 10_000;
  */
 class TracedTransport extends StreamableHTTPClientTransport {
   override send(message: JSONRPCMessage | JSONRPCMessage[], options?: Parameters<StreamableHTTPClientTransport['send']>[1]): Promise<void> {
-    if (!Array.isArray(message) && 'method' in message && 'id' in message && message.method === 'tools/call') annotateActive('jsonrpc.request.id', String(message.id));
+    if (!Array.isArray(message) && 'method' in message && 'id' in message && message.method === 'tools/call')
+      annotateActive('jsonrpc.request.id', String(message.id));
     return super.send(message, options);
   }
 }
@@ -79,7 +80,11 @@ export class McpUpstreamClient {
     });
     this.#client = new Client(
       { name: 'tool-registry', version: options.version },
-      { listChanged: { tools: { autoRefresh: false, debounceMs: LIST_CHANGED_DEBOUNCE_MS, onChanged: () => this.#options.onToolsChanged() } } },
+      {
+        listChanged: {
+          tools: { autoRefresh: false, debounceMs: LIST_CHANGED_DEBOUNCE_MS, onChanged: () => this.#options.onToolsChanged() },
+        },
+      },
     );
     // Errors the SDK reports without a caller to throw to; the fetch above notes the ones that matter.
     this.#client.onerror = () => undefined;
@@ -121,11 +126,22 @@ export class McpUpstreamClient {
     let bytes = 0;
     let cursor: string | undefined;
     for (let page = 0; page < MAX_PAGES; page++) {
-      const result = await this.#client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, { timeout: requestTimeoutMs });
+      const result = await this.#client.request(
+        { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
+        ListToolsResultSchema,
+        { timeout: requestTimeoutMs },
+      );
       bytes += Buffer.byteLength(JSON.stringify(result.tools));
-      if (bytes > maxListBytes) throw new UpstreamListError(`the tool list is larger than ${maxListBytes} bytes (MCP_UPSTREAM_MAX_LIST_BYTES)`);
+      if (bytes > maxListBytes)
+        throw new UpstreamListError(`the tool list is larger than ${maxListBytes} bytes (MCP_UPSTREAM_MAX_LIST_BYTES)`);
       for (const tool of result.tools) {
-        tools.push({ name: tool.name, title: tool.title, description: tool.description, inputSchema: tool.inputSchema, outputSchema: tool.outputSchema });
+        tools.push({
+          name: tool.name,
+          title: tool.title,
+          description: tool.description,
+          inputSchema: tool.inputSchema,
+          outputSchema: tool.outputSchema,
+        });
       }
       if (tools.length > maxTools) throw new UpstreamListError(`the server lists more than ${maxTools} tools (MCP_UPSTREAM_MAX_TOOLS)`);
       cursor = result.nextCursor;
@@ -141,7 +157,12 @@ export class McpUpstreamClient {
    * `traceContext` (`traceparent`, `tracestate`) goes in `params._meta`, unprefixed, as the MCP
    * conventions of OpenTelemetry and SEP-414 have it.
    */
-  callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, traceContext: Record<string, string> = {}): Promise<CallToolResult> {
+  callTool(
+    name: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    traceContext: Record<string, string> = {},
+  ): Promise<CallToolResult> {
     const params = { name, arguments: args, ...(Object.keys(traceContext).length > 0 && { _meta: traceContext }) };
     return this.#client.request({ method: 'tools/call', params }, CallToolResultSchema, { signal, timeout: CALL_TIMEOUT_MS });
   }

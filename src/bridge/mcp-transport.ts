@@ -82,7 +82,8 @@ export class McpTransport implements ToolTransport {
     // error.type as the conventions name it: the JSON-RPC error code, or `tool_error` for an
     // answer with isError; otherwise the registry's own class of the failure.
     let rpcCode: string | undefined;
-    const errorTypeOf = (err: unknown) => rpcCode ?? (err instanceof ToolServiceError && err.type === 'mcp-tool-error' ? 'tool_error' : undefined);
+    const errorTypeOf = (err: unknown) =>
+      rpcCode ?? (err instanceof ToolServiceError && err.type === 'mcp-tool-error' ? 'tool_error' : undefined);
     return traceTransport(
       `tools/call ${tool.upstreamName}`,
       attributes,
@@ -102,10 +103,14 @@ export class McpTransport implements ToolTransport {
           throw new ToolServiceError('mcp-error', err instanceof Error ? err.message.slice(0, 1000) : 'the MCP server failed the call');
         }
         if (result.isError === true) {
-          throw new ToolServiceError('mcp-tool-error', result.content.map(partText).join('\n').slice(0, 1000) || 'the tool reported an error');
+          throw new ToolServiceError(
+            'mcp-tool-error',
+            result.content.map(partText).join('\n').slice(0, 1000) || 'the tool reported an error',
+          );
         }
         const text = observationOf(result);
-        if (Buffer.byteLength(text) > this.#maxResponseBytes) throw new ToolServiceError('response-too-large', 'the tool sent more than the registry keeps for one call');
+        if (Buffer.byteLength(text) > this.#maxResponseBytes)
+          throw new ToolServiceError('response-too-large', 'the tool sent more than the registry keeps for one call');
         call.onChunk?.(text);
         return text;
       },

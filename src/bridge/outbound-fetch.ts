@@ -23,7 +23,13 @@ export type OutboundFetch = (input: string | URL, init?: RequestInit) => Promise
 type Connect = buildConnector.connector;
 
 /** Connects to the first address that takes the connection; the last failure when none does. */
-function connectFirst(base: Connect, options: buildConnector.Options, addresses: readonly IpAddress[], callback: buildConnector.Callback, at = 0): void {
+function connectFirst(
+  base: Connect,
+  options: buildConnector.Options,
+  addresses: readonly IpAddress[],
+  callback: buildConnector.Callback,
+  at = 0,
+): void {
   const ip = addresses[at] as IpAddress;
   base({ ...options, hostname: formatIp(ip) }, (...result) => {
     if (result[0] !== null && at + 1 < addresses.length) return connectFirst(base, options, addresses, callback, at + 1);

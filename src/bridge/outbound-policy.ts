@@ -242,13 +242,15 @@ export class OutboundPolicy {
     const publicIps = port === this.#public?.port ? this.#publicIps() : Promise.resolve([]);
     if (normal.kind === 'ip') {
       const refusal = this.#refusal({ ip: normal.ip, port }, await publicIps);
-      if (refusal !== undefined) throw new TargetRefusedError(`${formatIp(normal.ip)} port ${port} is refused by the outbound address policy: ${refusal}`);
+      if (refusal !== undefined)
+        throw new TargetRefusedError(`${formatIp(normal.ip)} port ${port} is refused by the outbound address policy: ${refusal}`);
       return [normal.ip];
     }
     const name = normal.name;
     // A name the rules refuse is not even looked up.
     const refusedName = this.#selfRefusal({ name, port }) ?? this.#ruleRefusal({ name, port });
-    if (refusedName !== undefined) throw new TargetRefusedError(`${name} port ${port} is refused by the outbound address policy: ${refusedName}`);
+    if (refusedName !== undefined)
+      throw new TargetRefusedError(`${name} port ${port} is refused by the outbound address policy: ${refusedName}`);
     const [resolved, own] = await Promise.all([this.#resolve(name), publicIps]);
     const allowed: IpAddress[] = [];
     let first: string | undefined;
@@ -304,8 +306,7 @@ export class OutboundPolicy {
     if (this.#host && this.#isHost(this.#host, target)) return refusal;
     const ip = target.ip && embeddedIpv4(target.ip);
     if (ip === undefined) return undefined;
-    const local =
-      ip.family === 4 ? inNetwork(ip, LOOPBACK_V4) || inNetwork(ip, UNSPECIFIED_V4) : ip.value <= 1n; // :: and ::1
+    const local = ip.family === 4 ? inNetwork(ip, LOOPBACK_V4) || inNetwork(ip, UNSPECIFIED_V4) : ip.value <= 1n; // :: and ::1
     if (local) return refusal;
     for (const address of this.#interfaceAddresses()) {
       const own = parseIp(address);

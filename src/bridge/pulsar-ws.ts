@@ -111,7 +111,11 @@ export function publishFrame(payload: string, properties: Record<string, string>
  * (base64 characters need no escaping in JSON, so this is exact); then the broker's
  * maxMessageSize, less room for the message header, when known.
  */
-export function payloadLimit(limits: BusLimits, properties: Record<string, string>, context: string): { bytes: number; boundBy: 'frame' | 'message' } {
+export function payloadLimit(
+  limits: BusLimits,
+  properties: Record<string, string>,
+  context: string,
+): { bytes: number; boundBy: 'frame' | 'message' } {
   const envelope = Buffer.byteLength(JSON.stringify({ payload: '', properties, context }));
   const byFrame = Math.max(0, Math.floor((limits.maxFrameBytes - envelope) / 4) * 3);
   const byMessage = limits.maxMessageBytes === undefined ? Infinity : Math.max(0, limits.maxMessageBytes - MESSAGE_HEADER_ALLOWANCE);
@@ -119,7 +123,12 @@ export function payloadLimit(limits: BusLimits, properties: Record<string, strin
 }
 
 /** The facts of a payload too large for one message, or undefined when it fits. */
-export function oversize(payload: string, limits: BusLimits, properties: Record<string, string>, context: string): MessageSizeFacts | undefined {
+export function oversize(
+  payload: string,
+  limits: BusLimits,
+  properties: Record<string, string>,
+  context: string,
+): MessageSizeFacts | undefined {
   const bytes = Buffer.byteLength(payload);
   const limit = payloadLimit(limits, properties, context);
   if (bytes <= limit.bytes) return undefined;
@@ -379,11 +388,16 @@ class ResponseSubscription extends Channel {
       this.#finish(id, call, serviceErrorOf(message.error));
       return;
     }
-    const chunk = typeof message.response === 'string' ? message.response : message.response === undefined ? '' : JSON.stringify(message.response);
+    const chunk =
+      typeof message.response === 'string' ? message.response : message.response === undefined ? '' : JSON.stringify(message.response);
     if (chunk !== '') {
       call.bytes += Buffer.byteLength(chunk);
       if (call.bytes > (this.client.options.maxResponseBytes ?? 16 * 1024 * 1024)) {
-        this.#finish(id, call, new ToolServiceError('response-too-large', 'the tool service sent more than the registry keeps for one call'));
+        this.#finish(
+          id,
+          call,
+          new ToolServiceError('response-too-large', 'the tool service sent more than the registry keeps for one call'),
+        );
         return;
       }
       call.chunks.push(chunk);
@@ -431,7 +445,10 @@ class RequestProducer extends Channel {
     if (!ack) return;
     this.#acks.delete(context);
     if (frame['result'] === 'ok') ack.resolve();
-    else ack.reject(new BridgeUnavailableError(`the broker did not take the request (${String(frame['result'])}: ${String(frame['errorMsg'] ?? '')})`));
+    else
+      ack.reject(
+        new BridgeUnavailableError(`the broker did not take the request (${String(frame['result'])}: ${String(frame['errorMsg'] ?? '')})`),
+      );
   }
 
   protected onDisconnect(err: Error): void {
@@ -517,7 +534,11 @@ export class PulsarWsClient {
     const id = request.id;
     try {
       // Too large a call is refused before anything is opened or sent.
-      const frame = producer.frame(JSON.stringify(request.body), { ...request.properties, id }, await Promise.race([this.limits(), aborted]));
+      const frame = producer.frame(
+        JSON.stringify(request.body),
+        { ...request.properties, id },
+        await Promise.race([this.limits(), aborted]),
+      );
       // Subscribe before publishing: a non-persistent topic delivers only to subscriptions that
       // exist when the message arrives.
       await Promise.race([subscription.ready(), aborted]);

@@ -65,7 +65,13 @@ function decodeCursor(text: string): Cursor {
   try {
     const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as { s?: unknown; u?: unknown; a?: unknown };
     const index = value.s ?? value.u;
-    if (Number.isSafeInteger(index) && (index as number) >= 0 && typeof value.a === 'string' && (value.s === undefined) !== (value.u === undefined)) return value as Cursor;
+    if (
+      Number.isSafeInteger(index) &&
+      (index as number) >= 0 &&
+      typeof value.a === 'string' &&
+      (value.s === undefined) !== (value.u === undefined)
+    )
+      return value as Cursor;
   } catch {
     // fall through
   }
@@ -125,7 +131,10 @@ export class CatalogListing {
   }
 
   #render(listing: Listing): ListingBody {
-    return { body: discoveryBody(this.#catalog.serviceName, listing.parts, `,"nextCursor":${JSON.stringify(listing.nextCursor)}`), index: listing.index };
+    return {
+      body: discoveryBody(this.#catalog.serviceName, listing.parts, `,"nextCursor":${JSON.stringify(listing.nextCursor)}`),
+      index: listing.index,
+    };
   }
 
   list(key: ViewKey, query: ListingQuery): Listing {
@@ -135,19 +144,29 @@ export class CatalogListing {
     const health = query.passing ? this.#health : undefined;
     // Only a live tool of a service that stopped its heartbeats fails: tombstones pass as they are.
     const failing = (entry: CatalogTool) =>
-      health !== undefined && entry.record.status !== 'deleted' && entry.record.kind === 'tool-service' && entry.record.serviceId !== null && !health.available(entry.record.serviceId);
-    const inView = (scopes: readonly string[], entry?: CatalogTool) => visibleScopes(scopes, key) && (scope === undefined || scopes.includes(scope)) && (entry === undefined || !failing(entry));
+      health !== undefined &&
+      entry.record.status !== 'deleted' &&
+      entry.record.kind === 'tool-service' &&
+      entry.record.serviceId !== null &&
+      !health.available(entry.record.serviceId);
+    const inView = (scopes: readonly string[], entry?: CatalogTool) =>
+      visibleScopes(scopes, key) && (scope === undefined || scopes.includes(scope)) && (entry === undefined || !failing(entry));
 
     if (query.q !== undefined) {
       // Ranked by relevance among the tools of the view (and filters): no cursor, the first `limit`.
       const since = query.updatedSince;
-      const found = this.#catalog.search(query.q, limit, (entry) => inView(entry.tool.scopes, entry) && (since === undefined || entry.record.updatedAt >= since));
+      const found = this.#catalog.search(
+        query.q,
+        limit,
+        (entry) => inView(entry.tool.scopes, entry) && (since === undefined || entry.record.updatedAt >= since),
+      );
       return listing(found, null, index);
     }
 
     const cursor = query.cursor !== undefined ? decodeCursor(query.cursor) : undefined;
     if (query.updatedSince !== undefined) return this.#changes(query.updatedSince, cursor, limit, inView, index);
-    if (cursor !== undefined && !('s' in cursor)) throw badCursor('this cursor continues a walk with updated_since; pass updated_since again');
+    if (cursor !== undefined && !('s' in cursor))
+      throw badCursor('this cursor continues a walk with updated_since; pass updated_since again');
     return this.#pinnedWalk(key, scope, cursor, limit, inView, index);
   }
 
@@ -156,7 +175,14 @@ export class CatalogListing {
    * those deleted since), and none created since. Live tools come from the view's name indexes;
    * tombstones from the deletions made after the pin (few), merged in name order.
    */
-  #pinnedWalk(key: ViewKey, scope: string | undefined, cursor: NameCursor | undefined, limit: number, inView: (scopes: readonly string[], entry?: CatalogTool) => boolean, index: number): Listing {
+  #pinnedWalk(
+    key: ViewKey,
+    scope: string | undefined,
+    cursor: NameCursor | undefined,
+    limit: number,
+    inView: (scopes: readonly string[], entry?: CatalogTool) => boolean,
+    index: number,
+  ): Listing {
     const pinned = cursor?.s ?? index;
     if (pinned > index) throw badCursor('the cursor is from a registry index ahead of this one; start the walk again');
     const after = cursor?.a;
@@ -196,8 +222,15 @@ export class CatalogListing {
    * tool (or tombstone) once, as it is now, at its latest change. The walk follows writes made
    * during it: a tool changed again after it was served comes again, later, as changed.
    */
-  #changes(since: string, cursor: Cursor | undefined, limit: number, inView: (scopes: readonly string[], entry?: CatalogTool) => boolean, index: number): Listing {
-    if (cursor !== undefined && !('u' in cursor)) throw badCursor('this cursor continues a walk in name order; leave updated_since out, or start again');
+  #changes(
+    since: string,
+    cursor: Cursor | undefined,
+    limit: number,
+    inView: (scopes: readonly string[], entry?: CatalogTool) => boolean,
+    index: number,
+  ): Listing {
+    if (cursor !== undefined && !('u' in cursor))
+      throw badCursor('this cursor continues a walk in name order; leave updated_since out, or start again');
     const page: CatalogTool[] = [];
     let more = false;
     for (const { record, entry } of this.#catalog.changedSince(since, cursor && { index: cursor.u, name: cursor.a })) {

@@ -101,7 +101,9 @@ function lengthCode(length: number): number {
   if (length <= EXACT_LENGTHS) return length;
   return Math.min(LENGTH_CODES - 1, EXACT_LENGTHS + Math.round(Math.log(length / EXACT_LENGTHS) / Math.log(LENGTH_STEP)));
 }
-const LENGTH_OF_CODE = Float64Array.from({ length: LENGTH_CODES }, (_, c) => (c <= EXACT_LENGTHS ? c : EXACT_LENGTHS * LENGTH_STEP ** (c - EXACT_LENGTHS)));
+const LENGTH_OF_CODE = Float64Array.from({ length: LENGTH_CODES }, (_, c) =>
+  c <= EXACT_LENGTHS ? c : EXACT_LENGTHS * LENGTH_STEP ** (c - EXACT_LENGTHS),
+);
 
 const COMPACT_MIN_DEAD = 1024;
 const COMPACT_DEAD_FRACTION = 0.25;
@@ -543,7 +545,9 @@ export class SearchIndex {
     }
     const df = this.#df;
     const text = this.#termText;
-    const byFrequency = [...candidates].sort((a, b) => (df[b] as number) - (df[a] as number) || ((text[a] as string) < (text[b] as string) ? -1 : 1));
+    const byFrequency = [...candidates].sort(
+      (a, b) => (df[b] as number) - (df[a] as number) || ((text[a] as string) < (text[b] as string) ? -1 : 1),
+    );
     const chosen: number[] = [];
     let postings = 0;
     for (const t of byFrequency) {
@@ -593,15 +597,24 @@ export class SearchIndex {
    * costs about the rare word's documents, not its own. With every group essential, every
    * document with any word is scored. Returns how many documents the pass touched.
    */
-  #pass(groups: readonly QueryGroup[], essential: number, norms: Float64Array, scratch: Scratch, nameWords: readonly string[], trimmed: string): number {
+  #pass(
+    groups: readonly QueryGroup[],
+    essential: number,
+    norms: Float64Array,
+    scratch: Scratch,
+    nameWords: readonly string[],
+    trimmed: string,
+  ): number {
     let count = 0;
-    for (let g = 0; g < essential; g++) for (const term of (groups[g] as QueryGroup).terms) count = this.#scoreTerm(term, norms, scratch, count);
+    for (let g = 0; g < essential; g++)
+      for (const term of (groups[g] as QueryGroup).terms) count = this.#scoreTerm(term, norms, scratch, count);
     if (essential < groups.length && count > 0) {
       const candidates = scratch.touched.subarray(0, count);
       let sorted = true;
       for (let i = 1; i < count && sorted; i++) sorted = (candidates[i - 1] as number) < (candidates[i] as number);
       if (!sorted) candidates.sort();
-      for (let g = essential; g < groups.length; g++) for (const term of (groups[g] as QueryGroup).terms) this.#probe(term, norms, scratch, 0, count);
+      for (let g = essential; g < groups.length; g++)
+        for (const term of (groups[g] as QueryGroup).terms) this.#probe(term, norms, scratch, 0, count);
     }
     return this.#markNamed(scratch, count, groups, norms, nameWords, trimmed);
   }
@@ -611,7 +624,7 @@ export class SearchIndex {
     const { acc, touched } = scratch;
     const pages = this.#pool.pages;
     let count = touchedBefore;
-    for (let block = this.#head[term] as number; block !== 0; ) {
+    for (let block = this.#head[term] as number; block !== 0;) {
       const page = pages[Math.floor(block / PAGE_WORDS)] as Uint32Array;
       const at = block & OFFSET_MASK;
       for (let i = at + HEADER, end = i + 2 * (page[at + 2] as number); i < end; i += 2) {
@@ -688,7 +701,14 @@ export class SearchIndex {
    * words as the query has words, so the candidates are the postings of the rarest term with
    * that name length (read again: they are few), checked by hash, then by their words.
    */
-  #markNamed(scratch: Scratch, touched: number, groups: readonly QueryGroup[], norms: Float64Array, nameWords: readonly string[], trimmed: string): number {
+  #markNamed(
+    scratch: Scratch,
+    touched: number,
+    groups: readonly QueryGroup[],
+    norms: Float64Array,
+    nameWords: readonly string[],
+    trimmed: string,
+  ): number {
     let rarest = -1;
     for (const group of groups) {
       for (const { term, whole } of group.terms) {
@@ -702,7 +722,7 @@ export class SearchIndex {
     const key = nameWords.join(' ');
     const pages = this.#pool.pages;
     let count = touched;
-    for (let block = this.#head[rarest] as number; block !== 0; ) {
+    for (let block = this.#head[rarest] as number; block !== 0;) {
       const page = pages[Math.floor(block / PAGE_WORDS)] as Uint32Array;
       const at = block & OFFSET_MASK;
       for (let i = at + HEADER, end = i + 2 * (page[at + 2] as number); i < end; i += 2) {
@@ -865,7 +885,7 @@ export class SearchIndex {
       let remaining = df[nt];
       let block = 0;
       let room = 0;
-      for (let old = this.#head[t] as number; old !== 0; ) {
+      for (let old = this.#head[t] as number; old !== 0;) {
         const page = oldPages[Math.floor(old / PAGE_WORDS)] as Uint32Array;
         const at = old & OFFSET_MASK;
         for (let i = at + HEADER, end = i + 2 * (page[at + 2] as number); i < end; i += 2) {

@@ -102,16 +102,19 @@ export class ServiceHealth {
       this.#timer = null;
       return;
     }
-    this.#timer = setTimeout(() => {
-      const now = this.#now();
-      for (const [id, beat] of this.#beats) {
-        if (!beat.gone && beat.until <= now) {
-          beat.gone = true;
-          this.#changed(id, false);
+    this.#timer = setTimeout(
+      () => {
+        const now = this.#now();
+        for (const [id, beat] of this.#beats) {
+          if (!beat.gone && beat.until <= now) {
+            beat.gone = true;
+            this.#changed(id, false);
+          }
         }
-      }
-      this.#arm();
-    }, Math.max(0, next - this.#now()) + 5);
+        this.#arm();
+      },
+      Math.max(0, next - this.#now()) + 5,
+    );
     this.#timer.unref();
   }
 }

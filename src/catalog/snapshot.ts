@@ -320,13 +320,20 @@ export class CatalogSnapshot {
       const before = this.#services.has(s.id) ? [] : null;
       if (s.status === 'deleted') this.#services.delete(s.id);
       else this.#services.set(s.id, s);
-      changes.push({ kind: 'tool-service', name: s.id, op: s.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: before, scopesAfter: s.status === 'deleted' ? null : [] });
+      changes.push({
+        kind: 'tool-service',
+        name: s.id,
+        op: s.status === 'deleted' ? 'delete' : 'upsert',
+        scopesBefore: before,
+        scopesAfter: s.status === 'deleted' ? null : [],
+      });
     }
     const tools = change.tools ?? [];
     // Name-order index updates are gathered, so that a big write (an import) merges once.
     const added: IndexChanges = new Map();
     const removed: IndexChanges = new Map();
-    const ordered = tools.length > 1 && !strictlyAscending(tools.map((t) => t.name)) ? [...tools].sort((a, b) => compareNames(a.name, b.name)) : tools;
+    const ordered =
+      tools.length > 1 && !strictlyAscending(tools.map((t) => t.name)) ? [...tools].sort((a, b) => compareNames(a.name, b.name)) : tools;
     for (const t of ordered) {
       const previous = this.#tools.get(t.name);
       const known = previous !== undefined || this.#tombstones.has(t.name);
@@ -354,7 +361,13 @@ export class CatalogSnapshot {
         after = entry.tool.scopes;
       }
       this.#mark(t, known);
-      changes.push({ kind: 'tool', name: t.name, op: t.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: before, scopesAfter: after });
+      changes.push({
+        kind: 'tool',
+        name: t.name,
+        op: t.status === 'deleted' ? 'delete' : 'upsert',
+        scopesBefore: before,
+        scopesAfter: after,
+      });
     }
     for (const key of new Set([...added.keys(), ...removed.keys()])) {
       if (typeof key !== 'string') {
@@ -393,7 +406,13 @@ export class CatalogSnapshot {
     for (const s of change.services ?? []) {
       const present = services.get(s.id) ?? this.#services.has(s.id);
       services.set(s.id, s.status !== 'deleted');
-      changes.push({ kind: 'tool-service', name: s.id, op: s.status === 'deleted' ? 'delete' : 'upsert', scopesBefore: present ? [] : null, scopesAfter: s.status === 'deleted' ? null : [] });
+      changes.push({
+        kind: 'tool-service',
+        name: s.id,
+        op: s.status === 'deleted' ? 'delete' : 'upsert',
+        scopesBefore: present ? [] : null,
+        scopesAfter: s.status === 'deleted' ? null : [],
+      });
     }
 
     const tools = new Map<string, CatalogTool>();
@@ -446,7 +465,13 @@ export class CatalogSnapshot {
       if (tombstone) revived.push({ name: t.name, tombstone, createIndex: t.createIndex });
       marks.push({ name: t.name, index: t.index, updatedAt: t.updatedAt, latestUpdatedAt: '' });
       searchNames.push(t.name);
-      changes.push({ kind: 'tool', name: t.name, op: 'upsert', scopesBefore: previous?.tool.scopes ?? null, scopesAfter: entry.tool.scopes });
+      changes.push({
+        kind: 'tool',
+        name: t.name,
+        op: 'upsert',
+        scopesBefore: previous?.tool.scopes ?? null,
+        scopesAfter: entry.tool.scopes,
+      });
       if (due()) yield;
     }
 
@@ -599,14 +624,20 @@ export class CatalogSnapshot {
    * change is at or after `since` (an ISO time) or after the `after` position. Each name comes
    * once, at its latest change.
    */
-  *changedSince(since: string | undefined, after: { index: number; name: string } | undefined): Generator<{ record: ToolRecord; entry: CatalogTool | undefined }> {
+  *changedSince(
+    since: string | undefined,
+    after: { index: number; name: string } | undefined,
+  ): Generator<{ record: ToolRecord; entry: CatalogTool | undefined }> {
     const marks = this.#changeMarks;
     let lo = 0;
     let hi = marks.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const mark = marks[mid] as ChangeMark;
-      const before = after !== undefined ? mark.index < after.index || (mark.index === after.index && mark.name <= after.name) : (mark.latestUpdatedAt < (since ?? ''));
+      const before =
+        after !== undefined
+          ? mark.index < after.index || (mark.index === after.index && mark.name <= after.name)
+          : mark.latestUpdatedAt < (since ?? '');
       if (before) lo = mid + 1;
       else hi = mid;
     }
@@ -771,7 +802,9 @@ export class CatalogSnapshot {
 
   /** Every scope any live tool requires, with how many tools require it, in name order. */
   knownScopes(): ReadonlyMap<string, number> {
-    this.#scopeUsage ??= new Map([...this.#byScope].map(([scope, names]) => [scope, names.size] as const).sort(([a], [b]) => compareNames(a, b)));
+    this.#scopeUsage ??= new Map(
+      [...this.#byScope].map(([scope, names]) => [scope, names.size] as const).sort(([a], [b]) => compareNames(a, b)),
+    );
     return this.#scopeUsage;
   }
 

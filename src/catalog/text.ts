@@ -84,7 +84,7 @@ function scanWords(s: string, maxWords: number, asciiOnly: boolean): string[] | 
   let previousMixed = false;
   let upperRun = 0;
   // One pass over UTF-16 units, ASCII by table.
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     let c = s.charCodeAt(i);
     let width = 1;
     let kind: number;
@@ -141,9 +141,39 @@ function wordAt(s: string, start: number, end: number, mixed: boolean): string {
 
 /** Lucene's English stop words: dropped from titles, descriptions and queries, kept in names. */
 const STOP_WORDS: ReadonlySet<string> = new Set([
-  'a', 'an', 'and', 'are', 'as', 'at', 'be', 'but', 'by', 'for', 'if', 'in', 'into', 'is', 'it', 'no', 'not',
-  'of', 'on', 'or', 'such', 'that', 'the', 'their', 'then', 'there', 'these', 'they', 'this', 'to', 'was',
-  'will', 'with',
+  'a',
+  'an',
+  'and',
+  'are',
+  'as',
+  'at',
+  'be',
+  'but',
+  'by',
+  'for',
+  'if',
+  'in',
+  'into',
+  'is',
+  'it',
+  'no',
+  'not',
+  'of',
+  'on',
+  'or',
+  'such',
+  'that',
+  'the',
+  'their',
+  'then',
+  'there',
+  'these',
+  'they',
+  'this',
+  'to',
+  'was',
+  'will',
+  'with',
 ]);
 
 export function isStopWord(word: string): boolean {

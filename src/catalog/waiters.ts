@@ -133,15 +133,23 @@ export class ViewWaiters {
 
   #ensureRoom(holder: string): void {
     if (this.size >= this.#options.maxWaiters) {
-      throw new RegistryError('TR_ERR_UNAVAILABLE', `${this.size} blocking queries and streams are open, the most this registry holds; retry shortly`, {
-        retryAfterS: 5,
-      });
+      throw new RegistryError(
+        'TR_ERR_UNAVAILABLE',
+        `${this.size} blocking queries and streams are open, the most this registry holds; retry shortly`,
+        {
+          retryAfterS: 5,
+        },
+      );
     }
     const held = this.heldBy(holder);
     if (held >= this.#options.maxPerCaller) {
-      throw new RegistryError('TR_ERR_UNAVAILABLE', `this caller holds ${held} blocking queries and streams, the most one caller may hold; close one or retry shortly`, {
-        retryAfterS: 5,
-      });
+      throw new RegistryError(
+        'TR_ERR_UNAVAILABLE',
+        `this caller holds ${held} blocking queries and streams, the most one caller may hold; close one or retry shortly`,
+        {
+          retryAfterS: 5,
+        },
+      );
     }
   }
 

@@ -28,7 +28,11 @@ function sources(snapshot: CatalogSnapshot, key: ViewKey, scope: string | undefi
  * Live tools of the view (and with `scope` among theirs, if given) whose names come after
  * `after`, in name order, each once.
  */
-export function* walkView(snapshot: CatalogSnapshot, key: ViewKey, options: { after?: string | undefined; scope?: string | undefined } = {}): Generator<CatalogTool> {
+export function* walkView(
+  snapshot: CatalogSnapshot,
+  key: ViewKey,
+  options: { after?: string | undefined; scope?: string | undefined } = {},
+): Generator<CatalogTool> {
   const indexes = sources(snapshot, key, options.scope);
   const positions = indexes.map((names) => names.firstAfter(options.after));
   const check = key.kind === 'scopes' || options.scope !== undefined;
@@ -50,7 +54,8 @@ export function* walkView(snapshot: CatalogSnapshot, key: ViewKey, options: { af
     last = smallest;
     const entry = snapshot.getTool(smallest);
     if (!entry) continue;
-    if (check && !(visibleScopes(entry.tool.scopes, key) && (options.scope === undefined || entry.tool.scopes.includes(options.scope)))) continue;
+    if (check && !(visibleScopes(entry.tool.scopes, key) && (options.scope === undefined || entry.tool.scopes.includes(options.scope))))
+      continue;
     yield entry;
   }
 }

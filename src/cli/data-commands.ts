@@ -33,7 +33,9 @@ function readNamedFile(file: string): string {
     return readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new UsageError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a folder' : (code ?? (err as Error).message)}`);
+    throw new UsageError(
+      `cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a folder' : (code ?? (err as Error).message)}`,
+    );
   }
 }
 
@@ -89,7 +91,10 @@ function httpClient(baseUrl: string, token: string | undefined): Client {
         const problem = parsed as { detail?: string; errors?: { path: string; message: string }[] } | null;
         const fields = problem?.errors?.length ? ` [${problem.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}]` : '';
         // Without a token, say where one comes from (the server's detail names only what needed it).
-        const hint = response.status === 401 && !token ? ' (no token was sent: pass --token or REGISTRY_TOKEN, or run beside the dev secret of --database-path)' : '';
+        const hint =
+          response.status === 401 && !token
+            ? ' (no token was sent: pass --token or REGISTRY_TOKEN, or run beside the dev secret of --database-path)'
+            : '';
         throw new Error(terminalSafe(`${response.status} ${problem?.detail ?? response.statusText}${fields}${hint}`));
       }
       return parsed;
@@ -126,7 +131,12 @@ function safeJson(text: string): unknown {
   }
 }
 
-const DATA_OPTIONS: CommandOptions = { url: { type: 'string' }, token: { type: 'string' }, file: { type: 'string' }, format: { type: 'string' } };
+const DATA_OPTIONS: CommandOptions = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  file: { type: 'string' },
+  format: { type: 'string' },
+};
 
 /** `export --format`: the registry's bundle, or TrustGraph's config items. */
 const EXPORT_FORMATS: ReadonlySet<string> = new Set(['registry', 'trustgraph']);
@@ -176,9 +186,15 @@ export async function runDataCommand(command: string, args: readonly string[], i
       unexpected(1);
       const what = rest[0] ?? 'tools';
       if (what !== 'tools' && what !== 'tool-services') throw new UsageError('list takes "tools" or "tool-services"');
-      const bundle = (await client.request('GET', '/export')) as { tools: { name: string; type?: string; scopes?: string[] }[]; 'tool-services': { id: string; 'request-queue': string }[] };
+      const bundle = (await client.request('GET', '/export')) as {
+        tools: { name: string; type?: string; scopes?: string[] }[];
+        'tool-services': { id: string; 'request-queue': string }[];
+      };
       if (what === 'tools') {
-        for (const t of bundle.tools) io.stdout(`${terminalSafe(t.name)}\t${t.type === 'tool-service' ? 'tool-service' : 'http'}\t${terminalSafe((t.scopes ?? []).join(' '))}\n`);
+        for (const t of bundle.tools)
+          io.stdout(
+            `${terminalSafe(t.name)}\t${t.type === 'tool-service' ? 'tool-service' : 'http'}\t${terminalSafe((t.scopes ?? []).join(' '))}\n`,
+          );
       } else {
         for (const s of bundle['tool-services']) io.stdout(`${terminalSafe(s.id)}\t${terminalSafe(s['request-queue'])}\n`);
       }

@@ -20,7 +20,8 @@ export function runReplicationKey(args: readonly string[], io: CliIo): number {
   try {
     writeFileSync(path, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`${path} exists; it was not overwritten (remove it first to make a new key)`);
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new UsageError(`${path} exists; it was not overwritten (remove it first to make a new key)`);
     throw err;
   }
   // The umask may have narrowed the mode further, never widened it; make it exact.

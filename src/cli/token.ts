@@ -24,7 +24,9 @@ function parseTtl(text: string): number {
 export function mintToken(config: Config, claims: { scopes: string[]; sub: string; ttlS: number }): string {
   // Checked before resolving keys, which in dev mode would create the secret file.
   if (config.jwt.keyMode === 'public-key' || config.jwt.keyMode === 'jwks') {
-    throw new UsageError('the registry verifies tokens from an authorization server (JWT_PUBLIC_KEY, JWKS_URL or JWT_ISSUER); get tokens from it');
+    throw new UsageError(
+      'the registry verifies tokens from an authorization server (JWT_PUBLIC_KEY, JWKS_URL or JWT_ISSUER); get tokens from it',
+    );
   }
   const keys = resolveTokenKeys(config);
   const sign = createSigner({
@@ -55,7 +57,9 @@ export function runToken(args: readonly string[], io: CliIo): number {
   io.stdout(`${mintToken(config, { scopes, sub, ttlS })}\n`);
   // Run in another folder than the registry's, this made a secret no running registry knows.
   if (secretPath !== undefined && !secretExisted) {
-    io.stderr(`tool-registry: created a new dev secret at ${secretPath}; only a registry serving DATABASE_PATH=${config.databasePath} accepts this token\n`);
+    io.stderr(
+      `tool-registry: created a new dev secret at ${secretPath}; only a registry serving DATABASE_PATH=${config.databasePath} accepts this token\n`,
+    );
   }
   return 0;
 }

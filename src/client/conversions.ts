@@ -13,11 +13,18 @@ export type { AgUiTool, AnthropicTool, OpenAiChatTool, McpToolEntry };
 
 /** OpenAI Chat Completions `tools` (`GET /?format=openai`). */
 export const toOpenAI = (tools: readonly PublicTool[]): OpenAiChatTool[] =>
-  tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: vendorSchema(tool.inputSchema, 'openai') } }));
+  tools.map((tool) => ({
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: vendorSchema(tool.inputSchema, 'openai') },
+  }));
 
 /** Anthropic Messages `tools` (`GET /?format=anthropic`). */
 export const toAnthropic = (tools: readonly PublicTool[]): AnthropicTool[] =>
-  tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: vendorSchema(tool.inputSchema, 'anthropic') as AnthropicTool['input_schema'] }));
+  tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    input_schema: vendorSchema(tool.inputSchema, 'anthropic') as AnthropicTool['input_schema'],
+  }));
 
 /** An MCP `tools/list` result's `tools` (`GET /?format=mcp` holds them under `tools`). */
 export const toMcp = (tools: readonly PublicTool[]): McpToolEntry[] =>

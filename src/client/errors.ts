@@ -16,8 +16,16 @@ export class RegistryClientError extends Error {
   /** The whole problem body (`errors`, `serviceError`, …), where there was one. */
   readonly problem: Problem | undefined;
 
-  constructor(status: number, code: string, detail?: string, options: { retryAfterS?: number | undefined; problem?: Problem | undefined; cause?: unknown } = {}) {
-    super(detail !== undefined ? `${code}: ${detail}` : `${code} (HTTP ${status})`, options.cause !== undefined ? { cause: options.cause } : undefined);
+  constructor(
+    status: number,
+    code: string,
+    detail?: string,
+    options: { retryAfterS?: number | undefined; problem?: Problem | undefined; cause?: unknown } = {},
+  ) {
+    super(
+      detail !== undefined ? `${code}: ${detail}` : `${code} (HTTP ${status})`,
+      options.cause !== undefined ? { cause: options.cause } : undefined,
+    );
     this.status = status;
     this.code = code;
     this.detail = detail;
@@ -47,14 +55,20 @@ export async function errorOf(response: Response): Promise<RegistryClientError> 
   let problem: Problem | undefined;
   try {
     const parsed: unknown = JSON.parse(text);
-    if (typeof parsed === 'object' && parsed !== null && typeof (parsed as { code?: unknown }).code === 'string') problem = parsed as Problem;
+    if (typeof parsed === 'object' && parsed !== null && typeof (parsed as { code?: unknown }).code === 'string')
+      problem = parsed as Problem;
   } catch {
     // Not a problem body (a proxy's HTML page, say): the status is all there is.
   }
   return problemError(response.status, problem, retryAfterS, text);
 }
 
-export function problemError(status: number, problem: Problem | undefined, retryAfterS?: number, fallbackDetail?: string): RegistryClientError {
+export function problemError(
+  status: number,
+  problem: Problem | undefined,
+  retryAfterS?: number,
+  fallbackDetail?: string,
+): RegistryClientError {
   const code = problem?.code ?? `TR_CLIENT_HTTP_${status}`;
   const detail = problem?.detail ?? problem?.title ?? (fallbackDetail ? fallbackDetail.slice(0, 500) : undefined);
   return new RegistryClientError(problem?.status ?? status, code, detail, { retryAfterS, problem });

@@ -13,5 +13,15 @@ export {
   type WatchOptions,
 } from './registry-client.js';
 export { RegistryClientError } from './errors.js';
-export { toAgUi, toAnthropic, toMcp, toOpenAI, toPromptContext, type AgUiTool, type AnthropicTool, type McpToolEntry, type OpenAiChatTool } from './conversions.js';
+export {
+  toAgUi,
+  toAnthropic,
+  toMcp,
+  toOpenAI,
+  toPromptContext,
+  type AgUiTool,
+  type AnthropicTool,
+  type McpToolEntry,
+  type OpenAiChatTool,
+} from './conversions.js';
 export type { PublicTool } from '../model/public-view.js';

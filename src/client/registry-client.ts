@@ -173,7 +173,8 @@ export class RegistryClient {
     for await (const event of readSse(response.body)) {
       if (event.event === 'chunk') onChunk?.((JSON.parse(event.data) as { text: string }).text);
       else if (event.event === 'result') return JSON.parse(event.data) as InvokeResult;
-      else if (event.event === 'error') throw problemError(response.status, JSON.parse(event.data) as Problem, retryAfterOf(response.headers));
+      else if (event.event === 'error')
+        throw problemError(response.status, JSON.parse(event.data) as Problem, retryAfterOf(response.headers));
     }
     throw new RegistryClientError(response.status, 'TR_CLIENT_BAD_STREAM', 'the stream ended without a result');
   }
@@ -194,7 +195,14 @@ export class RegistryClient {
       failures_by_tool[name] = count;
       failures += count;
     }
-    return { total_tools_available: this.tools.length, total_tool_calls: total, usage_by_tool, failures_by_tool, total_failures: failures, most_used_tool: most };
+    return {
+      total_tools_available: this.tools.length,
+      total_tool_calls: total,
+      usage_by_tool,
+      failures_by_tool,
+      total_failures: failures,
+      most_used_tool: most,
+    };
   }
 
   async #headers(base: Record<string, string>): Promise<Record<string, string>> {

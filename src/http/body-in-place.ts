@@ -16,7 +16,12 @@ const TURN_BYTES = 1024 * 1024;
 /** A request body stream as Fastify hands it to a content-type parser. */
 type BodyStream = Readable & { receivedEncodedLength?: number };
 
-export function readBodyInPlace(payload: BodyStream, contentLengthHeader: string | undefined, limit: number, done: (err: Error | null, body?: Buffer) => void): void {
+export function readBodyInPlace(
+  payload: BodyStream,
+  contentLengthHeader: string | undefined,
+  limit: number,
+  done: (err: Error | null, body?: Buffer) => void,
+): void {
   const contentLength = Number(contentLengthHeader);
   if (contentLength > limit) {
     done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());

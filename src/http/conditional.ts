@@ -22,7 +22,10 @@ export function ifNoneMatch(header: string | undefined, etag: string): boolean {
  */
 export function viewCacheHeaders(reply: FastifyReply, tokenView: boolean, anonymousMaxAgeS: number): void {
   reply.header('vary', 'Authorization');
-  reply.header('cache-control', tokenView ? 'private, no-cache' : anonymousMaxAgeS > 0 ? `public, max-age=${anonymousMaxAgeS}` : 'public, no-cache');
+  reply.header(
+    'cache-control',
+    tokenView ? 'private, no-cache' : anonymousMaxAgeS > 0 ? `public, max-age=${anonymousMaxAgeS}` : 'public, no-cache',
+  );
 }
 
 const ENTITY_TAG = /(?:W\/)?"[\x21\x23-\x7e\x80-\xff]*"/g;

@@ -141,7 +141,11 @@ function checkJsonText(text: string, maxDepth: number, within: Within): void {
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       if (within.depth + frames.length >= maxDepth) {
         const path = [...within.path, ...frames.map((f) => String(f.at))].join('.');
-        throw refuse(`the request body nests deeper than ${maxDepth} levels (JSON_MAX_DEPTH)`, path, `nesting deeper than ${maxDepth} levels`);
+        throw refuse(
+          `the request body nests deeper than ${maxDepth} levels (JSON_MAX_DEPTH)`,
+          path,
+          `nesting deeper than ${maxDepth} levels`,
+        );
       }
       frames.push(c === 0x7b ? { keys: new Set(), at: '', expectKey: true } : { keys: null, at: 0, expectKey: false });
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
@@ -177,7 +181,10 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 export function charsetProblem(contentType: string | undefined): RegistryError | undefined {
   const charset = contentType === undefined ? undefined : CHARSET.exec(contentType)?.[1]?.toLowerCase();
   if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return undefined;
-  return new RegistryError('TR_ERR_UNSUPPORTED_MEDIA_TYPE', `send the body as application/json in UTF-8, not charset=${charset.slice(0, 40)}`);
+  return new RegistryError(
+    'TR_ERR_UNSUPPORTED_MEDIA_TYPE',
+    `send the body as application/json in UTF-8, not charset=${charset.slice(0, 40)}`,
+  );
 }
 
 /** Replaces Fastify's `application/json` parser (for the whole app). */

@@ -36,7 +36,10 @@ function decodeFully(component: string): string | undefined {
 }
 
 function fold(name: string): string {
-  return name.normalize('NFKC').toLowerCase().replace(/[^a-z0-9]/g, '');
+  return name
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, '');
 }
 
 /** Whether a query parameter of this (decoded) name carries a credential. */

@@ -23,9 +23,13 @@ function invalid(): RegistryError {
 function itemTooLarge(path: readonly string[], bytes: number, limit: { bytes: number; setting: string }): RegistryError {
   const at = path.join('.');
   // A 400 naming the item, as json-body.ts refuses too deep a nesting: the body as a whole may be fine.
-  return new RegistryError('TR_ERR_BAD_REQUEST', `${at} is ${bytes} bytes of JSON, more than the ${limit.bytes} one item may take (${limit.setting})`, {
-    fieldErrors: [{ path: at, message: `is larger than ${limit.bytes} bytes (${limit.setting})` }],
-  });
+  return new RegistryError(
+    'TR_ERR_BAD_REQUEST',
+    `${at} is ${bytes} bytes of JSON, more than the ${limit.bytes} one item may take (${limit.setting})`,
+    {
+      fieldErrors: [{ path: at, message: `is larger than ${limit.bytes} bytes (${limit.setting})` }],
+    },
+  );
 }
 
 function isSpace(c: number | undefined): boolean {
@@ -96,7 +100,8 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
   if (buf[i] !== 0x7b) return parseJsonBody(decodeUtf8(buf), options.maxDepth);
   const slices = new TimeSlices(sliceMs);
   // Depth counts as in json-body.ts: the top-level object is one level, an array in it two.
-  const parse = (start: number, end: number, depth: number, path: string[]) => parseJsonBody(decodeUtf8(buf, start, end), options.maxDepth, { depth, path });
+  const parse = (start: number, end: number, depth: number, path: string[]) =>
+    parseJsonBody(decodeUtf8(buf, start, end), options.maxDepth, { depth, path });
   const result = Object.create(null) as Record<string, unknown>;
   i++;
   skip();
@@ -108,10 +113,14 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
       const keyEnd = stringEnd(buf, i);
       const key = JSON.parse(decodeUtf8(buf, i, keyEnd + 1)) as string;
       if (key === '__proto__') {
-        throw new RegistryError('TR_ERR_BAD_REQUEST', `the request body has a "${key}" key, which is not accepted`, { fieldErrors: [{ path: key, message: 'key not accepted' }] });
+        throw new RegistryError('TR_ERR_BAD_REQUEST', `the request body has a "${key}" key, which is not accepted`, {
+          fieldErrors: [{ path: key, message: 'key not accepted' }],
+        });
       }
       if (Object.hasOwn(result, key)) {
-        throw new RegistryError('TR_ERR_BAD_REQUEST', `the request body gives the key "${key}" twice`, { fieldErrors: [{ path: key, message: 'duplicate key' }] });
+        throw new RegistryError('TR_ERR_BAD_REQUEST', `the request body gives the key "${key}" twice`, {
+          fieldErrors: [{ path: key, message: 'duplicate key' }],
+        });
       }
       i = keyEnd + 1;
       skip();
@@ -128,7 +137,8 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
           for (;;) {
             skip();
             const end = valueEnd(buf, i);
-            if (options.maxItem && end - i > options.maxItem.bytes) throw itemTooLarge([key, String(items.length)], end - i, options.maxItem);
+            if (options.maxItem && end - i > options.maxItem.bytes)
+              throw itemTooLarge([key, String(items.length)], end - i, options.maxItem);
             items.push(parse(i, end, 2, [key, String(items.length)]));
             i = end;
             skip();

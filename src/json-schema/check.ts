@@ -66,7 +66,9 @@ export function sizeProblems(schema: Record<string, unknown>): SchemaProblem[] {
     // Nesting deeper than the stack (an upstream's JSON, not a request body, whose depth is bounded).
     return [{ path: [], message: `is nested too deeply (a schema may be at most ${MAX_SCHEMA_DEPTH} subschemas deep)` }];
   }
-  return bytes > MAX_SCHEMA_BYTES ? [{ path: [], message: `is ${bytes} bytes of JSON; a schema may have at most ${MAX_SCHEMA_BYTES}` }] : [];
+  return bytes > MAX_SCHEMA_BYTES
+    ? [{ path: [], message: `is ${bytes} bytes of JSON; a schema may have at most ${MAX_SCHEMA_BYTES}` }]
+    : [];
 }
 
 interface Frame {
@@ -123,7 +125,10 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
     for (const keyword in node) {
       const value = node[keyword];
       if (REFUSED_KEYWORDS.has(keyword)) {
-        add([...path, keyword], `"${keyword}" is not supported: a tool's schema is one document, whose references are local JSON pointers ("$ref": "#/$defs/name")`);
+        add(
+          [...path, keyword],
+          `"${keyword}" is not supported: a tool's schema is one document, whose references are local JSON pointers ("$ref": "#/$defs/name")`,
+        );
         continue;
       }
       if (keyword === '$schema') {
@@ -154,13 +159,16 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
           break;
         case undefined:
           if (keyword === '$ref' && typeof value === 'string') refs.push({ ref: value, path: [...path, keyword], from: pointer });
-          else if (keyword === 'format' && typeof value === 'string' && !knowsFormat(ajv, value)) add([...path, keyword], `unknown format "${value}"`);
-          else if (keyword === 'pattern' && typeof value === 'string') patternSize += checkPattern(value, [...path, keyword], add, patternSize);
+          else if (keyword === 'format' && typeof value === 'string' && !knowsFormat(ajv, value))
+            add([...path, keyword], `unknown format "${value}"`);
+          else if (keyword === 'pattern' && typeof value === 'string')
+            patternSize += checkPattern(value, [...path, keyword], add, patternSize);
       }
     }
     const patternProperties = node['patternProperties'];
     if (isObject(patternProperties)) {
-      for (const pattern in patternProperties) patternSize += checkPattern(pattern, [...path, 'patternProperties', pattern], add, patternSize);
+      for (const pattern in patternProperties)
+        patternSize += checkPattern(pattern, [...path, 'patternProperties', pattern], add, patternSize);
     }
     strictCombinations(node, path, dialect, add);
     // Pushed in reverse, so that problems come in document order.
@@ -176,7 +184,11 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
     }
     if (resolved.length > 0 && problems.length === 0) {
       const cycle = refCycle(sameValue, resolved);
-      if (cycle) add(cycle.path, `"${cycle.ref}" closes a loop of references that never descends into the value (${cycle.chain}): checking any value against it would never end`);
+      if (cycle)
+        add(
+          cycle.path,
+          `"${cycle.ref}" closes a loop of references that never descends into the value (${cycle.chain}): checking any value against it would never end`,
+        );
     }
   }
   return { problems, tooDeep };
@@ -187,7 +199,17 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
  * references through these alone never consumes input. (`properties`, `items` and the rest
  * descend into the value, so a reference back through them ends with the value.)
  */
-const SAME_VALUE_KEYWORDS: ReadonlySet<string> = new Set(['allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'dependencies']);
+const SAME_VALUE_KEYWORDS: ReadonlySet<string> = new Set([
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'dependentSchemas',
+  'dependencies',
+]);
 
 interface Reference {
   ref: string;
@@ -201,7 +223,10 @@ interface Reference {
  * A `$ref` on a cycle of subschemas that all apply to the same value, if there is one: an
  * iterative depth-first search over the same-value edges and the references.
  */
-function refCycle(sameValue: ReadonlyMap<string, string[]>, refs: readonly Reference[]): { ref: string; path: PathSegment[]; chain: string } | undefined {
+function refCycle(
+  sameValue: ReadonlyMap<string, string[]>,
+  refs: readonly Reference[],
+): { ref: string; path: PathSegment[]; chain: string } | undefined {
   const edges = new Map<string, { to: string; ref?: Reference }[]>();
   const edge = (from: string, to: string, ref?: Reference) => {
     const list = edges.get(from);
@@ -245,15 +270,24 @@ function refCycle(sameValue: ReadonlyMap<string, string[]>, refs: readonly Refer
 }
 
 /** What Ajv refuses when it compiles, though the meta-schema takes it (strict mode, ajv/dist/vocabularies). */
-function strictCombinations(node: Record<string, unknown>, path: PathSegment[], dialect: Dialect, add: (path: PathSegment[], message: string) => void): void {
+function strictCombinations(
+  node: Record<string, unknown>,
+  path: PathSegment[],
+  dialect: Dialect,
+  add: (path: PathSegment[], message: string) => void,
+): void {
   const has = (keyword: string) => Object.hasOwn(node, keyword);
   if (has('if') && !has('then') && !has('else')) add([...path, 'if'], '"if" without "then" or "else" has no effect');
-  for (const keyword of ['then', 'else']) if (has(keyword) && !has('if')) add([...path, keyword], `"${keyword}" without "if" has no effect`);
-  for (const keyword of ['minContains', 'maxContains']) if (has(keyword) && !has('contains')) add([...path, keyword], `"${keyword}" without "contains" has no effect`);
-  if (has('contains') && node['minContains'] === 0 && !has('maxContains')) add([...path, 'minContains'], '0 without "maxContains" makes "contains" have no effect');
+  for (const keyword of ['then', 'else'])
+    if (has(keyword) && !has('if')) add([...path, keyword], `"${keyword}" without "if" has no effect`);
+  for (const keyword of ['minContains', 'maxContains'])
+    if (has(keyword) && !has('contains')) add([...path, keyword], `"${keyword}" without "contains" has no effect`);
+  if (has('contains') && node['minContains'] === 0 && !has('maxContains'))
+    add([...path, 'minContains'], '0 without "maxContains" makes "contains" have no effect');
   const min = node['minContains'];
   const max = node['maxContains'];
-  if (typeof min === 'number' && typeof max === 'number' && min > max) add([...path, 'minContains'], 'is more than "maxContains": nothing could be valid');
+  if (typeof min === 'number' && typeof max === 'number' && min > max)
+    add([...path, 'minContains'], 'is more than "maxContains": nothing could be valid');
   if (dialect.name === 'draft-07' && has('additionalItems') && !Array.isArray(node['items'])) {
     add([...path, 'additionalItems'], 'has no effect unless "items" is an array of schemas');
   }
@@ -269,7 +303,12 @@ function strictCombinations(node: Record<string, unknown>, path: PathSegment[], 
 }
 
 /** Patterns are valid ECMA-262 (with the `u` flag, as Ajv reads them) and run on the linear-time engine. */
-function checkPattern(pattern: string, path: PathSegment[], add: (path: PathSegment[], message: string) => void, sizeBefore: number): number {
+function checkPattern(
+  pattern: string,
+  path: PathSegment[],
+  add: (path: PathSegment[], message: string) => void,
+  sizeBefore: number,
+): number {
   try {
     new RegExp(pattern, 'u');
   } catch {
@@ -281,7 +320,10 @@ function checkPattern(pattern: string, path: PathSegment[], add: (path: PathSegm
   try {
     const { size } = linearRegExp(pattern);
     if (sizeBefore + size > MAX_SCHEMA_PATTERN_SIZE) {
-      add(path, `takes the schema's patterns past ${MAX_SCHEMA_PATTERN_SIZE} states of the linear-time engine in all (this one: ${size}); a schema's patterns may compile to at most that`);
+      add(
+        path,
+        `takes the schema's patterns past ${MAX_SCHEMA_PATTERN_SIZE} states of the linear-time engine in all (this one: ${size}); a schema's patterns may compile to at most that`,
+      );
     }
     return size;
   } catch (err) {
@@ -305,8 +347,8 @@ export function pointerOf(path: readonly PathSegment[]): string {
   return path.map((s) => `/${escapeSegment(String(s))}`).join('');
 }
 
-const escapeSegment = (segment: string) => (segment.includes('~') || segment.includes('/') ? segment.replaceAll('~', '~0').replaceAll('/', '~1') : segment);
-
+const escapeSegment = (segment: string) =>
+  segment.includes('~') || segment.includes('/') ? segment.replaceAll('~', '~0').replaceAll('/', '~1') : segment;
 
 /** The segments of a JSON pointer as Ajv reports them (`instancePath`). */
 function segmentsOf(pointer: string): string[] {
@@ -332,7 +374,10 @@ export function problemsOf(errors: readonly ErrorObject[], what: 'schema' | 'arg
     const list = error.keyword === 'anyOf' || error.keyword === 'oneOf' ? entry.summaries : entry.messages;
     if (!list.includes(message)) list.push(message);
   }
-  return [...byPath.values()].map(({ path, messages, summaries }) => ({ path, message: (messages.length > 0 ? messages : summaries).join('; ') }));
+  return [...byPath.values()].map(({ path, messages, summaries }) => ({
+    path,
+    message: (messages.length > 0 ? messages : summaries).join('; '),
+  }));
 }
 
 function describe(error: ErrorObject, what: 'schema' | 'arguments'): SchemaProblem {
@@ -348,11 +393,20 @@ function describe(error: ErrorObject, what: 'schema' | 'arguments'): SchemaProbl
       }
       break;
     case 'additionalProperties':
-      return { path: [...path, String(params['additionalProperty'])], message: what === 'arguments' ? 'is not in the input schema, which allows no other properties here' : 'is not allowed here' };
+      return {
+        path: [...path, String(params['additionalProperty'])],
+        message: what === 'arguments' ? 'is not in the input schema, which allows no other properties here' : 'is not allowed here',
+      };
     case 'unevaluatedProperties':
-      return { path: [...path, String(params['unevaluatedProperty'])], message: what === 'arguments' ? 'is not in the input schema, which allows no other properties here' : 'is not allowed here' };
+      return {
+        path: [...path, String(params['unevaluatedProperty'])],
+        message: what === 'arguments' ? 'is not in the input schema, which allows no other properties here' : 'is not allowed here',
+      };
     case 'enum':
-      return { path, message: `must be one of ${bounded((params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', '))}` };
+      return {
+        path,
+        message: `must be one of ${bounded((params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', '))}`,
+      };
     case 'const':
       return { path, message: `must be ${bounded(JSON.stringify(params['allowedValue']))}` };
   }
@@ -360,4 +414,3 @@ function describe(error: ErrorObject, what: 'schema' | 'arguments'): SchemaProbl
 }
 
 const bounded = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}...` : text);
-

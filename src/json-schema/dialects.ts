@@ -79,7 +79,12 @@ export function dialectOf(schema: Record<string, unknown>): Dialect | { unsuppor
   const declared = schema['$schema'];
   if (declared === undefined) return DRAFT_2020_12;
   const dialect = typeof declared === 'string' ? DIALECTS.get(declared) : undefined;
-  return dialect ?? { unsupported: 'must be "https://json-schema.org/draft/2020-12/schema" or "http://json-schema.org/draft-07/schema#" (or left out, meaning draft 2020-12)' };
+  return (
+    dialect ?? {
+      unsupported:
+        'must be "https://json-schema.org/draft/2020-12/schema" or "http://json-schema.org/draft-07/schema#" (or left out, meaning draft 2020-12)',
+    }
+  );
 }
 
 /**

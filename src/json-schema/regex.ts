@@ -64,7 +64,8 @@ export function toRe2Syntax(pattern: string): string {
       code = 0x10000 + ((code - 0xd800) << 10) + (Number.parseInt(low.slice(2), 16) - 0xdc00);
       i += 6;
     }
-    if (code >= 0xd800 && code <= 0xdfff) throw new NonLinearPatternError('has a lone surrogate escape, which the linear-time engine cannot match');
+    if (code >= 0xd800 && code <= 0xdfff)
+      throw new NonLinearPatternError('has a lone surrogate escape, which the linear-time engine cannot match');
     return code;
   };
   while (i < pattern.length) {
@@ -81,12 +82,15 @@ export function toRe2Syntax(pattern: string): string {
       else if (e === 'b' && inClass) out += hex(8);
       else if (e === '0' && !/[0-9]/.test(pattern[i] ?? '')) out += hex(0);
       else if (/[1-9]/.test(e) || e === 'k') {
-        throw new NonLinearPatternError('has a backreference, which needs a backtracking engine; the registry runs patterns in linear time');
+        throw new NonLinearPatternError(
+          'has a backreference, which needs a backtracking engine; the registry runs patterns in linear time',
+        );
       } else if (e === 'p' || e === 'P') {
         const end = pattern.indexOf('}', i);
         if (pattern[i] !== '{' || end < 0) throw new NonLinearPatternError(`has a malformed \\${e}{...} property`);
         const property = pattern.slice(i + 1, end);
-        if (EXTENSIONS_PREFIX.test(property)) throw new NonLinearPatternError(`uses \\${e}{${property}}: the linear-time engine has no Script_Extensions (write Script=...)`);
+        if (EXTENSIONS_PREFIX.test(property))
+          throw new NonLinearPatternError(`uses \\${e}{${property}}: the linear-time engine has no Script_Extensions (write Script=...)`);
         out += `\\${e}{${property.replace(PROPERTY_PREFIX, '')}}`;
         i = end + 1;
       } else out += `\\${e}`;
@@ -114,7 +118,9 @@ export function toRe2Syntax(pattern: string): string {
     }
     if (c === '.') out += JS_DOT;
     else if (c === '(' && /^\?(?:[=!]|<[=!])/.test(pattern.slice(i, i + 3))) {
-      throw new NonLinearPatternError('has a lookahead or lookbehind, which needs a backtracking engine; the registry runs patterns in linear time');
+      throw new NonLinearPatternError(
+        'has a lookahead or lookbehind, which needs a backtracking engine; the registry runs patterns in linear time',
+      );
     } else out += c;
   }
   return out;
@@ -235,7 +241,9 @@ export function linearRegExp(pattern: string): LinearRegExp {
 }
 
 const tooLarge = (size: number) =>
-  new NonLinearPatternError(`compiles to about ${size} states of the linear-time engine, more than the ${MAX_PATTERN_SIZE} a pattern may have (a counted repeat such as {1000} copies what it repeats)`);
+  new NonLinearPatternError(
+    `compiles to about ${size} states of the linear-time engine, more than the ${MAX_PATTERN_SIZE} a pattern may have (a counted repeat such as {1000} copies what it repeats)`,
+  );
 
 /** Ajv's `code.regExp`: every pattern on the linear-time engine (the `u` flag is RE2's default). */
 export const ajvRegExp = Object.assign((pattern: string) => linearRegExp(pattern), { code: 'linearRegExp from src/json-schema/regex.ts' });

@@ -43,7 +43,10 @@ function objectWithout(schema: unknown, value: Json, root: Schema): Json {
     if (subschemas.length === 0) continue;
     let replaced: unknown = item;
     if (item === null) {
-      if (!layers.some((layer) => Array.isArray(layer['required']) && layer['required'].includes(key)) && subschemas.some((s) => refusesNull(s, root, 0))) {
+      if (
+        !layers.some((layer) => Array.isArray(layer['required']) && layer['required'].includes(key)) &&
+        subschemas.some((s) => refusesNull(s, root, 0))
+      ) {
         out ??= copyOf(value);
         delete out[key];
       }

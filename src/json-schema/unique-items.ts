@@ -28,7 +28,9 @@ const validate: ValidateWithErrors = (unique, data) => {
     const i = seen.get(key);
     if (i !== undefined) {
       // Ajv's own wording and parameters, so messages read as before.
-      validate.errors = [{ keyword: 'uniqueItems', params: { i: j, j: i }, message: `must NOT have duplicate items (items ## ${i} and ${j} are identical)` }];
+      validate.errors = [
+        { keyword: 'uniqueItems', params: { i: j, j: i }, message: `must NOT have duplicate items (items ## ${i} and ${j} are identical)` },
+      ];
       return false;
     }
     seen.set(key, j);

@@ -124,7 +124,13 @@ export class ValidationPool {
       this.#worker = null;
       // The check it was running killed it: refused; the next goes to a new worker.
       const running = this.#running;
-      if (running) this.#settle(running, new ValidationWorkError(`the ${running.options.what} could not be checked: the check needed more memory than the registry allows for one check`));
+      if (running)
+        this.#settle(
+          running,
+          new ValidationWorkError(
+            `the ${running.options.what} could not be checked: the check needed more memory than the registry allows for one check`,
+          ),
+        );
       this.#dispatch();
     };
     worker.on('error', lost);
@@ -145,7 +151,12 @@ export class ValidationPool {
   /** The running check ran past its time: the worker is stopped, and the next sent to a new one. */
   #overran(pending: Pending): void {
     if (this.#running !== pending) return;
-    this.#settle(pending, new ValidationWorkError(`checking the ${pending.options.what} took longer than ${pending.options.timeoutMs} ms, and was stopped: send a smaller value`));
+    this.#settle(
+      pending,
+      new ValidationWorkError(
+        `checking the ${pending.options.what} took longer than ${pending.options.timeoutMs} ms, and was stopped: send a smaller value`,
+      ),
+    );
     this.#stop();
     this.#dispatch();
   }

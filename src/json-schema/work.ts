@@ -171,7 +171,8 @@ export class ValidationWork {
   #children(node: WorkNode): number[] {
     const out = [...node.same, ...node.patterns, ...node.prefixItems, ...node.everyItem];
     if (node.properties) out.push(...node.properties.values());
-    for (const one of [node.additionalProperties, node.propertyNames, node.unevaluatedProperties, node.restItems]) if (one !== undefined) out.push(one);
+    for (const one of [node.additionalProperties, node.propertyNames, node.unevaluatedProperties, node.restItems])
+      if (one !== undefined) out.push(one);
     return out;
   }
 
@@ -222,7 +223,9 @@ export class ValidationWork {
 
 /** Why a value is refused: `what` names it ("arguments", "answer"). */
 export function overBudget(what: string, budget: number): ValidationWorkError {
-  return new ValidationWorkError(`checking the ${what} against this schema would take more work than the registry allows for one check (${budget} steps): send a smaller value`);
+  return new ValidationWorkError(
+    `checking the ${what} against this schema would take more work than the registry allows for one check (${budget} steps): send a smaller value`,
+  );
 }
 
 /** The size S of a JSON value: its nodes, object keys and string lengths; stops past `limit`. */

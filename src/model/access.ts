@@ -25,12 +25,19 @@ export function explainAccess(tool: Tool, caller: Caller, discoverable: boolean)
       ...base,
       missingScopes: required,
       decision: 'deny',
-      reason: required.length === 0
-        ? 'calling a tool needs a bearer token; this tool needs no particular scope'
-        : `calling this tool needs a bearer token with one of: ${required.join(', ')}`,
+      reason:
+        required.length === 0
+          ? 'calling a tool needs a bearer token; this tool needs no particular scope'
+          : `calling this tool needs a bearer token with one of: ${required.join(', ')}`,
     };
   }
-  if (required.length === 0) return { ...base, missingScopes: [], decision: 'allow', reason: 'the tool needs no scope; any valid token may call it' };
+  if (required.length === 0)
+    return { ...base, missingScopes: [], decision: 'allow', reason: 'the tool needs no scope; any valid token may call it' };
   if (matching.length > 0) return { ...base, missingScopes: [], decision: 'allow', reason: `granted by scope ${matching.join(', ')}` };
-  return { ...base, missingScopes: required, decision: 'deny', reason: `the token has none of the scopes that grant this tool: ${required.join(', ')}` };
+  return {
+    ...base,
+    missingScopes: required,
+    decision: 'deny',
+    reason: `the token has none of the scopes that grant this tool: ${required.join(', ')}`,
+  };
 }

@@ -32,7 +32,9 @@ export const InvokeQuerySchema = z.object({
   stream: z
     .literal('ag-ui')
     .optional()
-    .describe('`ag-ui`: answer the call as a stream of AG-UI events (`text/event-stream`, whatever `Accept` says) rather than JSON or `chunk`/`result` events.'),
+    .describe(
+      '`ag-ui`: answer the call as a stream of AG-UI events (`text/event-stream`, whatever `Accept` says) rather than JSON or `chunk`/`result` events.',
+    ),
 });
 
 export const AgUiToolCallSchema = z
@@ -75,7 +77,9 @@ export function pendingToolCalls(messages: readonly AgUiMessage[]): PendingToolC
   const index = messages.findLastIndex((m) => m.role === 'assistant');
   const assistant = messages[index];
   if (!assistant) return { parentMessageId: undefined, index, calls: [] };
-  const answered = new Set(messages.slice(index + 1).flatMap((m) => (m.role === 'tool' && m.toolCallId !== undefined ? [m.toolCallId] : [])));
+  const answered = new Set(
+    messages.slice(index + 1).flatMap((m) => (m.role === 'tool' && m.toolCallId !== undefined ? [m.toolCallId] : [])),
+  );
   return { parentMessageId: assistant.id, index, calls: (assistant.toolCalls ?? []).filter((call) => !answered.has(call.id)) };
 }
 
@@ -117,7 +121,11 @@ export const AgUiRunInputSchema = z
       .max(MAX_AG_UI_LIST)
       .optional()
       .describe('What the client can execute: a capability list, not an allowlist. Not read; the token decides what may be called.'),
-    context: z.array(z.looseObject({ description: z.string(), value: z.string() })).max(MAX_AG_UI_LIST).optional().describe('Not read.'),
+    context: z
+      .array(z.looseObject({ description: z.string(), value: z.string() }))
+      .max(MAX_AG_UI_LIST)
+      .optional()
+      .describe('Not read.'),
     forwardedProps: z
       .unknown()
       .optional()
@@ -131,7 +139,8 @@ export const AgUiRunInputSchema = z
     if (options !== undefined) {
       const parsed = AgUiRegistryOptionsSchema.safeParse(options);
       if (!parsed.success) {
-        for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', path: ['forwardedProps', AG_UI_METADATA_KEY, ...issue.path.map(String)], message: issue.message });
+        for (const issue of parsed.error.issues)
+          ctx.addIssue({ code: 'custom', path: ['forwardedProps', AG_UI_METADATA_KEY, ...issue.path.map(String)], message: issue.message });
       }
     }
     const { index, calls } = pendingToolCalls(input.messages);
@@ -144,21 +153,30 @@ export const AgUiRunInputSchema = z
     }
     const ids = new Set<string>();
     for (const call of calls) {
-      if (ids.has(call.id)) ctx.addIssue({ code: 'custom', path: ['messages', index, 'toolCalls'], message: `tool call id ${JSON.stringify(call.id)} is given twice` });
+      if (ids.has(call.id))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['messages', index, 'toolCalls'],
+          message: `tool call id ${JSON.stringify(call.id)} is given twice`,
+        });
       ids.add(call.id);
     }
   })
   .meta({
     id: 'AgUiRunInput',
     description:
-      "An AG-UI `RunAgentInput` whose last assistant message carries `toolCalls` for the registry to run. Fields not listed are accepted and not read.",
+      'An AG-UI `RunAgentInput` whose last assistant message carries `toolCalls` for the registry to run. Fields not listed are accepted and not read.',
     examples: [
       {
         threadId: 'thread-1',
         runId: 'run-1',
         messages: [
           { id: 'msg-1', role: 'user', content: 'What is 2 + 2?' },
-          { id: 'msg-2', role: 'assistant', toolCalls: [{ id: 'call-1', type: 'function', function: { name: 'calculator', arguments: '{"expression":"2 + 2"}' } }] },
+          {
+            id: 'msg-2',
+            role: 'assistant',
+            toolCalls: [{ id: 'call-1', type: 'function', function: { name: 'calculator', arguments: '{"expression":"2 + 2"}' } }],
+          },
         ],
         tools: [],
         context: [],
@@ -181,13 +199,28 @@ const RegistryMetadataSchema = z
       error: ProblemSchema.optional().describe('Why the call failed: the problem `POST /tools/{name}/invoke` would have answered.'),
     }),
   })
-  .describe('The registry\'s own details, under the key `tool-registry`; AG-UI clients copy it onto the tool message.');
+  .describe("The registry's own details, under the key `tool-registry`; AG-UI clients copy it onto the tool message.");
 
 export const AgUiEventSchema = z
   .discriminatedUnion('type', [
-    z.strictObject({ type: z.literal('RUN_STARTED'), threadId: z.string(), runId: z.string(), parentRunId: z.string().optional(), protocolVersion: z.string() }),
-    z.strictObject({ type: z.literal('TOOL_CALL_START'), toolCallId: ToolCallIdSchema, toolCallName: z.string(), parentMessageId: z.string().optional() }),
-    z.strictObject({ type: z.literal('TOOL_CALL_ARGS'), toolCallId: z.string(), delta: z.string().describe('A fragment of the arguments text; the fragments concatenate to it.') }),
+    z.strictObject({
+      type: z.literal('RUN_STARTED'),
+      threadId: z.string(),
+      runId: z.string(),
+      parentRunId: z.string().optional(),
+      protocolVersion: z.string(),
+    }),
+    z.strictObject({
+      type: z.literal('TOOL_CALL_START'),
+      toolCallId: ToolCallIdSchema,
+      toolCallName: z.string(),
+      parentMessageId: z.string().optional(),
+    }),
+    z.strictObject({
+      type: z.literal('TOOL_CALL_ARGS'),
+      toolCallId: z.string(),
+      delta: z.string().describe('A fragment of the arguments text; the fragments concatenate to it.'),
+    }),
     z.strictObject({ type: z.literal('TOOL_CALL_END'), toolCallId: z.string() }),
     z.strictObject({
       type: z.literal('ACTIVITY_SNAPSHOT'),
@@ -199,7 +232,9 @@ export const AgUiEventSchema = z
       type: z.literal('ACTIVITY_DELTA'),
       messageId: z.string(),
       activityType: z.literal(TOOL_OUTPUT_ACTIVITY),
-      patch: z.array(z.strictObject({ op: z.literal('add'), path: z.literal('/chunks/-'), value: z.string().describe('The next piece of output.') })),
+      patch: z.array(
+        z.strictObject({ op: z.literal('add'), path: z.literal('/chunks/-'), value: z.string().describe('The next piece of output.') }),
+      ),
     }),
     z.strictObject({
       type: z.literal('TOOL_CALL_RESULT'),

@@ -71,7 +71,7 @@ name(
 name(
   HttpToolSchema.in,
   'HttpToolDescriptor',
-  "The discovery article's tool form: the model's arguments are POSTed to `endpoint` on `host:port`. A descriptor without `type: \"tool-service\"` is an HTTP tool; `type: \"http\"` may mark it and is dropped when stored. The arguments are described by the article's `parameters` or by a full JSON Schema `inputSchema` (not both; with `inputSchema`, discovery's `parameters` are made from its top-level `properties`); calls through the registry are checked against the input schema discovery serves. On `PUT /tools/{name}` the `name` may be omitted.",
+  'The discovery article\'s tool form: the model\'s arguments are POSTed to `endpoint` on `host:port`. A descriptor without `type: "tool-service"` is an HTTP tool; `type: "http"` may mark it and is dropped when stored. The arguments are described by the article\'s `parameters` or by a full JSON Schema `inputSchema` (not both; with `inputSchema`, discovery\'s `parameters` are made from its top-level `properties`); calls through the registry are checked against the input schema discovery serves. On `PUT /tools/{name}` the `name` may be omitted.',
 );
 
 /** The stored HTTP tool: the form operators send without the optional `type` marker. */
@@ -176,11 +176,14 @@ export const DiscoveryQuerySchema = z.object({
   format: z
     .enum(EXPORT_FORMATS, {
       // LangChain has no wire shape of its own: bindTools takes OpenAI's tool definitions.
-      error: (issue) => (issue.input === 'langchain' ? `LangChain takes OpenAI tool definitions (bindTools): use format=openai; the formats are ${EXPORT_FORMATS.join(', ')}` : undefined),
+      error: (issue) =>
+        issue.input === 'langchain'
+          ? `LangChain takes OpenAI tool definitions (bindTools): use format=openai; the formats are ${EXPORT_FORMATS.join(', ')}`
+          : undefined,
     })
     .optional()
     .describe(
-      "The caller's view in another shape: `openai` (Chat Completions `tools`), `openai-responses` (Responses API `tools`), `openai-strict` (`{tools, skipped}`: strict mode), `anthropic` (Messages API `tools`), `mcp` (an MCP `tools/list` result), `ag-ui` (AG-UI `Tool`s) or `prompt` (the article's \"Available tools\" text). Combines with `limit`, `cursor`, `q`, `scope` and `updated_since`: the same tools in the same order as the plain answer, in the format's shape, with the next page's URL in a `Link` header (`rel=\"next\"`); deleted tools (tombstones) are left out.",
+      'The caller\'s view in another shape: `openai` (Chat Completions `tools`), `openai-responses` (Responses API `tools`), `openai-strict` (`{tools, skipped}`: strict mode), `anthropic` (Messages API `tools`), `mcp` (an MCP `tools/list` result), `ag-ui` (AG-UI `Tool`s) or `prompt` (the article\'s "Available tools" text). Combines with `limit`, `cursor`, `q`, `scope` and `updated_since`: the same tools in the same order as the plain answer, in the format\'s shape, with the next page\'s URL in a `Link` header (`rel="next"`); deleted tools (tombstones) are left out.',
     ),
 });
 
@@ -214,7 +217,9 @@ export const AuditQuerySchema = z.strictObject({
     .string()
     .max(64)
     .optional()
-    .describe('e.g. `tool.put`, `tool.delete`, `tool-service.put`, `tool-service.delete`, `mcp-server.put`, `mcp-server.delete`, `mcp-server.sync` (the registry storing an MCP server\'s tools), `import`, `tool.invoke`.'),
+    .describe(
+      "e.g. `tool.put`, `tool.delete`, `tool-service.put`, `tool-service.delete`, `mcp-server.put`, `mcp-server.delete`, `mcp-server.sync` (the registry storing an MCP server's tools), `import`, `tool.invoke`.",
+    ),
   outcome: AuditOutcomeSchema.optional(),
   target: z.string().max(200).optional().describe('Tool name or service id.'),
   since: z.iso.datetime().optional().describe('ISO 8601 time, inclusive.'),
@@ -228,14 +233,18 @@ export const ToolNameParamsSchema = z.object({
   name: z.string().describe("The tool's name (1 to 64 letters, digits, `_` or `-`; any other name is answered like an unknown one)."),
 });
 export const ServiceIdParamsSchema = z.object({
-  id: z.string().describe("The tool service's id (1 to 128 letters, digits, `_`, `.` or `-`; any other id is answered like an unknown one)."),
+  id: z
+    .string()
+    .describe("The tool service's id (1 to 128 letters, digits, `_`, `.` or `-`; any other id is answered like an unknown one)."),
 });
 
 // ---------------------------------------------------------------------------------------------
 // Discovery
 
 const ToolStatusSchema = z.enum(['active', 'deprecated', 'deleted']);
-const ToolKindSchema = z.enum(['http', 'tool-service', 'mcp']).describe('`http` for HTTP tools, `tool-service` for message-bus tools, `mcp` for tools of upstream MCP servers.');
+const ToolKindSchema = z
+  .enum(['http', 'tool-service', 'mcp'])
+  .describe('`http` for HTTP tools, `tool-service` for message-bus tools, `mcp` for tools of upstream MCP servers.');
 const DateTimeSchema = z.iso.datetime();
 
 const ToolParameterSchema = z
@@ -253,7 +262,11 @@ const InputSchemaSchema = z
     required: z.array(z.string()),
     additionalProperties: z.boolean(),
   })
-  .meta({ id: 'InputSchema', description: "The tool's arguments as a closed JSON Schema object made from `parameters` (or a message-bus tool's `arguments`): a call with a key it does not list is refused." });
+  .meta({
+    id: 'InputSchema',
+    description:
+      "The tool's arguments as a closed JSON Schema object made from `parameters` (or a message-bus tool's `arguments`): a call with a key it does not list is refused.",
+  });
 
 const DeclaredSchemaSchema = z.looseObject({ type: z.literal('object') }).meta({
   id: 'DeclaredJsonSchema',
@@ -269,7 +282,9 @@ export const PublicToolSchema = z
     name: ToolNameSchema,
     description: z.string(),
     scopes: z.array(z.string()),
-    parameters: z.record(z.string(), ToolParameterSchema).describe("The article's parameter map (derived from `arguments` for message-bus tools)."),
+    parameters: z
+      .record(z.string(), ToolParameterSchema)
+      .describe("The article's parameter map (derived from `arguments` for message-bus tools)."),
     returns: z.string(),
     endpoint: z.string(),
     host: z.string(),
@@ -322,7 +337,9 @@ export const ChangeEventSchema = z
     index: z.number().int().min(1).describe('The registry index of the write.'),
     op: z
       .enum(['upsert', 'delete'])
-      .describe("`upsert`: the tool (or service) is in the caller's view after the write, new or changed; `delete`: it was deleted, or left the caller's view."),
+      .describe(
+        "`upsert`: the tool (or service) is in the caller's view after the write, new or changed; `delete`: it was deleted, or left the caller's view.",
+      ),
     kind: z.enum(['tool', 'tool-service']).describe('`tool-service` events go to callers holding the admin scope only.'),
     name: z.string().describe("The tool's name, or the tool service's id."),
   })
@@ -372,22 +389,29 @@ export const McpServerDescriptorSchema = McpServerInputSchema.meta({
 });
 
 const McpServerViewSchema = McpServerSchema.extend({
-  credential: z.strictObject({ set: z.literal(true) }).optional().describe('Present when a credential is stored; the credential itself is never shown.'),
+  credential: z
+    .strictObject({ set: z.literal(true) })
+    .optional()
+    .describe('Present when a credential is stored; the credential itself is never shown.'),
 }).meta({ id: 'McpServer', description: 'A stored MCP server, its credential hidden.' });
 
 const McpUpstreamStatusSchema = z
   .strictObject({
     state: z
       .enum(['connecting', 'connected', 'down'])
-      .describe('`down`: the server cannot be reached; calls to its tools answer `503` until it can, which the registry retries with backoff.'),
+      .describe(
+        '`down`: the server cannot be reached; calls to its tools answer `503` until it can, which the registry retries with backoff.',
+      ),
     lastSyncAt: DateTimeSchema.nullable().describe('When its tool list was last read and stored.'),
     lastError: z.string().nullable().describe('Why the last connection or listing failed, if it did.'),
     tools: z.number().int().min(0).describe('Its live tools in the registry.'),
     skipped: z
       .array(z.strictObject({ name: z.string().describe("The upstream's tool name."), reason: z.string() }))
-      .describe('Upstream tools not listed: a name that is no valid tool name with the prefix, one another tool has, or a descriptor the registry refuses.'),
+      .describe(
+        'Upstream tools not listed: a name that is no valid tool name with the prefix, one another tool has, or a descriptor the registry refuses.',
+      ),
   })
-  .meta({ id: 'McpUpstreamStatus', description: "What this registry process knows of its connection to the server." });
+  .meta({ id: 'McpUpstreamStatus', description: 'What this registry process knows of its connection to the server.' });
 
 export const McpServerRecordSchema = z
   .strictObject({
@@ -441,30 +465,38 @@ export const StatsSchema = z
     scope_usage: z.record(z.string(), CallsSchema).describe('How many tools in the view require each scope.'),
     unique_scopes: CountSchema,
     tools_by_kind: z.record(z.string(), CountSchema).describe('Tools in the view by kind (`http`, `tool-service`, `mcp`).'),
-    total_tool_services: CountSchema.describe('Every live tool service, whatever the caller\'s view.'),
+    total_tool_services: CountSchema.describe("Every live tool service, whatever the caller's view."),
     tools_by_service: z
       .record(z.string(), CountSchema)
       .describe(
-        "Live tools per tool service (message-bus tools), by service id, services without tools included. Service ids are backend topology, so this is filled only for tokens holding the admin scope (or `STATS_READ_SCOPE`); everyone else gets it empty.",
+        'Live tools per tool service (message-bus tools), by service id, services without tools included. Service ids are backend topology, so this is filled only for tokens holding the admin scope (or `STATS_READ_SCOPE`); everyone else gets it empty.',
       ),
-    tools_by_mcp_server: z.record(z.string(), CountSchema).describe('Live tools per registered upstream MCP server, by server id; filled for the same callers as `tools_by_service`, empty for everyone else.'),
+    tools_by_mcp_server: z
+      .record(z.string(), CountSchema)
+      .describe(
+        'Live tools per registered upstream MCP server, by server id; filled for the same callers as `tools_by_service`, empty for everyone else.',
+      ),
     registry_index: CountSchema,
     replica: z
       .string()
       .optional()
-      .describe('Replicated mode only: the replica that answered (`REPLICA_ID`). Usage figures and audit entries are per replica: each counts the calls it carried and the writes it took.'),
+      .describe(
+        'Replicated mode only: the replica that answered (`REPLICA_ID`). Usage figures and audit entries are per replica: each counts the calls it carried and the writes it took.',
+      ),
     total_tool_calls: CountSchema.describe(
-      'Calls through `POST /tools/{name}/invoke` to the tools in the view (the full view also counts tools deleted since they were called), since the database was created. Every call that passed the tool\'s scope check counts, whatever its outcome: answered, failed, timed out, cancelled, or refused for want of capacity. Calls refused at the scope check (no token, or none of the tool\'s scopes) are not uses of the tool: they count only in `errors_by_class` (`denied`). Requests refused before the scope check (invalid token, rate limit, unreadable body, unknown or deleted tool) or after it because the tool is deprecated or the arguments do not fit its input schema do not count at all. `usage_by_tool`, `most_used_tool`, `usage_by_agent` and `latency_ms_by_tool` count the same calls as this figure.',
+      "Calls through `POST /tools/{name}/invoke` to the tools in the view (the full view also counts tools deleted since they were called), since the database was created. Every call that passed the tool's scope check counts, whatever its outcome: answered, failed, timed out, cancelled, or refused for want of capacity. Calls refused at the scope check (no token, or none of the tool's scopes) are not uses of the tool: they count only in `errors_by_class` (`denied`). Requests refused before the scope check (invalid token, rate limit, unreadable body, unknown or deleted tool) or after it because the tool is deprecated or the arguments do not fit its input schema do not count at all. `usage_by_tool`, `most_used_tool`, `usage_by_agent` and `latency_ms_by_tool` count the same calls as this figure.",
     ),
     usage_by_tool: z.record(z.string(), CallsSchema).describe('Calls per tool, for tools called at least once, sorted by name.'),
     most_used_tool: z.string().nullable().describe('The tool with the most calls (the first by name on a tie); null before any call.'),
     usage_by_agent: z
       .record(z.string(), z.record(z.string(), CallsSchema))
-      .describe("Calls per agent (the token's `sub`; `(no subject)` for a token without `sub`), then per tool. Callers without a token are always refused, so they never appear."),
+      .describe(
+        "Calls per agent (the token's `sub`; `(no subject)` for a token without `sub`), then per tool. Callers without a token are always refused, so they never appear.",
+      ),
     errors_by_class: z
       .partialRecord(z.enum(['denied', 'service-error', 'timeout', 'unavailable', 'cancelled']), CallsSchema)
       .describe(
-        'Calls that did not succeed, by class: `denied` (401, 403 at the tool\'s scope check), `service-error` (502), `timeout` (504), `cancelled` (the caller hung up), `unavailable` (503, `413` for a call too large for the bus, and unexpected failures). Classes without calls are left out.',
+        "Calls that did not succeed, by class: `denied` (401, 403 at the tool's scope check), `service-error` (502), `timeout` (504), `cancelled` (the caller hung up), `unavailable` (503, `413` for a call too large for the bus, and unexpected failures). Classes without calls are left out.",
       ),
     latency_ms_by_tool: z
       .record(z.string(), LatencySummarySchema)
@@ -479,9 +511,11 @@ export const StatsSchema = z
 // ---------------------------------------------------------------------------------------------
 // Calls
 
-export const InvokeArgumentsSchema = z
-  .record(z.string(), z.unknown())
-  .meta({ id: 'InvokeArguments', description: "The call's arguments, as a JSON object of argument name to value (an absent body means `{}`).", examples: [{ expression: '2 + 2' }] });
+export const InvokeArgumentsSchema = z.record(z.string(), z.unknown()).meta({
+  id: 'InvokeArguments',
+  description: "The call's arguments, as a JSON object of argument name to value (an absent body means `{}`).",
+  examples: [{ expression: '2 + 2' }],
+});
 
 export const InvokeResultSchema = z
   .strictObject({
@@ -537,7 +571,8 @@ const ImportBundleDescriptorSchema = z
   })
   .meta({
     id: 'ImportBundle',
-    description: 'Tool services and tools to create or replace in one transaction. Items are checked one by one; ids and names must be unique within the bundle.',
+    description:
+      'Tool services and tools to create or replace in one transaction. Items are checked one by one; ids and names must be unique within the bundle.',
   });
 
 export const ExportBundleSchema = z
@@ -557,7 +592,9 @@ export const ImportSummarySchema = z
     skipped: z
       .array(z.strictObject({ item: z.string().describe('`type/key`, or a config type'), reason: z.string() }))
       .optional()
-      .describe('TrustGraph dumps only: the items left out (tools of kinds other than `tool-service`, other config types), at most 100 listed.'),
+      .describe(
+        'TrustGraph dumps only: the items left out (tools of kinds other than `tool-service`, other config types), at most 100 listed.',
+      ),
   })
   .meta({ id: 'ImportSummary' });
 
@@ -569,8 +606,15 @@ export const ImportBodySchema = z
     ImportBundleDescriptorSchema,
     z
       .looseObject({ source_workspace: z.string().optional(), source_version: z.number().optional(), config: TrustGraphItemsInputSchema })
-      .meta({ id: 'TrustGraphDumpToImport', description: 'A dump as `tg-export-workspace-config` writes it (or `GET /export?format=trustgraph`): `config` maps `tool-service` and `tool` keys to descriptors as JSON text (objects are taken too).' }),
-    TrustGraphItemsInputSchema.meta({ id: 'TrustGraphItemsToImport', description: 'The bare `{type: {key: value}}` form, with a `tool-service` or `tool` member.' }),
+      .meta({
+        id: 'TrustGraphDumpToImport',
+        description:
+          'A dump as `tg-export-workspace-config` writes it (or `GET /export?format=trustgraph`): `config` maps `tool-service` and `tool` keys to descriptors as JSON text (objects are taken too).',
+      }),
+    TrustGraphItemsInputSchema.meta({
+      id: 'TrustGraphItemsToImport',
+      description: 'The bare `{type: {key: value}}` form, with a `tool-service` or `tool` member.',
+    }),
   ])
   .meta({ id: 'ImportBody' });
 
@@ -578,7 +622,9 @@ export const ExportQuerySchema = z.strictObject({
   format: z
     .enum(['registry', 'trustgraph'])
     .default('registry')
-    .describe("`registry` (the default): an `ImportBundle`. `trustgraph`: the tool services and message-bus tools as TrustGraph's config service stores them, in `tg-export-workspace-config`'s form."),
+    .describe(
+      "`registry` (the default): an `ImportBundle`. `trustgraph`: the tool services and message-bus tools as TrustGraph's config service stores them, in `tg-export-workspace-config`'s form.",
+    ),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -591,8 +637,12 @@ const ReplicationStateSchema = z
   .strictObject({
     replica: z.string().describe('The replica that answered (`REPLICA_ID`).'),
     topic: z.string().describe('The replication topic (`REPLICATION_TOPIC`).'),
-    caughtUp: z.boolean().describe('Whether this replica has applied everything published before it started; `/readyz` answers `503` until it has.'),
-    broker: z.enum(['connected', 'disconnected']).describe('Whether writes reach the broker now; while `disconnected` writes answer `503` and reads go on.'),
+    caughtUp: z
+      .boolean()
+      .describe('Whether this replica has applied everything published before it started; `/readyz` answers `503` until it has.'),
+    broker: z
+      .enum(['connected', 'disconnected'])
+      .describe('Whether writes reach the broker now; while `disconnected` writes answer `503` and reads go on.'),
     appliedIndex: CountSchema.describe('The registry index of the last message this replica applied.'),
     failed: z.string().optional().describe('Why this replica stopped applying the topic (it needs a restart).'),
     refused: z
@@ -629,7 +679,7 @@ export const ReadinessSchema = z
     signingKeys: z
       .enum(['local', 'loaded'])
       .describe(
-        "The keys tokens are verified with: `local` (`JWT_SECRET`, `JWT_PUBLIC_KEY` or the dev secret) or `loaded` (the authorization server's JWKS was fetched). While a JWKS is configured and no keys are loaded, every token would get `401`: `/readyz` answers `503` then, saying why, with `signingKeys: \"unavailable\"`.",
+        'The keys tokens are verified with: `local` (`JWT_SECRET`, `JWT_PUBLIC_KEY` or the dev secret) or `loaded` (the authorization server\'s JWKS was fetched). While a JWKS is configured and no keys are loaded, every token would get `401`: `/readyz` answers `503` then, saying why, with `signingKeys: "unavailable"`.',
       ),
     index: CountSchema.describe('The registry index the catalogue reflects.'),
     inflightCalls: CountSchema.describe('Tool calls in flight now (at most `MAX_INFLIGHT_CALLS`).'),
@@ -638,7 +688,9 @@ export const ReadinessSchema = z
   })
   .meta({ id: 'Readiness' });
 
-export const OpenApiDocumentSchema = z.looseObject({ openapi: z.string() }).meta({ id: 'OpenApiDocument', description: 'An OpenAPI 3.1 document.' });
+export const OpenApiDocumentSchema = z
+  .looseObject({ openapi: z.string() })
+  .meta({ id: 'OpenApiDocument', description: 'An OpenAPI 3.1 document.' });
 
 export const ProtectedResourceMetadataSchema = z
   .strictObject({
@@ -658,7 +710,7 @@ const FieldErrorSchema = z
     path: z
       .string()
       .describe(
-        'Dotted path into the request body, e.g. `arguments.0.name`, `tools.3.service` or `inputSchema.properties.x.items.type`; empty for the body itself; the parameter\'s name for a query parameter. For `TR_ERR_INVALID_ARGUMENTS` a JSON pointer into the arguments instead, e.g. `/items/0/name` (empty for the arguments themselves).',
+        "Dotted path into the request body, e.g. `arguments.0.name`, `tools.3.service` or `inputSchema.properties.x.items.type`; empty for the body itself; the parameter's name for a query parameter. For `TR_ERR_INVALID_ARGUMENTS` a JSON pointer into the arguments instead, e.g. `/items/0/name` (empty for the arguments themselves).",
       ),
     message: z.string(),
   })
@@ -677,7 +729,9 @@ export const ProblemSchema = z
     status: z.number().int().min(400).max(599),
     detail: z
       .string()
-      .describe('What went wrong with this request. Internal errors (`500`) get a generic detail; failed tool calls (`502`, `503`, `504`) say which tool and why.'),
+      .describe(
+        'What went wrong with this request. Internal errors (`500`) get a generic detail; failed tool calls (`502`, `503`, `504`) say which tool and why.',
+      ),
     code: z.enum(ERROR_CODES).describe('Stable error code; clients may switch on it.'),
     errors: z
       .array(FieldErrorSchema)
@@ -691,18 +745,29 @@ export const ProblemSchema = z
       .strictObject({
         type: z
           .string()
-          .describe("The service's error type, or `http-{status}`, `tool-unreachable`, `invalid-response`, `response-too-large`; for mcp tools `mcp-tool-error` (the tool's answer had `isError`) or `mcp-error` (the server refused the call)."),
+          .describe(
+            "The service's error type, or `http-{status}`, `tool-unreachable`, `invalid-response`, `response-too-large`; for mcp tools `mcp-tool-error` (the tool's answer had `isError`) or `mcp-error` (the server refused the call).",
+          ),
         message: z.string(),
       })
       .optional()
       .describe('`TR_ERR_TOOL_SERVICE` only: the error the tool or its service answered with.'),
-    mcpServer: z.string().optional().describe('`TR_ERR_CONFLICT` on a tool write: the MCP server whose tool it is, which alone may change it.'),
-    jsonrpc: z.literal('2.0').optional().describe('`/mcp` only: with `error` and `id`, the same refusal as a JSON-RPC error, for MCP clients that read one.'),
+    mcpServer: z
+      .string()
+      .optional()
+      .describe('`TR_ERR_CONFLICT` on a tool write: the MCP server whose tool it is, which alone may change it.'),
+    jsonrpc: z
+      .literal('2.0')
+      .optional()
+      .describe('`/mcp` only: with `error` and `id`, the same refusal as a JSON-RPC error, for MCP clients that read one.'),
     error: z
       .strictObject({ code: z.number().int(), message: z.string(), data: z.unknown().optional() })
       .optional()
       .describe('`/mcp` only: the JSON-RPC error object.'),
-    id: z.union([z.string(), z.number(), z.null()]).optional().describe('`/mcp` only: the JSON-RPC id (null: the refusal answers no one request).'),
+    id: z
+      .union([z.string(), z.number(), z.null()])
+      .optional()
+      .describe('`/mcp` only: the JSON-RPC id (null: the refusal answers no one request).'),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details, served as `application/problem+json`.' });
 export type Problem = z.infer<typeof ProblemSchema>;
@@ -714,7 +779,10 @@ export const JsonRpcMessageSchema = z
   .looseObject({
     jsonrpc: z.literal('2.0'),
     id: z.union([z.string(), z.number()]).optional().describe('Present on requests and responses; absent on notifications.'),
-    method: z.string().optional().describe('Requests and notifications: `initialize`, `tools/list`, `tools/call`, `notifications/initialized`, ...'),
+    method: z
+      .string()
+      .optional()
+      .describe('Requests and notifications: `initialize`, `tools/list`, `tools/call`, `notifications/initialized`, ...'),
     params: z.record(z.string(), z.unknown()).optional(),
     result: z.record(z.string(), z.unknown()).optional(),
     error: z.record(z.string(), z.unknown()).optional(),

@@ -13,7 +13,7 @@ import type { Tool } from './normalise.js';
 export const EXPORT_FORMATS = ['openai', 'openai-responses', 'openai-strict', 'anthropic', 'mcp', 'ag-ui', 'prompt'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
-const JsonSchemaValue = z.record(z.string(), z.unknown()).describe('A JSON Schema: the tool\'s `inputSchema`.');
+const JsonSchemaValue = z.record(z.string(), z.unknown()).describe("A JSON Schema: the tool's `inputSchema`.");
 const NameSchema = z.string().describe("The tool's name in the registry.");
 const DescriptionSchema = z.string();
 
@@ -46,7 +46,9 @@ export type OpenAiResponsesTool = z.infer<typeof OpenAiResponsesToolSchema>;
 export const SkippedToolSchema = z.strictObject({
   name: NameSchema,
   /** Why the tool's input schema is not one OpenAI's strict mode accepts. */
-  reason: z.string().describe("Why the tool's input schema is not one OpenAI's strict mode accepts (a JSON pointer into it, then the rule)."),
+  reason: z
+    .string()
+    .describe("Why the tool's input schema is not one OpenAI's strict mode accepts (a JSON pointer into it, then the rule)."),
 });
 export type SkippedTool = z.infer<typeof SkippedToolSchema>;
 
@@ -54,18 +56,26 @@ export const OpenAiStrictExportSchema = z
   .strictObject({
     tools: z.array(OpenAiChatToolSchema).describe('The tools whose input schema meets strict mode, with `strict: true`.'),
     skipped: z.array(SkippedToolSchema).describe('The tools left out, in the order of the answer (name order, unless searched).'),
-    nextCursor: z.string().nullable().optional().describe('Pages only: the `cursor` for the next page, `null` on the last (also in the `Link` header).'),
+    nextCursor: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('Pages only: the `cursor` for the next page, `null` on the last (also in the `Link` header).'),
   })
   .meta({ id: 'OpenAiStrictExport', description: '`GET /?format=openai-strict`.' });
 
 export const AnthropicToolSchema = z
-  .strictObject({ name: NameSchema, description: DescriptionSchema, input_schema: z.looseObject({ type: z.literal('object') }).describe("A JSON Schema: the tool's `inputSchema`.") })
+  .strictObject({
+    name: NameSchema,
+    description: DescriptionSchema,
+    input_schema: z.looseObject({ type: z.literal('object') }).describe("A JSON Schema: the tool's `inputSchema`."),
+  })
   .meta({ id: 'AnthropicTool', description: 'A tool as the Anthropic Messages API takes it (`tools` of `messages.create`).' });
 export type AnthropicTool = z.infer<typeof AnthropicToolSchema>;
 
 export const AgUiToolSchema = z
   .strictObject({ name: NameSchema, description: DescriptionSchema, parameters: JsonSchemaValue })
-  .meta({ id: 'AgUiTool', description: 'An AG-UI `Tool` (@ag-ui/core), as a run input\'s `tools` holds it.' });
+  .meta({ id: 'AgUiTool', description: "An AG-UI `Tool` (@ag-ui/core), as a run input's `tools` holds it." });
 export type AgUiTool = z.infer<typeof AgUiToolSchema>;
 
 export const McpExportSchema = z
@@ -79,7 +89,10 @@ export const McpExportSchema = z
         outputSchema: JsonSchemaValue.optional(),
       }),
     ),
-    nextCursor: z.string().optional().describe('Pages only, and not on the last: the `cursor` for the next page (also in the `Link` header).'),
+    nextCursor: z
+      .string()
+      .optional()
+      .describe('Pages only, and not on the last: the `cursor` for the next page (also in the `Link` header).'),
   })
   .meta({ id: 'McpExport', description: 'The result of an MCP `tools/list` (`ListToolsResult`).' });
 
@@ -139,7 +152,6 @@ class NotStrict extends Error {}
 
 type Schema = Record<string, unknown>;
 
-
 /**
  * The same schema, also allowing `null`: how strict mode says a property may be left out. A
  * type list gains `"null"` where nothing else in the schema could refuse null (the keywords
@@ -155,7 +167,8 @@ function nullable(schema: Schema): Schema {
     if (Array.isArray(schema['enum'])) widened['enum'] = [...(schema['enum'] as unknown[]), null];
     return widened;
   }
-  if (types.length === 0 && alone && schema['enum'] === undefined && Array.isArray(schema['anyOf'])) return { ...schema, anyOf: [...(schema['anyOf'] as unknown[]), { type: 'null' }] };
+  if (types.length === 0 && alone && schema['enum'] === undefined && Array.isArray(schema['anyOf']))
+    return { ...schema, anyOf: [...(schema['anyOf'] as unknown[]), { type: 'null' }] };
   return { anyOf: [schema, { type: 'null' }] };
 }
 
@@ -171,7 +184,8 @@ function countChars(counts: StrictCounts, values: readonly unknown[]): number {
   let chars = 0;
   for (const value of values) if (typeof value === 'string') chars += value.length;
   counts.chars += chars;
-  if (counts.chars > STRICT_MAX_STRING_CHARS) throw new NotStrict(`more than ${STRICT_MAX_STRING_CHARS} characters of property names, definition names, enum and const values`);
+  if (counts.chars > STRICT_MAX_STRING_CHARS)
+    throw new NotStrict(`more than ${STRICT_MAX_STRING_CHARS} characters of property names, definition names, enum and const values`);
   return chars;
 }
 
@@ -202,7 +216,9 @@ function strictSchema(schema: unknown, path: string, depth: number, counts: Stri
     if (counts.enumValues > STRICT_MAX_ENUM_VALUES) throw new NotStrict(`more than ${STRICT_MAX_ENUM_VALUES} enum values`);
     const chars = countChars(counts, values);
     if (values.filter((v) => typeof v === 'string').length > STRICT_LARGE_ENUM && chars > STRICT_MAX_LARGE_ENUM_CHARS) {
-      throw new NotStrict(`${path || '/'}: an enum of more than ${STRICT_LARGE_ENUM} strings with more than ${STRICT_MAX_LARGE_ENUM_CHARS} characters`);
+      throw new NotStrict(
+        `${path || '/'}: an enum of more than ${STRICT_LARGE_ENUM} strings with more than ${STRICT_MAX_LARGE_ENUM_CHARS} characters`,
+      );
     }
   }
   if (schema['const'] !== undefined) countChars(counts, [schema['const']]);
@@ -210,7 +226,8 @@ function strictSchema(schema: unknown, path: string, depth: number, counts: Stri
   if (underAnyOf && typeof schema['$ref'] === 'string' && hasOptionalProperty(resolveLocal(schema['$ref'], root), root, new Set())) {
     throw new NotStrict(`${path}: a $ref inside anyOf to a schema with optional properties (a model's null for one would be refused)`);
   }
-  if (Array.isArray(schema['anyOf'])) out['anyOf'] = schema['anyOf'].map((s, i) => strictSchema(s, `${path}/anyOf/${i}`, depth + 1, counts, root, true));
+  if (Array.isArray(schema['anyOf']))
+    out['anyOf'] = schema['anyOf'].map((s, i) => strictSchema(s, `${path}/anyOf/${i}`, depth + 1, counts, root, true));
   for (const defs of ['$defs', 'definitions'] as const) {
     if (!isSchema(schema[defs])) continue;
     countChars(counts, Object.keys(schema[defs]));
@@ -229,7 +246,8 @@ function strictSchema(schema: unknown, path: string, depth: number, counts: Stri
     out['properties'] = mapValues(properties, (s, name) => {
       const converted = strictSchema(s, `${path}/properties/${name}`, depth + 1, counts, root, underAnyOf);
       if (required.has(name)) return converted;
-      if (underAnyOf) throw new NotStrict(`${path}/properties/${name}: an optional property inside anyOf (a model's null for it would be refused)`);
+      if (underAnyOf)
+        throw new NotStrict(`${path}/properties/${name}: an optional property inside anyOf (a model's null for it would be refused)`);
       return nullable(converted);
     });
     // Every property listed: an optional one is now required and may be null.

@@ -107,7 +107,9 @@ export function escapeInvisible(text: string): string {
   return text.replace(INVISIBLE, (c, index: number) => {
     if (c === '\u200D' && joinsEmoji(text, index)) return c;
     const codePoint = c.codePointAt(0) as number;
-    return codePoint > 0xffff ? `\\u{${codePoint.toString(16).toUpperCase()}}` : `\\u${codePoint.toString(16).toUpperCase().padStart(4, '0')}`;
+    return codePoint > 0xffff
+      ? `\\u{${codePoint.toString(16).toUpperCase()}}`
+      : `\\u${codePoint.toString(16).toUpperCase().padStart(4, '0')}`;
   });
 }
 

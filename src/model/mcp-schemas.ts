@@ -6,7 +6,17 @@
  */
 import { z } from 'zod';
 import { fieldErrorsFrom, validationError } from './resolve.js';
-import { countedFirst, DescriptionSchema, NOT_PROTO, notProto, ObjectJsonSchema, ScopeSchema, ServiceIdSchema, text, ToolNameSchema } from './schemas.js';
+import {
+  countedFirst,
+  DescriptionSchema,
+  NOT_PROTO,
+  notProto,
+  ObjectJsonSchema,
+  ScopeSchema,
+  ServiceIdSchema,
+  text,
+  ToolNameSchema,
+} from './schemas.js';
 
 /** A tool's name at its upstream: MCP allows more than the registry's names (which may be prefixed). */
 const UpstreamToolNameSchema = z
@@ -57,7 +67,10 @@ export const McpServerSchema = z.strictObject({
   /** The server's Streamable HTTP endpoint: the only URL the registry sends its requests to. */
   url: McpUrlSchema,
   /** Prepended to every upstream tool name; a result that is not a valid tool name is skipped. */
-  prefix: z.string().regex(/^[a-zA-Z0-9_-]{1,32}$/, 'must be 1 to 32 letters, digits, "_" or "-"').optional(),
+  prefix: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]{1,32}$/, 'must be 1 to 32 letters, digits, "_" or "-"')
+    .optional(),
   /** Scopes for every tool of the server; none means every caller. */
   scopes: z.array(ScopeSchema).max(64).default([]),
   /** Scopes per upstream tool name; an entry wins over `scopes`. */

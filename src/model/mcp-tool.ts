@@ -28,7 +28,10 @@ export function mcpToolOf(tool: Tool): McpToolEntry {
  * output schema, the same answer as `structuredContent`. Null when such a tool's answer is not
  * a JSON object, which its schema cannot describe.
  */
-export function mcpResultOf(tool: Tool, text: string): { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown> } | null {
+export function mcpResultOf(
+  tool: Tool,
+  text: string,
+): { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown> } | null {
   const content = [{ type: 'text' as const, text }];
   if (tool.outputSchema === undefined) return { content };
   let value: unknown;

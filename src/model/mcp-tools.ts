@@ -76,7 +76,10 @@ export function mcpToolsOf(server: McpServer, upstream: readonly UpstreamTool[])
       continue;
     }
     const first = fieldErrorsFrom(parsed.error)[0];
-    const reason = first?.path === 'name' ? `"${candidate.name}" is not a valid tool name: ${first.message}` : `${first?.path || '(tool)'}: ${first?.message ?? 'invalid'}`;
+    const reason =
+      first?.path === 'name'
+        ? `"${candidate.name}" is not a valid tool name: ${first.message}`
+        : `${first?.path || '(tool)'}: ${first?.message ?? 'invalid'}`;
     skipped.push({ name: tool.name, reason });
   }
   return { tools, skipped };
@@ -127,7 +130,10 @@ export function planMcpSync(
     }
     const tombstone = existing ? undefined : deleted(tool.name);
     if (tombstone && tombstone.kind !== 'mcp') {
-      plan.clashes.push({ name: tool.upstreamName, reason: `"${tool.name}" was a tool of kind ${tombstone.kind}, deleted: a name an operator held is never taken over by an upstream` });
+      plan.clashes.push({
+        name: tool.upstreamName,
+        reason: `"${tool.name}" was a tool of kind ${tombstone.kind}, deleted: a name an operator held is never taken over by an upstream`,
+      });
       continue;
     }
     kept.add(tool.name);

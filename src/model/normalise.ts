@@ -53,7 +53,7 @@ export interface Tool {
 }
 
 /** What a message-bus tool's observation is, for the article's `returns` field. */
-const BUS_TOOL_RETURNS = 'The tool service\'s observation, as text';
+const BUS_TOOL_RETURNS = "The tool service's observation, as text";
 /** The same for mcp tools (src/bridge/mcp-transport.ts says how an answer becomes text). */
 const MCP_STRUCTURED_RETURNS = "The tool's structured answer as JSON text, which its outputSchema describes";
 const MCP_TEXT_RETURNS = "The tool's text content, its parts joined by line feeds";
@@ -138,11 +138,18 @@ function jsonTypeOf(schema: Record<string, unknown>, root: JsonSchemaObject): Js
   for (let step = 0; step < 8; step++) {
     const ref = node['$ref'];
     const branches = node['anyOf'] ?? node['oneOf'] ?? node['allOf'];
-    const next = typeof ref === 'string' ? resolveLocal(root, ref) : Array.isArray(branches) ? branches.find((b) => isObject(b) && b['type'] !== 'null') : undefined;
+    const next =
+      typeof ref === 'string'
+        ? resolveLocal(root, ref)
+        : Array.isArray(branches)
+          ? branches.find((b) => isObject(b) && b['type'] !== 'null')
+          : undefined;
     if (node['type'] !== undefined || !isObject(next)) break;
     node = next;
   }
-  const types = (Array.isArray(node['type']) ? node['type'] : [node['type']]).filter((t): t is JsonType => typeof t === 'string' && JSON_TYPES.has(t));
+  const types = (Array.isArray(node['type']) ? node['type'] : [node['type']]).filter(
+    (t): t is JsonType => typeof t === 'string' && JSON_TYPES.has(t),
+  );
   const type = types.find((t) => t !== 'null') ?? types[0];
   if (type !== undefined) return type;
   if (isObject(node['properties'])) return 'object';
@@ -180,7 +187,13 @@ function parametersOf(inputSchema: JsonSchemaObject): Record<string, ToolParamet
     // `enum` and `items` say what values fit, which a model reading the article's form needs too.
     const enumValues = Array.isArray(schema['enum']) ? schema['enum'] : undefined;
     const items = isObject(schema['items']) || typeof schema['items'] === 'boolean' ? schema['items'] : undefined;
-    parameters[name] = stripUndefined({ type: jsonTypeOf(schema, inputSchema), description, enum: enumValues, items, required: required.has(name) ? undefined : false });
+    parameters[name] = stripUndefined({
+      type: jsonTypeOf(schema, inputSchema),
+      description,
+      enum: enumValues,
+      items,
+      required: required.has(name) ? undefined : false,
+    });
   }
   return parameters;
 }
@@ -208,7 +221,6 @@ export function normaliseTool(kind: ToolKind, descriptor: ToolDescriptor): Tool 
   if (kind === 'mcp') return normaliseMcpTool(descriptor as McpTool);
   return kind === 'http' ? normaliseHttpTool(descriptor as HttpTool) : normaliseBusTool(descriptor as BusTool);
 }
-
 
 /**
  * An object keyed by user-given names (parameter and argument names), without a prototype, so

@@ -111,7 +111,7 @@ export function formatIp(ip: IpAddress): string {
   const groups = Array.from({ length: 8 }, (_, i) => Number((ip.value >> BigInt(112 - 16 * i)) & 0xffffn));
   // The longest run of two or more zero groups becomes "::" (RFC 5952).
   let best = { at: -1, length: 1 };
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     let j = i;
     while (j < 8 && groups[j] === 0) j++;
     if (j - i > best.length) best = { at: i, length: j - i };
@@ -129,7 +129,16 @@ export function formatIp(ip: IpAddress): string {
 export function normaliseHost(host: string): NormalHost | undefined {
   const bare = host.startsWith('[') ? host : host.includes(':') ? `[${host}]` : host;
   const parsed = URL.parse(`http://${bare}/`);
-  if (parsed === null || parsed.hostname === '' || parsed.pathname !== '/' || parsed.port !== '' || parsed.username !== '' || parsed.search !== '' || parsed.hash !== '') return undefined;
+  if (
+    parsed === null ||
+    parsed.hostname === '' ||
+    parsed.pathname !== '/' ||
+    parsed.port !== '' ||
+    parsed.username !== '' ||
+    parsed.search !== '' ||
+    parsed.hash !== ''
+  )
+    return undefined;
   return normaliseHostname(parsed.hostname);
 }
 
@@ -181,9 +190,11 @@ export function parseOutboundRule(text: string): OutboundRule | string {
   let prefix = width;
   if (slash >= 0) {
     const length = text.slice(slash + 1);
-    if (!/^\d{1,3}$/.test(length) || Number(length) > carried + width) return `"${text}": the prefix length must be 0 to ${carried + width}`;
+    if (!/^\d{1,3}$/.test(length) || Number(length) > carried + width)
+      return `"${text}": the prefix length must be 0 to ${carried + width}`;
     prefix = Number(length) - carried;
-    if (prefix < 0) return `"${text}": a prefix shorter than /96 over an IPv4-mapped address spans more than IPv4; give an IPv6 CIDR without the IPv4 part`;
+    if (prefix < 0)
+      return `"${text}": a prefix shorter than /96 over an IPv4-mapped address spans more than IPv4; give an IPv6 CIDR without the IPv4 part`;
   }
   if ((ip.value & ~networkMask(ip.family, prefix)) !== 0n) {
     const base = formatIp({ family: ip.family, value: ip.value & networkMask(ip.family, prefix) });
@@ -215,7 +226,10 @@ export function nameMatches(name: string, rule: Extract<OutboundRule, { kind: 'n
  */
 export function outboundTargetsOf(kind: 'http-tool', descriptor: { host: string; port: number }): OutboundTarget[];
 export function outboundTargetsOf(kind: 'mcp-server', descriptor: { url: string }): OutboundTarget[];
-export function outboundTargetsOf(kind: 'http-tool' | 'mcp-server', descriptor: { host: string; port: number } | { url: string }): OutboundTarget[] {
+export function outboundTargetsOf(
+  kind: 'http-tool' | 'mcp-server',
+  descriptor: { host: string; port: number } | { url: string },
+): OutboundTarget[] {
   if (kind === 'http-tool') {
     const { host, port } = descriptor as { host: string; port: number };
     return [{ path: 'host', host, port }];

@@ -56,7 +56,8 @@ const INVISIBLE_ERROR = { error: (issue: { input: unknown }) => invisibleCharact
  * a `pattern`, which the OpenAPI document shows; the invisible ones are a refinement, as the
  * joiner inside an emoji and the message naming the code point need code.
  */
-export const text = (max: number) => z.string().max(max).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE).refine(showsEverything, INVISIBLE_ERROR);
+export const text = (max: number) =>
+  z.string().max(max).regex(NO_CONTROL_BUT_NL_TAB, CONTROL_MESSAGE).refine(showsEverything, INVISIBLE_ERROR);
 
 /** One refusal of a string or key: where, and why. */
 interface UnsafeString {
@@ -102,7 +103,9 @@ const MORE_UNSAFE_MESSAGE = `holds more strings or keys with control, bidirectio
 function unsafeStrings(roots: [value: unknown, path: PropertyKey[]][]): { issues: UnsafeString[]; more: boolean } {
   const issues: UnsafeString[] = [];
   // Each child's path is made when it is reached, not when its parent is: the walk may stop first.
-  const stack: [node: unknown, parent: PropertyKey[], key: PropertyKey | undefined][] = roots.map(([value, path]): [unknown, PropertyKey[], undefined] => [value, path, undefined]).reverse();
+  const stack: [node: unknown, parent: PropertyKey[], key: PropertyKey | undefined][] = roots
+    .map(([value, path]): [unknown, PropertyKey[], undefined] => [value, path, undefined])
+    .reverse();
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
     const [node, parent, key] = next;
     const path = key === undefined ? parent : [...parent, key];
@@ -121,7 +124,8 @@ function unsafeStrings(roots: [value: unknown, path: PropertyKey[]][]): { issues
     if (issues.length >= MAX_ISSUES_PER_VALUE) break;
   }
   // At the cap: look on, without paths, only as far as the next string to refuse, if any.
-  const more = issues.length > MAX_ISSUES_PER_VALUE || (issues.length === MAX_ISSUES_PER_VALUE && holdsUnsafeString(stack.map(([node]) => node)));
+  const more =
+    issues.length > MAX_ISSUES_PER_VALUE || (issues.length === MAX_ISSUES_PER_VALUE && holdsUnsafeString(stack.map(([node]) => node)));
   return { issues: issues.slice(0, MAX_ISSUES_PER_VALUE), more };
 }
 
@@ -163,7 +167,11 @@ const jsonText = () => z.json().superRefine(refuseUnsafeCharacters);
  */
 export function countedFirst<T extends z.ZodType>(max: number, unit: 'values' | 'entries', schema: T) {
   return z.preprocess((value, ctx) => {
-    const count = Array.isArray(value) ? value.length : unit === 'entries' && typeof value === 'object' && value !== null ? Object.keys(value).length : 0;
+    const count = Array.isArray(value)
+      ? value.length
+      : unit === 'entries' && typeof value === 'object' && value !== null
+        ? Object.keys(value).length
+        : 0;
     if (count > max) ctx.addIssue({ code: 'custom', message: `must have at most ${max} ${unit}`, input: value });
     return value;
   }, schema);
@@ -219,16 +227,17 @@ export const PulsarQueueSchema = z
   .transform((value, ctx) => {
     const topic = value.includes('://') ? (PULSAR_TOPIC_PATTERN.test(value) ? value : undefined) : topicOfQueueId(value);
     if (topic === undefined) {
-      ctx.addIssue({ code: 'custom', message: 'must be a Pulsar topic name such as non-persistent://tg/request/joke, or a queue id such as request:tg:joke' });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be a Pulsar topic name such as non-persistent://tg/request/joke, or a queue id such as request:tg:joke',
+      });
       return z.NEVER;
     }
     return topic;
   });
 
 /** The short `topic` form's local name. */
-export const TopicLocalNameSchema = z
-  .string()
-  .regex(/^[a-zA-Z0-9_.=:%-]{1,200}$/, 'must be a Pulsar local topic name (no "/")');
+export const TopicLocalNameSchema = z.string().regex(/^[a-zA-Z0-9_.=:%-]{1,200}$/, 'must be a Pulsar local topic name (no "/")');
 
 export const JsonTypeSchema = z.enum(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
 export type JsonType = z.infer<typeof JsonTypeSchema>;
@@ -263,7 +272,10 @@ export const ObjectJsonSchema = z
 
 export const ConfigParamSchema = z.strictObject({
   /** The config key a tool must or may supply. */
-  name: z.string().regex(/^[a-zA-Z0-9_][a-zA-Z0-9_-]{0,63}$/, 'must be a config key of letters, digits, "_" or "-"').refine(notProto, NOT_PROTO),
+  name: z
+    .string()
+    .regex(/^[a-zA-Z0-9_][a-zA-Z0-9_-]{0,63}$/, 'must be a config key of letters, digits, "_" or "-"')
+    .refine(notProto, NOT_PROTO),
   /** Whether every tool on the service must give a value. */
   required: z.boolean().default(false),
 });
@@ -321,14 +333,12 @@ export const ToolServiceInputSchema = z
       seen.add(name);
     });
   })
-  .transform(
-    (value): ToolService => ({
-      id: value.id,
-      'request-queue': value['request-queue'] ?? `non-persistent://tg/request/${value.topic ?? ''}`,
-      'response-queue': value['response-queue'] ?? `non-persistent://tg/response/${value.topic ?? ''}`,
-      'config-params': value['config-params'].map((p) => (typeof p === 'string' ? { name: p, required: false } : p)),
-    }),
-  );
+  .transform((value): ToolService => ({
+    id: value.id,
+    'request-queue': value['request-queue'] ?? `non-persistent://tg/request/${value.topic ?? ''}`,
+    'response-queue': value['response-queue'] ?? `non-persistent://tg/response/${value.topic ?? ''}`,
+    'config-params': value['config-params'].map((p) => (typeof p === 'string' ? { name: p, required: false } : p)),
+  }));
 /** @public */
 export type ToolServiceInput = z.input<typeof ToolServiceInputSchema>;
 
@@ -337,7 +347,10 @@ export type ToolServiceInput = z.input<typeof ToolServiceInputSchema>;
 
 export const ArgumentSchema = z.strictObject({
   /** The argument's name as the model sees it. */
-  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1 to 64 characters of letters, digits, "_" or "-"').refine(notProto, NOT_PROTO),
+  name: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1 to 64 characters of letters, digits, "_" or "-"')
+    .refine(notProto, NOT_PROTO),
   /** JSON Schema type of the value. */
   type: JsonTypeSchema,
   /** What the model should put here. */
@@ -359,7 +372,8 @@ const CONFIG_VALUE_MAX_JSON = 64 * 1024;
  * at most CONFIG_VALUE_MAX_JSON of JSON.
  */
 export const ConfigValueSchema = jsonText().superRefine((value, ctx) => {
-  if (typeof value === 'string' && value.length > 8192) ctx.addIssue({ code: 'custom', message: 'a config value string must be at most 8192 characters' });
+  if (typeof value === 'string' && value.length > 8192)
+    ctx.addIssue({ code: 'custom', message: 'a config value string must be at most 8192 characters' });
   if (typeof value === 'object' && value !== null && JSON.stringify(value).length > CONFIG_VALUE_MAX_JSON) {
     ctx.addIssue({ code: 'custom', message: `an object or list config value must be at most ${CONFIG_VALUE_MAX_JSON} characters of JSON` });
   }
@@ -492,7 +506,10 @@ export const HttpToolSchema = z
     /** Parameter name to its JSON Schema type and description (or give `inputSchema`); default `{}`. */
     parameters: z
       .record(
-        z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'parameter names must be 1 to 64 letters, digits, "_" or "-"').refine(notProto, NOT_PROTO),
+        z
+          .string()
+          .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'parameter names must be 1 to 64 letters, digits, "_" or "-"')
+          .refine(notProto, NOT_PROTO),
         ParameterSchema,
       )
       .optional(),
@@ -553,7 +570,8 @@ function httpToolBoundsFirst(value: unknown, ctx: z.RefinementCtx): unknown {
       ctx.addIssue({ code: 'custom', path: ['parameters', name, 'enum'], message: `must have at most ${ENUM_MAX_VALUES} values` });
       tooMany = true;
     }
-    for (const field of ['enum', 'items', 'default']) if (Object.hasOwn(parameter, field)) roots.push([parameter[field], ['parameters', name, field]]);
+    for (const field of ['enum', 'items', 'default'])
+      if (Object.hasOwn(parameter, field)) roots.push([parameter[field], ['parameters', name, field]]);
   }
   if (tooMany) return value;
   const found = unsafeStrings(roots);

@@ -78,10 +78,18 @@ export const ConfigResponseSchema = z.looseObject({
 });
 export type ConfigResponse = z.infer<typeof ConfigResponseSchema>;
 
-export const serviceItem = (service: ToolService): ConfigItem => ({ type: TOOL_SERVICE_TYPE, key: service.id, value: JSON.stringify(service) });
+export const serviceItem = (service: ToolService): ConfigItem => ({
+  type: TOOL_SERVICE_TYPE,
+  key: service.id,
+  value: JSON.stringify(service),
+});
 export const toolItem = (tool: BusTool): ConfigItem => ({ type: TOOL_TYPE, key: tool.name, value: JSON.stringify(tool) });
 
-export function configRequest(operation: ConfigRequest['operation'], workspace: string, members: Partial<Pick<ConfigRequest, 'keys' | 'type'>> & { items?: readonly ConfigItem[] } = {}): ConfigRequest {
+export function configRequest(
+  operation: ConfigRequest['operation'],
+  workspace: string,
+  members: Partial<Pick<ConfigRequest, 'keys' | 'type'>> & { items?: readonly ConfigItem[] } = {},
+): ConfigRequest {
   return {
     operation,
     workspace,
@@ -99,13 +107,16 @@ const ItemValuesSchema = z.record(z.string(), z.string());
 export const TrustGraphDumpSchema = z
   .strictObject({
     source_workspace: z.string().describe('The workspace the items are for: `TRUSTGRAPH_WORKSPACE`.'),
-    source_version: z.number().int().describe("The registry index the dump was made at (where TrustGraph's own dump has its config version)."),
+    source_version: z
+      .number()
+      .int()
+      .describe("The registry index the dump was made at (where TrustGraph's own dump has its config version)."),
     config: z
       .strictObject({
-        'tool-service': ItemValuesSchema.describe('Tool service id to the service\'s JSON text.'),
-        tool: ItemValuesSchema.describe('Tool name to the message-bus tool\'s JSON text.'),
+        'tool-service': ItemValuesSchema.describe("Tool service id to the service's JSON text."),
+        tool: ItemValuesSchema.describe("Tool name to the message-bus tool's JSON text."),
       })
-      .describe('Config type to key to value, as TrustGraph\'s config service stores them.'),
+      .describe("Config type to key to value, as TrustGraph's config service stores them."),
   })
   .meta({
     id: 'TrustGraphConfigDump',
@@ -115,7 +126,12 @@ export const TrustGraphDumpSchema = z
 export type TrustGraphDump = z.infer<typeof TrustGraphDumpSchema>;
 
 /** The tool services and message-bus tools as a TrustGraph dump, keys in code-unit order. */
-export function trustGraphDumpOf(services: readonly ToolService[], tools: readonly unknown[], workspace: string, version: number): TrustGraphDump {
+export function trustGraphDumpOf(
+  services: readonly ToolService[],
+  tools: readonly unknown[],
+  workspace: string,
+  version: number,
+): TrustGraphDump {
   const items = (pairs: [string, string][]) => Object.fromEntries(pairs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   // A message-bus tool's own `type` is `tool-service`, like the config type of services.
   const busTools = tools.filter((t): t is BusTool => isObject(t) && t['type'] === TOOL_SERVICE_TYPE);
@@ -168,7 +184,12 @@ export function trustGraphItemsOf(body: unknown): { items: Record<string, unknow
  * TR_ERR_VALIDATION with every problem. An item longer than `maxItem` (what a write of it alone
  * may send) is refused as a bundle's item is (src/http/sliced-json.ts).
  */
-export function importOfTrustGraph(items: Record<string, unknown>, prefix: readonly string[], maxDepth: number, maxItem?: ItemLimit): TrustGraphImport {
+export function importOfTrustGraph(
+  items: Record<string, unknown>,
+  prefix: readonly string[],
+  maxDepth: number,
+  maxItem?: ItemLimit,
+): TrustGraphImport {
   const out: TrustGraphImport = { bundle: { 'tool-services': [], tools: [] }, paths: { 'tool-services': [], tools: [] }, skipped: [] };
   const errors: FieldError[] = [];
   const skip = (item: string, reason: string) => {
@@ -198,7 +219,10 @@ export function importOfTrustGraph(items: Record<string, unknown>, prefix: reado
       const own = type === TOOL_SERVICE_TYPE ? 'id' : 'name';
       if (type === TOOL_TYPE && descriptor['type'] !== TOOL_SERVICE_TYPE) {
         skippedCount += 1;
-        skip(`${type}/${key}`, `a ${JSON.stringify(descriptor['type'] ?? null)} tool: the registry holds only "tool-service" tools of TrustGraph's kinds`);
+        skip(
+          `${type}/${key}`,
+          `a ${JSON.stringify(descriptor['type'] ?? null)} tool: the registry holds only "tool-service" tools of TrustGraph's kinds`,
+        );
         continue;
       }
       if (descriptor[own] === undefined) descriptor[own] = key;
@@ -214,9 +238,13 @@ export function importOfTrustGraph(items: Record<string, unknown>, prefix: reado
   if (skippedCount > out.skipped.length) out.skipped.push({ item: '...', reason: `and ${skippedCount - out.skipped.length} more skipped` });
   if (errors.length > 0) {
     const first = errors[0] as FieldError;
-    throw new RegistryError('TR_ERR_VALIDATION', `invalid TrustGraph config dump: ${errors.length} problem(s), first ${first.path}: ${first.message}`, {
-      fieldErrors: errors.slice(0, 100),
-    });
+    throw new RegistryError(
+      'TR_ERR_VALIDATION',
+      `invalid TrustGraph config dump: ${errors.length} problem(s), first ${first.path}: ${first.message}`,
+      {
+        fieldErrors: errors.slice(0, 100),
+      },
+    );
   }
   return out;
 }
@@ -240,7 +268,8 @@ export interface ItemLimit {
 function itemValue(raw: unknown, maxDepth: number, maxItem: ItemLimit | undefined): Record<string, unknown> | string {
   if (maxItem !== undefined && (typeof raw === 'string' || isObject(raw))) {
     const length = typeof raw === 'string' ? raw.length : JSON.stringify(raw).length;
-    if (length > maxItem.bytes) return `is ${length} characters of JSON, more than the ${maxItem.bytes} one item may take (${maxItem.setting})`;
+    if (length > maxItem.bytes)
+      return `is ${length} characters of JSON, more than the ${maxItem.bytes} one item may take (${maxItem.setting})`;
   }
   if (isObject(raw)) return { ...raw };
   if (typeof raw !== 'string') return "must be the descriptor's JSON text";
@@ -312,7 +341,8 @@ export function planConfigWrites(writes: ConfigWrites): ConfigWritePlan {
   const requests: ConfigRequest[] = [];
   const tooLarge: ConfigItem[] = [];
   const envelope = (request: ConfigRequest) => utf8Bytes(JSON.stringify(request));
-  const itemBytes = (item: ConfigItem) => utf8Bytes(JSON.stringify({ type: item.type, key: item.key, value: item.value, workspace: '' })) + 1;
+  const itemBytes = (item: ConfigItem) =>
+    utf8Bytes(JSON.stringify({ type: item.type, key: item.key, value: item.value, workspace: '' })) + 1;
   const markers: ConfigKey[] = ITEM_TYPES.map((type) => ({ type, key: SYNC_MARKER_KEY }));
   let lacksType = false;
 
@@ -365,4 +395,3 @@ export function planConfigWrites(writes: ConfigWrites): ConfigWritePlan {
   if (keys.length > 0 || lacksType) requests.push(configRequest('delete', workspace, { keys: [...keys, ...markers] }));
   return { requests, tooLarge };
 }
-

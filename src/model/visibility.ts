@@ -92,7 +92,12 @@ export interface ViewChange {
  * one leaving it a delete, and one the caller never sees is nothing. Tool services are
  * topology, shown to admins only.
  */
-export function changeInView(change: Pick<Change, 'kind' | 'name' | 'scopesBefore' | 'scopesAfter'>, index: number, key: ViewKey, admin: boolean): ViewChange | null {
+export function changeInView(
+  change: Pick<Change, 'kind' | 'name' | 'scopesBefore' | 'scopesAfter'>,
+  index: number,
+  key: ViewKey,
+  admin: boolean,
+): ViewChange | null {
   if (change.kind === 'tool-service') {
     if (!admin) return null;
     return { index, op: change.scopesAfter === null ? 'delete' : 'upsert', kind: change.kind, name: change.name };
@@ -108,7 +113,12 @@ export function changeInView(change: Pick<Change, 'kind' | 'name' | 'scopesBefor
  * Whether a caller may learn that a tool exists (single lookups, the access explainer): in its
  * own view, in the anonymous view, or as an admin.
  */
-export function mayKnowOf(toolScopes: readonly string[], caller: Caller, policy: VisibilityPolicy, knownScopes?: () => Iterable<string>): { known: boolean; inOwnView: boolean } {
+export function mayKnowOf(
+  toolScopes: readonly string[],
+  caller: Caller,
+  policy: VisibilityPolicy,
+  knownScopes?: () => Iterable<string>,
+): { known: boolean; inOwnView: boolean } {
   const own = viewKeyFor(caller, policy, knownScopes);
   const inOwnView = visibleScopes(toolScopes, own);
   const anonymous = anonymousViewKey(policy.anonymous);

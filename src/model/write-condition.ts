@@ -29,7 +29,10 @@ export function checkWriteCondition(what: string, condition: WriteCondition | un
   if (ifMatch !== undefined) {
     // Strong comparison: a weak tag never matches (section 8.8.3.2).
     const holds = current !== undefined && (ifMatch === '*' || ifMatch.includes(current));
-    if (!holds) throw failed(current === undefined ? `${what} does not exist (If-Match)` : `${what} has changed: its entity tag is ${current} (If-Match)`);
+    if (!holds)
+      throw failed(
+        current === undefined ? `${what} does not exist (If-Match)` : `${what} has changed: its entity tag is ${current} (If-Match)`,
+      );
   }
   if (ifNoneMatch !== undefined && current !== undefined) {
     if (ifNoneMatch === '*' || ifNoneMatch.some((tag) => opaque(tag) === current)) throw failed(`${what} exists (If-None-Match)`);

@@ -6,6 +6,7 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 /** A copy of a parsed JSON object that keeps every own key as data (`__proto__` included: it came from JSON). */
 export function copyOf(value: Record<string, unknown>): Record<string, unknown> {
   const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) Object.defineProperty(copy, key, { value: value[key], writable: true, enumerable: true, configurable: true });
+  for (const key of Object.keys(value))
+    Object.defineProperty(copy, key, { value: value[key], writable: true, enumerable: true, configurable: true });
   return copy;
 }

@@ -33,7 +33,19 @@ export type Vendor = 'openai' | 'anthropic';
 const DRAFT_07 = /^https?:\/\/json-schema\.org\/draft-07\/schema#?$/u;
 
 /** Keywords whose value is one subschema. */
-const ONE = ['additionalProperties', 'items', 'additionalItems', 'contains', 'not', 'if', 'then', 'else', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties'];
+const ONE = [
+  'additionalProperties',
+  'items',
+  'additionalItems',
+  'contains',
+  'not',
+  'if',
+  'then',
+  'else',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+];
 /** Keywords whose value is a list of subschemas (draft-07 `items` as a tuple too). */
 const LIST = ['anyOf', 'oneOf', 'allOf', 'prefixItems', 'items'];
 /** Keywords whose value maps names to subschemas (draft-07 `dependencies` maps some to lists). */

@@ -120,9 +120,16 @@ export class ChangeFeed {
     const caughtUp =
       from === undefined
         ? Promise.resolve()
-        : this.#replay(from, key, admin, options.caller ?? '', () => closed, async (events, complete) => {
-            if (!closed) await deliver(events, 'replay', complete);
-          }).then((replayedThrough) => {
+        : this.#replay(
+            from,
+            key,
+            admin,
+            options.caller ?? '',
+            () => closed,
+            async (events, complete) => {
+              if (!closed) await deliver(events, 'replay', complete);
+            },
+          ).then((replayedThrough) => {
             replaying = false;
             for (const [at, events] of heldBack) if (at > replayedThrough && !closed) void deliver(events, 'live', true);
             heldBack.length = 0;

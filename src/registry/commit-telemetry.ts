@@ -38,7 +38,11 @@ export class CommitTelemetry {
     const started = performance.now();
     const links: Link[] = [];
     for (const { span } of writers) if (span) links.push({ context: span });
-    const span = tracer.startSpan('registry.group_commit', { root: true, links, attributes: { 'tool_registry.commit.writes': writers.length } });
+    const span = tracer.startSpan('registry.group_commit', {
+      root: true,
+      links,
+      attributes: { 'tool_registry.commit.writes': writers.length },
+    });
     return (error?: unknown) => {
       const observation = { writes: writers.length, durationMs: performance.now() - started, ok: error === undefined };
       if (error !== undefined) {

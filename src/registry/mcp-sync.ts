@@ -39,7 +39,12 @@ export interface McpSyncOptions<C extends UpstreamConnection> {
   registry: {
     syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult>;
     /** A large list is written in slices where the registry can (RegistryService.syncMcpToolsPart). */
-    syncMcpToolsPart?(serverId: string, serverIndex: number, part: readonly McpTool[], listed?: ReadonlySet<string>): Promise<McpSyncResult>;
+    syncMcpToolsPart?(
+      serverId: string,
+      serverIndex: number,
+      part: readonly McpTool[],
+      listed?: ReadonlySet<string>,
+    ): Promise<McpSyncResult>;
   };
   catalog: { mcpServers(): McpServerRecord[]; toolsOfMcpServer(id: string): string[] };
   /** The change bus: every committed write, MCP server puts and deletes included. */
@@ -339,7 +344,12 @@ export class McpSync<C extends UpstreamConnection> {
     const merged: McpSyncResult = { stale: false, index: null, plan: { upserts: [], deletes: [], clashes: [], unchanged: 0 } };
     for (let start = 0; start < wanted.length; start += SYNC_SLICE) {
       const last = start + SYNC_SLICE >= wanted.length;
-      const result = await registry.syncMcpToolsPart(record.id, record.index, wanted.slice(start, start + SYNC_SLICE), last ? listed : undefined);
+      const result = await registry.syncMcpToolsPart(
+        record.id,
+        record.index,
+        wanted.slice(start, start + SYNC_SLICE),
+        last ? listed : undefined,
+      );
       if (result.stale || !result.plan) return result;
       const plan = merged.plan as NonNullable<McpSyncResult['plan']>;
       plan.upserts.push(...result.plan.upserts);
@@ -380,7 +390,10 @@ export class McpSync<C extends UpstreamConnection> {
     upstream.skippedKey = key;
     if (result.index !== null) {
       const { upserts, deletes } = result.plan;
-      this.#options.log.info({ mcpServer: record.id, index: result.index, written: upserts.length, deleted: deletes.length }, 'MCP server tools synced');
+      this.#options.log.info(
+        { mcpServer: record.id, index: result.index, written: upserts.length, deleted: deletes.length },
+        'MCP server tools synced',
+      );
     }
   }
 

@@ -161,7 +161,6 @@ function isoNow(): string {
  */
 const IMPORT_BATCH = 128;
 
-
 export class RegistryService implements RegistryWrites {
   readonly #store: RegistryStore;
   readonly #catalog: Catalog;
@@ -258,7 +257,12 @@ export class RegistryService implements RegistryWrites {
    */
   importBundle(input: unknown, actor?: Actor): Promise<ImportSummary> {
     return new Promise<ImportSummary>((resolve, reject) => {
-      this.#queue.push({ run: () => undefined, exclusive: () => this.#importSliced(input, actor), resolve: resolve as (value: unknown) => void, reject });
+      this.#queue.push({
+        run: () => undefined,
+        exclusive: () => this.#importSliced(input, actor),
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
       this.#schedule();
     });
   }
@@ -344,7 +348,8 @@ export class RegistryService implements RegistryWrites {
       case 'mcp-server.sync':
         return () => {
           const tools = z.array(McpToolSchema).safeParse(event.body);
-          if (!tools.success || event.serverIndex === undefined) throw new RegistryError('TR_ERR_VALIDATION', 'a replicated sync of an MCP server is malformed');
+          if (!tools.success || event.serverIndex === undefined)
+            throw new RegistryError('TR_ERR_VALIDATION', 'a replicated sync of an MCP server is malformed');
           return this.#syncMcpTools(required(), event.serverIndex, tools.data);
         };
       case 'import.part':
@@ -369,7 +374,9 @@ export class RegistryService implements RegistryWrites {
     // Orphans first, so that a part number they held can be staged again.
     this.#store.dropImportPartsBefore(notBefore);
     const staged = this.#store.stagedImport(event.write, notBefore);
-    const problem = importPartProblem(event, staged, this.#partLimits) ?? stagedBytesProblem(event, this.#store.stagedImportBytes(notBefore), this.#partLimits);
+    const problem =
+      importPartProblem(event, staged, this.#partLimits) ??
+      stagedBytesProblem(event, this.#store.stagedImportBytes(notBefore), this.#partLimits);
     if (problem) {
       this.#store.dropImportParts(event.write);
       throw problem;
@@ -457,15 +464,25 @@ export class RegistryService implements RegistryWrites {
     if (first?.exclusive) {
       this.#queue.shift();
       this.#exclusive = true;
-      first.exclusive().then(first.resolve, first.reject).finally(() => {
-        this.#exclusive = false;
-        this.#schedule();
-      });
+      first
+        .exclusive()
+        .then(first.resolve, first.reject)
+        .finally(() => {
+          this.#exclusive = false;
+          this.#schedule();
+        });
       return;
     }
     // Writes queued after an exclusive one wait for it.
     const cut = this.#queue.findIndex((item) => item.exclusive !== undefined);
-    const batch: Batch = { items: cut < 0 ? this.#queue : this.#queue.slice(0, cut), outcomes: [], services: new Map(), mcpServers: new Map(), tools: new Map(), changes: [] };
+    const batch: Batch = {
+      items: cut < 0 ? this.#queue : this.#queue.slice(0, cut),
+      outcomes: [],
+      services: new Map(),
+      mcpServers: new Map(),
+      tools: new Map(),
+      changes: [],
+    };
     this.#queue = cut < 0 ? [] : this.#queue.slice(cut);
     this.#staged = batch;
     const committed = this.#commits.start(batch.items);
@@ -602,9 +619,13 @@ export class RegistryService implements RegistryWrites {
   #refuseManaged(name: string): void {
     const record = this.#tool(name);
     if (record?.kind !== 'mcp') return;
-    throw new RegistryError('TR_ERR_CONFLICT', `tool "${name}" belongs to MCP server "${record.serviceId ?? ''}", which manages it: change or delete the server instead`, {
-      extra: { mcpServer: record.serviceId },
-    });
+    throw new RegistryError(
+      'TR_ERR_CONFLICT',
+      `tool "${name}" belongs to MCP server "${record.serviceId ?? ''}", which manages it: change or delete the server instead`,
+      {
+        extra: { mcpServer: record.serviceId },
+      },
+    );
   }
 
   /** A tool write's If-Match / If-None-Match against the tool as stored now, staged writes included. */
@@ -650,7 +671,13 @@ export class RegistryService implements RegistryWrites {
     return this.#lastStamp;
   }
 
-  #putTool(input: unknown, pathName?: string, actor?: Actor, owner: string | null = actor?.announcer ?? null, condition?: WriteCondition): PutResult<ToolRecord> {
+  #putTool(
+    input: unknown,
+    pathName?: string,
+    actor?: Actor,
+    owner: string | null = actor?.announcer ?? null,
+    condition?: WriteCondition,
+  ): PutResult<ToolRecord> {
     // Before the body is read (RFC 9110 section 13.2.2); a PUT names its tool in the path.
     if (condition !== undefined && pathName !== undefined) this.#checkCondition(pathName, condition);
     const parsed = parseCheckedTool(withPathKey(input, 'name', pathName), this.#lookupService);
@@ -669,7 +696,11 @@ export class RegistryService implements RegistryWrites {
     }
     const at = this.#stamp();
     const detail = displaced === null ? undefined : `replaced the tool of MCP server "${displaced}"`;
-    const result = this.#store.putTool({ ...parsed, owner }, at, this.#audit(actor, at, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200, detail]));
+    const result = this.#store.putTool(
+      { ...parsed, owner },
+      at,
+      this.#audit(actor, at, 'tool.put', (r) => [r.record.name, r.created ? 201 : 200, detail]),
+    );
     this.#stage(result.record.index, { tools: [result.record] });
     return result;
   }
@@ -679,7 +710,11 @@ export class RegistryService implements RegistryWrites {
     this.#refuseManaged(name);
     if (owner !== null) refuseNotOwned('tool', name, this.#tool(name), owner);
     const at = this.#stamp();
-    const record = this.#store.deleteTool(name, at, this.#audit(actor, at, 'tool.delete', (r) => [r.name, 200]));
+    const record = this.#store.deleteTool(
+      name,
+      at,
+      this.#audit(actor, at, 'tool.delete', (r) => [r.name, 200]),
+    );
     this.#stage(record.index, { tools: [record] });
     return record;
   }
@@ -704,7 +739,12 @@ export class RegistryService implements RegistryWrites {
       );
     }
     const at = this.#stamp();
-    const result = this.#store.putService(service, at, this.#audit(actor, at, 'tool-service.put', (r) => [r.record.id, r.created ? 201 : 200]), owner);
+    const result = this.#store.putService(
+      service,
+      at,
+      this.#audit(actor, at, 'tool-service.put', (r) => [r.record.id, r.created ? 201 : 200]),
+      owner,
+    );
     this.#stage(result.record.index, { services: [result.record] });
     return result;
   }
@@ -716,7 +756,11 @@ export class RegistryService implements RegistryWrites {
       throw new RegistryError('TR_ERR_IN_USE', `tool service "${id}" is still used by: ${users.join(', ')}`, { extra: { tools: users } });
     }
     const at = this.#stamp();
-    const record = this.#store.deleteService(id, at, this.#audit(actor, at, 'tool-service.delete', (r) => [r.id, 200]));
+    const record = this.#store.deleteService(
+      id,
+      at,
+      this.#audit(actor, at, 'tool-service.delete', (r) => [r.id, 200]),
+    );
     this.#stage(record.index, { services: [record] });
     return record;
   }
@@ -726,14 +770,23 @@ export class RegistryService implements RegistryWrites {
     this.#refuseTargets('MCP server', outboundTargetsOf('mcp-server', server));
     const at = this.#stamp();
     // The audit entry names the server only: never its credential.
-    const result = this.#store.putMcpServer(server, credential, at, this.#audit(actor, at, 'mcp-server.put', (r) => [r.record.id, r.created ? 201 : 200]));
+    const result = this.#store.putMcpServer(
+      server,
+      credential,
+      at,
+      this.#audit(actor, at, 'mcp-server.put', (r) => [r.record.id, r.created ? 201 : 200]),
+    );
     this.#stage(result.record.index, { mcpServers: [result.record] });
     return result;
   }
 
   #deleteMcpServer(id: string, actor?: Actor): { server: McpServerRecord; tools: ToolRecord[] } {
     const at = this.#stamp();
-    const describe = (r: { server: McpServerRecord; tools: ToolRecord[] }): [string, number, string] => [r.server.id, 200, `${r.tools.length} tool(s) deleted with it`];
+    const describe = (r: { server: McpServerRecord; tools: ToolRecord[] }): [string, number, string] => [
+      r.server.id,
+      200,
+      `${r.tools.length} tool(s) deleted with it`,
+    ];
     const result = this.#store.deleteMcpServer(id, at, this.#audit(actor, at, 'mcp-server.delete', describe));
     this.#stage(result.server.index, { mcpServers: [result.server], tools: result.tools });
     return result;
@@ -746,13 +799,24 @@ export class RegistryService implements RegistryWrites {
     if (listed === null) own = [];
     // The names of this slice are in `wanted`, so kept; the others listed were written by slices before.
     else if (listed !== undefined) own = own.filter((name) => !listed.has(name));
-    const plan = planMcpSync(serverId, wanted, (name) => this.#tool(name), own, (name) => this.#tombstone(name));
+    const plan = planMcpSync(
+      serverId,
+      wanted,
+      (name) => this.#tool(name),
+      own,
+      (name) => this.#tombstone(name),
+    );
     // The same list as last time writes nothing: no index, no change event.
     if (plan.upserts.length === 0 && plan.deletes.length === 0) return { stale: false, index: null, plan };
     const at = this.#stamp();
     const detail = syncDetail(plan, (name) => this.#tool(name));
     const writes = plan.upserts.map((tool) => ({ name: tool.name, kind: 'mcp' as const, serviceId: serverId, descriptor: tool }));
-    const records = this.#store.writeMcpTools(writes, plan.deletes, at, this.#audit(mcpServerActor(serverId), at, 'mcp-server.sync', () => [serverId, 200, detail]));
+    const records = this.#store.writeMcpTools(
+      writes,
+      plan.deletes,
+      at,
+      this.#audit(mcpServerActor(serverId), at, 'mcp-server.sync', () => [serverId, 200, detail]),
+    );
     const index = records[0]?.index ?? null;
     if (index !== null) this.#stage(index, { tools: records });
     return { stale: false, index, plan };
@@ -768,7 +832,8 @@ export class RegistryService implements RegistryWrites {
     const plan = await this.#planImport(input);
     // Nothing to write (an empty bundle, a TrustGraph dump whose items were all skipped): no
     // write, so no new index, no new ETags and no waiters woken for nothing.
-    if (plan.services.size === 0 && plan.ordered.length === 0) return { index: this.#catalog.index, toolServices: { created: 0, replaced: 0 }, tools: { created: 0, replaced: 0 } };
+    if (plan.services.size === 0 && plan.ordered.length === 0)
+      return { index: this.#catalog.index, toolServices: { created: 0, replaced: 0 }, tools: { created: 0, replaced: 0 } };
     return this.#writeImport(plan, this.#stamp(), actor);
   }
 
@@ -809,9 +874,13 @@ export class RegistryService implements RegistryWrites {
       for (const broken of this.#toolsBrokenBy(service, tools)) errors.push(...broken.errors);
     }
     if (errors.length > 0) {
-      throw new RegistryError('TR_ERR_VALIDATION', `invalid import bundle: ${errors.length} problem(s), first ${errors[0]?.path}: ${errors[0]?.message}`, {
-        fieldErrors: errors.slice(0, 100),
-      });
+      throw new RegistryError(
+        'TR_ERR_VALIDATION',
+        `invalid import bundle: ${errors.length} problem(s), first ${errors[0]?.path}: ${errors[0]?.message}`,
+        {
+          fieldErrors: errors.slice(0, 100),
+        },
+      );
     }
     // In name order, so that neither the catalogue nor its indexes sort them again.
     const ordered = await slices.run(sortInSlices([...tools.values()], (a, b) => compareNames(a.name, b.name)));
@@ -822,7 +891,13 @@ export class RegistryService implements RegistryWrites {
    * Writes a validated import in slices, under the message's index in replicated mode (and with
    * the staged parts of `partsOf`, an import sent in parts, deleted in its transaction).
    */
-  async #writeImport({ services, ordered }: ImportPlan, at: string, actor: Actor | undefined, pin?: Pin, partsOf?: string): Promise<ImportSummary> {
+  async #writeImport(
+    { services, ordered }: ImportPlan,
+    at: string,
+    actor: Actor | undefined,
+    pin?: Pin,
+    partsOf?: string,
+  ): Promise<ImportSummary> {
     const slices = new TimeSlices();
     const write = await this.#store.beginBulk(pin?.index);
     const entries = new Map<string, CatalogTool>();
@@ -856,7 +931,11 @@ export class RegistryService implements RegistryWrites {
       const change = { services: serviceResults.map((s) => s.record), tools: toolResults.map((t) => t.record) };
       prepared = await slices.run(this.#catalog.prepareWrite(write.index, change, entries));
       const detail = `${serviceResults.length} tool service(s), ${toolResults.length} tool(s)`;
-      await write.commit(actor && { ...actor, at, action: 'import', target: null, outcome: 'ok', status: 200, detail }, pin && this.#position(pin), partsOf);
+      await write.commit(
+        actor && { ...actor, at, action: 'import', target: null, outcome: 'ok', status: 200, detail },
+        pin && this.#position(pin),
+        partsOf,
+      );
     } catch (err) {
       await Promise.allSettled(inFlight);
       // A failed step has rolled back already; the error that counts is the first.
@@ -899,7 +978,10 @@ export class RegistryService implements RegistryWrites {
     return {
       'tool-services': this.#catalog.services().map((s) => s.descriptor),
       // An MCP server's tools come from the server (its credential is never exported either).
-      tools: this.#catalog.tools().filter((t) => t.record.kind !== 'mcp').map((t) => t.record.descriptor),
+      tools: this.#catalog
+        .tools()
+        .filter((t) => t.record.kind !== 'mcp')
+        .map((t) => t.record.descriptor),
     };
   }
 
@@ -953,14 +1035,20 @@ function withPathKey(input: unknown, key: string, fromPath: string | undefined):
 /** An announcer writes only what it owns (or what does not exist): never an operator's. */
 function refuseNotOwned(what: string, name: string, existing: { owner?: string } | undefined, owner: string): void {
   if (existing === undefined || existing.owner === owner) return;
-  throw new RegistryError('TR_ERR_CONFLICT', `${what} "${name}" was registered by ${existing.owner === undefined ? 'an operator' : 'another announcer'}: an announcement cannot write over it`);
+  throw new RegistryError(
+    'TR_ERR_CONFLICT',
+    `${what} "${name}" was registered by ${existing.owner === undefined ? 'an operator' : 'another announcer'}: an announcement cannot write over it`,
+  );
 }
 
 /** Half of a UTF-16 pair without its other half: a chunk cut inside a character (SQLite would store U+FFFD). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 const partRefused = (event: ReplicationEvent, why: string) =>
-  new RegistryError('TR_ERR_BAD_REQUEST', `part ${event.part ?? '?'} of ${event.parts ?? '?'} of import ${event.write} is refused: ${why}; the import is dropped, send it again`);
+  new RegistryError(
+    'TR_ERR_BAD_REQUEST',
+    `part ${event.part ?? '?'} of ${event.parts ?? '?'} of import ${event.write} is refused: ${why}; the import is dropped, send it again`,
+  );
 
 /**
  * Why a part of an import sent in parts cannot be taken, given what is staged of its import:
@@ -968,17 +1056,25 @@ const partRefused = (event: ReplicationEvent, why: string) =>
  */
 function importPartProblem(event: ReplicationEvent, staged: StagedImport, limits: ImportPartLimits): RegistryError | undefined {
   const { part, parts, chunk } = event;
-  if (part === undefined || parts === undefined || chunk === undefined) return partRefused(event, 'an import part needs part, parts and chunk');
+  if (part === undefined || parts === undefined || chunk === undefined)
+    return partRefused(event, 'an import part needs part, parts and chunk');
   if (parts > limits.maxParts) return partRefused(event, `an import has at most ${limits.maxParts} parts`);
   if (part >= parts) return partRefused(event, 'its number is past the count');
   if (LONE_SURROGATE.test(chunk)) return partRefused(event, 'its chunk is cut inside a character');
-  if (staged.count > 0 && (staged.minParts !== parts || staged.maxParts !== parts)) return partRefused(event, `the parts before it give another count (${staged.maxParts ?? '?'})`);
+  if (staged.count > 0 && (staged.minParts !== parts || staged.maxParts !== parts))
+    return partRefused(event, `the parts before it give another count (${staged.maxParts ?? '?'})`);
   if (part < staged.count) return partRefused(event, 'it came before (a duplicate)');
   if (staged.count !== part || (part > 0 && (staged.first !== 0 || staged.last !== part - 1))) {
-    return partRefused(event, `parts 0 to ${part - 1} are not all staged before it (out of order, or dropped as unfinished after ${limits.orphanAfterMs / 60_000} minutes)`);
+    return partRefused(
+      event,
+      `parts 0 to ${part - 1} are not all staged before it (out of order, or dropped as unfinished after ${limits.orphanAfterMs / 60_000} minutes)`,
+    );
   }
   if (staged.bytes + Buffer.byteLength(chunk) > limits.maxImportBytes) {
-    return new RegistryError('TR_ERR_BODY_TOO_LARGE', `import ${event.write} is past the ${limits.maxImportBytes} bytes of JSON an import sent in parts may have`);
+    return new RegistryError(
+      'TR_ERR_BODY_TOO_LARGE',
+      `import ${event.write} is past the ${limits.maxImportBytes} bytes of JSON an import sent in parts may have`,
+    );
   }
   return undefined;
 }
@@ -986,7 +1082,10 @@ function importPartProblem(event: ReplicationEvent, staged: StagedImport, limits
 /** A part that would take the bytes staged for every unfinished import past their limit. */
 function stagedBytesProblem(event: ReplicationEvent, stagedBytes: number, limits: ImportPartLimits): RegistryError | undefined {
   if (stagedBytes + Buffer.byteLength(event.chunk ?? '') <= limits.maxStagedBytes) return undefined;
-  return new RegistryError('TR_ERR_BODY_TOO_LARGE', `the replicas hold ${stagedBytes} bytes of unfinished imports, and this part would take them past ${limits.maxStagedBytes}; send the import again later`);
+  return new RegistryError(
+    'TR_ERR_BODY_TOO_LARGE',
+    `the replicas hold ${stagedBytes} bytes of unfinished imports, and this part would take them past ${limits.maxStagedBytes}; send the import again later`,
+  );
 }
 
 function collect(errors: FieldError[], fn: () => void): void {

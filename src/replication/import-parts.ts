@@ -40,7 +40,7 @@ export function* cutIntoChunks(text: string, maxChunkBytes: number): Generator<v
   let start = 0;
   let bytes = 0;
   let scanned = 0;
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const [size, width] = encodedSize(text, i);
     if (bytes + size > maxChunkBytes) {
       chunks.push(text.slice(start, i));
@@ -67,9 +67,21 @@ export interface ImportParts {
  * `maxMessageBytes` of JSON; undefined past `maxParts`. Sized with the widest numbers a part
  * can carry, so every part fits whatever its number.
  */
-export function* importParts(base: ReplicationEvent, text: string, maxMessageBytes: number, maxParts: number): Generator<void, ImportParts | undefined, void> {
+export function* importParts(
+  base: ReplicationEvent,
+  text: string,
+  maxMessageBytes: number,
+  maxParts: number,
+): Generator<void, ImportParts | undefined, void> {
   const { body: _body, ...header } = base;
-  const part = (n: number, count: number, chunk: string, at: string): ReplicationEvent => ({ ...header, op: 'import.part', at, part: n, parts: count, chunk });
+  const part = (n: number, count: number, chunk: string, at: string): ReplicationEvent => ({
+    ...header,
+    op: 'import.part',
+    at,
+    part: n,
+    parts: count,
+    chunk,
+  });
   const envelope = Buffer.byteLength(JSON.stringify(part(maxParts, maxParts, '', base.at)));
   const chunks = yield* cutIntoChunks(text, maxMessageBytes - envelope);
   if (chunks.length > maxParts) return undefined;

@@ -116,18 +116,26 @@ export class ReplicationKeys {
     const kid = properties.get(KEY_ID_PROPERTY);
     const mac = properties.get(MAC_PROPERTY);
     if (kid === undefined && mac === undefined) return { reason: 'unsigned', detail: 'the message carries no MAC' };
-    if (kid === undefined || mac === undefined) return { reason: 'bad-mac', detail: `the message carries ${kid === undefined ? 'a MAC without a key id' : 'a key id without a MAC'}` };
+    if (kid === undefined || mac === undefined)
+      return {
+        reason: 'bad-mac',
+        detail: `the message carries ${kid === undefined ? 'a MAC without a key id' : 'a key id without a MAC'}`,
+      };
     const key = this.#held.get(kid);
     if (key === undefined) {
       // Bounded: the id is the sender's text.
       const shown = JSON.stringify(kid.length > 40 ? `${kid.slice(0, 40)}...` : kid);
-      return { reason: 'unknown-key', detail: `the message is signed with key id ${shown}, and this replica holds ${this.kids.join(', ')}` };
+      return {
+        reason: 'unknown-key',
+        detail: `the message is signed with key id ${shown}, and this replica holds ${this.kids.join(', ')}`,
+      };
     }
     // Compared as text: Node's base64 decoder ignores what follows the padding, so comparing
     // decoded bytes would take more than one spelling of the same MAC.
     const given = Buffer.from(mac);
     const expected = Buffer.from(messageMac(key.mac, topic, kid, payload).toString('base64'));
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { reason: 'bad-mac', detail: `the message's MAC does not match its content under key ${kid}` };
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      return { reason: 'bad-mac', detail: `the message's MAC does not match its content under key ${kid}` };
     return undefined;
   }
 }

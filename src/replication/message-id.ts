@@ -61,7 +61,9 @@ export function positionOf(messageId: string): Position {
 export function indexOf(messageId: string): number {
   const { ledgerId, entryId } = positionOf(messageId);
   if (entryId >= ENTRY_BITS || ledgerId >= MAX_LEDGER) {
-    throw new Error(`message id ${messageId}: ledger ${ledgerId} entry ${entryId} is past what a registry index holds (entries under 2^22, ledgers under 2^31)`);
+    throw new Error(
+      `message id ${messageId}: ledger ${ledgerId} entry ${entryId} is past what a registry index holds (entries under 2^22, ledgers under 2^31)`,
+    );
   }
   return ledgerId * ENTRY_BITS + entryId + 1;
 }

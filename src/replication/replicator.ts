@@ -158,16 +158,36 @@ export class Replicator implements RegistryWrites {
     if (position) service.restoreStamp(position.lastAt);
     this.#queued = position ? { messageId: position.messageId, index: position.index } : null;
     this.#appliedIndex = position?.index ?? 0;
-    const topic = { url: options.url, token: options.token, topic: options.topic, connectTimeoutMs: options.connectTimeoutMs, name: `tool-registry-${options.replicaId}`, log: options.log };
+    const topic = {
+      url: options.url,
+      token: options.token,
+      topic: options.topic,
+      connectTimeoutMs: options.connectTimeoutMs,
+      name: `tool-registry-${options.replicaId}`,
+      log: options.log,
+    };
     this.#producer = new TopicProducer(topic);
-    this.#reader = new TopicReader(topic, () => this.#queued?.messageId ?? null, (message) => this.#onMessage(message));
+    this.#reader = new TopicReader(
+      topic,
+      () => this.#queued?.messageId ?? null,
+      (message) => this.#onMessage(message),
+    );
   }
 
   /** Sets the topic's retention (best effort), then connects the producer and the reader, and starts catching up. */
   async start(): Promise<void> {
     if (this.#options.adminUrl !== undefined) {
-      const problem = await ensureTopic({ adminUrl: this.#options.adminUrl, token: this.#options.token, topic: this.#options.topic, timeoutMs: this.#options.connectTimeoutMs });
-      if (problem) this.#options.log.warn({ topic: this.#options.topic }, `replication: ${problem}; set the namespace's retention to keep every message (see the README)`);
+      const problem = await ensureTopic({
+        adminUrl: this.#options.adminUrl,
+        token: this.#options.token,
+        topic: this.#options.topic,
+        timeoutMs: this.#options.connectTimeoutMs,
+      });
+      if (problem)
+        this.#options.log.warn(
+          { topic: this.#options.topic },
+          `replication: ${problem}; set the namespace's retention to keep every message (see the README)`,
+        );
     }
     this.#producer.start();
     this.#reader.start();
@@ -234,13 +254,18 @@ export class Replicator implements RegistryWrites {
       return this.#write('mcp-server.put', () => ({ target: pathId, body: input }), actor);
     }
     const key = this.#keys.sealingKey;
-    const refuse = (message: string, field: string) => Promise.reject(new RegistryError('TR_ERR_VALIDATION', message, { fieldErrors: [{ path: field, message }] }));
+    const refuse = (message: string, field: string) =>
+      Promise.reject(new RegistryError('TR_ERR_VALIDATION', message, { fieldErrors: [{ path: field, message }] }));
     const bearer = isObject(credential) && Object.keys(credential).length === 1 ? credential['bearer'] : undefined;
     // Checked here, so that nothing else shaped like a secret goes out in clear.
     if (typeof bearer !== 'string') return refuse('must be {"bearer": "..."}, or {"set": true} to keep the stored one', 'credential');
     const target = pathId ?? (typeof body['id'] === 'string' ? body['id'] : undefined);
     if (target === undefined) return refuse('an MCP server with a credential needs its id', 'id');
-    return this.#write('mcp-server.put', (write) => ({ target, body: { ...body, credential: sealCredential(key, bearer, { write, target }) } }), actor);
+    return this.#write(
+      'mcp-server.put',
+      (write) => ({ target, body: { ...body, credential: sealCredential(key, bearer, { write, target }) } }),
+      actor,
+    );
   }
 
   deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }> {
@@ -268,7 +293,11 @@ export class Replicator implements RegistryWrites {
     return this.#service.exportBundle();
   }
 
-  async #write<T>(op: ReplicationOp, fields: (write: string) => Pick<ReplicationEvent, 'target' | 'body' | 'serverIndex'>, actor: Actor | undefined): Promise<T> {
+  async #write<T>(
+    op: ReplicationOp,
+    fields: (write: string) => Pick<ReplicationEvent, 'target' | 'body' | 'serverIndex'>,
+    actor: Actor | undefined,
+  ): Promise<T> {
     if (this.#failed !== undefined) throw unavailable(`this replica stopped applying the replication topic (${this.#failed}); restart it`);
     const write = randomUUID();
     const event: ReplicationEvent = {
@@ -284,7 +313,11 @@ export class Replicator implements RegistryWrites {
     if (op !== 'import') {
       const payload = JSON.stringify(event);
       const bytes = Buffer.byteLength(payload);
-      if (bytes > max) throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode a write travels as one message of at most ${max} bytes of JSON; this one is ${bytes}`);
+      if (bytes > max)
+        throw new RegistryError(
+          'TR_ERR_BODY_TOO_LARGE',
+          `in replicated mode a write travels as one message of at most ${max} bytes of JSON; this one is ${bytes}`,
+        );
       return this.#publish(event, actor, 1, () => payload);
     }
     // The bundle's text once: the whole message if it fits, else what the parts cut.
@@ -295,10 +328,17 @@ export class Replicator implements RegistryWrites {
     if (Buffer.byteLength(single) <= max) return this.#publish(event, actor, 1, () => single);
     const bytes = Buffer.byteLength(text);
     if (bytes > IMPORT_PART_LIMITS.maxImportBytes) {
-      throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode an import has at most ${IMPORT_PART_LIMITS.maxImportBytes} bytes of JSON; this one is ${bytes}`);
+      throw new RegistryError(
+        'TR_ERR_BODY_TOO_LARGE',
+        `in replicated mode an import has at most ${IMPORT_PART_LIMITS.maxImportBytes} bytes of JSON; this one is ${bytes}`,
+      );
     }
     const parts = await new TimeSlices().run(importParts(event, text, max, IMPORT_PART_LIMITS.maxParts));
-    if (parts === undefined) throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `in replicated mode an import goes in at most ${IMPORT_PART_LIMITS.maxParts} messages of ${max} bytes; this one needs more`);
+    if (parts === undefined)
+      throw new RegistryError(
+        'TR_ERR_BODY_TOO_LARGE',
+        `in replicated mode an import goes in at most ${IMPORT_PART_LIMITS.maxParts} messages of ${max} bytes; this one needs more`,
+      );
     return this.#publish(event, actor, parts.count, (n) => parts.message(n, n === 0 ? event.at : new Date().toISOString()));
   }
 
@@ -323,9 +363,13 @@ export class Replicator implements RegistryWrites {
         } catch (err) {
           const what = count > 1 ? `part ${n + 1} of ${count} of this import` : 'this write';
           if (err instanceof MessageTooLargeError) {
-            throw new RegistryError('TR_ERR_BODY_TOO_LARGE', `the broker refused ${what} as too large (${err.message}); set PULSAR_WS_MAX_FRAME_BYTES to what the broker takes`);
+            throw new RegistryError(
+              'TR_ERR_BODY_TOO_LARGE',
+              `the broker refused ${what} as too large (${err.message}); set PULSAR_WS_MAX_FRAME_BYTES to what the broker takes`,
+            );
           }
-          if (err instanceof TopicUnavailableError) throw unavailable(`${err.message}: writes are refused until the broker is back; reads go on`, err);
+          if (err instanceof TopicUnavailableError)
+            throw unavailable(`${err.message}: writes are refused until the broker is back; reads go on`, err);
           throw err;
         }
       }
@@ -337,7 +381,11 @@ export class Replicator implements RegistryWrites {
             timer = setTimeout(check, Math.max(50, timeoutMs - (Date.now() - this.#progressAt)));
             return;
           }
-          reject(unavailable(`the broker took the write but this replica has applied nothing for ${timeoutMs} ms; the write takes effect when applied`));
+          reject(
+            unavailable(
+              `the broker took the write but this replica has applied nothing for ${timeoutMs} ms; the write takes effect when applied`,
+            ),
+          );
         };
         timer = setTimeout(check, timeoutMs);
       });
@@ -386,7 +434,8 @@ export class Replicator implements RegistryWrites {
     this.#queued = { messageId: message.messageId, index };
     // Before anything in it is read: a forged message is never even parsed.
     const unauthentic = this.#keys.verify(this.#options.topic, message.payload, message.properties);
-    if (unauthentic && !(unauthentic.reason === 'unsigned' && index <= (this.#options.acceptUnsignedThrough ?? 0))) return this.#refuse(message, index, unauthentic);
+    if (unauthentic && !(unauthentic.reason === 'unsigned' && index <= (this.#options.acceptUnsignedThrough ?? 0)))
+      return this.#refuse(message, index, unauthentic);
     const event = parseEvent(message.text);
     if (event === undefined) {
       // Not ours to decide: every replica skips it the same way.
@@ -406,7 +455,12 @@ export class Replicator implements RegistryWrites {
       return Promise.resolve();
     }
     this.#applying++;
-    const applied = this.#service.applyReplicated(opened.event, { index, at: event.at, topic: this.#options.topic, messageId: message.messageId }, waiting?.actor, opened.refusal);
+    const applied = this.#service.applyReplicated(
+      opened.event,
+      { index, at: event.at, topic: this.#options.topic, messageId: message.messageId },
+      waiting?.actor,
+      opened.refusal,
+    );
     const settled = () => {
       this.#applying--;
       this.#progressAt = Date.now();
@@ -438,7 +492,10 @@ export class Replicator implements RegistryWrites {
     const at = new Date().toISOString();
     this.#refusals.set(refusal.reason, (this.#refusals.get(refusal.reason) ?? 0) + 1);
     this.#lastRefusal = { index, messageId: message.messageId, reason: refusal.reason, detail: refusal.detail, at };
-    this.#options.log.warn({ topic: this.#options.topic, messageId: message.messageId, index, reason: refusal.reason }, `replication: refused a message, not applied: ${refusal.detail}`);
+    this.#options.log.warn(
+      { topic: this.#options.topic, messageId: message.messageId, index, reason: refusal.reason },
+      `replication: refused a message, not applied: ${refusal.detail}`,
+    );
     const authentic = refusal.reason === 'stamp-ahead' || refusal.reason === 'no-publish-time';
     const audit: AuditEntryInput = {
       at,
@@ -487,7 +544,9 @@ export class Replicator implements RegistryWrites {
     if (body === undefined || !isObject(credential) || !('sealed' in credential)) return { event };
     const refuse = (why: string) => ({
       event,
-      refusal: new RegistryError('TR_ERR_VALIDATION', `invalid MCP server: credential: ${why}`, { fieldErrors: [{ path: 'credential', message: why }] }),
+      refusal: new RegistryError('TR_ERR_VALIDATION', `invalid MCP server: credential: ${why}`, {
+        fieldErrors: [{ path: 'credential', message: why }],
+      }),
     });
     const sealed = SealedCredentialSchema.safeParse(credential);
     if (!sealed.success) return refuse('the sealed credential is malformed');

@@ -110,7 +110,11 @@ abstract class Link {
     try {
       ws = await openSocket(this.url(), this.options.token, this.options.connectTimeoutMs);
     } catch (err) {
-      if (this.#wasOpen) this.options.log?.warn({ err: (err as Error).message, topic: this.options.topic }, 'replication: cannot reach the broker; retrying');
+      if (this.#wasOpen)
+        this.options.log?.warn(
+          { err: (err as Error).message, topic: this.options.topic },
+          'replication: cannot reach the broker; retrying',
+        );
       this.#wasOpen = false;
       this.#schedule();
       return;
@@ -121,7 +125,11 @@ abstract class Link {
     }
     this.ws = ws;
     this.#backoff.reset();
-    if (!this.#wasOpen) this.options.log?.info({ topic: this.options.topic }, `replication: ${this.constructor.name === 'TopicReader' ? 'reader' : 'producer'} connected`);
+    if (!this.#wasOpen)
+      this.options.log?.info(
+        { topic: this.options.topic },
+        `replication: ${this.constructor.name === 'TopicReader' ? 'reader' : 'producer'} connected`,
+      );
     this.#wasOpen = true;
     this.#stopPing = keepAlive(ws, 10_000);
     ws.on('message', (data) => {
@@ -196,7 +204,8 @@ export class TopicProducer extends Link {
   protected onClose(): void {
     // A publish without its acknowledgement may or may not have been persisted: its caller hears
     // 503, and the write still takes effect if it was (puts and deletes are safe to retry).
-    for (const ack of this.#acks.values()) ack.reject(new TopicUnavailableError('the connection to the broker dropped before it confirmed the write'));
+    for (const ack of this.#acks.values())
+      ack.reject(new TopicUnavailableError('the connection to the broker dropped before it confirmed the write'));
     this.#acks.clear();
   }
 }

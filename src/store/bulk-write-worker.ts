@@ -68,7 +68,10 @@ port.on('message', (request: BulkRequest) => {
     reply = {
       id: request.id,
       ok: false,
-      error: err instanceof RegistryError ? { code: err.code, message: err.message } : { message: err instanceof Error ? err.message : String(err) },
+      error:
+        err instanceof RegistryError
+          ? { code: err.code, message: err.message }
+          : { message: err instanceof Error ? err.message : String(err) },
     };
   }
   port.postMessage(reply);

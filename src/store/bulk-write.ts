@@ -36,7 +36,11 @@ export interface RemoteBulkWrite {
   putServices(services: readonly ToolService[], now: string): Promise<PutResult<ServiceRecord>[]>;
   putTools(tools: readonly ToolWrite[], now: string): Promise<PutResult<ToolRecord>[]>;
   /** Resolves once committed (not yet fdatasynced); `checkpointed` once the worker has checkpointed after it. */
-  commit(audit: AuditEntryInput | undefined, position: ReplicationPosition | undefined, partsOf: string | undefined): Promise<{ checkpointed: Promise<void> }>;
+  commit(
+    audit: AuditEntryInput | undefined,
+    position: ReplicationPosition | undefined,
+    partsOf: string | undefined,
+  ): Promise<{ checkpointed: Promise<void> }>;
   rollback(): Promise<void>;
 }
 

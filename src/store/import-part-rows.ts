@@ -35,7 +35,9 @@ export class ImportPartRows {
 
   constructor(db: SqliteDatabase) {
     this.#stmts = {
-      stage: db.prepare('INSERT INTO replication_import_parts (write_id, part, parts, chunk, bytes, staged_at) VALUES (@write, @part, @parts, @chunk, @bytes, @stagedAt)'),
+      stage: db.prepare(
+        'INSERT INTO replication_import_parts (write_id, part, parts, chunk, bytes, staged_at) VALUES (@write, @part, @parts, @chunk, @bytes, @stagedAt)',
+      ),
       summary: db.prepare(`
         SELECT count(*) AS count, min(part) AS first, max(part) AS last, min(parts) AS minParts, max(parts) AS maxParts, coalesce(sum(bytes), 0) AS bytes
         FROM replication_import_parts WHERE write_id = ? AND staged_at >= ?`),

@@ -37,7 +37,7 @@ export class McpServerRows {
   constructor(db: SqliteDatabase) {
     this.#stmts = {
       live: db.prepare(`SELECT ${COLUMNS} FROM mcp_servers WHERE status != 'deleted' ORDER BY id`),
-      before: db.prepare("SELECT status, create_index, credential FROM mcp_servers WHERE id = ?"),
+      before: db.prepare('SELECT status, create_index, credential FROM mcp_servers WHERE id = ?'),
       credential: db.prepare("SELECT credential FROM mcp_servers WHERE id = ? AND status != 'deleted'").pluck(),
       upsert: db.prepare(`
         INSERT INTO mcp_servers (id, descriptor, credential, status, create_index, modify_index, updated_at)
@@ -78,9 +78,13 @@ export class McpServerRows {
     if (credential === 'keep') {
       stored = live ? before.credential : null;
       if (stored === null) {
-        throw new RegistryError('TR_ERR_VALIDATION', `invalid MCP server: credential: MCP server "${server.id}" has no stored credential to keep`, {
-          fieldErrors: [{ path: 'credential', message: 'there is no stored credential to keep; give {"bearer": ...}' }],
-        });
+        throw new RegistryError(
+          'TR_ERR_VALIDATION',
+          `invalid MCP server: credential: MCP server "${server.id}" has no stored credential to keep`,
+          {
+            fieldErrors: [{ path: 'credential', message: 'there is no stored credential to keep; give {"bearer": ...}' }],
+          },
+        );
       }
     } else if (credential !== 'none') {
       stored = credential.bearer;

@@ -24,7 +24,8 @@ export function loadMigrations(dir: string = join(packageRoot(), 'migrations')):
     migrations.push({ version: Number(match[1]), name: match[2] ?? '', sql: readFileSync(join(dir, file), 'utf8') });
   }
   migrations.forEach((m, i) => {
-    if (m.version !== i + 1) throw new MigrationError(`migrations must be numbered 001, 002, ... without gaps; found ${m.version} at position ${i + 1}`);
+    if (m.version !== i + 1)
+      throw new MigrationError(`migrations must be numbered 001, 002, ... without gaps; found ${m.version} at position ${i + 1}`);
   });
   return migrations;
 }

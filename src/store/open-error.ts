@@ -19,6 +19,7 @@ function reasonOf(err: unknown): string {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'SQLITE_NOTADB') return 'the file is not a SQLite database';
   if (code === 'EEXIST' || code === 'ENOTDIR') return 'a part of its folder path is a file, not a folder';
-  if (code === 'EACCES' || code === 'EPERM' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY') return `it may not be read and written here (${code})`;
+  if (code === 'EACCES' || code === 'EPERM' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY')
+    return `it may not be read and written here (${code})`;
   return err instanceof Error ? err.message : String(err);
 }

@@ -146,9 +146,13 @@ const changeFromRow = (r: ChangeRow): ChangeRecord => ({
 
 /** The registry cannot promise durability any more (see src/store/wal-sync.ts). */
 function notDurable(cause: unknown): RegistryError {
-  return new RegistryError('TR_ERR_UNAVAILABLE', 'the database could not make a write durable; restart the registry to recover from what is on disk', {
-    cause,
-  });
+  return new RegistryError(
+    'TR_ERR_UNAVAILABLE',
+    'the database could not make a write durable; restart the registry to recover from what is on disk',
+    {
+      cause,
+    },
+  );
 }
 
 const scopesOf = (descriptor: ToolDescriptor): string[] => [...((descriptor as { scopes?: string[] }).scopes ?? [])];
@@ -221,8 +225,12 @@ export class RegistryStore {
       index: db.prepare('SELECT registry_index AS value FROM registry_state WHERE id = 1').pluck(),
       bump: db.prepare('UPDATE registry_state SET registry_index = registry_index + 1 WHERE id = 1 RETURNING registry_index').pluck(),
       // Replicated mode: the index comes from the topic's position and must pass the last one.
-      setIndex: db.prepare('UPDATE registry_state SET registry_index = ? WHERE id = 1 AND registry_index < ? RETURNING registry_index').pluck(),
-      replication: db.prepare('SELECT topic, message_id AS messageId, message_index AS "index", last_at AS lastAt FROM replication_state WHERE id = 1'),
+      setIndex: db
+        .prepare('UPDATE registry_state SET registry_index = ? WHERE id = 1 AND registry_index < ? RETURNING registry_index')
+        .pluck(),
+      replication: db.prepare(
+        'SELECT topic, message_id AS messageId, message_index AS "index", last_at AS lastAt FROM replication_state WHERE id = 1',
+      ),
       saveReplication: db.prepare(`
         INSERT INTO replication_state (id, topic, message_id, message_index, last_at) VALUES (1, @topic, @messageId, @index, @lastAt)
         ON CONFLICT (id) DO UPDATE SET topic = excluded.topic, message_id = excluded.message_id, message_index = excluded.message_index, last_at = excluded.last_at`),
@@ -259,20 +267,24 @@ export class RegistryStore {
       tombstoneService: db.prepare(
         "UPDATE tool_services SET status = 'deleted', modify_index = ?, updated_at = ? WHERE id = ? AND status != 'deleted' RETURNING *",
       ),
-      tombstoneTool: db.prepare(
-        `UPDATE tools SET status = 'deleted', modify_index = ?, updated_at = ? WHERE name = ? AND status != 'deleted' RETURNING ${TOOL_COLUMNS}`,
-      ).raw(true),
+      tombstoneTool: db
+        .prepare(
+          `UPDATE tools SET status = 'deleted', modify_index = ?, updated_at = ? WHERE name = ? AND status != 'deleted' RETURNING ${TOOL_COLUMNS}`,
+        )
+        .raw(true),
       toolsOfService: db.prepare("SELECT name FROM tools WHERE service_id = ? AND status != 'deleted' ORDER BY name").pluck(),
-      change: db.prepare(
-        'INSERT INTO changes (registry_index, kind, name, op, scopes_before, scopes_after) VALUES (?, ?, ?, ?, ?, ?)',
-      ),
+      change: db.prepare('INSERT INTO changes (registry_index, kind, name, op, scopes_before, scopes_after) VALUES (?, ?, ?, ?, ?, ?)'),
       changesSince: db.prepare(CHANGE_LOG_READS.since),
       changesAfterRow: db.prepare(CHANGE_LOG_READS.afterRow),
       tombstones: db.prepare(`SELECT ${TOOL_COLUMNS} FROM tools WHERE status = 'deleted' ORDER BY name`).raw(true),
-      room: db.prepare(
-        'SELECT (m.max_page_count - c.page_count + f.freelist_count) * s.page_size FROM pragma_max_page_count() m, pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s',
-      ).pluck(),
-      probe: db.prepare('INSERT INTO health_probe (id, probed_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at'),
+      room: db
+        .prepare(
+          'SELECT (m.max_page_count - c.page_count + f.freelist_count) * s.page_size FROM pragma_max_page_count() m, pragma_page_count() c, pragma_freelist_count() f, pragma_page_size() s',
+        )
+        .pluck(),
+      probe: db.prepare(
+        'INSERT INTO health_probe (id, probed_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at',
+      ),
     };
     this.#mcpServers = new McpServerRows(db);
     this.#importParts = new ImportPartRows(db);
@@ -426,7 +438,12 @@ export class RegistryStore {
     return row && toolFromRow(row);
   }
 
-  putService(service: ToolService, now: string, audit?: AuditFor<PutResult<ServiceRecord>>, owner: string | null = null): PutResult<ServiceRecord> {
+  putService(
+    service: ToolService,
+    now: string,
+    audit?: AuditFor<PutResult<ServiceRecord>>,
+    owner: string | null = null,
+  ): PutResult<ServiceRecord> {
     return this.#write((index) => this.#putService(service, index, now, owner), audit);
   }
 
@@ -459,12 +476,21 @@ export class RegistryStore {
     return this.#mcpServers.credential(id);
   }
 
-  putMcpServer(server: McpServer, credential: CredentialChange, now: string, audit?: AuditFor<PutResult<McpServerRecord>>): PutResult<McpServerRecord> {
+  putMcpServer(
+    server: McpServer,
+    credential: CredentialChange,
+    now: string,
+    audit?: AuditFor<PutResult<McpServerRecord>>,
+  ): PutResult<McpServerRecord> {
     return this.#write((index) => this.#mcpServers.put(server, credential, index, now), audit);
   }
 
   /** Tombstones an MCP server and every live tool of it, in one write. */
-  deleteMcpServer(id: string, now: string, audit?: AuditFor<{ server: McpServerRecord; tools: ToolRecord[] }>): { server: McpServerRecord; tools: ToolRecord[] } {
+  deleteMcpServer(
+    id: string,
+    now: string,
+    audit?: AuditFor<{ server: McpServerRecord; tools: ToolRecord[] }>,
+  ): { server: McpServerRecord; tools: ToolRecord[] } {
     return this.#write((index) => {
       const tools = this.#mcpServers.toolNames(id).map((name) => this.#tombstoneTool(name, index, now));
       return { server: this.#mcpServers.tombstone(id, index, now), tools };
@@ -473,7 +499,13 @@ export class RegistryStore {
 
   /** A sync of an MCP server's tools: its new and changed tools and the ones it no longer lists, in one write. */
   writeMcpTools(upserts: readonly ToolWrite[], deletes: readonly string[], now: string, audit?: AuditFor<ToolRecord[]>): ToolRecord[] {
-    return this.#write((index) => [...upserts.map((t) => this.#putTool(t, index, now).record), ...deletes.map((name) => this.#tombstoneTool(name, index, now))], audit);
+    return this.#write(
+      (index) => [
+        ...upserts.map((t) => this.#putTool(t, index, now).record),
+        ...deletes.map((name) => this.#tombstoneTool(name, index, now)),
+      ],
+      audit,
+    );
   }
 
   /**
@@ -523,7 +555,10 @@ export class RegistryStore {
     this.#refuseAfterSyncFailure();
     const room = this.#roomBytes();
     if (room < this.#minRoomBytes) {
-      throw new RegistryError('TR_ERR_UNAVAILABLE', `the database has ${room} bytes of room left, under the ${this.#minRoomBytes} readiness needs (READY_MIN_FREE_BYTES)`);
+      throw new RegistryError(
+        'TR_ERR_UNAVAILABLE',
+        `the database has ${room} bytes of room left, under the ${this.#minRoomBytes} readiness needs (READY_MIN_FREE_BYTES)`,
+      );
     }
     // While an import holds the connection its transaction is the proof; the probe would join it.
     if (this.gate.held) return;
@@ -553,7 +588,9 @@ export class RegistryStore {
       if (deferred) this.#db.exec('PRAGMA synchronous = NORMAL');
       this.#translate(() => this.#db.exec('BEGIN IMMEDIATE'));
       open = true;
-      index = this.#translate(() => (options.index === undefined ? this.#nextIndex() : this.withIndex(options.index, () => this.#nextIndex())));
+      index = this.#translate(() =>
+        options.index === undefined ? this.#nextIndex() : this.withIndex(options.index, () => this.#nextIndex()),
+      );
     } catch (err) {
       end();
       throw err;
@@ -741,7 +778,14 @@ export class RegistryStore {
     const [serviceId, mcpServerId] = tool.kind === 'mcp' ? [null, tool.serviceId] : [tool.serviceId, null];
     const owner = tool.owner ?? null;
     this.#stmts.upsertTool.run({ name: tool.name, kind: tool.kind, serviceId, mcpServerId, descriptor, index, now, owner });
-    this.#stmts.change.run(index, 'tool', tool.name, 'upsert', live ? (before.scopes ?? '[]') : null, JSON.stringify(scopesOf(tool.descriptor)));
+    this.#stmts.change.run(
+      index,
+      'tool',
+      tool.name,
+      'upsert',
+      live ? (before.scopes ?? '[]') : null,
+      JSON.stringify(scopesOf(tool.descriptor)),
+    );
     return {
       record: {
         name: tool.name,

@@ -15,7 +15,9 @@ export class UsageStore {
   constructor(db: SqliteDatabase) {
     this.#db = db;
     this.gate = writeGateOf(db);
-    this.#insert = db.prepare('INSERT INTO tool_calls (at, tool, sub, outcome, duration_ms) VALUES (@at, @tool, @sub, @outcome, @durationMs)');
+    this.#insert = db.prepare(
+      'INSERT INTO tool_calls (at, tool, sub, outcome, duration_ms) VALUES (@at, @tool, @sub, @outcome, @durationMs)',
+    );
     this.#counts = db.prepare('SELECT tool, sub, outcome, count(*) AS n FROM tool_calls GROUP BY tool, sub, outcome');
     this.#recent = db.prepare(`SELECT tool, duration_ms AS durationMs FROM (
         SELECT tool, duration_ms, row_number() OVER (PARTITION BY tool ORDER BY id DESC) AS r FROM tool_calls WHERE outcome != 'denied'

@@ -235,7 +235,10 @@ function checkedAnnouncement(announce: ToolServiceAnnouncement): Announcement {
 /** `tools` checked as announce(tools) takes them. */
 function checkedTools(tools: Record<string, unknown>[]): Record<string, unknown>[] {
   const result = AnnouncementSchema.shape.tools.safeParse(tools);
-  if (!result.success) throw new TypeError(`announce(tools): ${result.error.issues.map((issue) => `${issue.path.map(String).join('.') || 'tools'}: ${issue.message}`).join('; ')}`);
+  if (!result.success)
+    throw new TypeError(
+      `announce(tools): ${result.error.issues.map((issue) => `${issue.path.map(String).join('.') || 'tools'}: ${issue.message}`).join('; ')}`,
+    );
   return result.data;
 }
 
@@ -324,9 +327,16 @@ class Announcer {
       const taken = await Promise.race([this.#publish(true), timeout]);
       clearTimeout(timer);
       if (taken) this.ctx.log.info(this.#facts, `said goodbye on ${this.topic}`);
-      else this.ctx.log.warn(this.#facts, `the broker did not take the goodbye on ${this.topic}; registries mark the service unavailable after missed heartbeats`);
+      else
+        this.ctx.log.warn(
+          this.#facts,
+          `the broker did not take the goodbye on ${this.topic}; registries mark the service unavailable after missed heartbeats`,
+        );
     } else if (this.#live) {
-      this.ctx.log.warn(this.#facts, `cannot say goodbye on ${this.topic}: the broker is away; registries mark the service unavailable after missed heartbeats`);
+      this.ctx.log.warn(
+        this.#facts,
+        `cannot say goodbye on ${this.topic}: the broker is away; registries mark the service unavailable after missed heartbeats`,
+      );
     }
     this.#detach();
     if (ws) await closeGently(ws);
@@ -433,7 +443,10 @@ class Announcer {
     if (facts) {
       if (!this.#tooLarge) {
         this.#tooLarge = true;
-        this.ctx.log.error({ ...this.#facts, bytes: facts.bytes, limitBytes: facts.limitBytes }, `cannot announce on ${this.topic}: ${oversizeMessage(facts)}`);
+        this.ctx.log.error(
+          { ...this.#facts, bytes: facts.bytes, limitBytes: facts.limitBytes },
+          `cannot announce on ${this.topic}: ${oversizeMessage(facts)}`,
+        );
       }
       return Promise.resolve(false);
     }
@@ -498,7 +511,10 @@ export function runToolService(options: ToolServiceOptions): RunningToolService 
   if (announcement) {
     const announced = announcedRequestQueue(announcement.service);
     if (announced !== undefined && announced !== requestQueue) {
-      log.warn({ requestQueue, announced }, `the announced service descriptor names ${announced} as its request queue, but this service listens on ${requestQueue}`);
+      log.warn(
+        { requestQueue, announced },
+        `the announced service descriptor names ${announced} as its request queue, but this service listens on ${requestQueue}`,
+      );
     }
   }
 
@@ -591,7 +607,10 @@ export function runToolService(options: ToolServiceOptions): RunningToolService 
     state = 'stopped';
     announcer?.stop();
     const reason = reasonOf(err);
-    log.error({ attempts: failures, reason }, `gave up connecting to the broker after ${failures} failed attempts in a row (maxRetries ${maxRetries})`);
+    log.error(
+      { attempts: failures, reason },
+      `gave up connecting to the broker after ${failures} failed attempts in a row (maxRetries ${maxRetries})`,
+    );
     if (!process.exitCode) process.exitCode = 1;
     const error = new Error(`the tool service ${options.id} gave up connecting to the broker: ${reason}`);
     ready.reject(error);

@@ -75,7 +75,10 @@ export async function adoptTrustGraphConfig(
       ]);
       for (const problem of err.fieldErrors) {
         const match = /^(tool-services|tools)\.(\d+)/.exec(problem.path);
-        if (match) refused.get(match[1] as 'tools' | 'tool-services')?.set(Number(match[2]), `${problem.path.slice(match[0].length + 1) || '(item)'}: ${problem.message}`);
+        if (match)
+          refused
+            .get(match[1] as 'tools' | 'tool-services')
+            ?.set(Number(match[2]), `${problem.path.slice(match[0].length + 1) || '(item)'}: ${problem.message}`);
       }
       if ([...refused.values()].every((m) => m.size === 0)) throw err;
       for (const [list, indexes] of refused) {

@@ -72,14 +72,20 @@ export class ConfigServiceClient implements ConfigRequester {
     const answered = new Promise<ConfigResponse>((resolve, reject) => this.#responses.set(id, { resolve, reject }));
     const acked = new Promise<void>((resolve, reject) => this.#acks.set(context, { resolve, reject }));
     const timedOut = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new ConfigServiceError(`no answer from TrustGraph's config service in ${this.#options.timeoutMs} ms`)), this.#options.timeoutMs);
+      timer = setTimeout(
+        () => reject(new ConfigServiceError(`no answer from TrustGraph's config service in ${this.#options.timeoutMs} ms`)),
+        this.#options.timeoutMs,
+      );
     });
     try {
       producer.send(publishFrame(JSON.stringify(body), { id }, context));
       await Promise.race([acked, timedOut]);
       const response = await Promise.race([answered, timedOut]);
       const error = response.error;
-      if (error !== null && error !== undefined) throw new ConfigServiceError(`TrustGraph's config service refused ${body.operation}: ${error.type ?? 'error'}: ${error.message ?? ''}`);
+      if (error !== null && error !== undefined)
+        throw new ConfigServiceError(
+          `TrustGraph's config service refused ${body.operation}: ${error.type ?? 'error'}: ${error.message ?? ''}`,
+        );
       return response;
     } finally {
       clearTimeout(timer);
@@ -143,7 +149,10 @@ export class ConfigServiceClient implements ConfigRequester {
     const ack = typeof context === 'string' ? this.#acks.get(context) : undefined;
     if (!ack || !frame) return;
     if (frame['result'] === 'ok') ack.resolve();
-    else ack.reject(new ConfigServiceError(`the broker did not take the request (${String(frame['result'])}: ${String(frame['errorMsg'] ?? '')})`));
+    else
+      ack.reject(
+        new ConfigServiceError(`the broker did not take the request (${String(frame['result'])}: ${String(frame['errorMsg'] ?? '')})`),
+      );
   }
 
   #onResponse(consumer: WebSocket, text: string): void {
@@ -159,7 +168,7 @@ export class ConfigServiceClient implements ConfigRequester {
     const payload = payloadText(String(frame['payload'] ?? ''));
     const parsed = ConfigResponseSchema.safeParse(payload === undefined ? undefined : parseObject(payload));
     if (parsed.success) waiting.resolve(parsed.data);
-    else waiting.reject(new ConfigServiceError('TrustGraph\'s config service sent a response that is not a ConfigResponse'));
+    else waiting.reject(new ConfigServiceError("TrustGraph's config service sent a response that is not a ConfigResponse"));
   }
 
   /** Closes both sockets and fails whatever waits on them; the next request opens them again. */

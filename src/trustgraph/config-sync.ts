@@ -162,7 +162,10 @@ export class ConfigSync {
         const { plan, deletedTools } = this.#plan(batch);
         for (const item of plan.tooLarge) {
           this.#counts.tooLarge += 1;
-          this.#options.log.error({ item: itemId(item.type, item.key), bytes: item.value.length, maxRequestBytes: this.#options.maxRequestBytes }, 'not written to TrustGraph: too large for one message on the bus');
+          this.#options.log.error(
+            { item: itemId(item.type, item.key), bytes: item.value.length, maxRequestBytes: this.#options.maxRequestBytes },
+            'not written to TrustGraph: too large for one message on the bus',
+          );
         }
         try {
           for (const request of plan.requests) {
@@ -176,7 +179,10 @@ export class ConfigSync {
           for (const { type, key } of batch) if (!this.#marked.has(itemId(type, key))) this.#marked.set(itemId(type, key), { type, key });
           this.#failingSince ??= Date.now();
           const delayMs = this.#backoff.next();
-          this.#options.log.warn({ err, pending: this.#marked.size, retryInMs: delayMs }, "writing to TrustGraph's config service failed; retrying");
+          this.#options.log.warn(
+            { err, pending: this.#marked.size, retryInMs: delayMs },
+            "writing to TrustGraph's config service failed; retrying",
+          );
           this.#schedule(delayMs);
           return;
         }
@@ -220,13 +226,20 @@ export class ConfigSync {
       }
     }
     // A live item of each type, so that the push after a put names both (see planConfigWrites).
-    const anchorService = (firstTool && source.service(firstTool.service)) ?? (services[0] && source.service(services[0].key)) ?? firstService(source);
+    const anchorService =
+      (firstTool && source.service(firstTool.service)) ?? (services[0] && source.service(services[0].key)) ?? firstService(source);
     const anchorTool = anchorToolOf(source, services[0]?.key ?? firstTool?.service);
     const anchors: Partial<Record<ConfigItemType, ConfigItem>> = {
       ...(anchorService && { [TOOL_SERVICE_TYPE]: serviceItem(anchorService) }),
       ...(anchorTool && { [TOOL_TYPE]: toolItem(anchorTool) }),
     };
-    const plan = planConfigWrites({ puts: [...services, ...tools], deletes, anchors, workspace: this.#options.workspace, maxRequestBytes: this.#options.maxRequestBytes });
+    const plan = planConfigWrites({
+      puts: [...services, ...tools],
+      deletes,
+      anchors,
+      workspace: this.#options.workspace,
+      maxRequestBytes: this.#options.maxRequestBytes,
+    });
     return { plan, deletedTools };
   }
 }

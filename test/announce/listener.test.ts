@@ -35,9 +35,20 @@ async function setup() {
   return { t, listener, warnings };
 }
 
-const service = { id: 'weather-svc', 'request-queue': 'non-persistent://tg/request/weather', 'response-queue': 'non-persistent://tg/response/weather' };
-const tool = (name: string, description = 'Forecasts') => ({ type: 'tool-service', name, description, service: 'weather-svc', arguments: [{ name: 'city', type: 'string', description: 'where' }] });
-const announcement = (token: string, tools: object[], extra: object = {}) => JSON.stringify({ v: 1, token, service, tools, heartbeatIntervalS: 1, ...extra });
+const service = {
+  id: 'weather-svc',
+  'request-queue': 'non-persistent://tg/request/weather',
+  'response-queue': 'non-persistent://tg/response/weather',
+};
+const tool = (name: string, description = 'Forecasts') => ({
+  type: 'tool-service',
+  name,
+  description,
+  service: 'weather-svc',
+  arguments: [{ name: 'city', type: 'string', description: 'where' }],
+});
+const announcement = (token: string, tools: object[], extra: object = {}) =>
+  JSON.stringify({ v: 1, token, service, tools, heartbeatIntervalS: 1, ...extra });
 
 describe('announcements', () => {
   it('registers what a service announces under its announcer, writes nothing for a repeat, and deletes tools it stops announcing', async () => {
@@ -51,18 +62,27 @@ describe('announcements', () => {
     expect(await listener.handle(announcement(token, [tool('forecast'), tool('radar')]))).toEqual({ serviceId: 'weather-svc', wrote: 0 });
     expect(t.app.catalog.index).toBe(index);
     // A changed description and a dropped tool.
-    expect(await listener.handle(announcement(token, [tool('forecast', 'Forecasts, hourly')]))).toEqual({ serviceId: 'weather-svc', wrote: 2 });
+    expect(await listener.handle(announcement(token, [tool('forecast', 'Forecasts, hourly')]))).toEqual({
+      serviceId: 'weather-svc',
+      wrote: 2,
+    });
     expect(t.app.catalog.getTool('radar')).toBeUndefined();
     const listed = await t.app.inject({ method: 'GET', url: '/' });
-    expect(listed.json().tools.map((x: { name: string; description: string }) => `${x.name}: ${x.description}`)).toEqual(['forecast: Forecasts, hourly']);
+    expect(listed.json().tools.map((x: { name: string; description: string }) => `${x.name}: ${x.description}`)).toEqual([
+      'forecast: Forecasts, hourly',
+    ]);
     const audit = await t.app.inject({ method: 'GET', url: '/audit', headers: bearer(t.token(['registry:write'])) });
-    expect(audit.json().entries.map((e: { sub: string; action: string; target: string }) => `${e.sub} ${e.action} ${e.target}`)).toContain('weather-bot tool.delete radar');
+    expect(audit.json().entries.map((e: { sub: string; action: string; target: string }) => `${e.sub} ${e.action} ${e.target}`)).toContain(
+      'weather-bot tool.delete radar',
+    );
   });
 
   it('refuses tokens without the scope, forged tokens and malformed messages, writing nothing', async () => {
     const { t, listener, warnings } = await setup();
     const index = t.app.catalog.index;
-    expect((await listener.handle(announcement(t.token(['registry:write'], { sub: 'x' }), [tool('forecast')]))).refused).toMatch(/lacks scope registry:announce/);
+    expect((await listener.handle(announcement(t.token(['registry:write'], { sub: 'x' }), [tool('forecast')]))).refused).toMatch(
+      /lacks scope registry:announce/,
+    );
     const forged = `${t.token(['registry:announce'], { sub: 'x' }).slice(0, -4)}AAAA`;
     expect((await listener.handle(announcement(forged, [tool('forecast')]))).refused).toMatch(/token was refused/);
     expect((await listener.handle('{"v":1}')).refused).toMatch(/not an announcement/);
@@ -75,10 +95,20 @@ describe('announcements', () => {
   it("never writes over an operator's tool or service, and never makes an operator's service unavailable", async () => {
     const { t, listener } = await setup();
     const admin = bearer(t.token(['registry:write']));
-    expect((await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') })).statusCode).toBe(201);
-    expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('tell-joke') })).statusCode).toBe(201);
+    expect(
+      (await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') })).statusCode,
+    ).toBe(201);
+    expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('tell-joke') })).statusCode).toBe(
+      201,
+    );
     const token = t.token(['registry:announce'], { sub: 'intruder' });
-    const over = JSON.stringify({ v: 1, token, service: seed('joke-service'), tools: [{ ...seed('tell-joke'), description: 'hijacked' }], heartbeatIntervalS: 1 });
+    const over = JSON.stringify({
+      v: 1,
+      token,
+      service: seed('joke-service'),
+      tools: [{ ...seed('tell-joke'), description: 'hijacked' }],
+      heartbeatIntervalS: 1,
+    });
     const outcome = await listener.handle(over);
     expect(outcome.refused).toMatch(/registered by an operator/);
     expect(t.app.catalog.getTool('tell-joke')?.record.descriptor).toMatchObject({ description: seed('tell-joke')['description'] });
@@ -90,7 +120,17 @@ describe('announcements', () => {
     // The attempt is in the audit log, under the announcer, as are refused tokens.
     await listener.handle(announcement(t.token(['registry:write'], { sub: 'unscoped' }), [tool('forecast')]));
     const audit = await t.app.inject({ method: 'GET', url: '/audit?action=announcement', headers: admin });
-    expect(audit.json().entries.map((e: { sub: string; target: string; outcome: string; status: number; detail: string | null }) => [e.sub, e.target, e.outcome, e.status, e.detail])).toEqual([
+    expect(
+      audit
+        .json()
+        .entries.map((e: { sub: string; target: string; outcome: string; status: number; detail: string | null }) => [
+          e.sub,
+          e.target,
+          e.outcome,
+          e.status,
+          e.detail,
+        ]),
+    ).toEqual([
       ['unscoped', 'weather-svc', 'denied', 403, null],
       ['intruder', 'joke-service', 'invalid', 409, 'TR_ERR_CONFLICT'],
     ]);
@@ -125,7 +165,8 @@ describe('announcements', () => {
     const token = t.token(['registry:announce'], { sub: 'weather-bot' });
     await listener.handle(announcement(token, [tool('forecast')]));
     const agent = bearer(t.token([]));
-    const passing = async () => (await t.app.inject({ method: 'GET', url: '/?passing=true' })).json().tools.map((x: { name: string }) => x.name);
+    const passing = async () =>
+      (await t.app.inject({ method: 'GET', url: '/?passing=true' })).json().tools.map((x: { name: string }) => x.name);
     expect(await passing()).toEqual(['forecast']);
     await listener.handle(announcement(token, [tool('forecast')], { goodbye: true }));
     expect(await passing()).toEqual([]);
@@ -133,7 +174,10 @@ describe('announcements', () => {
     expect((await t.app.inject({ method: 'GET', url: '/' })).json().tools).toHaveLength(1);
     const call = await t.app.inject({ method: 'POST', url: '/tools/forecast/invoke', headers: agent, payload: { city: 'Oslo' } });
     expect(call.statusCode).toBe(503);
-    expect(call.json()).toMatchObject({ code: 'TR_ERR_BUS_UNAVAILABLE', detail: 'forecast cannot be reached now: its tool service said goodbye' });
+    expect(call.json()).toMatchObject({
+      code: 'TR_ERR_BUS_UNAVAILABLE',
+      detail: 'forecast cannot be reached now: its tool service said goodbye',
+    });
     expect(call.headers['retry-after']).toBe('1');
     // Counted as a call the bus could not carry, as /stats counts every call whatever its outcome.
     const stats = (await t.app.inject({ method: 'GET', url: '/stats', headers: bearer(t.token(['registry:write'])) })).json();

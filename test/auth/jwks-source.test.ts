@@ -16,7 +16,10 @@ const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 
 function newKey(alg = 'RS256'): { jwk: Jwk; pem: string } {
   const kid = randomUUID();
-  return { jwk: { ...publicKey.export({ format: 'jwk' }), kid, alg, use: 'sig' }, pem: publicKey.export({ type: 'spki', format: 'pem' }).toString() };
+  return {
+    jwk: { ...publicKey.export({ format: 'jwk' }), kid, alg, use: 'sig' },
+    pem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+  };
 }
 
 const ISSUER = 'https://as.test/tenant';
@@ -60,7 +63,10 @@ function source(server: ReturnType<typeof fakeServer>, clock: { t: number }, opt
 }
 
 /** keyFor as a promise; also says whether the answer came synchronously. */
-function keyFor(keys: JwksKeySource, header: Record<string, unknown>): Promise<{ pem?: string; err?: Error & { code?: string }; sync: boolean }> {
+function keyFor(
+  keys: JwksKeySource,
+  header: Record<string, unknown>,
+): Promise<{ pem?: string; err?: Error & { code?: string }; sync: boolean }> {
   return new Promise((resolve) => {
     let sync = true;
     keys.keyFor(header, (err, pem) => resolve(err ? { err, sync } : { pem: pem ?? '', sync }));
@@ -156,7 +162,9 @@ describe('JWKS key source', () => {
     server.keys = [{ ...another.export({ format: 'jwk' }), kid: key.jwk.kid, alg: 'RS256', use: 'sig' }];
     clock.t += 30_000;
     const version = keys.version;
-    expect(await Promise.all(Array.from({ length: 10 }, () => keys.refreshAfterBadSignature(version)))).toEqual(Array.from({ length: 10 }, () => true));
+    expect(await Promise.all(Array.from({ length: 10 }, () => keys.refreshAfterBadSignature(version)))).toEqual(
+      Array.from({ length: 10 }, () => true),
+    );
     expect(keys.fetches).toBe(3);
     // A verification that began with the old set learns of the new one without a fetch.
     expect(await keys.refreshAfterBadSignature(version)).toBe(true);
@@ -256,4 +264,3 @@ describe('JWKS key source', () => {
     });
   });
 });
-

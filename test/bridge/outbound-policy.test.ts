@@ -26,7 +26,9 @@ const rules = (...texts: string[]): OutboundRule[] =>
     return rule;
   });
 
-const policy = (options: { allow?: string[]; deny?: string[]; host?: string; publicUrl?: string; resolve?: Resolver; interfaces?: string[] } = {}) =>
+const policy = (
+  options: { allow?: string[]; deny?: string[]; host?: string; publicUrl?: string; resolve?: Resolver; interfaces?: string[] } = {},
+) =>
   new OutboundPolicy({
     allow: rules(...(options.allow ?? [])),
     deny: rules(...(options.deny ?? [])),
@@ -110,8 +112,12 @@ describe('rules', () => {
 
   it('stops startup with one line naming the setting', () => {
     expect(() => loadConfig({}, { OUTBOUND_ALLOW: '10.0.0.0/8, 10.20.1.0/16' })).toThrow(ConfigError);
-    expect(() => loadConfig({}, { OUTBOUND_ALLOW: '10.20.1.0/16' })).toThrow(/^OUTBOUND_ALLOW: "10\.20\.1\.0\/16" has address bits set past its prefix/);
-    expect(() => loadConfig({}, { OUTBOUND_DENY: 'not a host' })).toThrow(/^OUTBOUND_DENY: "not a host" is not a CIDR, an IP address or a host name/);
+    expect(() => loadConfig({}, { OUTBOUND_ALLOW: '10.20.1.0/16' })).toThrow(
+      /^OUTBOUND_ALLOW: "10\.20\.1\.0\/16" has address bits set past its prefix/,
+    );
+    expect(() => loadConfig({}, { OUTBOUND_DENY: 'not a host' })).toThrow(
+      /^OUTBOUND_DENY: "not a host" is not a CIDR, an IP address or a host name/,
+    );
     const config = loadConfig({}, { OUTBOUND_ALLOW: '169.254.170.2/32', OUTBOUND_DENY: '0.0.0.0/0,::/0' });
     expect(config.outbound.allow).toHaveLength(1);
     expect(config.outbound.deny).toHaveLength(2);
@@ -124,7 +130,15 @@ describe('the decision', () => {
 
   it('refuses link-local, metadata, unspecified, multicast and broadcast by default, in every spelling', () => {
     const p = policy();
-    for (const host of ['169.254.169.254', '2852039166', '0xa9fea9fe', '[::ffff:169.254.169.254]', '[::169.254.169.254]', '[64:ff9b::a9fe:a9fe]', '169.254.170.2']) {
+    for (const host of [
+      '169.254.169.254',
+      '2852039166',
+      '0xa9fea9fe',
+      '[::ffff:169.254.169.254]',
+      '[::169.254.169.254]',
+      '[64:ff9b::a9fe:a9fe]',
+      '169.254.170.2',
+    ]) {
       expect(refused(p, host), host).toMatch(/is refused by the outbound address policy: (cloud metadata|link-local)/);
     }
     expect(refused(p, '169.254.169.254')).toContain('cloud metadata (169.254.169.254/32) is refused by default');
@@ -143,7 +157,19 @@ describe('the decision', () => {
 
   it('allows loopback, private networks and ordinary names', () => {
     const p = policy();
-    for (const host of ['127.0.0.1', '2130706433', '0x7f.1', '[::1]', '10.0.0.5', '192.168.1.1', '172.16.0.1', '[fd12::1]', 'localhost', 'tools.example', 'metadata.google.internal.example']) {
+    for (const host of [
+      '127.0.0.1',
+      '2130706433',
+      '0x7f.1',
+      '[::1]',
+      '10.0.0.5',
+      '192.168.1.1',
+      '172.16.0.1',
+      '[fd12::1]',
+      'localhost',
+      'tools.example',
+      'metadata.google.internal.example',
+    ]) {
       expect(refused(p, host), host).toBeUndefined();
     }
   });
@@ -181,7 +207,21 @@ describe('the decision', () => {
     const p = policy({ allow: ['127.0.0.0/8', '10.1.2.3', 'localhost', '::1'] });
     expect(refused(p, '127.0.0.1', 8006)).toBeUndefined(); // not listening yet
     p.listening(8006);
-    for (const host of ['127.0.0.1', '127.0.0.2', '2130706433', '0x7f.1', '017700000001', '[::ffff:127.0.0.1]', '[::1]', '0.0.0.0', '[::]', 'localhost', 'api.localhost', '10.1.2.3', '[fe80::1]']) {
+    for (const host of [
+      '127.0.0.1',
+      '127.0.0.2',
+      '2130706433',
+      '0x7f.1',
+      '017700000001',
+      '[::ffff:127.0.0.1]',
+      '[::1]',
+      '0.0.0.0',
+      '[::]',
+      'localhost',
+      'api.localhost',
+      '10.1.2.3',
+      '[fe80::1]',
+    ]) {
       expect(refused(p, host, 8006), host).toMatch(/the registry's own address and port/);
     }
     expect(refused(p, '127.0.0.1', 8007)).toBeUndefined();
@@ -201,7 +241,9 @@ describe('the decision', () => {
     const p = policy({ publicUrl: 'http://proxy.example:18410/', resolve: async () => (lookups++, [{ address: '192.0.2.7', family: 4 }]) });
     // No answer yet: the write is not held up, and the call-time check decides.
     expect(refused(p, '192.0.2.7', 18410)).toBeUndefined();
-    await expect(p.addressesFor('192.0.2.7', 18410)).rejects.toThrow(/an address PUBLIC_URL's host proxy\.example resolves to, at its port/);
+    await expect(p.addressesFor('192.0.2.7', 18410)).rejects.toThrow(
+      /an address PUBLIC_URL's host proxy\.example resolves to, at its port/,
+    );
     expect(refused(p, '192.0.2.7', 18410)).toMatch(/PUBLIC_URL's host proxy\.example/);
     expect(refused(p, '[::ffff:192.0.2.7]', 18410)).toMatch(/PUBLIC_URL's host/);
     expect(refused(p, '192.0.2.7', 18411)).toBeUndefined();
@@ -235,7 +277,10 @@ describe('at call time', () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   it('checks every address a name resolves to, and connects to one that passed', async () => {
-    let answer: ResolvedAddress[] = [{ address: '169.254.169.254', family: 4 }, { address: '127.0.0.1', family: 4 }];
+    let answer: ResolvedAddress[] = [
+      { address: '169.254.169.254', family: 4 },
+      { address: '127.0.0.1', family: 4 },
+    ];
     const asked: string[] = [];
     const p = policy({ resolve: async (name) => (asked.push(name), answer) });
     expect(await p.addressesFor('Tool.Test.', port)).toEqual([{ family: 4, value: 0x7f000001n }]);
@@ -248,13 +293,21 @@ describe('at call time', () => {
       answer = [{ address: '169.254.169.254', family: 4 }];
       const err: unknown = await guarded.fetch(`http://tool.test:${port}/x`).catch((e: unknown) => e);
       expect(refusalOf(err)).toBeInstanceOf(TargetRefusedError);
-      expect(refusalOf(err)?.message).toBe(`tool.test resolved to 169.254.169.254, and port ${port} there is refused by the outbound address policy: cloud metadata (169.254.169.254/32) is refused by default; OUTBOUND_ALLOW can let it through`);
+      expect(refusalOf(err)?.message).toBe(
+        `tool.test resolved to 169.254.169.254, and port ${port} there is refused by the outbound address policy: cloud metadata (169.254.169.254/32) is refused by default; OUTBOUND_ALLOW can let it through`,
+      );
       answer = [{ address: '::ffff:169.254.169.254', family: 6 }];
-      expect(refusalOf(await guarded.fetch(`http://tool.test:${port}/x`).catch((e: unknown) => e))?.message).toMatch(/resolved to ::ffff:a9fe:a9fe \(read as 169\.254\.169\.254\), and port/);
+      expect(refusalOf(await guarded.fetch(`http://tool.test:${port}/x`).catch((e: unknown) => e))?.message).toMatch(
+        /resolved to ::ffff:a9fe:a9fe \(read as 169\.254\.169\.254\), and port/,
+      );
       // Addresses as written are checked without resolving.
       const before = asked.length;
-      expect(refusalOf(await guarded.fetch(`http://[::ffff:a9fe:a9fe]:${port}/`).catch((e: unknown) => e))?.message).toMatch(/^169\.254\.169\.254 port/);
-      expect(refusalOf(await guarded.fetch(`http://metadata.google.internal:${port}/`).catch((e: unknown) => e))?.message).toMatch(/cloud metadata \(Google Cloud\)/);
+      expect(refusalOf(await guarded.fetch(`http://[::ffff:a9fe:a9fe]:${port}/`).catch((e: unknown) => e))?.message).toMatch(
+        /^169\.254\.169\.254 port/,
+      );
+      expect(refusalOf(await guarded.fetch(`http://metadata.google.internal:${port}/`).catch((e: unknown) => e))?.message).toMatch(
+        /cloud metadata \(Google Cloud\)/,
+      );
       expect(asked.length).toBe(before);
       expect(await (await guarded.fetch(`http://2130706433:${port}/`)).text()).toBe('ok');
     } finally {
@@ -263,14 +316,21 @@ describe('at call time', () => {
   });
 
   it("tries the next checked address when one does not take the connection, and refuses the registry's own port", async () => {
-    const p = policy({ resolve: async () => [{ address: '::1', family: 6 }, { address: '127.0.0.1', family: 4 }] });
+    const p = policy({
+      resolve: async () => [
+        { address: '::1', family: 6 },
+        { address: '127.0.0.1', family: 4 },
+      ],
+    });
     const guarded = new GuardedFetch(p);
     try {
       // The test server listens on 127.0.0.1 only: ::1 refuses the connection, 127.0.0.1 takes it.
       expect(await (await guarded.fetch(`http://both.test:${port}/`)).text()).toBe('ok');
       p.listening(port);
       const err = await guarded.fetch(`http://both.test:${port}/`).catch((e: unknown) => e);
-      expect(refusalOf(err)?.message).toMatch(/^both\.test resolved to ::1, and port \d+ there is refused by the outbound address policy: that is the registry's own address and port/);
+      expect(refusalOf(err)?.message).toMatch(
+        /^both\.test resolved to ::1, and port \d+ there is refused by the outbound address policy: that is the registry's own address and port/,
+      );
     } finally {
       await guarded.close();
     }

@@ -55,7 +55,12 @@ interface Names {
 
 function names(label: string): Names {
   const suffix = randomUUID().slice(0, 8);
-  return { suffix, service: `ann-${label}-${suffix}`, tool: `ann_${label}_${suffix}`, announceTopic: `non-persistent://tg/registry/announce-${label}-${suffix}` };
+  return {
+    suffix,
+    service: `ann-${label}-${suffix}`,
+    tool: `ann_${label}_${suffix}`,
+    announceTopic: `non-persistent://tg/registry/announce-${label}-${suffix}`,
+  };
 }
 
 function busTool(name: string, service: string, description = `The ${name} tool`): Record<string, unknown> {
@@ -69,7 +74,12 @@ function busTool(name: string, service: string, description = `The ${name} tool`
   };
 }
 
-function announcement(token: string, service: Record<string, unknown>, tools: Record<string, unknown>[], options: { heartbeatIntervalS?: number; goodbye?: boolean } = {}) {
+function announcement(
+  token: string,
+  service: Record<string, unknown>,
+  tools: Record<string, unknown>[],
+  options: { heartbeatIntervalS?: number; goodbye?: boolean } = {},
+) {
   return { v: 1, token, service, tools, heartbeatIntervalS: options.heartbeatIntervalS ?? 1, goodbye: options.goodbye ?? false };
 }
 
@@ -103,7 +113,13 @@ async function startRegistry(announceTopic: string): Promise<ServerProcess> {
   const registry = await startServer({
     logLevel: 'info',
     startupDeadlineMs: 60_000,
-    env: { ANNOUNCE_TOPIC: announceTopic, PULSAR_WS_URL: pulsar.wsUrl, JWT_SECRET: SECRET, RATE_LIMIT_MAX: '0', BUS_CONNECT_TIMEOUT_MS: '2000' },
+    env: {
+      ANNOUNCE_TOPIC: announceTopic,
+      PULSAR_WS_URL: pulsar.wsUrl,
+      JWT_SECRET: SECRET,
+      RATE_LIMIT_MAX: '0',
+      BUS_CONNECT_TIMEOUT_MS: '2000',
+    },
   });
   registries.push(registry);
   return registry;
@@ -127,7 +143,11 @@ function logsOf(registry: ServerProcess, lines = 40): string {
 const serviceLogs: string[] = [];
 
 /** A toolkit service that answers `<service>: <topic argument>` (and announces, given `announce`). */
-function startService(service: string, announce?: Parameters<typeof runToolService>[0]['announce'], logger: ToolServiceLogger = recorder()): RunningToolService {
+function startService(
+  service: string,
+  announce?: Parameters<typeof runToolService>[0]['announce'],
+  logger: ToolServiceLogger = recorder(),
+): RunningToolService {
   const running = runToolService({
     url: pulsar.wsUrl,
     id: service,
@@ -215,7 +235,13 @@ function invoke(registry: ServerProcess, tool: string, args: Record<string, unkn
 }
 
 /** Polls `check` until it holds; returns how long that took. */
-async function until(what: string, check: () => Promise<boolean>, registry: ServerProcess, timeoutMs = 15_000, intervalMs = 100): Promise<number> {
+async function until(
+  what: string,
+  check: () => Promise<boolean>,
+  registry: ServerProcess,
+  timeoutMs = 15_000,
+  intervalMs = 100,
+): Promise<number> {
   const started = Date.now();
   for (;;) {
     if (await check()) return Date.now() - started;
@@ -225,7 +251,10 @@ async function until(what: string, check: () => Promise<boolean>, registry: Serv
   }
 }
 
-const visible = (registry: ServerProcess, tool: string, passing = true) => async () => (await listed(registry, passing)).includes(tool);
+const visible =
+  (registry: ServerProcess, tool: string, passing = true) =>
+  async () =>
+    (await listed(registry, passing)).includes(tool);
 const hidden = (registry: ServerProcess, tool: string) => async () => !(await listed(registry, true)).includes(tool);
 
 /** A call answered 503 within FAST_503_MS. */
@@ -237,7 +266,12 @@ async function expectFast503(registry: ServerProcess, tool: string): Promise<Htt
 }
 
 /** Invokes until 200 (a request sent before the service subscribed is lost, so retry); returns the result. */
-async function invokeOk(registry: ServerProcess, tool: string, args: Record<string, unknown> = { topic: 'x' }, timeoutMs = 20_000): Promise<unknown> {
+async function invokeOk(
+  registry: ServerProcess,
+  tool: string,
+  args: Record<string, unknown> = { topic: 'x' },
+  timeoutMs = 20_000,
+): Promise<unknown> {
   const deadline = Date.now() + timeoutMs;
   let res = await invoke(registry, tool, args);
   while (res.status !== 200 && Date.now() < deadline) {
@@ -259,7 +293,17 @@ if (pulsar.skip) {
       const n = names('a');
       const registry = await startRegistry(n.announceTopic);
       const log = recorder();
-      const service = startService(n.service, { topic: n.announceTopic, token: ANNOUNCER, service: { id: n.service, topic: n.service }, tools: [busTool(n.tool, n.service)], heartbeatIntervalS: 1 }, log);
+      const service = startService(
+        n.service,
+        {
+          topic: n.announceTopic,
+          token: ANNOUNCER,
+          service: { id: n.service, topic: n.service },
+          tools: [busTool(n.tool, n.service)],
+          heartbeatIntervalS: 1,
+        },
+        log,
+      );
       await service.ready;
       const tookMs = await until(`${n.tool} in GET /`, visible(registry, n.tool, false), registry, 10_000);
       console.warn(`[announce] (a) ${n.tool} listed ${tookMs} ms after the service listened`);
@@ -316,7 +360,13 @@ if (pulsar.skip) {
       const n = names('c');
       const registry = await startRegistry(n.announceTopic);
       // 5 s heartbeats: missed ones would take 15 s to notice; the goodbye must not wait for that.
-      const service = startService(n.service, { topic: n.announceTopic, token: ANNOUNCER, service: { id: n.service, topic: n.service }, tools: [busTool(n.tool, n.service)], heartbeatIntervalS: 5 });
+      const service = startService(n.service, {
+        topic: n.announceTopic,
+        token: ANNOUNCER,
+        service: { id: n.service, topic: n.service },
+        tools: [busTool(n.tool, n.service)],
+        heartbeatIntervalS: 5,
+      });
       await service.ready;
       await until(`${n.tool} passing`, visible(registry, n.tool), registry, 20_000);
       expect(await invokeOk(registry, n.tool)).toBe(`${n.service}: x`);
@@ -335,7 +385,11 @@ if (pulsar.skip) {
       const registry = await startRegistry(n.announceTopic);
       await startService(n.service).ready;
       const unscoped = mintToken(['registry:read', 'tools:call'], 'not-an-announcer');
-      const forged = createSigner({ key: 'some-other-secret-that-is-long-enough-for-hs256-00', expiresIn: 3_600_000, header: { alg: 'HS256', typ: 'at+jwt' } })({ sub: 'forger', scope: ANNOUNCE_SCOPE });
+      const forged = createSigner({
+        key: 'some-other-secret-that-is-long-enough-for-hs256-00',
+        expiresIn: 3_600_000,
+        header: { alg: 'HS256', typ: 'at+jwt' },
+      })({ sub: 'forger', scope: ANNOUNCE_SCOPE });
       const noScope = { service: `${n.service}-noscope`, tool: `${n.tool}_noscope` };
       const noSig = { service: `${n.service}-forged`, tool: `${n.tool}_forged` };
       const heart = await rawAnnouncer(n.announceTopic);
@@ -381,7 +435,10 @@ if (pulsar.skip) {
           call(registry.url, 'GET', `/tools/${operatorTool}`, { token: ADMIN }),
           call(registry.url, 'GET', `/tool-services/${operatorService}`, { token: ADMIN }),
         ]);
-        return { tool: { status: tool.status, etag: tool.headers?.get('etag'), body: tool.text }, service: { status: service.status, etag: service.headers?.get('etag'), body: service.text } };
+        return {
+          tool: { status: tool.status, etag: tool.headers?.get('etag'), body: tool.text },
+          service: { status: service.status, etag: service.headers?.get('etag'), body: service.text },
+        };
       };
       const before = await snapshot();
       expect(before.tool.status).toBe(200);
@@ -391,9 +448,13 @@ if (pulsar.skip) {
       heart.beat(
         () => [
           // The operator's tool name, on the announcer's own service.
-          announcement(ANNOUNCER, { id: announcerService, topic: announcerService }, [busTool(operatorTool, announcerService, 'An announcer took this over')]),
+          announcement(ANNOUNCER, { id: announcerService, topic: announcerService }, [
+            busTool(operatorTool, announcerService, 'An announcer took this over'),
+          ]),
           // The operator's service id, pointed elsewhere, with a tool of its own.
-          announcement(ANNOUNCER, { id: operatorService, topic: announcerService }, [busTool(`${n.tool}_hijack`, operatorService, 'Rides on the operator service')]),
+          announcement(ANNOUNCER, { id: operatorService, topic: announcerService }, [
+            busTool(`${n.tool}_hijack`, operatorService, 'Rides on the operator service'),
+          ]),
           // The barrier: a clean announcement, read after the two above.
           announcement(ANNOUNCER, { id: n.service, topic: n.service }, [busTool(n.tool, n.service)]),
         ],
@@ -451,10 +512,16 @@ if (pulsar.skip) {
         const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
         const pythonLog = () => `--- python ---\n${output.slice(-4000)}`;
         try {
-          await until(`${n.tool} (from Python) passing`, async () => {
-            if (child.exitCode !== null) throw new Error(`the Python service exited with ${child.exitCode}\n${pythonLog()}`);
-            return visible(registry, n.tool)();
-          }, registry, 90_000, 250);
+          await until(
+            `${n.tool} (from Python) passing`,
+            async () => {
+              if (child.exitCode !== null) throw new Error(`the Python service exited with ${child.exitCode}\n${pythonLog()}`);
+              return visible(registry, n.tool)();
+            },
+            registry,
+            90_000,
+            250,
+          );
         } catch (err) {
           throw new Error(`${(err as Error).message}\n${pythonLog()}`);
         }

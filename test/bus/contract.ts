@@ -21,7 +21,10 @@ const QUIET = { info: () => undefined, warn: () => undefined, error: () => undef
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /** A raw subscriber on a topic with its own subscription: sees every message published there. */
-async function spy(wsUrl: string, topic: string): Promise<{ messages: { body: Record<string, unknown>; properties: Record<string, string> }[]; close(): void }> {
+async function spy(
+  wsUrl: string,
+  topic: string,
+): Promise<{ messages: { body: Record<string, unknown>; properties: Record<string, string> }[]; close(): void }> {
   const ws = new WebSocket(`${wsUrl}/ws/v2/consumer/${topicPath(topic)}/spy-${randomUUID()}?subscriptionType=Exclusive`);
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
@@ -72,15 +75,29 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
       return service;
     };
 
-    const registerService = async (topic: string, tool: Record<string, unknown>, configParams: unknown[] = [{ name: 'style', required: false }]) => {
-      const service = await t.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic, 'config-params': configParams } });
+    const registerService = async (
+      topic: string,
+      tool: Record<string, unknown>,
+      configParams: unknown[] = [{ name: 'style', required: false }],
+    ) => {
+      const service = await t.app.inject({
+        method: 'PUT',
+        url: `/tool-services/${topic}`,
+        headers: admin,
+        payload: { id: topic, topic, 'config-params': configParams },
+      });
       expect(service.statusCode, service.body).toBe(201);
       const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...tool, service: topic } });
       expect(res.statusCode, res.body).toBe(201);
     };
 
     const invoke = (name: string, payload: unknown, headers: Record<string, string> = {}) =>
-      t.app.inject({ method: 'POST', url: `/tools/${name}/invoke`, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) });
+      t.app.inject({
+        method: 'POST',
+        url: `/tools/${name}/invoke`,
+        headers: { 'content-type': 'application/json', ...headers },
+        payload: JSON.stringify(payload),
+      });
 
     beforeAll(async () => {
       const found = environment();
@@ -147,10 +164,17 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
     it('ends a call with 502 and the service error type when the service fails mid-stream', async () => {
       const topic = `fail-${randomUUID().slice(0, 8)}`;
       await registerService(topic, { ...seed('tell-joke'), name: topic });
-      const service = runToolService({ url: env.wsUrl, id: topic, topic, errorType: 'joke-error', logger: QUIET, handler: async function* () {
-        yield 'partial ';
-        throw new Error('ran out of jokes');
-      } });
+      const service = runToolService({
+        url: env.wsUrl,
+        id: topic,
+        topic,
+        errorType: 'joke-error',
+        logger: QUIET,
+        handler: async function* () {
+          yield 'partial ';
+          throw new Error('ran out of jokes');
+        },
+      });
       services.push(service);
       await service.ready;
       const res = await invoke(topic, { topic: 'x' }, bearer(t.token([])));
@@ -162,7 +186,7 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
       expect(list.at(-1)?.data).toMatchObject({ status: 502, serviceError: { type: 'joke-error' } });
     });
 
-    it('answers 504 after the tool\'s timeoutMs when no service listens, and stays healthy', async () => {
+    it("answers 504 after the tool's timeoutMs when no service listens, and stays healthy", async () => {
       const topic = `silent-${randomUUID().slice(0, 8)}`;
       await registerService(topic, { ...seed('tell-joke'), name: topic, timeoutMs: 300 });
       const started = Date.now();
@@ -179,7 +203,10 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
       const b = `multi-b-${randomUUID().slice(0, 8)}`;
       for (const topic of [a, b]) {
         // `n` is an argument too: calls are checked against the input schema (issue 12).
-        const args = [...(seed('tell-joke')['arguments'] as unknown[]), { name: 'n', type: 'integer', description: 'The call number', required: false }];
+        const args = [
+          ...(seed('tell-joke')['arguments'] as unknown[]),
+          { name: 'n', type: 'integer', description: 'The call number', required: false },
+        ];
         await registerService(topic, { ...seed('tell-joke'), name: topic, arguments: args });
         await startService(topic, async (_user, _config, args) => {
           await new Promise((r) => setTimeout(r, Math.random() * 30));
@@ -216,7 +243,10 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
       const topic = `stats-${randomUUID().slice(0, 8)}`;
       await registerService(topic, { ...seed('tell-joke'), name: topic });
       await startService(topic, () => 'ok');
-      for (const [agent, times] of [['planner', 3], ['hacker', 2]] as const) {
+      for (const [agent, times] of [
+        ['planner', 3],
+        ['hacker', 2],
+      ] as const) {
         for (let i = 0; i < times; i++) {
           const res = await invoke(topic, { topic: 'x' }, bearer(t.token([], { sub: agent })));
           expect(res.statusCode, res.body).toBe(200);

@@ -25,7 +25,12 @@ describe('PulsarWsClient', () => {
       const topic = `noack-${randomUUID().slice(0, 8)}`;
       const started = Date.now();
       const call = client.call(
-        { id: randomUUID(), requestQueue: `non-persistent://tg/request/${topic}`, responseQueue: `non-persistent://tg/response/${topic}`, body: {} },
+        {
+          id: randomUUID(),
+          requestQueue: `non-persistent://tg/request/${topic}`,
+          responseQueue: `non-persistent://tg/response/${topic}`,
+          body: {},
+        },
         AbortSignal.timeout(300),
       );
       await expect(call).rejects.toThrow();
@@ -47,7 +52,10 @@ describe('connection loss (fake broker)', () => {
       const topic = `drop-${randomUUID().slice(0, 8)}`;
       await t.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic } });
       const { style: _s, ...tool } = seed('tell-joke');
-      expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...tool, name: topic, service: topic } })).statusCode).toBe(201);
+      expect(
+        (await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...tool, name: topic, service: topic } }))
+          .statusCode,
+      ).toBe(201);
       // A service that never answers: the call can only end by the drop or its 20 s timeout.
       const silent = runToolService({ url: fake.url, id: topic, topic, handler: () => new Promise<string>(() => undefined) });
       await silent.ready;
@@ -86,7 +94,12 @@ describe('connection loss (fake broker)', () => {
         await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') });
         await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('tell-joke') });
         const started = Date.now();
-        const res = await t.app.inject({ method: 'POST', url: '/tools/tell-joke/invoke', headers: bearer(t.token([])), payload: { topic: 'x' } });
+        const res = await t.app.inject({
+          method: 'POST',
+          url: '/tools/tell-joke/invoke',
+          headers: bearer(t.token([])),
+          payload: { topic: 'x' },
+        });
         expect(res.statusCode, res.body).toBe(503);
         expect(res.headers['retry-after']).toBeDefined();
         expect(Date.now() - started).toBeLessThan(3000);

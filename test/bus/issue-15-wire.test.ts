@@ -66,7 +66,10 @@ function open(url: string): Promise<WebSocket> {
 }
 
 /** A subscriber of its own on a topic: every message's payload bytes and properties. */
-async function spy(wsUrl: string, topic: string): Promise<{ messages: { payload: Buffer; properties: Record<string, string> }[]; close(): void }> {
+async function spy(
+  wsUrl: string,
+  topic: string,
+): Promise<{ messages: { payload: Buffer; properties: Record<string, string> }[]; close(): void }> {
   const ws = await open(`${wsUrl}/ws/v2/consumer/${topicPath(topic)}/spy-${randomUUID()}?subscriptionType=Exclusive`);
   const messages: { payload: Buffer; properties: Record<string, string> }[] = [];
   ws.on('message', (data) => {
@@ -79,9 +82,19 @@ async function spy(wsUrl: string, topic: string): Promise<{ messages: { payload:
 
 /** Registers service `topic` and tool `topic` on it (tell-joke's shape, `style` config value). */
 async function register(app: TestApp, topic: string, headers = admin): Promise<void> {
-  const service = await app.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers, payload: { id: topic, topic, 'config-params': [{ name: 'style', required: false }] } });
+  const service = await app.app.inject({
+    method: 'PUT',
+    url: `/tool-services/${topic}`,
+    headers,
+    payload: { id: topic, topic, 'config-params': [{ name: 'style', required: false }] },
+  });
   expect(service.statusCode, service.body).toBe(201);
-  const tool = await app.app.inject({ method: 'POST', url: '/tools/register', headers, payload: { ...seed('tell-joke'), name: topic, service: topic } });
+  const tool = await app.app.inject({
+    method: 'POST',
+    url: '/tools/register',
+    headers,
+    payload: { ...seed('tell-joke'), name: topic, service: topic },
+  });
   expect(tool.statusCode, tool.body).toBe(201);
 }
 
@@ -94,12 +107,16 @@ const invoke = (app: TestApp, name: string, payload: string | Buffer | object, h
   });
 
 /** The bytes of the message the bridge publishes for tell-joke called with `{topic}` by test-agent. */
-const messageBytes = (topic: string) => Buffer.byteLength(JSON.stringify({ user: 'test-agent', config: JSON.stringify({ style: 'pun' }), arguments: JSON.stringify({ topic }) }));
+const messageBytes = (topic: string) =>
+  Buffer.byteLength(JSON.stringify({ user: 'test-agent', config: JSON.stringify({ style: 'pun' }), arguments: JSON.stringify({ topic }) }));
 
 describe('message size', () => {
   it('payloadLimit is exact: a frame carrying the limit fits the frame size, one byte more does not', () => {
     for (const frameBytes of [16 * 1024, 1024 * 1024, 1024 * 1024 + 1, 1024 * 1024 + 2, 8 * 1024 * 1024]) {
-      const variants: Record<string, string>[] = [{ id: UUID }, { id: UUID, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }];
+      const variants: Record<string, string>[] = [
+        { id: UUID },
+        { id: UUID, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+      ];
       for (const properties of variants) {
         for (const context of ['1', '1234567']) {
           const limit = payloadLimit(effectiveLimits(frameBytes, undefined), properties, context);
@@ -107,14 +124,22 @@ describe('message size', () => {
           expect(Buffer.byteLength(publishFrame('a'.repeat(limit.bytes), properties, context))).toBeLessThanOrEqual(frameBytes);
           expect(Buffer.byteLength(publishFrame('a'.repeat(limit.bytes + 1), properties, context))).toBeGreaterThan(frameBytes);
           // Bytes, not characters: two-byte characters carry half as many.
-          expect(Buffer.byteLength(publishFrame('é'.repeat(Math.floor(limit.bytes / 2)), properties, context))).toBeLessThanOrEqual(frameBytes);
+          expect(Buffer.byteLength(publishFrame('é'.repeat(Math.floor(limit.bytes / 2)), properties, context))).toBeLessThanOrEqual(
+            frameBytes,
+          );
         }
       }
     }
     // About 786 KB at Pulsar's default 1 MiB frame, as issue 15 measured.
     expect(payloadLimit(effectiveLimits(1024 * 1024, undefined), { id: UUID }, '1')).toEqual({ bytes: 786_366, boundBy: 'frame' });
     // The broker's maxMessageSize bounds it too, less room for Pulsar's own message header.
-    expect(payloadLimit(effectiveLimits(16 * 1024 * 1024, { maxTextFrameBytes: 8 * 1024 * 1024, maxMessageBytes: 5 * 1024 * 1024 }), { id: UUID }, '1')).toEqual({
+    expect(
+      payloadLimit(
+        effectiveLimits(16 * 1024 * 1024, { maxTextFrameBytes: 8 * 1024 * 1024, maxMessageBytes: 5 * 1024 * 1024 }),
+        { id: UUID },
+        '1',
+      ),
+    ).toEqual({
       bytes: 5 * 1024 * 1024 - 1024,
       boundBy: 'message',
     });
@@ -126,7 +151,13 @@ describe('message size', () => {
     await broker.start();
     const app = await createTestApp({ PULSAR_WS_URL: broker.url, RATE_LIMIT_MAX: '0', PULSAR_WS_MAX_FRAME_BYTES: String(frameBytes) });
     const topic = `exact-${randomUUID().slice(0, 8)}`;
-    const service = runToolService({ url: broker.url, id: topic, topic, logger: quiet, handler: (_u, _c, args) => `${String(args['topic']).length}` });
+    const service = runToolService({
+      url: broker.url,
+      id: topic,
+      topic,
+      logger: quiet,
+      handler: (_u, _c, args) => `${String(args['topic']).length}`,
+    });
     try {
       await service.ready;
       await register(app, topic, bearer(app.token(['registry:write'])));
@@ -168,7 +199,9 @@ describe('message size', () => {
       expect(res.json().detail).toBe(
         `the call is ${messageBytes('x'.repeat(30_000))} bytes of JSON, more than the ${limit} bytes one message on the bus carries (base64 in one WebSocket frame of at most 32768 bytes, the broker's webSocketMaxTextFrameSize)`,
       );
-      const warned = app.logs.map((line) => JSON.parse(line) as { level: number; msg: string }).find((line) => line.msg.includes('webSocketMaxTextFrameSize (32768) is below PULSAR_WS_MAX_FRAME_BYTES (1048576)'));
+      const warned = app.logs
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .find((line) => line.msg.includes('webSocketMaxTextFrameSize (32768) is below PULSAR_WS_MAX_FRAME_BYTES (1048576)'));
       expect(warned?.level).toBe(40);
       expect(warned?.msg).toContain(`message-bus calls up to ${limit} bytes of JSON`);
     } finally {
@@ -185,8 +218,12 @@ describe('message size', () => {
       // The first call waits for the check; 900 KB is past the 1 MiB frame's 786 KB.
       const res = await invoke(app, topic, { topic: 'x'.repeat(900 * 1024) });
       expect(res.statusCode).toBe(413);
-      expect(res.json().detail).toContain('more than the 786366 bytes one message on the bus carries (base64 in one WebSocket frame of at most 1048576 bytes, PULSAR_WS_MAX_FRAME_BYTES)');
-      const line = app.logs.map((l) => JSON.parse(l) as { level: number; msg: string; reason?: string }).find((l) => l.msg.startsWith("cannot read the broker's webSocketMaxTextFrameSize"));
+      expect(res.json().detail).toContain(
+        'more than the 786366 bytes one message on the bus carries (base64 in one WebSocket frame of at most 1048576 bytes, PULSAR_WS_MAX_FRAME_BYTES)',
+      );
+      const line = app.logs
+        .map((l) => JSON.parse(l) as { level: number; msg: string; reason?: string })
+        .find((l) => l.msg.startsWith("cannot read the broker's webSocketMaxTextFrameSize"));
       expect(line).toMatchObject({ level: 40, reason: expect.stringContaining('HTTP 404') });
       expect(line?.msg).toContain('trusting PULSAR_WS_MAX_FRAME_BYTES=1048576: message-bus calls up to 786366 bytes of JSON');
     } finally {
@@ -203,7 +240,10 @@ describe('message size', () => {
       await expect(readBrokerLimits(url, 'a-token', 2000)).rejects.toThrow('answered HTTP 403 (the endpoint needs a superuser token)');
       answer = (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"maxMessageSize":"5242880"}');
       await expect(readBrokerLimits(url, undefined, 2000)).rejects.toThrow('has no webSocketMaxTextFrameSize');
-      answer = (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"webSocketMaxTextFrameSize":"2097152","maxMessageSize":"5242880"}');
+      answer = (res) =>
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end('{"webSocketMaxTextFrameSize":"2097152","maxMessageSize":"5242880"}');
       await expect(readBrokerLimits(url, undefined, 2000)).resolves.toEqual({ maxTextFrameBytes: 2_097_152, maxMessageBytes: 5_242_880 });
       answer = () => undefined; // never answers
       await expect(readBrokerLimits(url, undefined, 200)).rejects.toThrow('no answer from');
@@ -216,13 +256,23 @@ describe('message size', () => {
 
   it('the toolkit answers a response too large for one frame with a response-too-large error', async () => {
     const topic = `bigresp-${randomUUID().slice(0, 8)}`;
-    const service = runToolService({ url: fake.url, id: topic, topic, logger: quiet, maxFrameBytes: 16 * 1024, handler: () => 'y'.repeat(20_000) });
+    const service = runToolService({
+      url: fake.url,
+      id: topic,
+      topic,
+      logger: quiet,
+      maxFrameBytes: 16 * 1024,
+      handler: () => 'y'.repeat(20_000),
+    });
     try {
       await service.ready;
       await register(t, topic);
       const res = await invoke(t, topic, { topic: 'x' });
       expect(res.statusCode, res.body).toBe(502);
-      expect(res.json().serviceError).toMatchObject({ type: 'response-too-large', message: expect.stringMatching(/^the message is \d+ bytes of JSON, more than the \d+ one message on the bus carries/) });
+      expect(res.json().serviceError).toMatchObject({
+        type: 'response-too-large',
+        message: expect.stringMatching(/^the message is \d+ bytes of JSON, more than the \d+ one message on the bus carries/),
+      });
     } finally {
       await service.close();
     }
@@ -239,7 +289,10 @@ describe('bytes that are not UTF-8', () => {
     const res = await invoke(t, topic, latin1Body);
     expect(res.statusCode).toBe(400);
     expect(res.headers['content-type']).toContain('application/problem+json');
-    expect(res.json()).toMatchObject({ code: 'TR_ERR_INVALID_JSON', detail: 'the request body is not valid UTF-8 (at byte offset 13); JSON text must be UTF-8' });
+    expect(res.json()).toMatchObject({
+      code: 'TR_ERR_INVALID_JSON',
+      detail: 'the request body is not valid UTF-8 (at byte offset 13); JSON text must be UTF-8',
+    });
     expect(fake.published.length).toBe(before);
   });
 
@@ -250,27 +303,52 @@ describe('bytes that are not UTF-8', () => {
     ['a code point past U+10FFFF', Buffer.from([0xf4, 0x90, 0x80, 0x80]), 10],
   ])('refuses %s on every JSON route: register, and the sliced import', async (_label, bad, offset) => {
     const register = Buffer.concat([Buffer.from('{"topic":"'), bad, Buffer.from('"}')]);
-    const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: { ...admin, 'content-type': 'application/json' }, payload: register });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/tools/register',
+      headers: { ...admin, 'content-type': 'application/json' },
+      payload: register,
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().detail).toBe(`the request body is not valid UTF-8 (at byte offset ${offset}); JSON text must be UTF-8`);
     // An import is parsed in slices; the offset is still the body's.
     const tool = JSON.stringify({ ...seed('calculator'), name: `u8-${randomUUID().slice(0, 8)}`, description: '@@' });
     const body = responseBytes(`{"tool-services":[],"tools":[${tool}]}`, bad);
-    const imported = await t.app.inject({ method: 'POST', url: '/import', headers: { ...admin, 'content-type': 'application/json' }, payload: body });
+    const imported = await t.app.inject({
+      method: 'POST',
+      url: '/import',
+      headers: { ...admin, 'content-type': 'application/json' },
+      payload: body,
+    });
     expect(imported.statusCode).toBe(400);
-    expect(imported.json().detail).toBe(`the request body is not valid UTF-8 (at byte offset ${body.indexOf(bad)}); JSON text must be UTF-8`);
+    expect(imported.json().detail).toBe(
+      `the request body is not valid UTF-8 (at byte offset ${body.indexOf(bad)}); JSON text must be UTF-8`,
+    );
   });
 
   it('names a character cut off at the end of the body', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: { ...admin, 'content-type': 'application/json' }, payload: Buffer.from([0x7b, 0x7d, 0xe2, 0x82]) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/tools/register',
+      headers: { ...admin, 'content-type': 'application/json' },
+      payload: Buffer.from([0x7b, 0x7d, 0xe2, 0x82]),
+    });
     expect(res.statusCode).toBe(400);
-    expect(res.json().detail).toBe('the request body is not valid UTF-8 (a character cut off at the end, at byte offset 2); JSON text must be UTF-8');
+    expect(res.json().detail).toBe(
+      'the request body is not valid UTF-8 (a character cut off at the end, at byte offset 2); JSON text must be UTF-8',
+    );
   });
 
   it('carries valid UTF-8 through unchanged, both ways', async () => {
     const topic = `utf8-${randomUUID().slice(0, 8)}`;
     const text = 'héllo ✓ 😀 \u00a0 ünïcödé';
-    const service = runToolService({ url: fake.url, id: topic, topic, logger: quiet, handler: (_u, _c, args) => `you said: ${String(args['topic'])}` });
+    const service = runToolService({
+      url: fake.url,
+      id: topic,
+      topic,
+      logger: quiet,
+      handler: (_u, _c, args) => `you said: ${String(args['topic'])}`,
+    });
     try {
       await service.ready;
       await register(t, topic);
@@ -284,7 +362,9 @@ describe('bytes that are not UTF-8', () => {
 
   it('answers 502 when a service sends a response that is not UTF-8, instead of passing U+FFFD on', async () => {
     const topic = `badresp-${randomUUID().slice(0, 8)}`;
-    const service = await rawService(fake.url, topic, () => responseBytes('{"error": null, "response": "caf@@", "end_of_stream": true}', Buffer.from([0xe9])));
+    const service = await rawService(fake.url, topic, () =>
+      responseBytes('{"error": null, "response": "caf@@", "end_of_stream": true}', Buffer.from([0xe9])),
+    );
     try {
       await register(t, topic);
       const res = await invoke(t, topic, { topic: 'x' });
@@ -307,7 +387,13 @@ describe('bytes that are not UTF-8', () => {
   it('the toolkit answers a request that is not UTF-8 with an invalid-request error', async () => {
     const topic = `badreq-${randomUUID().slice(0, 8)}`;
     const handled: unknown[] = [];
-    const service = runToolService({ url: fake.url, id: topic, topic, logger: quiet, handler: (_u, _c, args) => (handled.push(args), 'no') });
+    const service = runToolService({
+      url: fake.url,
+      id: topic,
+      topic,
+      logger: quiet,
+      handler: (_u, _c, args) => (handled.push(args), 'no'),
+    });
     const responses = await spy(fake.url, `non-persistent://tg/response/${topic}`);
     const producer = await open(`${fake.url}/ws/v2/producer/${topicPath(`non-persistent://tg/request/${topic}`)}`);
     try {
@@ -316,7 +402,11 @@ describe('bytes that are not UTF-8', () => {
       producer.send(JSON.stringify({ payload, properties: { id: 'req-1' }, context: '1' }));
       const answer = await waitFor(() => responses.messages[0]);
       expect(answer.properties).toEqual({ id: 'req-1' });
-      expect(JSON.parse(answer.payload.toString('utf8'))).toEqual({ error: { type: 'invalid-request', message: 'the request is not valid UTF-8' }, response: '', end_of_stream: true });
+      expect(JSON.parse(answer.payload.toString('utf8'))).toEqual({
+        error: { type: 'invalid-request', message: 'the request is not valid UTF-8' },
+        response: '',
+        end_of_stream: true,
+      });
       expect(handled).toEqual([]);
     } finally {
       producer.close();
@@ -354,7 +444,10 @@ describe('an error sent as a plain string', () => {
       await register(t, topic);
       const res = await invoke(t, topic, { topic: 'x' });
       expect(res.statusCode, res.body).toBe(502);
-      expect(res.json().serviceError).toEqual({ type: 'invalid-response', message: 'the tool service sent a response that is not a JSON object' });
+      expect(res.json().serviceError).toEqual({
+        type: 'invalid-response',
+        message: 'the tool service sent a response that is not a JSON object',
+      });
     } finally {
       service.close();
     }
@@ -365,7 +458,14 @@ describe('the toolkit stays up when the broker goes away', () => {
   it('reconnects after every connection drops, logs each state, and answers again', async () => {
     const topic = `survive-${randomUUID().slice(0, 8)}`;
     const logs = recorder();
-    const service = runToolService({ url: fake.url, id: topic, topic, logger: logs, retryDelayMs: { min: 50, max: 200 }, handler: () => 'still here' });
+    const service = runToolService({
+      url: fake.url,
+      id: topic,
+      topic,
+      logger: logs,
+      retryDelayMs: { min: 50, max: 200 },
+      handler: () => 'still here',
+    });
     try {
       await service.ready;
       expect(service.state).toBe('listening');
@@ -401,7 +501,14 @@ describe('the toolkit stays up when the broker goes away', () => {
     const port = broker.port;
     const topic = `restart-${randomUUID().slice(0, 8)}`;
     const logs = recorder();
-    const service = runToolService({ url: broker.url, id: topic, topic, logger: logs, retryDelayMs: { min: 20, max: 100 }, handler: () => 'back' });
+    const service = runToolService({
+      url: broker.url,
+      id: topic,
+      topic,
+      logger: logs,
+      retryDelayMs: { min: 20, max: 100 },
+      handler: () => 'back',
+    });
     try {
       await service.ready;
       await broker.stop();
@@ -448,7 +555,13 @@ describe('the toolkit stays up when the broker goes away', () => {
     let responses: Awaited<ReturnType<typeof spy>> | undefined;
     try {
       await service.ready;
-      producer.send(JSON.stringify({ payload: Buffer.from('{"config": "{}", "arguments": "{}"}').toString('base64'), properties: { id: 'q-1' }, context: '1' }));
+      producer.send(
+        JSON.stringify({
+          payload: Buffer.from('{"config": "{}", "arguments": "{}"}').toString('base64'),
+          properties: { id: 'q-1' },
+          context: '1',
+        }),
+      );
       await waitFor(() => started);
       fake.dropConnections();
       await waitFor(() => service.state === 'reconnecting');
@@ -469,7 +582,15 @@ describe('the toolkit stays up when the broker goes away', () => {
     const logs = recorder();
     const exitCode = process.exitCode;
     try {
-      const service = runToolService({ url: 'ws://127.0.0.1:1', id: 'nobody', topic: 'nobody', logger: logs, maxRetries: 2, retryDelayMs: { min: 10, max: 20 }, handler: () => '' });
+      const service = runToolService({
+        url: 'ws://127.0.0.1:1',
+        id: 'nobody',
+        topic: 'nobody',
+        logger: logs,
+        maxRetries: 2,
+        retryDelayMs: { min: 10, max: 20 },
+        handler: () => '',
+      });
       await expect(service.stopped).rejects.toThrow('the tool service nobody gave up connecting to the broker: cannot reach the broker');
       await expect(service.ready).rejects.toThrow('gave up');
       expect(service.state).toBe('stopped');
@@ -487,7 +608,15 @@ describe('the toolkit stays up when the broker goes away', () => {
     for (const how of ['close', 'signal'] as const) {
       const logs = recorder();
       const controller = new AbortController();
-      const service = runToolService({ url: 'ws://127.0.0.1:1', id: 'stopme', topic: 'stopme', logger: logs, signal: controller.signal, retryDelayMs: { min: 10, max: 20 }, handler: () => '' });
+      const service = runToolService({
+        url: 'ws://127.0.0.1:1',
+        id: 'stopme',
+        topic: 'stopme',
+        logger: logs,
+        signal: controller.signal,
+        retryDelayMs: { min: 10, max: 20 },
+        handler: () => '',
+      });
       await waitFor(() => logs.lines.length >= 2);
       if (how === 'close') await service.close();
       else controller.abort();
@@ -506,7 +635,10 @@ describe('the toolkit stays up when the broker goes away', () => {
       "import { runToolService } from './src/toolkit/tool-service.ts';",
       "runToolService({ url: 'ws://127.0.0.1:1', id: 'doomed', topic: 'doomed', handler: () => '', maxRetries: 1, retryDelayMs: { min: 10, max: 10 } });",
     ].join('\n');
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));

@@ -25,7 +25,9 @@ function open(url: string): Promise<WebSocket> {
  */
 export async function rawService(wsUrl: string, topic: string, answer: (request: Buffer) => Buffer): Promise<RawService> {
   const producer = await open(`${wsUrl}/ws/v2/producer/${topicPath(`non-persistent://tg/response/${topic}`)}`);
-  const consumer = await open(`${wsUrl}/ws/v2/consumer/${topicPath(`non-persistent://tg/request/${topic}`)}/${encodeURIComponent(`${topic}-request`)}?subscriptionType=Shared`);
+  const consumer = await open(
+    `${wsUrl}/ws/v2/consumer/${topicPath(`non-persistent://tg/request/${topic}`)}/${encodeURIComponent(`${topic}-request`)}?subscriptionType=Shared`,
+  );
   let context = 0;
   consumer.on('message', (data) => {
     const frame = JSON.parse(data.toString()) as { messageId: string; payload: string; properties: Record<string, string> };

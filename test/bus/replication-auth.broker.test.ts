@@ -16,7 +16,19 @@ import { topicPath } from '../../src/bridge/pulsar-ws.js';
 import { ReplicationKeys } from '../../src/replication/message-auth.js';
 import { killAll, removeTempDirs } from '../helpers/process.js';
 import { replicationKey } from '../helpers/replication-key.js';
-import { ADMIN_SCOPE, Replica, barrier, call, httpTool, mintToken, replicationTopic, views, waitForIndex, type Cluster, type View } from '../helpers/replicas.js';
+import {
+  ADMIN_SCOPE,
+  Replica,
+  barrier,
+  call,
+  httpTool,
+  mintToken,
+  replicationTopic,
+  views,
+  waitForIndex,
+  type Cluster,
+  type View,
+} from '../helpers/replicas.js';
 
 const pulsar = inject('pulsar');
 const ADMIN = mintToken([ADMIN_SCOPE], 'operator');
@@ -32,7 +44,9 @@ async function startReplicas(c: Cluster, ids: readonly string[]): Promise<Replic
 }
 
 /** A producer on the topic, as any client with produce rights has: resolves each send with its message id. */
-async function rawProducer(c: Cluster): Promise<{ send(text: string, properties: Record<string, string>): Promise<string>; close(): void }> {
+async function rawProducer(
+  c: Cluster,
+): Promise<{ send(text: string, properties: Record<string, string>): Promise<string>; close(): void }> {
   const ws = new WebSocket(`${c.wsUrl}/ws/v2/producer/${topicPath(c.topic)}`);
   await new Promise<void>((resolve, reject) => {
     ws.once('open', () => resolve());
@@ -48,7 +62,11 @@ async function rawProducer(c: Cluster): Promise<{ send(text: string, properties:
     send(text, properties) {
       const id = String(++context);
       return new Promise((resolve, reject) => {
-        acks.set(id, (frame) => (frame.result === 'ok' && frame.messageId ? resolve(frame.messageId) : reject(new Error(`${frame.result}: ${frame.errorMsg ?? ''}`))));
+        acks.set(id, (frame) =>
+          frame.result === 'ok' && frame.messageId
+            ? resolve(frame.messageId)
+            : reject(new Error(`${frame.result}: ${frame.errorMsg ?? ''}`)),
+        );
         ws.send(JSON.stringify({ payload: Buffer.from(text).toString('base64'), properties, context: id }));
       });
     },
@@ -58,7 +76,15 @@ async function rawProducer(c: Cluster): Promise<{ send(text: string, properties:
 
 /** A tool.put as a replica writes it (src/model/replication.ts). */
 const put = (name: string, at = new Date().toISOString()) =>
-  JSON.stringify({ v: 1, op: 'tool.put', write: `intruder-${name}`, origin: 'intruder', at, target: name, body: httpTool(name, `written by an intruder: ${name}`, []) });
+  JSON.stringify({
+    v: 1,
+    op: 'tool.put',
+    write: `intruder-${name}`,
+    origin: 'intruder',
+    at,
+    target: name,
+    body: httpTool(name, `written by an intruder: ${name}`, []),
+  });
 const sign = (key: KeyObject, topic: string, text: string) => new ReplicationKeys(key).sign(topic, Buffer.from(text));
 
 function expectIdentical(seen: readonly View[]): void {
@@ -109,12 +135,14 @@ if (pulsar.skip) {
       expect(Number(seen[0]?.index)).toBe(index);
 
       const check = async (r: Replica) => {
-        for (const name of ['forged', 'unsigned', 'altered', 'original', 'ahead']) expect((await call(r.url, 'GET', `/tools/${name}`)).status, `${r.id}: ${name}`).toBe(404);
+        for (const name of ['forged', 'unsigned', 'altered', 'original', 'ahead'])
+          expect((await call(r.url, 'GET', `/tools/${name}`)).status, `${r.id}: ${name}`).toBe(404);
         const ready = await r.readiness();
         expect(ready.status, `${r.id} /readyz`).toBe(200);
         expect(ready.replication?.refused, `${r.id} refused`).toMatchObject({ count: 4, last: { reason: 'stamp-ahead' } });
         const metrics = await call(r.url, 'GET', '/metrics', { token: ADMIN });
-        for (const reason of ['unknown-key', 'unsigned', 'bad-mac', 'stamp-ahead']) expect(metrics.text, `${r.id} metrics`).toContain(`tool_registry_replication_refused_total{reason="${reason}"} 1`);
+        for (const reason of ['unknown-key', 'unsigned', 'bad-mac', 'stamp-ahead'])
+          expect(metrics.text, `${r.id} metrics`).toContain(`tool_registry_replication_refused_total{reason="${reason}"} 1`);
         const audit = await call(r.url, 'GET', '/audit?action=replication.refused', { token: ADMIN });
         const reasons = (audit.json as { entries: { detail: string }[] }).entries.map((e) => e.detail.split(':')[0]);
         expect(reasons, `${r.id} audit`).toEqual(['stamp-ahead', 'bad-mac', 'unsigned', 'unknown-key']);

@@ -17,7 +17,19 @@ import { main } from '../../src/cli/main.js';
 import { killAll, processTempDir, removeTempDirs } from '../helpers/process.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 import { replicationKeyFile } from '../helpers/replication-key.js';
-import { ADMIN_SCOPE, Replica, call, httpTool, mintToken, replicationTopic, sleep, views, waitForIndex, type Cluster, type View } from '../helpers/replicas.js';
+import {
+  ADMIN_SCOPE,
+  Replica,
+  call,
+  httpTool,
+  mintToken,
+  replicationTopic,
+  sleep,
+  views,
+  waitForIndex,
+  type Cluster,
+  type View,
+} from '../helpers/replicas.js';
 
 const pulsar = inject('pulsar');
 const ADMIN = mintToken([ADMIN_SCOPE], 'operator');
@@ -34,8 +46,15 @@ async function startReplicas(c: Cluster, ids: readonly string[], env: Record<str
 
 /** A bundle of `count` HTTP tools of about 1 KB each. */
 function bigBundle(prefix: string, count: number): { 'tool-services': never[]; tools: Record<string, unknown>[] } {
-  const filler = 'Describes the tool at length, so that the import is several megabytes: "quoted", back\\slashed, ünïcödé and 🧰. '.repeat(7);
-  return { 'tool-services': [], tools: Array.from({ length: count }, (_, i) => httpTool(`${prefix}-${String(i).padStart(5, '0')}`, `${i}: ${filler}`, i % 3 === 0 ? ['alpha:read'] : [])) };
+  const filler = 'Describes the tool at length, so that the import is several megabytes: "quoted", back\\slashed, ünïcödé and 🧰. '.repeat(
+    7,
+  );
+  return {
+    'tool-services': [],
+    tools: Array.from({ length: count }, (_, i) =>
+      httpTool(`${prefix}-${String(i).padStart(5, '0')}`, `${i}: ${filler}`, i % 3 === 0 ? ['alpha:read'] : []),
+    ),
+  };
 }
 
 /** The same GET / bytes, ETag and X-Registry-Index from every replica, at `index`. */
@@ -138,17 +157,32 @@ if (pulsar.skip) {
 
     it('an MCP server with a credential registered through one replica is usable through another; a replica with another key applies none of it', async () => {
       const keyPath = join(processTempDir('tool-registry-key-'), 'replication.key');
-      expect(await main(['replication-key', keyPath], { env: {}, stdout: () => undefined, stderr: () => undefined, readStdin: async () => undefined })).toBe(0);
+      expect(
+        await main(['replication-key', keyPath], {
+          env: {},
+          stdout: () => undefined,
+          stderr: () => undefined,
+          readStdin: async () => undefined,
+        }),
+      ).toBe(0);
       const bearer = `upstream-${randomUUID()}`;
       const upstream: McpUpstream = await startMcpUpstream({
         bearer,
-        tools: [{ tool: { name: 'search', description: 'Searches.', inputSchema: { type: 'object', properties: { query: { type: 'string' } } } }, handler: (args) => ({ content: [{ type: 'text' as const, text: `found: ${String(args['query'])}` }] }) }],
+        tools: [
+          {
+            tool: { name: 'search', description: 'Searches.', inputSchema: { type: 'object', properties: { query: { type: 'string' } } } },
+            handler: (args) => ({ content: [{ type: 'text' as const, text: `found: ${String(args['query'])}` }] }),
+          },
+        ],
       });
       try {
         const c = cluster('credential');
         const replicas = await startReplicas(c, ['m1', 'm2', 'm3'], { REPLICATION_SECRET_FILE: keyPath });
         const [m1, m2] = replicas as [Replica, Replica, Replica];
-        const put = await call(m1.url, 'PUT', '/mcp-servers/gh', { token: ADMIN, body: { url: upstream.url, credential: { bearer }, prefix: 'gh_' } });
+        const put = await call(m1.url, 'PUT', '/mcp-servers/gh', {
+          token: ADMIN,
+          body: { url: upstream.url, credential: { bearer }, prefix: 'gh_' },
+        });
         expect(put.status, put.text).toBe(201);
         expect(put.text).not.toContain(bearer);
         // m2 lists the server's tools with its own connection, which needs the credential.
@@ -175,7 +209,7 @@ if (pulsar.skip) {
         running.push(stranger);
         await stranger.start();
         const { ready } = await stranger.waitReady();
-        expect(ready.replication?.refused.count, 'the others\' markers and writes are refused').toBeGreaterThanOrEqual(4);
+        expect(ready.replication?.refused.count, "the others' markers and writes are refused").toBeGreaterThanOrEqual(4);
         expect(ready.replication?.refused.last?.reason).toBe('unknown-key');
         expect((await call(stranger.url, 'GET', '/mcp-servers/gh', { token: ADMIN })).status, 'the server is not applied').toBe(404);
         expect(stranger.logs(200)).toMatch(/replication: refused a message, not applied: the message is signed with key id/);

@@ -90,7 +90,11 @@ function expectSameViews(seen: readonly View[], what: string): View {
  * (anonymous and token views, and GET /tools/{name} for some names, anonymous and admin), and
  * that they all sit at the barrier's index. Returns the anonymous body.
  */
-async function expectConverged(replicas: readonly Replica[], sampleNames: readonly string[], scopedTools = true): Promise<{ index: number; body: string }> {
+async function expectConverged(
+  replicas: readonly Replica[],
+  sampleNames: readonly string[],
+  scopedTools = true,
+): Promise<{ index: number; body: string }> {
   const index = await barrier(replicas[0] as Replica, ADMIN);
   await waitForIndex(replicas, index);
   const anonymous = expectSameViews(await views(replicas), 'anonymous GET /');
@@ -118,14 +122,19 @@ async function expectConverged(replicas: readonly Replica[], sampleNames: readon
 function expectModelHolds(workload: Workload, body: string): void {
   expect(workload.problems, 'answers that contradict the earlier acknowledged writes').toEqual([]);
   const { checked, skipped, problems } = checkAgainstModel(workload.expected, body);
-  console.warn(`[replication] model: ${checked} names checked, ${skipped} skipped (a write without an answer after their last acknowledged one)`);
+  console.warn(
+    `[replication] model: ${checked} names checked, ${skipped} skipped (a write without an answer after their last acknowledged one)`,
+  );
   expect(problems, 'acknowledged writes missing or wrong on the replicas').toEqual([]);
   expect(checked, 'most names have a known outcome').toBeGreaterThan(workload.expected.size / 2);
 }
 
 /** Names the model says are live, for the GET /tools/{name} checks. */
 function presentNames(workload: Workload, count: number): string[] {
-  return [...workload.expected].filter(([, e]) => e.state === 'present').slice(0, count).map(([name]) => name);
+  return [...workload.expected]
+    .filter(([, e]) => e.state === 'present')
+    .slice(0, count)
+    .map(([name]) => name);
 }
 
 async function createService(via: Replica, id: string): Promise<void> {
@@ -176,7 +185,9 @@ if (pulsar.skip) {
         live.add(r3);
         const atRestart = workload.records.length;
         await workload.until(
-          () => workload.records.slice(atRestart).filter((w) => w.replica === 'r3' && w.acknowledged).length >= 25 && workload.acknowledged >= atKill + 160,
+          () =>
+            workload.records.slice(atRestart).filter((w) => w.replica === 'r3' && w.acknowledged).length >= 25 &&
+            workload.acknowledged >= atKill + 160,
           'writes through the restarted r3',
         );
         await workload.stop();
@@ -187,7 +198,10 @@ if (pulsar.skip) {
         );
         expect(beforeKill, 'r3 took writes before it was killed').toBeGreaterThan(0);
         // Writes that lost their answer can only be those sent to r3 around the kill.
-        expect(lost.filter((w) => w.replica !== 'r3'), 'r1 and r2 answered every write').toEqual([]);
+        expect(
+          lost.filter((w) => w.replica !== 'r3'),
+          'r1 and r2 answered every write',
+        ).toEqual([]);
       } finally {
         await workload.stop();
       }
@@ -231,7 +245,9 @@ if (pulsar.skip) {
           rounds.push({ service, tool, winner: 'register' });
         }
       }
-      console.warn(`[replication] conflict rounds: ${rounds.filter((r) => r.winner === 'delete').length} won by the delete, ${rounds.filter((r) => r.winner === 'register').length} by the registration`);
+      console.warn(
+        `[replication] conflict rounds: ${rounds.filter((r) => r.winner === 'delete').length} won by the delete, ${rounds.filter((r) => r.winner === 'register').length} by the registration`,
+      );
       await expectConverged(
         replicas,
         rounds.filter((r) => r.winner === 'register').map((r) => r.tool),
@@ -258,7 +274,11 @@ if (pulsar.skip) {
       }
       const script = (command: 'stop' | 'start', extra: Record<string, string> = {}) =>
         new Promise<{ status: number | null; output: string }>((resolve) => {
-          const child = spawn('bash', [join(ROOT, 'scripts', 'pulsar.sh'), command], { cwd: ROOT, env: { ...process.env, ...scriptEnv, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+          const child = spawn('bash', [join(ROOT, 'scripts', 'pulsar.sh'), command], {
+            cwd: ROOT,
+            env: { ...process.env, ...scriptEnv, ...extra },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
           let output = '';
           child.stdout.on('data', (d: Buffer) => (output += d.toString()));
           child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -270,7 +290,13 @@ if (pulsar.skip) {
       const service = `svc-${randomUUID().slice(0, 8)}`;
       await createService(replicas[0] as Replica, service);
       // While the broker is down the writers retry every 250 ms, as a client would.
-      const workload = new Workload({ names: writerNames('o', 4, 10), service, token: ADMIN, targets: () => replicas, pauseAfterFailureMs: 250 });
+      const workload = new Workload({
+        names: writerNames('o', 4, 10),
+        service,
+        token: ADMIN,
+        targets: () => replicas,
+        pauseAfterFailureMs: 250,
+      });
       let brokerUp = true;
       workload.start();
       try {
@@ -296,7 +322,10 @@ if (pulsar.skip) {
         for (const r of replicas) {
           for (let i = 0; i < 3; i++) {
             const name = `down-${r.id}-${i}`;
-            const res = await call(r.url, 'PUT', `/tools/${name}`, { token: ADMIN, body: httpTool(name, 'written while the broker is down', []) });
+            const res = await call(r.url, 'PUT', `/tools/${name}`, {
+              token: ADMIN,
+              body: httpTool(name, 'written while the broker is down', []),
+            });
             expect(res.status, `${r.id}: ${res.text}`).toBe(503);
             expect(res.code).toBe('TR_ERR_UNAVAILABLE');
             expect(res.headers?.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -312,7 +341,11 @@ if (pulsar.skip) {
         const during = workload.records.filter((w) => w.startedAt >= downSince);
         const slowest = Math.max(...during.map((w) => w.ms));
         console.warn(`[replication] broker down: ${during.length} writes by the writers, slowest answered in ${slowest.toFixed(0)} ms`);
-        expect(during.filter((w) => w.status !== 503 || w.code !== 'TR_ERR_UNAVAILABLE').map((w) => `${w.op} ${w.name} via ${w.replica}: ${w.status}`)).toEqual([]);
+        expect(
+          during
+            .filter((w) => w.status !== 503 || w.code !== 'TR_ERR_UNAVAILABLE')
+            .map((w) => `${w.op} ${w.name} via ${w.replica}: ${w.status}`),
+        ).toEqual([]);
         expect(slowest, 'the slowest refused write (ms)').toBeLessThan(2000);
         for (const v of await views(replicas)) expect(v.status).toBe(200);
 
@@ -324,7 +357,10 @@ if (pulsar.skip) {
         time.lap('broker started');
         const restartedAt = Date.now();
         await workload.until(
-          () => replicas.every((r) => workload.records.some((w) => w.replica === r.id && w.startedAt >= restartedAt && w.status >= 200 && w.status < 300)),
+          () =>
+            replicas.every((r) =>
+              workload.records.some((w) => w.replica === r.id && w.startedAt >= restartedAt && w.status >= 200 && w.status < 300),
+            ),
           'a write taken again by every replica',
           90_000,
         );
@@ -390,13 +426,24 @@ if (pulsar.skip) {
 
     it('refuses at startup a database holding writes made outside replication, naming the fix', async () => {
       const plain = await startServer({ startupDeadlineMs: 90_000, env: { JWT_SECRET: SECRET, RATE_LIMIT_MAX: '0' } });
-      const res = await call(plain.url, 'POST', '/tools/register', { token: ADMIN, body: httpTool('made-outside', 'written without replication', []) });
+      const res = await call(plain.url, 'POST', '/tools/register', {
+        token: ADMIN,
+        body: httpTool('made-outside', 'written without replication', []),
+      });
       expect(res.status, res.text).toBe(201);
       await stopProcess(plain);
       const c = cluster('refuse');
       const refused = await runCli(['serve'], {
         databasePath: plain.databasePath,
-        env: { PULSAR_WS_URL: c.wsUrl, PULSAR_ADMIN_URL: c.adminUrl, REPLICATION_TOPIC: c.topic, REPLICA_ID: 'refused', REPLICATION_SECRET_FILE: replicationKeyFile(), JWT_SECRET: SECRET, PORT: '0' },
+        env: {
+          PULSAR_WS_URL: c.wsUrl,
+          PULSAR_ADMIN_URL: c.adminUrl,
+          REPLICATION_TOPIC: c.topic,
+          REPLICA_ID: 'refused',
+          REPLICATION_SECRET_FILE: replicationKeyFile(),
+          JWT_SECRET: SECRET,
+          PORT: '0',
+        },
         timeoutMs: 30_000,
       });
       // A setting's mistake, as every other DATABASE_PATH problem: exit 2.

@@ -24,7 +24,10 @@ interface Loaded {
   workspace?: string;
   types: string[];
   errors?: string[];
-  tools?: Record<string, { request_queue: string; response_queue: string; config_values: Record<string, unknown>; arguments: { name: string }[]; group: unknown }>;
+  tools?: Record<
+    string,
+    { request_queue: string; response_queue: string; config_values: Record<string, unknown>; arguments: { name: string }[]; group: unknown }
+  >;
 }
 
 /** A long-running Python process whose stdout lines are kept, parsed when JSON. */
@@ -56,7 +59,10 @@ class PythonProcess {
         if (found !== undefined) return found;
       }
       if (this.child.exitCode !== null) throw new Error(`${what}: the process exited with ${this.child.exitCode}\n${this.stderr}`);
-      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms\n--- stdout ---\n${this.lines.slice(-5).join('\n')}\n--- stderr ---\n${this.stderr}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `${what}: not within ${timeoutMs} ms\n--- stdout ---\n${this.lines.slice(-5).join('\n')}\n--- stderr ---\n${this.stderr}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -85,7 +91,8 @@ function python(args: string[], input?: string): Promise<unknown> {
 }
 
 const flags = ['-p', pulsar.brokerUrl, '--pulsar-admin-url', pulsar.adminUrl, '--no-metrics', '--no-loki-enabled'];
-const show = (workspace: string) => python(['show', '-p', pulsar.brokerUrl, '-w', workspace]) as Promise<Record<string, Record<string, string>>>;
+const show = (workspace: string) =>
+  python(['show', '-p', pulsar.brokerUrl, '-w', workspace]) as Promise<Record<string, Record<string, string>>>;
 
 if (pulsar.skip) {
   describe.skip(`TrustGraph's config service over a real broker (skipped: ${pulsar.skip})`, () => {
@@ -129,7 +136,13 @@ if (pulsar.skip) {
       await service.waitFor((line) => (line === 'READY' ? true : undefined), 90_000, 'the config service starting');
       watcher = new PythonProcess(['watch', ...flags, '--id', 'tool-config-watcher']);
       await watcher.waitFor((line) => (line.includes('"ready"') ? true : undefined), 90_000, 'the watcher starting');
-      t = await createTestApp({ PULSAR_WS_URL: pulsar.wsUrl, RATE_LIMIT_MAX: '0', TRUSTGRAPH_CONFIG_SYNC: 'on', TRUSTGRAPH_WORKSPACE: WORKSPACE, TRUSTGRAPH_CONFIG_TIMEOUT_MS: '5000' });
+      t = await createTestApp({
+        PULSAR_WS_URL: pulsar.wsUrl,
+        RATE_LIMIT_MAX: '0',
+        TRUSTGRAPH_CONFIG_SYNC: 'on',
+        TRUSTGRAPH_WORKSPACE: WORKSPACE,
+        TRUSTGRAPH_CONFIG_TIMEOUT_MS: '5000',
+      });
       admin = bearer(t.token(['registry:write']));
     }, 200_000);
 
@@ -141,7 +154,10 @@ if (pulsar.skip) {
 
     it('a descriptor registered through POST /tools/register appears in the config service, and agents following pushes load it', async () => {
       const from = watcher.lines.length;
-      expect((await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') })).statusCode).toBe(201);
+      expect(
+        (await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') }))
+          .statusCode,
+      ).toBe(201);
       const joke = { ...seed('tell-joke'), group: ['fun'], state: 'joked', style: { tone: 'dry', words: ['pun'] } };
       const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: joke });
       expect(res.statusCode, res.body).toBe(201);
@@ -166,8 +182,18 @@ if (pulsar.skip) {
 
     it('a delete removes it, and the agent reloads without it', async () => {
       const from = watcher.lines.length;
-      await t.app.inject({ method: 'PUT', url: '/tool-services/rag', headers: admin, payload: { id: 'rag', 'request-queue': 'request:tg:rag', 'response-queue': 'response:tg:rag', 'config-params': ['collection'] } });
-      await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { type: 'tool-service', name: 'ask', description: 'Ask the docs', service: 'rag', collection: 'docs' } });
+      await t.app.inject({
+        method: 'PUT',
+        url: '/tool-services/rag',
+        headers: admin,
+        payload: { id: 'rag', 'request-queue': 'request:tg:rag', 'response-queue': 'response:tg:rag', 'config-params': ['collection'] },
+      });
+      await t.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: admin,
+        payload: { type: 'tool-service', name: 'ask', description: 'Ask the docs', service: 'rag', collection: 'docs' },
+      });
       await synced();
       const both = await agentSees(from, (l) => l.tools?.['ask'] !== undefined, 'the agent loading ask');
       expect(Object.keys(both.tools ?? {})).toEqual(['ask', 'tell-joke']);
@@ -185,13 +211,20 @@ if (pulsar.skip) {
       await t.app.inject({ method: 'DELETE', url: '/tool-services/joke-service', headers: admin });
       await synced();
       expect(Object.keys((await show(WORKSPACE))['tool-service'] ?? {})).toEqual(['rag']);
-      const after = await agentSees(beforeServiceDelete, (l) => (l.version ?? 0) > (loaded.version ?? 0), 'the agent reloading after the service delete');
+      const after = await agentSees(
+        beforeServiceDelete,
+        (l) => (l.version ?? 0) > (loaded.version ?? 0),
+        'the agent reloading after the service delete',
+      );
       expect(Object.keys(after.tools ?? {})).toEqual(['ask']);
       const metrics = await t.app.metrics.text();
       expect(Number(/^tool_registry_trustgraph_config_requests_total\{outcome="ok"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(3);
       expect(metrics).toMatch(/^tool_registry_trustgraph_config_pending 0$/m);
       // Not one reload on the way failed or lost the tools (each push named both types).
-      const reloads = watcher.lines.slice(beforeDelete).map((line) => JSON.parse(line) as Loaded).filter((l) => l.workspace === WORKSPACE);
+      const reloads = watcher.lines
+        .slice(beforeDelete)
+        .map((line) => JSON.parse(line) as Loaded)
+        .filter((l) => l.workspace === WORKSPACE);
       for (const reload of reloads) {
         expect(reload.ok, JSON.stringify(reload)).toBe(true);
         expect(Object.keys(reload.tools ?? {}), JSON.stringify(reload)).toContain('ask');
@@ -210,7 +243,10 @@ if (pulsar.skip) {
       const loaded = (await python(['load-tools', '-w', 'from-dump'], JSON.stringify(dump))) as Loaded;
       expect(loaded).toMatchObject({ ok: true, types: ['tool', 'tool-service'] });
       expect(Object.keys(loaded.tools ?? {})).toEqual(['ask', 'tell-joke']);
-      expect(loaded.tools?.['ask']).toMatchObject({ request_queue: 'non-persistent://tg/request/rag', config_values: { collection: 'docs' } });
+      expect(loaded.tools?.['ask']).toMatchObject({
+        request_queue: 'non-persistent://tg/request/rag',
+        config_values: { collection: 'docs' },
+      });
     }, 90_000);
 
     it('the reference agent refuses a reload handed one type only: why every push the registry causes names both', async () => {
@@ -228,7 +264,12 @@ if (pulsar.skip) {
     }, 90_000);
 
     it('a registry started with TRUSTGRAPH_CONFIG_ADOPT takes the items TrustGraph holds', async () => {
-      const adopted = await createTestApp({ PULSAR_WS_URL: pulsar.wsUrl, RATE_LIMIT_MAX: '0', TRUSTGRAPH_CONFIG_ADOPT: 'on', TRUSTGRAPH_WORKSPACE: 'from-dump' });
+      const adopted = await createTestApp({
+        PULSAR_WS_URL: pulsar.wsUrl,
+        RATE_LIMIT_MAX: '0',
+        TRUSTGRAPH_CONFIG_ADOPT: 'on',
+        TRUSTGRAPH_WORKSPACE: 'from-dump',
+      });
       try {
         await adopted.app.ready();
         expect(adopted.app.catalog.services().map((s) => s.id)).toEqual(['joke-service', 'rag']);

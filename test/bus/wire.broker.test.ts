@@ -24,11 +24,19 @@ const THREE_MB = 3_000_000;
 
 /** The tool the size tests call: one string argument, `blob`, on a service without config. */
 function blobTool(name: string, service: string) {
-  return { type: 'tool-service', name, description: 'Measures a blob', service, arguments: [{ name: 'blob', type: 'string', description: 'Any text' }], timeoutMs: 10_000 };
+  return {
+    type: 'tool-service',
+    name,
+    description: 'Measures a blob',
+    service,
+    arguments: [{ name: 'blob', type: 'string', description: 'Any text' }],
+    timeoutMs: 10_000,
+  };
 }
 
 /** The bytes of the message the bridge publishes for that tool called with `{blob}` by test-agent. */
-const messageBytes = (blob: string) => Buffer.byteLength(JSON.stringify({ user: 'test-agent', config: '{}', arguments: JSON.stringify({ blob }) }));
+const messageBytes = (blob: string) =>
+  Buffer.byteLength(JSON.stringify({ user: 'test-agent', config: '{}', arguments: JSON.stringify({ blob }) }));
 
 /** `n` bytes of UTF-8 text, mostly ASCII with two- and three-byte characters mixed in. */
 function blobOf(n: number): string {
@@ -72,7 +80,19 @@ if (pulsar.skip) {
       if (pulsar.python === undefined) return;
       child = spawn(
         pulsar.python,
-        [join(ROOT, 'test', 'interop', 'joke_service.py'), '-p', pulsar.brokerUrl, '--pulsar-admin-url', pulsar.adminUrl, '--id', topic, '--topic', topic, '--no-metrics', '--no-loki-enabled'],
+        [
+          join(ROOT, 'test', 'interop', 'joke_service.py'),
+          '-p',
+          pulsar.brokerUrl,
+          '--pulsar-admin-url',
+          pulsar.adminUrl,
+          '--id',
+          topic,
+          '--topic',
+          topic,
+          '--no-metrics',
+          '--no-loki-enabled',
+        ],
         { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
       );
       child.stderr?.on('data', (d: Buffer) => {
@@ -86,14 +106,30 @@ if (pulsar.skip) {
 
     /** An app with these settings, the size tool registered on the Python service's topic. */
     async function appWith(settings: Record<string, string>, options: { keepLogs?: boolean } = {}) {
-      const app = await createTestApp({ PULSAR_WS_URL: pulsar.wsUrl, RATE_LIMIT_MAX: '0', BODY_LIMIT: String(16 * 1024 * 1024), BUS_CONNECT_TIMEOUT_MS: '10000', ...settings }, options);
+      const app = await createTestApp(
+        {
+          PULSAR_WS_URL: pulsar.wsUrl,
+          RATE_LIMIT_MAX: '0',
+          BODY_LIMIT: String(16 * 1024 * 1024),
+          BUS_CONNECT_TIMEOUT_MS: '10000',
+          ...settings,
+        },
+        options,
+      );
       apps.push(app);
       const admin = bearer(app.token(['registry:write']));
-      expect((await app.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic } })).statusCode).toBe(201);
+      expect(
+        (await app.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic } })).statusCode,
+      ).toBe(201);
       const tool = await app.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: blobTool('blob-size', topic) });
       expect(tool.statusCode, tool.body).toBe(201);
       const call = (blob: string) =>
-        app.app.inject({ method: 'POST', url: '/tools/blob-size/invoke', headers: { ...bearer(app.token([])), 'content-type': 'application/json' }, payload: JSON.stringify({ blob }) });
+        app.app.inject({
+          method: 'POST',
+          url: '/tools/blob-size/invoke',
+          headers: { ...bearer(app.token([])), 'content-type': 'application/json' },
+          payload: JSON.stringify({ blob }),
+        });
       return { app, call };
     }
 
@@ -109,25 +145,29 @@ if (pulsar.skip) {
       expect(res.statusCode, `${res.body}\n--- python stderr ---\n${stderr}`).toBe(200);
     }
 
-    it.skipIf(pulsar.python === undefined)(`carries a 3 MB argument to the reference service when the broker allows it${pulsar.pythonSkip ? ` (skipped: ${pulsar.pythonSkip})` : ''}`, async (ctx) => {
-      const needed = THREE_MB + 1024;
-      const carried = payloadLimit(effectiveLimits(broker.maxTextFrameBytes, broker), { id: UUID }, '1').bytes;
-      if (carried < needed) {
-        const reason = `the broker at ${pulsar.wsUrl} takes frames up to ${broker.maxTextFrameBytes} bytes (maxMessageSize ${String(broker.maxMessageBytes)}), too small for 3 MB; start it with PULSAR_MAX_TEXT_FRAME_SIZE=8388608`;
-        if (CI) throw new Error(reason);
-        console.warn(`[bus] ${reason}`);
-        ctx.skip();
-      }
-      // The setting follows the broker: what it was raised to there.
-      const { call } = await appWith({ PULSAR_WS_MAX_FRAME_BYTES: String(broker.maxTextFrameBytes), TOOL_CALL_TIMEOUT_MS: '30000' });
-      await serviceUp(call);
-      const blob = blobOf(THREE_MB);
-      const res = await call(blob);
-      expect(res.statusCode, res.body.slice(0, 500)).toBe(200);
-      expect(res.json().result).toBe(measured(blob));
-    }, 150_000);
+    it.skipIf(pulsar.python === undefined)(
+      `carries a 3 MB argument to the reference service when the broker allows it${pulsar.pythonSkip ? ` (skipped: ${pulsar.pythonSkip})` : ''}`,
+      async (ctx) => {
+        const needed = THREE_MB + 1024;
+        const carried = payloadLimit(effectiveLimits(broker.maxTextFrameBytes, broker), { id: UUID }, '1').bytes;
+        if (carried < needed) {
+          const reason = `the broker at ${pulsar.wsUrl} takes frames up to ${broker.maxTextFrameBytes} bytes (maxMessageSize ${String(broker.maxMessageBytes)}), too small for 3 MB; start it with PULSAR_MAX_TEXT_FRAME_SIZE=8388608`;
+          if (CI) throw new Error(reason);
+          console.warn(`[bus] ${reason}`);
+          ctx.skip();
+        }
+        // The setting follows the broker: what it was raised to there.
+        const { call } = await appWith({ PULSAR_WS_MAX_FRAME_BYTES: String(broker.maxTextFrameBytes), TOOL_CALL_TIMEOUT_MS: '30000' });
+        await serviceUp(call);
+        const blob = blobOf(THREE_MB);
+        const res = await call(blob);
+        expect(res.statusCode, res.body.slice(0, 500)).toBe(200);
+        expect(res.json().result).toBe(measured(blob));
+      },
+      150_000,
+    );
 
-    it('answers 413 naming the limit when the setting keeps Pulsar\'s default 1 MiB frame', async () => {
+    it("answers 413 naming the limit when the setting keeps Pulsar's default 1 MiB frame", async () => {
       const { call } = await appWith({});
       const blob = blobOf(THREE_MB);
       const limit = payloadLimit(effectiveLimits(1024 * 1024, undefined), { id: UUID }, '1').bytes;
@@ -139,33 +179,49 @@ if (pulsar.skip) {
       });
     });
 
-    it.skipIf(pulsar.python === undefined)('reads the broker\'s limits at startup and meets them exactly: a setting above its frame size gives way, and maxMessageSize bounds a call', async (ctx) => {
-      const maxMessageBytes = broker.maxMessageBytes;
-      const setting = 2 * broker.maxTextFrameBytes;
-      const limits = effectiveLimits(setting, broker);
-      const limit = payloadLimit(limits, { id: UUID }, '1');
-      if (maxMessageBytes === undefined || limit.boundBy !== 'message') {
-        if (CI) throw new Error(`expected the broker's maxMessageSize (${String(maxMessageBytes)}) to bound calls before its ${broker.maxTextFrameBytes}-byte frames`);
-        ctx.skip();
-        return;
-      }
-      const { app, call } = await appWith({ PULSAR_WS_MAX_FRAME_BYTES: String(setting), TOOL_CALL_TIMEOUT_MS: '30000' }, { keepLogs: true });
-      await serviceUp(call);
-      const logged = app.logs.map((line) => JSON.parse(line) as { level: number; msg: string });
-      expect(logged.find((l) => l.msg.startsWith(`the broker's webSocketMaxTextFrameSize (${broker.maxTextFrameBytes}) is below PULSAR_WS_MAX_FRAME_BYTES (${setting})`))?.level).toBe(40);
+    it.skipIf(pulsar.python === undefined)(
+      "reads the broker's limits at startup and meets them exactly: a setting above its frame size gives way, and maxMessageSize bounds a call",
+      async (ctx) => {
+        const maxMessageBytes = broker.maxMessageBytes;
+        const setting = 2 * broker.maxTextFrameBytes;
+        const limits = effectiveLimits(setting, broker);
+        const limit = payloadLimit(limits, { id: UUID }, '1');
+        if (maxMessageBytes === undefined || limit.boundBy !== 'message') {
+          if (CI)
+            throw new Error(
+              `expected the broker's maxMessageSize (${String(maxMessageBytes)}) to bound calls before its ${broker.maxTextFrameBytes}-byte frames`,
+            );
+          ctx.skip();
+          return;
+        }
+        const { app, call } = await appWith(
+          { PULSAR_WS_MAX_FRAME_BYTES: String(setting), TOOL_CALL_TIMEOUT_MS: '30000' },
+          { keepLogs: true },
+        );
+        await serviceUp(call);
+        const logged = app.logs.map((line) => JSON.parse(line) as { level: number; msg: string });
+        expect(
+          logged.find((l) =>
+            l.msg.startsWith(
+              `the broker's webSocketMaxTextFrameSize (${broker.maxTextFrameBytes}) is below PULSAR_WS_MAX_FRAME_BYTES (${setting})`,
+            ),
+          )?.level,
+        ).toBe(40);
 
-      const base = messageBytes('');
-      const exact = 'z'.repeat(limit.bytes - base);
-      const over = await call(`${exact}z`);
-      expect(over.statusCode, over.body.slice(0, 500)).toBe(413);
-      expect(over.json().detail).toBe(
-        `the call is ${limit.bytes + 1} bytes of JSON, more than the ${limit.bytes} bytes one message on the bus carries (the broker's maxMessageSize, ${maxMessageBytes} bytes, less room for the message header)`,
-      );
-      // At the limit the broker takes it, header and all, and the service gets it whole.
-      const res = await call(exact);
-      expect(res.statusCode, res.body.slice(0, 500)).toBe(200);
-      expect(res.json().result).toBe(measured(exact));
-    }, 150_000);
+        const base = messageBytes('');
+        const exact = 'z'.repeat(limit.bytes - base);
+        const over = await call(`${exact}z`);
+        expect(over.statusCode, over.body.slice(0, 500)).toBe(413);
+        expect(over.json().detail).toBe(
+          `the call is ${limit.bytes + 1} bytes of JSON, more than the ${limit.bytes} bytes one message on the bus carries (the broker's maxMessageSize, ${maxMessageBytes} bytes, less room for the message header)`,
+        );
+        // At the limit the broker takes it, header and all, and the service gets it whole.
+        const res = await call(exact);
+        expect(res.statusCode, res.body.slice(0, 500)).toBe(200);
+        expect(res.json().result).toBe(measured(exact));
+      },
+      150_000,
+    );
   });
 
   describe('bytes that are not UTF-8, and errors as plain strings, over a real broker', () => {
@@ -180,22 +236,49 @@ if (pulsar.skip) {
         [...answers].map(async ([kind, bytes]) => {
           const topic = `${kind}-${randomUUID().slice(0, 8)}`;
           const service = await rawService(pulsar.wsUrl, topic, () => bytes);
-          expect((await t.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic, 'config-params': [{ name: 'style', required: false }] } })).statusCode).toBe(201);
-          expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('tell-joke'), name: kind, service: topic } })).statusCode).toBe(201);
+          expect(
+            (
+              await t.app.inject({
+                method: 'PUT',
+                url: `/tool-services/${topic}`,
+                headers: admin,
+                payload: { id: topic, topic, 'config-params': [{ name: 'style', required: false }] },
+              })
+            ).statusCode,
+          ).toBe(201);
+          expect(
+            (
+              await t.app.inject({
+                method: 'POST',
+                url: '/tools/register',
+                headers: admin,
+                payload: { ...seed('tell-joke'), name: kind, service: topic },
+              })
+            ).statusCode,
+          ).toBe(201);
           return service;
         }),
       );
       try {
-        const call = (name: string) => t.app.inject({ method: 'POST', url: `/tools/${name}/invoke`, headers: bearer(t.token([])), payload: { topic: 'x' } });
+        const call = (name: string) =>
+          t.app.inject({ method: 'POST', url: `/tools/${name}/invoke`, headers: bearer(t.token([])), payload: { topic: 'x' } });
         const latin1 = await call('latin1');
         expect(latin1.statusCode, latin1.body).toBe(502);
-        expect(latin1.json().serviceError).toEqual({ type: 'invalid-response', message: 'the tool service sent a response that is not valid UTF-8' });
+        expect(latin1.json().serviceError).toEqual({
+          type: 'invalid-response',
+          message: 'the tool service sent a response that is not valid UTF-8',
+        });
         const stringError = await call('string-error');
         expect(stringError.statusCode, stringError.body).toBe(502);
         expect(stringError.json().serviceError).toEqual({ type: 'tool-service-error', message: 'the database is down' });
         // And a caller's body that is not UTF-8 never reaches the bus.
         const body = Buffer.concat([Buffer.from('{"topic":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
-        const refused = await t.app.inject({ method: 'POST', url: '/tools/latin1/invoke', headers: { ...bearer(t.token([])), 'content-type': 'application/json' }, payload: body });
+        const refused = await t.app.inject({
+          method: 'POST',
+          url: '/tools/latin1/invoke',
+          headers: { ...bearer(t.token([])), 'content-type': 'application/json' },
+          payload: body,
+        });
         expect(refused.statusCode).toBe(400);
         expect(refused.json().code).toBe('TR_ERR_INVALID_JSON');
       } finally {
@@ -217,22 +300,40 @@ if (pulsar.skip) {
       // retries happen (and are logged) then, not all at once after the restart.
       const script = (cmd: string) =>
         new Promise<{ status: number | null; stderr: string }>((resolve) => {
-          const child = spawn('bash', [join(ROOT, 'scripts', 'pulsar.sh'), cmd], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'], timeout: 300_000 });
+          const child = spawn('bash', [join(ROOT, 'scripts', 'pulsar.sh'), cmd], {
+            cwd: ROOT,
+            env,
+            stdio: ['ignore', 'ignore', 'pipe'],
+            timeout: 300_000,
+          });
           let stderr = '';
           child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
           child.on('close', (status) => resolve({ status, stderr }));
         });
       const topic = `toolkit-restart-${randomUUID().slice(0, 8)}`;
       const logs = recorder();
-      const service = runToolService({ url: pulsar.wsUrl, id: topic, topic, logger: logs, retryDelayMs: { min: 250, max: 2000 }, handler: () => 'the same service' });
+      const service = runToolService({
+        url: pulsar.wsUrl,
+        id: topic,
+        topic,
+        logger: logs,
+        retryDelayMs: { min: 250, max: 2000 },
+        handler: () => 'the same service',
+      });
       const t = await createTestApp({ PULSAR_WS_URL: pulsar.wsUrl, RATE_LIMIT_MAX: '0', BUS_CONNECT_TIMEOUT_MS: '2000' });
       try {
         await service.ready;
         const admin = bearer(t.token(['registry:write']));
         await t.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic } });
         const { style: _s, ...tool } = seed('tell-joke');
-        await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...tool, name: topic, service: topic, timeoutMs: 5000 } });
-        const call = () => t.app.inject({ method: 'POST', url: `/tools/${topic}/invoke`, headers: bearer(t.token([])), payload: { topic: 'x' } });
+        await t.app.inject({
+          method: 'POST',
+          url: '/tools/register',
+          headers: admin,
+          payload: { ...tool, name: topic, service: topic, timeoutMs: 5000 },
+        });
+        const call = () =>
+          t.app.inject({ method: 'POST', url: `/tools/${topic}/invoke`, headers: bearer(t.token([])), payload: { topic: 'x' } });
         expect((await call()).json().result).toBe('the same service');
 
         const stop = await script('stop');

@@ -36,7 +36,13 @@ class Model {
     const index = ++this.index;
     const parsed = parseTool({ ...seed('calculator'), name, description, scopes: scopesOf(name) }, () => undefined);
     const createIndex = this.live.get(name)?.createIndex ?? index;
-    const record: ToolRecord = { ...parsed, status: 'active', createIndex, index, updatedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString() };
+    const record: ToolRecord = {
+      ...parsed,
+      status: 'active',
+      createIndex,
+      index,
+      updatedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString(),
+    };
     if (!this.live.has(name)) this.lives.set(name, [...(this.lives.get(name) ?? []), [index, Infinity]]);
     this.live.set(name, record);
     this.tombstones.delete(name);
@@ -80,7 +86,8 @@ function catalogOf(model: Model) {
   return { catalog, listing: new CatalogListing(catalog, PUBLIC_URL) };
 }
 
-const visible = (name: string, key: ViewKey) => key.kind === 'all' || scopesOf(name).length === 0 || (key.kind === 'scopes' && scopesOf(name).some((s) => key.scopes.has(s)));
+const visible = (name: string, key: ViewKey) =>
+  key.kind === 'all' || scopesOf(name).length === 0 || (key.kind === 'scopes' && scopesOf(name).some((s) => key.scopes.has(s)));
 
 type Step = { op: 'put'; name: string } | { op: 'delete'; name: string } | { op: 'page'; limit: number } | { op: 'restart' };
 
@@ -93,40 +100,50 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 
 describe('pinned walks in name order', () => {
   it('serve every name that existed at the pin exactly once, in order, whatever happens between pages', () => {
-    const keys: ViewKey[] = [{ kind: 'all' }, { kind: 'public' }, { kind: 'scopes', scopes: new Set(['x']) }, { kind: 'scopes', scopes: new Set(['x', 'y', 'unknown']) }];
+    const keys: ViewKey[] = [
+      { kind: 'all' },
+      { kind: 'public' },
+      { kind: 'scopes', scopes: new Set(['x']) },
+      { kind: 'scopes', scopes: new Set(['x', 'y', 'unknown']) },
+    ];
     fc.assert(
-      fc.property(fc.subarray(NAMES, { minLength: 1 }), fc.array(step, { maxLength: 60 }), fc.constantFrom(...keys), (initial, steps, key) => {
-        const model = new Model();
-        for (const name of initial) model.put(name);
-        let { catalog, listing } = catalogOf(model);
-        // A walk is pinned to the registry index of its first page.
-        let pin: number | undefined;
-        const served: { name: string; status: string }[] = [];
-        let cursor: string | undefined;
-        let done = false;
-        const page = (limit: number) => {
-          if (done) return;
-          pin ??= catalog.index;
-          const result = listing.list(key, { limit, cursor });
-          // Each as it is when served: live, or a tombstone when deleted since the pin.
-          for (const t of result.tools) expect(t.status).toBe(model.live.has(t.name) ? 'active' : 'deleted');
-          served.push(...result.tools.map((t) => ({ name: t.name, status: t.status })));
-          if (result.nextCursor === null) done = true;
-          else cursor = result.nextCursor;
-        };
-        for (const s of steps) {
-          if (s.op === 'put') catalog.apply(model.index + 1, { tools: [model.put(s.name)] });
-          else if (s.op === 'delete') {
-            const record = model.delete(s.name);
-            if (record) catalog.apply(record.index, { tools: [record] });
-          } else if (s.op === 'page') page(s.limit);
-          else ({ catalog, listing } = catalogOf(model));
-        }
-        while (!done) page(3);
-        const names = served.map((s) => s.name);
-        const expected = NAMES.filter((n) => model.existedAt(n, pin as number) && visible(n, key)).sort();
-        expect(names).toEqual(expected);
-      }),
+      fc.property(
+        fc.subarray(NAMES, { minLength: 1 }),
+        fc.array(step, { maxLength: 60 }),
+        fc.constantFrom(...keys),
+        (initial, steps, key) => {
+          const model = new Model();
+          for (const name of initial) model.put(name);
+          let { catalog, listing } = catalogOf(model);
+          // A walk is pinned to the registry index of its first page.
+          let pin: number | undefined;
+          const served: { name: string; status: string }[] = [];
+          let cursor: string | undefined;
+          let done = false;
+          const page = (limit: number) => {
+            if (done) return;
+            pin ??= catalog.index;
+            const result = listing.list(key, { limit, cursor });
+            // Each as it is when served: live, or a tombstone when deleted since the pin.
+            for (const t of result.tools) expect(t.status).toBe(model.live.has(t.name) ? 'active' : 'deleted');
+            served.push(...result.tools.map((t) => ({ name: t.name, status: t.status })));
+            if (result.nextCursor === null) done = true;
+            else cursor = result.nextCursor;
+          };
+          for (const s of steps) {
+            if (s.op === 'put') catalog.apply(model.index + 1, { tools: [model.put(s.name)] });
+            else if (s.op === 'delete') {
+              const record = model.delete(s.name);
+              if (record) catalog.apply(record.index, { tools: [record] });
+            } else if (s.op === 'page') page(s.limit);
+            else ({ catalog, listing } = catalogOf(model));
+          }
+          while (!done) page(3);
+          const names = served.map((s) => s.name);
+          const expected = NAMES.filter((n) => model.existedAt(n, pin as number) && visible(n, key)).sort();
+          expect(names).toEqual(expected);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -138,7 +155,9 @@ describe('pinned walks in name order', () => {
     const key: ViewKey = { kind: 'scopes', scopes: new Set(['x', 'y']) };
     expect([...walkView(catalog, key)].map((e) => e.tool.name)).toEqual([...NAMES].sort());
     expect([...walkView(catalog, key, { after: 'delta' })].map((e) => e.tool.name)).toEqual(NAMES.filter((n) => n > 'delta').sort());
-    expect([...walkView(catalog, key, { scope: 'y' })].map((e) => e.tool.name)).toEqual(NAMES.filter((n) => scopesOf(n).includes('y')).sort());
+    expect([...walkView(catalog, key, { scope: 'y' })].map((e) => e.tool.name)).toEqual(
+      NAMES.filter((n) => scopesOf(n).includes('y')).sort(),
+    );
     expect([...walkView(catalog, { kind: 'public' }, { scope: 'x' })]).toEqual([]);
   });
 });
@@ -151,7 +170,9 @@ describe('name indexes', () => {
       fc.assert(
         fc.property(
           fc.array(fc.string({ maxLength: 3 })),
-          fc.array(fc.tuple(fc.array(fc.string({ maxLength: 3 }), { maxLength: 80 }), fc.array(fc.string({ maxLength: 3 }), { maxLength: 80 }))),
+          fc.array(
+            fc.tuple(fc.array(fc.string({ maxLength: 3 }), { maxLength: 80 }), fc.array(fc.string({ maxLength: 3 }), { maxLength: 80 })),
+          ),
           fc.array(fc.string({ maxLength: 3 }), { maxLength: 10 }),
           (start, changes, probes) => {
             const names = new SortedNames(start, { blockSize });
@@ -196,12 +217,19 @@ describe('walks over HTTP', () => {
     t = await createTestApp();
     const admin = bearer(t.token(['registry:write']));
     const names = Array.from({ length: 20 }, (_, i) => `t${String(i).padStart(2, '0')}`);
-    await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { 'tool-services': [], tools: names.map((n) => tool(n)) } });
+    await t.app.inject({
+      method: 'POST',
+      url: '/import',
+      headers: admin,
+      payload: { 'tool-services': [], tools: names.map((n) => tool(n)) },
+    });
     const first = (await t.app.inject({ method: 'GET', url: '/?limit=5' })).json();
     expect(first.tools.map((x: { name: string }) => x.name)).toEqual(names.slice(0, 5));
     for (let i = 0; i < 2; i++) {
       expect((await t.app.inject({ method: 'DELETE', url: '/tools/t10', headers: admin })).statusCode).toBe(200);
-      expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('t10', `again ${i}`) })).statusCode).toBe(201);
+      expect(
+        (await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('t10', `again ${i}`) })).statusCode,
+      ).toBe(201);
     }
     await t.app.inject({ method: 'DELETE', url: '/tools/t15', headers: admin });
     await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('t12b') });
@@ -224,7 +252,12 @@ describe('walks over HTTP', () => {
     const admin = bearer(t.token(['registry:write']));
     await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('zulu') });
     const names = Array.from({ length: 250 }, (_, i) => `imp-${String(i).padStart(3, '0')}`);
-    await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { 'tool-services': [], tools: names.map((n) => tool(n)) } });
+    await t.app.inject({
+      method: 'POST',
+      url: '/import',
+      headers: admin,
+      payload: { 'tool-services': [], tools: names.map((n) => tool(n)) },
+    });
     await t.app.inject({ method: 'PUT', url: '/tools/zulu', headers: admin, payload: tool('zulu', 'changed last') });
     const seen: string[] = [];
     let cursor: string | null = null;
@@ -236,7 +269,8 @@ describe('walks over HTTP', () => {
       seen.push(...res.json().tools.map((x: { name: string }) => x.name));
       cursor = res.json().nextCursor;
       // A tool served already and changed during the walk comes again, at the end.
-      if (pages++ === 0) await t.app.inject({ method: 'PUT', url: '/tools/imp-000', headers: admin, payload: tool('imp-000', 'changed during the walk') });
+      if (pages++ === 0)
+        await t.app.inject({ method: 'PUT', url: '/tools/imp-000', headers: admin, payload: tool('imp-000', 'changed during the walk') });
     } while (cursor);
     expect(seen).toEqual([...names, 'zulu', 'imp-000']);
     // A cursor of one kind of walk is refused by the other.
@@ -245,7 +279,7 @@ describe('walks over HTTP', () => {
     expect(res.statusCode).toBe(400);
   });
 
-  it('finds tools by words inside names and by inflections, best match first, in the caller\'s view', async () => {
+  it("finds tools by words inside names and by inflections, best match first, in the caller's view", async () => {
     t = await createTestApp({ ANONYMOUS_DISCOVERY: 'public' });
     const admin = bearer(t.token(['registry:write']));
     const tools = [
@@ -255,7 +289,10 @@ describe('walks over HTTP', () => {
       { ...tool('weather', 'Forecast for a city'), scopes: [] },
     ];
     await t.app.inject({ method: 'POST', url: '/import', headers: admin, payload: { 'tool-services': [], tools } });
-    const names = async (q: string, headers = {}) => ((await t.app.inject({ method: 'GET', url: `/?q=${encodeURIComponent(q)}`, headers })).json().tools as { name: string }[]).map((x) => x.name);
+    const names = async (q: string, headers = {}) =>
+      ((await t.app.inject({ method: 'GET', url: `/?q=${encodeURIComponent(q)}`, headers })).json().tools as { name: string }[]).map(
+        (x) => x.name,
+      );
     expect((await names('add two numbers'))[0]).toBe('adding_numbers');
     expect(await names('add two numbers')).not.toContain('secret_adder');
     // Matching all three words ranks above matching two.

@@ -24,7 +24,14 @@ class History {
   index = 0;
   live = new Map<string, ToolRecord>();
   tombstones = new Map<string, ToolRecord>();
-  readonly service: ServiceRecord = { id: JOKES.id, descriptor: JOKES, status: 'active', createIndex: 0, index: 0, updatedAt: '2026-01-01T00:00:00.000Z' };
+  readonly service: ServiceRecord = {
+    id: JOKES.id,
+    descriptor: JOKES,
+    status: 'active',
+    createIndex: 0,
+    index: 0,
+    updatedAt: '2026-01-01T00:00:00.000Z',
+  };
 
   #at(index: number): string {
     return new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString();
@@ -32,9 +39,18 @@ class History {
 
   put(index: number, name: string, variant: number): ToolRecord {
     const scopes = SCOPE_SETS[variant % SCOPE_SETS.length] as string[];
-    const input = variant % 3 === 2 ? { ...seed('tell-joke'), name, scopes } : { ...seed('calculator'), name, scopes, description: `Adds numbers, version ${variant}` };
+    const input =
+      variant % 3 === 2
+        ? { ...seed('tell-joke'), name, scopes }
+        : { ...seed('calculator'), name, scopes, description: `Adds numbers, version ${variant}` };
     const parsed = parseTool(input, (id) => (id === JOKES.id ? JOKES : undefined));
-    const record: ToolRecord = { ...parsed, status: 'active', createIndex: this.live.get(name)?.createIndex ?? index, index, updatedAt: this.#at(index) };
+    const record: ToolRecord = {
+      ...parsed,
+      status: 'active',
+      createIndex: this.live.get(name)?.createIndex ?? index,
+      index,
+      updatedAt: this.#at(index),
+    };
     this.live.set(name, record);
     this.tombstones.delete(name);
     return record;

@@ -24,7 +24,17 @@ describe('words', () => {
     expect(splitWords('fetch_weather-forecast.v2', 100)).toEqual(['fetch', 'weather', 'forecast', 'v2']);
     expect(splitWords('FetchWeatherForecast', 100)).toEqual(['fetch', 'weather', 'forecast']);
     expect(splitWords('HTTPServer IOError XMLHttpRequest', 100)).toEqual(['http', 'server', 'io', 'error', 'xml', 'http', 'request']);
-    expect(splitWords('getURLs OAuth2Token ipv4Address S3Bucket utf8', 100)).toEqual(['get', 'urls', 'oauth2', 'token', 'ipv4', 'address', 's3', 'bucket', 'utf8']);
+    expect(splitWords('getURLs OAuth2Token ipv4Address S3Bucket utf8', 100)).toEqual([
+      'get',
+      'urls',
+      'oauth2',
+      'token',
+      'ipv4',
+      'address',
+      's3',
+      'bucket',
+      'utf8',
+    ]);
   });
 
   it('drops diacritics, folds compatibility forms, and keeps other scripts', () => {
@@ -63,7 +73,11 @@ describe('words', () => {
 
 describe('search', () => {
   it('finds "add two numbers" in a tool that adds numbers, by description or by name', () => {
-    const index = indexOf(tool('sum', 'Adds numbers together'), tool('adding_numbers', 'Sums things'), tool('weather', 'Fetches the weather'));
+    const index = indexOf(
+      tool('sum', 'Adds numbers together'),
+      tool('adding_numbers', 'Sums things'),
+      tool('weather', 'Fetches the weather'),
+    );
     expect(index.search('add two numbers', all).sort()).toEqual(['adding_numbers', 'sum']);
   });
 
@@ -171,7 +185,9 @@ describe('search', () => {
   });
 
   it('returns the best `limit` accepted tools, asking only about tools that could make the page', () => {
-    const docs = Array.from({ length: 200 }, (_, i) => tool(`tool_${String(i).padStart(3, '0')}`, `${'email '.repeat(1 + (i % 3))} and ${i % 2 === 0 ? 'calendar' : 'notes'}`));
+    const docs = Array.from({ length: 200 }, (_, i) =>
+      tool(`tool_${String(i).padStart(3, '0')}`, `${'email '.repeat(1 + (i % 3))} and ${i % 2 === 0 ? 'calendar' : 'notes'}`),
+    );
     const index = indexOf(...docs);
     const ranked = index.search('email calendar', { limit: 1000 });
     const accept = (name: string) => Number(name.slice(5)) % 5 === 0;
@@ -214,7 +230,10 @@ describe('search', () => {
   });
 
   it('matches titles and keywords', () => {
-    const index = indexOf(tool('t1', 'Does things', { title: 'Invoice Maker' }), tool('t2', 'Does things', { keywords: ['billing', 'PDF'] }));
+    const index = indexOf(
+      tool('t1', 'Does things', { title: 'Invoice Maker' }),
+      tool('t2', 'Does things', { keywords: ['billing', 'PDF'] }),
+    );
     expect(index.search('invoices', all)).toEqual(['t1']);
     expect(index.search('pdf billing', all)).toEqual(['t2']);
   });
@@ -272,7 +291,15 @@ describe('writes', () => {
     const reversed = indexOf(...[...docs].reverse());
     const chunked = new SearchIndex();
     for (let i = 0; i < docs.length; i += 64) chunked.upsertMany(docs.slice(i, i + 64));
-    for (const q of ['weather forecasts', 'customer invoices summary', 'sales_order', 'add two numbers', 'weath', 'returns json', toolName(7)]) {
+    for (const q of [
+      'weather forecasts',
+      'customer invoices summary',
+      'sales_order',
+      'add two numbers',
+      'weath',
+      'returns json',
+      toolName(7),
+    ]) {
       const expected = bulk.search(q, { limit: 50 });
       expect(expected.length).toBeGreaterThan(0);
       expect(single.search(q, { limit: 50 }), q).toEqual(expected);
@@ -294,7 +321,15 @@ describe('writes', () => {
     fresh.upsertMany(Array.from({ length: n - 2000 }, (_, i) => tool(toolName(2000 + i), toolDescription(2000 + i))));
     fresh.upsert(tool('late_weather', 'A weather forecast added after compaction'));
     expect(index.size).toBe(fresh.size);
-    for (const q of ['weather forecasts', 'customer invoices summary', 'sales_order', 'add two numbers', 'returns', toolName(1600), toolName(2500)]) {
+    for (const q of [
+      'weather forecasts',
+      'customer invoices summary',
+      'sales_order',
+      'add two numbers',
+      'returns',
+      toolName(1600),
+      toolName(2500),
+    ]) {
       expect(index.search(q, { limit: 40 }), q).toEqual(fresh.search(q, { limit: 40 }));
     }
     expect(index.search(toolName(1600), all)).not.toContain(toolName(1600));
@@ -303,10 +338,28 @@ describe('writes', () => {
 });
 
 describe('hostile input', () => {
-  const index = indexOf(tool('weather', 'Weather reports'), tool('__proto__', 'prototype'), tool('constructor', 'hasOwnProperty toString'), tool('', ''));
+  const index = indexOf(
+    tool('weather', 'Weather reports'),
+    tool('__proto__', 'prototype'),
+    tool('constructor', 'hasOwnProperty toString'),
+    tool('', ''),
+  );
 
   it('never throws, and finds nothing without words', () => {
-    const queries = ['', ' ', '!!!', '🎉🎉', '\u0000', '\u0000weather\u0000', '\ud800', 'x'.repeat(10_000), 'weather '.repeat(2000), '__proto__', 'constructor', 'toString'];
+    const queries = [
+      '',
+      ' ',
+      '!!!',
+      '🎉🎉',
+      '\u0000',
+      '\u0000weather\u0000',
+      '\ud800',
+      'x'.repeat(10_000),
+      'weather '.repeat(2000),
+      '__proto__',
+      'constructor',
+      'toString',
+    ];
     for (const q of queries) expect(() => index.search(q, all), JSON.stringify(q.slice(0, 20))).not.toThrow();
     expect(index.search('', all)).toEqual([]);
     expect(index.search('!!! ... ---', all)).toEqual([]);
@@ -336,17 +389,21 @@ describe('hostile input', () => {
 
   it('survives arbitrary strings (property)', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 80 })), { maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 40 }), (docs, query) => {
-        const fuzzed = new SearchIndex();
-        for (const [name, description] of docs) fuzzed.upsert({ name, description });
-        const names = new Set(docs.map(([name]) => name));
-        const found = fuzzed.search(query, { limit: 5 });
-        expect(found.length).toBeLessThanOrEqual(5);
-        for (const name of found) expect(names.has(name)).toBe(true);
-        expect(new Set(found).size).toBe(found.length);
-        for (const [name] of docs.slice(0, 5)) fuzzed.remove(name);
-        fuzzed.search(query, { limit: 5 });
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 80 })), { maxLength: 20 }),
+        fc.string({ unit: 'binary', maxLength: 40 }),
+        (docs, query) => {
+          const fuzzed = new SearchIndex();
+          for (const [name, description] of docs) fuzzed.upsert({ name, description });
+          const names = new Set(docs.map(([name]) => name));
+          const found = fuzzed.search(query, { limit: 5 });
+          expect(found.length).toBeLessThanOrEqual(5);
+          for (const name of found) expect(names.has(name)).toBe(true);
+          expect(new Set(found).size).toBe(found.length);
+          for (const [name] of docs.slice(0, 5)) fuzzed.remove(name);
+          fuzzed.search(query, { limit: 5 });
+        },
+      ),
       { numRuns: 200, seed: 20261130 },
     );
   });

@@ -4,7 +4,16 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RegistryClient, RegistryClientError, toAgUi, toAnthropic, toMcp, toOpenAI, toPromptContext, type PublicTool } from '../../src/client/index.js';
+import {
+  RegistryClient,
+  RegistryClientError,
+  toAgUi,
+  toAnthropic,
+  toMcp,
+  toOpenAI,
+  toPromptContext,
+  type PublicTool,
+} from '../../src/client/index.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
 
@@ -24,7 +33,12 @@ describe('RegistryClient', () => {
   };
 
   const register = async (extra: Record<string, unknown>) => {
-    const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('calculator'), host: '127.0.0.1', port: toolPort, ...extra } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/tools/register',
+      headers: admin,
+      payload: { ...seed('calculator'), host: '127.0.0.1', port: toolPort, ...extra },
+    });
     expect(res.statusCode, res.body).toBe(201);
   };
 
@@ -34,7 +48,8 @@ describe('RegistryClient', () => {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const body = JSON.parse(Buffer.concat(chunks).toString() || 'null') as { expression?: string };
-        if (req.url === '/tools/calculator') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(`${body.expression} = 42`));
+        if (req.url === '/tools/calculator')
+          return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(`${body.expression} = 42`));
         if (req.url === '/tools/broken') return res.writeHead(500, { 'content-type': 'text/plain' }).end('kaputt');
         res.writeHead(404).end();
       });
@@ -53,7 +68,8 @@ describe('RegistryClient', () => {
     await new Promise<void>((resolve) => tool.close(() => resolve()));
   });
 
-  const agent = (scopes = ['calculator:use']) => new RegistryClient({ baseUrl, token: () => Promise.resolve(t.token(scopes, { sub: 'safecracker' })), fetch: countingFetch });
+  const agent = (scopes = ['calculator:use']) =>
+    new RegistryClient({ baseUrl, token: () => Promise.resolve(t.token(scopes, { sub: 'safecracker' })), fetch: countingFetch });
 
   it('discovers, then reuses the list on a 304 sent for its If-None-Match', async () => {
     const client = agent();
@@ -115,7 +131,7 @@ describe('RegistryClient', () => {
     });
   });
 
-  it('throws RegistryClientError with the problem\'s status, code, detail and errors', async () => {
+  it("throws RegistryClientError with the problem's status, code, detail and errors", async () => {
     const anonymous = new RegistryClient({ baseUrl });
     const unauthenticated = await anonymous.invoke('calculator', { expression: '1' }).catch((error: unknown) => error);
     expect(unauthenticated).toBeInstanceOf(RegistryClientError);
@@ -126,19 +142,36 @@ describe('RegistryClient', () => {
     expect(bad).toMatchObject({ status: 400, code: 'TR_ERR_INVALID_ARGUMENTS' });
     expect(bad.detail).toEqual(expect.any(String));
     expect(bad.errors).toEqual([expect.objectContaining({ path: '/expression' })]);
-    await expect(agent([]).invoke('calculator', { expression: '1' })).rejects.toMatchObject({ status: 403, code: 'TR_ERR_INSUFFICIENT_SCOPE' });
+    await expect(agent([]).invoke('calculator', { expression: '1' })).rejects.toMatchObject({
+      status: 403,
+      code: 'TR_ERR_INSUFFICIENT_SCOPE',
+    });
   });
 
   it('carries Retry-After into retryAfterS', async () => {
     const refusing: typeof fetch = () =>
       Promise.resolve(
-        new Response(JSON.stringify({ type: 'urn:tool-registry:error:too-many-calls', title: 'Too many calls in flight', status: 503, detail: 'busy', code: 'TR_ERR_TOO_MANY_CALLS' }), {
-          status: 503,
-          headers: { 'content-type': 'application/problem+json', 'retry-after': '1' },
-        }),
+        new Response(
+          JSON.stringify({
+            type: 'urn:tool-registry:error:too-many-calls',
+            title: 'Too many calls in flight',
+            status: 503,
+            detail: 'busy',
+            code: 'TR_ERR_TOO_MANY_CALLS',
+          }),
+          {
+            status: 503,
+            headers: { 'content-type': 'application/problem+json', 'retry-after': '1' },
+          },
+        ),
       );
     const client = new RegistryClient({ baseUrl, token: 'x', fetch: refusing });
-    await expect(client.invoke('calculator', {})).rejects.toMatchObject({ status: 503, code: 'TR_ERR_TOO_MANY_CALLS', detail: 'busy', retryAfterS: 1 });
+    await expect(client.invoke('calculator', {})).rejects.toMatchObject({
+      status: 503,
+      code: 'TR_ERR_TOO_MANY_CALLS',
+      detail: 'busy',
+      retryAfterS: 1,
+    });
   });
 
   it('converts discovered tools to the shapes GET /?format= serves', async () => {
@@ -156,7 +189,10 @@ describe('RegistryClient', () => {
     expect(toPromptContext(tools)).toBe(await exported('prompt'));
     const calculator = tools.find((tool) => tool.name === 'calculator') as PublicTool;
     expect(toPromptContext([calculator])).toBe('Available tools:\n- calculator(expression): Perform mathematical calculations\n');
-    expect(toOpenAI([calculator])[0]).toEqual({ type: 'function', function: { name: 'calculator', description: 'Perform mathematical calculations', parameters: calculator.inputSchema } });
+    expect(toOpenAI([calculator])[0]).toEqual({
+      type: 'function',
+      function: { name: 'calculator', description: 'Perform mathematical calculations', parameters: calculator.inputSchema },
+    });
     expect(toPromptContext([])).toBe('');
   });
 });

@@ -97,7 +97,12 @@ describe('access explainer (GET /tools/{name}/access)', () => {
   it('the decision matches what invoking does (deny is 403 for that token)', async () => {
     const weather = await as.token('weather-agent', ['weather:read']);
     expect((await explain('calculator', weather)).decision).toBe('deny');
-    const res = await t.app.inject({ method: 'POST', url: '/tools/calculator/invoke', headers: bearer(weather), payload: { expression: '1' } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/tools/calculator/invoke',
+      headers: bearer(weather),
+      payload: { expression: '1' },
+    });
     expectChallenge(res, { status: 403, error: 'insufficient_scope', scope: ['calculator:use'] });
   });
 

@@ -52,7 +52,15 @@ describe('attacks on a registry trusting a real authorization server', () => {
   const goodTools = ['calculator'];
 
   /** Claims a forger would like: the admin scope, for this registry, from the right issuer. */
-  const wanted = () => ({ iss: as.issuer, aud: RESOURCE, sub: 'mallory', client_id: 'mallory', iat: nowS(), exp: nowS() + 600, scope: `${ADMIN_SCOPE} calculator:use` });
+  const wanted = () => ({
+    iss: as.issuer,
+    aud: RESOURCE,
+    sub: 'mallory',
+    client_id: 'mallory',
+    iat: nowS(),
+    exp: nowS() + 600,
+    scope: `${ADMIN_SCOPE} calculator:use`,
+  });
 
   beforeAll(async () => {
     ({ as, t, admin, calc: good } = await operatorAndCalculatorAgent());
@@ -81,7 +89,10 @@ describe('attacks on a registry trusting a real authorization server', () => {
     const publicKey = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
     for (const type of ['spki', 'pkcs1'] as const) {
       const pem = publicKey.export({ type, format: 'pem' }).toString();
-      for (const header of [{ alg: 'HS256', typ: 'at+jwt', kid: as.currentKid }, { alg: 'HS256', typ: 'JWT' }]) {
+      for (const header of [
+        { alg: 'HS256', typ: 'at+jwt', kid: as.currentKid },
+        { alg: 'HS256', typ: 'JWT' },
+      ]) {
         await expectRefused(t.app, hs256(header, wanted(), pem), good, goodTools);
       }
     }

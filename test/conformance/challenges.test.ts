@@ -8,15 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../helpers/oidc.js';
-import {
-  ADMIN_SCOPE,
-  appForProvider,
-  expectChallenge,
-  protectedResourceMetadata,
-  register,
-  seedTools,
-  toolNames,
-} from './support.js';
+import { ADMIN_SCOPE, appForProvider, expectChallenge, protectedResourceMetadata, register, seedTools, toolNames } from './support.js';
 
 const MALFORMED_HEADERS = [
   ['another scheme', 'Basic dXNlcjpwYXNz'],
@@ -135,7 +127,12 @@ describe('RFC 6750 challenges', () => {
     });
 
     it.each(MALFORMED_HEADERS)('a malformed Authorization header (%s): 400 invalid_request', async (_name, authorization) => {
-      const res = await open.app.inject({ method: 'POST', url: '/tools/register', headers: { authorization }, payload: seed('database_query') });
+      const res = await open.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: { authorization },
+        payload: seed('database_query'),
+      });
       expectChallenge(res, { status: 400, error: 'invalid_request' });
     });
   });

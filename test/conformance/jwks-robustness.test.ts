@@ -141,7 +141,9 @@ describe('issue 28: a key replaced under the same kid', () => {
       const started = Date.now();
       const statuses = new Map<number, number>();
       for (let wave = 0; wave < FLOOD / 20; wave++) {
-        const responses = await Promise.all(Array.from({ length: 20 }, () => t.app.inject({ method: 'GET', url: '/', headers: bearer(forged()) })));
+        const responses = await Promise.all(
+          Array.from({ length: 20 }, () => t.app.inject({ method: 'GET', url: '/', headers: bearer(forged()) })),
+        );
         for (const res of responses) statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
         if (wave === 0) expectChallenge(responses[0] as (typeof responses)[number], { status: 401, error: 'invalid_token' });
       }
@@ -196,7 +198,11 @@ describe('issue 28: /readyz while the signing keys cannot be fetched', () => {
     const readyz = () => app.inject({ method: 'GET', url: '/readyz' });
     // The startup fetch fails.
     let res = await readyz();
-    for (let i = 0; i < 50 && res.json().detail === 'the signing keys have not been fetched yet; every token is refused with 401 until they are'; i++) {
+    for (
+      let i = 0;
+      i < 50 && res.json().detail === 'the signing keys have not been fetched yet; every token is refused with 401 until they are';
+      i++
+    ) {
       await sleep(20);
       res = await readyz();
     }
@@ -251,12 +257,21 @@ describe('issue 28 (F7): /readyz when the key set holds no key that can verify a
     await new Promise((resolve) => server?.close(resolve));
   });
 
-  const rsaJwk = (kid: string) => ({ ...generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' });
+  const rsaJwk = (kid: string) => ({
+    ...generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ format: 'jwk' }),
+    kid,
+    alg: 'RS256',
+    use: 'sig',
+  });
 
   /** /readyz once the startup fetch is done (the first probes may still find no key set). */
   async function settledReadyz(app: FastifyInstance) {
     let res = await app.inject({ method: 'GET', url: '/readyz' });
-    for (let i = 0; i < 50 && res.json().detail === 'the signing keys have not been fetched yet; every token is refused with 401 until they are'; i++) {
+    for (
+      let i = 0;
+      i < 50 && res.json().detail === 'the signing keys have not been fetched yet; every token is refused with 401 until they are';
+      i++
+    ) {
       await sleep(20);
       res = await app.inject({ method: 'GET', url: '/readyz' });
     }
@@ -309,7 +324,7 @@ describe('issue 28 (F7): /readyz when the key set holds no key that can verify a
     document = { keys: [rsaJwk('new')] };
     await sleep(1_100);
     let now = await app.inject({ method: 'GET', url: '/readyz' });
-    for (const deadline = Date.now() + 3_000; now.statusCode !== 200 && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 3_000; now.statusCode !== 200 && Date.now() < deadline;) {
       await sleep(50);
       now = await app.inject({ method: 'GET', url: '/readyz' });
     }
@@ -357,7 +372,9 @@ describe('a key endpoint that never answers', () => {
     // Many at once are bounded too, and the server keeps answering.
     const many = Date.now();
     const responses = await Promise.all(
-      Array.from({ length: 20 }, () => viaJwksUrl.app.inject({ method: 'GET', url: '/', headers: bearer(keys.sign(craftedClaims(), { kid: randomUUID() })) })),
+      Array.from({ length: 20 }, () =>
+        viaJwksUrl.app.inject({ method: 'GET', url: '/', headers: bearer(keys.sign(craftedClaims(), { kid: randomUUID() })) }),
+      ),
     );
     expect(Date.now() - many).toBeLessThan(3_000);
     expect(responses.map((r) => r.statusCode)).toEqual(Array.from({ length: 20 }, () => 401));

@@ -26,7 +26,11 @@ describe('real tokens: discovery views and writes', () => {
       ],
     });
     t = await appForProvider(as);
-    await seedTools(t.app, await as.token('operator', [ADMIN_SCOPE]), SEEDS.map((name) => seed(name)));
+    await seedTools(
+      t.app,
+      await as.token('operator', [ADMIN_SCOPE]),
+      SEEDS.map((name) => seed(name)),
+    );
   });
 
   afterAll(async () => {

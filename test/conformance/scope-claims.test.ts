@@ -6,7 +6,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
-import { ADMIN_SCOPE, appForKeyServer, craftedClaims, expectChallenge, register, seedTools, startKeyServer, toolNames, type KeyServer } from './support.js';
+import {
+  ADMIN_SCOPE,
+  appForKeyServer,
+  craftedClaims,
+  expectChallenge,
+  register,
+  seedTools,
+  startKeyServer,
+  toolNames,
+  type KeyServer,
+} from './support.js';
 
 const SEEDS = ['calculator', 'file_reader', 'database_query', 'simulation_data', 'weather_forecast'];
 const ROLE_SCOPES = {
@@ -31,7 +41,12 @@ describe('scopes from scp and from roles', () => {
     mapped = await appForKeyServer(keys, { ROLE_SCOPES: JSON.stringify(ROLE_SCOPES) });
     unmapped = await appForKeyServer(keys);
     const admin = keys.sign(craftedClaims({ sub: 'crafted-operator', scope: ADMIN_SCOPE }));
-    for (const t of [mapped, unmapped]) await seedTools(t.app, admin, SEEDS.map((name) => seed(name)));
+    for (const t of [mapped, unmapped])
+      await seedTools(
+        t.app,
+        admin,
+        SEEDS.map((name) => seed(name)),
+      );
   });
 
   afterAll(async () => {
@@ -69,16 +84,25 @@ describe('scopes from scp and from roles', () => {
   });
 
   it('a role mapped to the admin scope may write; an unmapped role may not', async () => {
-    const ok = await register(mapped.app, keys.sign(craftedClaims({ roles: ['registry-admin'] })), { ...seed('calculator'), name: 'role_tool' });
+    const ok = await register(mapped.app, keys.sign(craftedClaims({ roles: ['registry-admin'] })), {
+      ...seed('calculator'),
+      name: 'role_tool',
+    });
     expect(ok.statusCode, ok.body).toBe(201);
-    const refused = await register(mapped.app, keys.sign(craftedClaims({ roles: ['weather-reader'] })), { ...seed('calculator'), name: 'role_tool_2' });
+    const refused = await register(mapped.app, keys.sign(craftedClaims({ roles: ['weather-reader'] })), {
+      ...seed('calculator'),
+      name: 'role_tool_2',
+    });
     expectChallenge(refused, { status: 403, error: 'insufficient_scope', scope: [ADMIN_SCOPE] });
   });
 
   it('roles grant nothing without ROLE_SCOPES (a role name is not a scope)', async () => {
     const res = await view(unmapped, { roles: ['weather:read', 'registry-admin'] });
     expect(toolNames(res)).toEqual([]);
-    const write = await register(unmapped.app, keys.sign(craftedClaims({ roles: ['registry-admin'] })), { ...seed('calculator'), name: 'role_tool' });
+    const write = await register(unmapped.app, keys.sign(craftedClaims({ roles: ['registry-admin'] })), {
+      ...seed('calculator'),
+      name: 'role_tool',
+    });
     expect(write.statusCode).toBe(403);
   });
 });

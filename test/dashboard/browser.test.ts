@@ -62,7 +62,10 @@ function toolHost(): Promise<Server> {
     req.on('end', () => {
       const typical = typicalMs.get(req.url ?? '');
       if (typical === undefined) return void res.writeHead(500, { 'content-type': 'text/plain' }).end('the tool failed');
-      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(`done by ${req.url}`)), typical * (0.5 + Math.random()));
+      setTimeout(
+        () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(`done by ${req.url}`)),
+        typical * (0.5 + Math.random()),
+      );
     });
   });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
@@ -79,15 +82,22 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
   /** Every URL the page requested. */
   const requested: string[] = [];
 
-  const stats = async (token?: string): Promise<Stats> => (await fetch(`${base}/stats`, { headers: token ? bearer(token) : {} })).json() as Promise<Stats>;
+  const stats = async (token?: string): Promise<Stats> =>
+    (await fetch(`${base}/stats`, { headers: token ? bearer(token) : {} })).json() as Promise<Stats>;
   const put = async (path: string, body: unknown) => {
-    const res = await fetch(`${base}${path}`, { method: 'PUT', headers: { ...bearer(admin), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}${path}`, {
+      method: 'PUT',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(res.status, await res.text()).toBe(201);
   };
   const call = (tool: string, token: string) =>
-    fetch(`${base}/tools/${tool}/invoke`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: JSON.stringify(ARGUMENTS.get(tool) ?? {}) }).then((res) =>
-      res.arrayBuffer(),
-    );
+    fetch(`${base}/tools/${tool}/invoke`, {
+      method: 'POST',
+      headers: { ...bearer(token), 'content-type': 'application/json' },
+      body: JSON.stringify(ARGUMENTS.get(tool) ?? {}),
+    }).then((res) => res.arrayBuffer());
   const shown = (stat: string) => page.locator(`[data-stat="${stat}"]`).textContent();
   const storedToken = () => page.evaluate(`sessionStorage.getItem(${JSON.stringify(TOKEN_KEY)})`);
 
@@ -98,7 +108,15 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     admin = t.token([ADMIN], { sub: 'dashboard-operator' });
-    const http = (name: string, endpoint: string, scopes: string[], description: string) => ({ name, description, endpoint, host: '127.0.0.1', port, scopes, parameters: {} });
+    const http = (name: string, endpoint: string, scopes: string[], description: string) => ({
+      name,
+      description,
+      endpoint,
+      host: '127.0.0.1',
+      port,
+      scopes,
+      parameters: {},
+    });
     await put('/tools/calculator', { ...seed('calculator'), endpoint: '/calc', host: '127.0.0.1', port });
     await put('/tools/weather_forecast', http('weather_forecast', '/weather', ['weather:read'], 'Forecast for a city'));
     await put('/tools/file_reader', http('file_reader', '/files', ['file_reader:use'], 'Read a file'));
@@ -136,7 +154,9 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
     // Tools by kind, as the chart's table gives them; the chart itself is described to readers.
     const kinds = await page.locator('#chart-kinds tbody tr').allTextContents();
     expect(kinds).toEqual(Object.entries(expected.tools_by_kind).map(([kind, n]) => `${kind}${format(n)}`));
-    expect(await page.locator('#chart-kinds [role="img"]').getAttribute('aria-label')).toContain(`http ${expected.tools_by_kind['http']} tools`);
+    expect(await page.locator('#chart-kinds [role="img"]').getAttribute('aria-label')).toContain(
+      `http ${expected.tools_by_kind['http']} tools`,
+    );
     // Operators' figures are not for anonymous visitors; the change feed runs without a token.
     expect(await page.locator('#services-note').textContent()).toContain('Sign in');
     await expect.poll(() => page.locator('#feed').getAttribute('data-state'), SHOWN_WITHIN).toBe('live');
@@ -149,7 +169,14 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
       await page.keyboard.press('Tab');
       reached.push(String(await page.evaluate('document.activeElement?.id || document.activeElement?.textContent?.trim()')));
     }
-    expect(reached.slice(0, 6)).toEqual(['Skip to the figures', 'token', 'Sign in', 'refresh', 'refresh-now', expect.stringContaining('as a table')]);
+    expect(reached.slice(0, 6)).toEqual([
+      'Skip to the figures',
+      'token',
+      'Sign in',
+      'refresh',
+      'refresh-now',
+      expect.stringContaining('as a table'),
+    ]);
   });
 
   it('signs an operator in with a pasted token and follows writes and calls without a reload', async () => {
@@ -168,7 +195,15 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
 
     // A registration reaches the page through the change feed.
     const before = await stats(admin);
-    await put('/tools/unit_converter', { ...seed('calculator'), name: 'unit_converter', description: 'Convert units', endpoint: '/calc', host: '127.0.0.1', port: (host.address() as AddressInfo).port, scopes: [] });
+    await put('/tools/unit_converter', {
+      ...seed('calculator'),
+      name: 'unit_converter',
+      description: 'Convert units',
+      endpoint: '/calc',
+      host: '127.0.0.1',
+      port: (host.address() as AddressInfo).port,
+      scopes: [],
+    });
     await expect.poll(() => shown('total_tools'), SHOWN_WITHIN).toBe(format(before.total_tools + 1));
     await expect.poll(() => page.locator('#changes').textContent(), SHOWN_WITHIN).toContain('upsert tool unit_converter');
 
@@ -179,13 +214,32 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
       'support-bot': t.token(['calculator:use'], { sub: 'support-bot' }),
     };
     const bursts: [string, keyof typeof agents, number][][] = [
-      [['calculator', 'planner', 12], ['weather_forecast', 'planner', 6], ['database_query', 'research-agent', 4]],
-      [['calculator', 'support-bot', 8], ['simulation_data', 'research-agent', 5], ['flaky_search', 'support-bot', 3], ['tell-joke', 'support-bot', 2]],
-      [['file_reader', 'research-agent', 7], ['weather_forecast', 'research-agent', 4], ['database_query', 'planner', 2], ['calculator', 'planner', 5]],
+      [
+        ['calculator', 'planner', 12],
+        ['weather_forecast', 'planner', 6],
+        ['database_query', 'research-agent', 4],
+      ],
+      [
+        ['calculator', 'support-bot', 8],
+        ['simulation_data', 'research-agent', 5],
+        ['flaky_search', 'support-bot', 3],
+        ['tell-joke', 'support-bot', 2],
+      ],
+      [
+        ['file_reader', 'research-agent', 7],
+        ['weather_forecast', 'research-agent', 4],
+        ['database_query', 'planner', 2],
+        ['calculator', 'planner', 5],
+      ],
     ];
     // For the README's picture, a few more refreshes' worth of traffic in the activity chart.
     if (process.env['UPDATE_SCREENSHOT'] === '1') {
-      for (const n of [9, 14, 6, 11, 18, 8, 13]) bursts.push([['calculator', 'support-bot', n], ['file_reader', 'research-agent', n % 5], ['weather_forecast', 'planner', n % 3]]);
+      for (const n of [9, 14, 6, 11, 18, 8, 13])
+        bursts.push([
+          ['calculator', 'support-bot', n],
+          ['file_reader', 'research-agent', n % 5],
+          ['weather_forecast', 'planner', n % 3],
+        ]);
     }
     for (const burst of bursts) {
       await Promise.all(burst.flatMap(([tool, agent, n]) => Array.from({ length: n }, () => call(tool, agents[agent]))));
@@ -198,7 +252,9 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
     // flaky_search's host fails, no bus is configured for tell-joke, planner lacks database:read.
     expect(after.errors_by_class).toEqual({ denied: 2, 'service-error': 3, unavailable: 2 });
     // Per-agent figures, as /stats gives them to operators.
-    await expect.poll(() => page.locator('#agents tbody tr').count(), SHOWN_WITHIN).toBe(Object.values(after.usage_by_agent).reduce((n, tools) => n + Object.keys(tools).length, 0));
+    await expect
+      .poll(() => page.locator('#agents tbody tr').count(), SHOWN_WITHIN)
+      .toBe(Object.values(after.usage_by_agent).reduce((n, tools) => n + Object.keys(tools).length, 0));
     expect(await page.locator('#agents tbody').textContent()).toContain('research-agent');
     await expect.poll(() => page.locator('#chart-latency tbody tr').count(), SHOWN_WITHIN).toBeGreaterThanOrEqual(6);
     await expect.poll(() => page.locator('#chart-errors tbody').textContent(), SHOWN_WITHIN).toContain('service-error');
@@ -269,7 +325,9 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
     const expired = sign({ sub: 'dashboard-operator', scope: ADMIN, exp: Math.floor(Date.now() / 1000) - 120 });
     await page.fill('#token', expired);
     await page.click('#sign-in button[type="submit"]');
-    await expect.poll(() => page.locator('#alert').textContent(), SHOWN_WITHIN).toMatch(/Your token was refused \(.+\), so you are signed out/);
+    await expect
+      .poll(() => page.locator('#alert').textContent(), SHOWN_WITHIN)
+      .toMatch(/Your token was refused \(.+\), so you are signed out/);
     expect(await storedToken()).toBeNull();
     expect(await page.locator('#sign-in').isVisible()).toBe(true);
     // Back to the anonymous view, still live.

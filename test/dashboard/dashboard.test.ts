@@ -11,7 +11,8 @@ import { seed } from '../helpers/fixtures.js';
 const ADMIN = 'registry:write';
 
 /** The page's script and stylesheet URLs, in the order it names them. */
-const assetUrls = (html: string) => [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] ?? '').filter((url) => url.includes('/assets/'));
+const assetUrls = (html: string) =>
+  [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1] ?? '').filter((url) => url.includes('/assets/'));
 
 describe('GET /dashboard', () => {
   let t: TestApp;
@@ -31,7 +32,12 @@ describe('GET /dashboard', () => {
     expect(res.headers['referrer-policy']).toBe('no-referrer');
     expect(res.headers['cache-control']).toBe('no-cache');
     const csp = String(res.headers['content-security-policy']);
-    const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]));
+    const directives = new Map(
+      csp
+        .split(';')
+        .map((d) => d.trim().split(/\s+/))
+        .map(([name, ...values]) => [name, values]),
+    );
     expect(directives.get('default-src')).toEqual(["'none'"]);
     expect(directives.get('script-src')).toEqual(["'self'"]);
     expect(directives.get('style-src')).toEqual(["'self'"]);
@@ -84,7 +90,10 @@ describe('GET /dashboard', () => {
     const main = await t.app.inject({ method: 'GET', url: urls.find((u) => u.endsWith('dashboard.js')) ?? '' });
     const base = (urls.find((u) => u.endsWith('dashboard.js')) ?? '').replace(/[^/]+$/, '');
     const imported = new Set<string>();
-    for (const script of [main.body, ...(await Promise.all(['api.js', 'charts.js'].map(async (f) => (await t.app.inject({ method: 'GET', url: base + f })).body)))]) {
+    for (const script of [
+      main.body,
+      ...(await Promise.all(['api.js', 'charts.js'].map(async (f) => (await t.app.inject({ method: 'GET', url: base + f })).body))),
+    ]) {
       for (const [, file] of script.matchAll(/from '\.\/([a-z-]+\.js)'/g)) imported.add(file ?? '');
     }
     expect([...imported].sort()).toEqual(['api.js', 'charts.js', 'uplot.js']);
@@ -99,7 +108,11 @@ describe('GET /dashboard', () => {
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     }
     // Only names of scripts and stylesheets get as far as the lookup.
-    for (const url of [js.replace('dashboard.js', 'index.html'), js.replace('dashboard.js', '..%2F..%2Fpackage.json'), js.replace('dashboard.js', '.env.js')]) {
+    for (const url of [
+      js.replace('dashboard.js', 'index.html'),
+      js.replace('dashboard.js', '..%2F..%2Fpackage.json'),
+      js.replace('dashboard.js', '.env.js'),
+    ]) {
       expect([400, 404], url).toContain((await t.app.inject({ method: 'GET', url })).statusCode);
     }
   });
@@ -156,7 +169,10 @@ describe('GET /stats for the dashboard: tools by service', () => {
     const admin = bearer(t.token([ADMIN]));
     for (const [url, body] of [
       ['/tool-services/joke-service', seed('joke-service')],
-      ['/tool-services/idle-service', { id: 'idle-service', 'request-queue': 'non-persistent://tg/request/idle', 'response-queue': 'non-persistent://tg/response/idle' }],
+      [
+        '/tool-services/idle-service',
+        { id: 'idle-service', 'request-queue': 'non-persistent://tg/request/idle', 'response-queue': 'non-persistent://tg/response/idle' },
+      ],
       ['/tools/tell-joke', seed('tell-joke')],
       ['/tools/calculator', seed('calculator')],
     ] as const) {

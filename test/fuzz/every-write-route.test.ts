@@ -22,7 +22,18 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
-import { applyMutation, expectCleanAnswer, fuzzParams, GATEWAY_STATUSES, mutationOf, pathsOf, seedJson, Wide, type Mutation, type MutationOp } from './fuzz-support.js';
+import {
+  applyMutation,
+  expectCleanAnswer,
+  fuzzParams,
+  GATEWAY_STATUSES,
+  mutationOf,
+  pathsOf,
+  seedJson,
+  Wide,
+  type Mutation,
+  type MutationOp,
+} from './fuzz-support.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -50,26 +61,38 @@ const WRITE_METHODS = new Set(['post', 'put', 'delete', 'patch']);
 
 /** The write routes of the document the app serves. */
 async function writeRoutes(t: TestApp): Promise<WriteRoute[]> {
-  const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json<{ paths: Record<string, Record<string, { operationId: string; requestBody?: unknown }>> }>();
+  const doc = (await t.app.inject({ method: 'GET', url: '/openapi.json' })).json<{
+    paths: Record<string, Record<string, { operationId: string; requestBody?: unknown }>>;
+  }>();
   return Object.entries(doc.paths).flatMap(([path, operations]) =>
     Object.entries(operations)
       .filter(([method]) => WRITE_METHODS.has(method))
-      .map(([method, op]) => ({ method: method.toUpperCase() as WriteRoute['method'], path, operationId: op.operationId, takesBody: op.requestBody !== undefined })),
+      .map(([method, op]) => ({
+        method: method.toUpperCase() as WriteRoute['method'],
+        path,
+        operationId: op.operationId,
+        takesBody: op.requestBody !== undefined,
+      })),
   );
 }
 
 const urlOf = (route: WriteRoute, example: Example | undefined) =>
-  route.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(example?.params?.[name] ?? 'fuzz-target')) + (example?.query === undefined ? '' : `?${example.query}`);
+  route.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(example?.params?.[name] ?? 'fuzz-target')) +
+  (example?.query === undefined ? '' : `?${example.query}`);
 
 /** The value at `path` in `value`. */
 const valueAt = (value: Json, path: readonly (string | number)[]): Json | undefined =>
-  path.reduce<Json | undefined>((node, seg) => (node !== null && typeof node === 'object' ? (node as Record<string, Json>)[seg] : undefined), value);
+  path.reduce<Json | undefined>(
+    (node, seg) => (node !== null && typeof node === 'object' ? (node as Record<string, Json>)[seg] : undefined),
+    value,
+  );
 
 /** Only calls of a tool may fail at the tool (see the top of this file). */
 const gatewayOf = (route: WriteRoute): ReadonlySet<number> => (route.operationId === 'invokeTool' ? GATEWAY_STATUSES : new Set());
 
 /** What V8 and Node say of a bug, which no answer should repeat. */
-const ENGINE_ERRORS = /Maximum call stack size exceeded|Cannot read properties of|is not a function|is not iterable|Cannot convert .* to primitive|Invalid URL|Invalid array length|out of memory/;
+const ENGINE_ERRORS =
+  /Maximum call stack size exceeded|Cannot read properties of|is not a function|is not iterable|Cannot convert .* to primitive|Invalid URL|Invalid array length|out of memory/;
 
 /** The `data` of every server-sent event in `body`. */
 const eventData = (body: string) => [...body.matchAll(/^data: ?(.*)$/gm)].map((m) => m[1] ?? '');
@@ -115,7 +138,8 @@ function expectCleanWrite(route: WriteRoute, res: { statusCode: number; headers:
     }
     expect(event.type, `no RUN_ERROR: ${where}`).not.toBe('RUN_ERROR');
     // invoke's `error` event is a problem: the tool's gateway failures, or a 4xx (too big an answer).
-    if (typeof event.status === 'number') expect(event.status < 500 || gateway.has(event.status), `a problem event of a 4xx or gateway status: ${where}`).toBe(true);
+    if (typeof event.status === 'number')
+      expect(event.status < 500 || gateway.has(event.status), `a problem event of a 4xx or gateway status: ${where}`).toBe(true);
   }
 }
 
@@ -123,7 +147,15 @@ function expectCleanWrite(route: WriteRoute, res: { statusCode: number; headers:
 // the cases
 
 /** Content types a JSON body may be declared with, and the registry should take. */
-const JSON_TYPES = ['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/json; charset="utf-8"', 'Application/JSON', 'application/json ; charset=utf8', 'application/json; foo=bar'];
+const JSON_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json;charset=UTF-8',
+  'application/json; charset="utf-8"',
+  'Application/JSON',
+  'application/json ; charset=utf8',
+  'application/json; foo=bar',
+];
 
 /** Content types the registry should refuse (415) or treat as no JSON. */
 const OTHER_TYPES = [
@@ -190,7 +222,18 @@ const jsonText: fc.Arbitrary<string> = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
   fc.integer({ min: 100, max: 20_000 }).map((n) => `${'['.repeat(n)}${']'.repeat(n)}`),
   fc.integer({ min: 100, max: 5_000 }).map((n) => `{"a":${'{"a":'.repeat(n)}1${'}'.repeat(n)}}`),
-  fc.constantFrom('{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}', '{"a":1,"a":2}', '{', '', 'null', '"x"', '1e999', '\ufeff{}', '{"type":"tool-service"}'),
+  fc.constantFrom(
+    '{"__proto__":{"x":1}}',
+    '{"constructor":{"prototype":{}}}',
+    '{"a":1,"a":2}',
+    '{',
+    '',
+    'null',
+    '"x"',
+    '1e999',
+    '\ufeff{}',
+    '{"type":"tool-service"}',
+  ),
 );
 
 /**
@@ -216,7 +259,9 @@ const damaged = (text: string) =>
   fc.oneof(
     fc.integer({ min: 0, max: Math.max(0, text.length - 1) }).map((n) => text.slice(0, n)),
     fc.string({ maxLength: 8 }).map((tail) => `${text}${tail === '' ? 'x' : tail}`),
-    fc.integer({ min: 0, max: Math.max(0, text.length - 1) }).map((n) => Buffer.concat([Buffer.from(text.slice(0, n)), Buffer.from([0xff, 0xc0]), Buffer.from(text.slice(n))])),
+    fc
+      .integer({ min: 0, max: Math.max(0, text.length - 1) })
+      .map((n) => Buffer.concat([Buffer.from(text.slice(0, n)), Buffer.from([0xff, 0xc0]), Buffer.from(text.slice(n))])),
   );
 
 /** A body for the framing cases: none, not JSON, bytes that are not UTF-8, any JSON value, or the example damaged. */
@@ -260,7 +305,8 @@ interface Answer {
  * does: every later request with that id on the session would be a 409.
  */
 async function request(method: string, url: string, headers: Record<string, string>, payload?: string | Buffer): Promise<Answer> {
-  if (!url.startsWith('/mcp?') && url !== '/mcp') return t.app.inject({ method: method as 'POST', url, headers, ...(payload !== undefined && { payload }) });
+  if (!url.startsWith('/mcp?') && url !== '/mcp')
+    return t.app.inject({ method: method as 'POST', url, headers, ...(payload !== undefined && { payload }) });
   return new Promise((resolve, reject) => {
     // Content-Length always: Node sends a DELETE's body without one, which a server cannot frame.
     const length = payload === undefined ? {} : { 'content-length': String(Buffer.byteLength(payload)) };
@@ -278,7 +324,12 @@ async function request(method: string, url: string, headers: Record<string, stri
 
 /** A setup write, which must succeed. */
 async function write(method: string, url: string, headers: Record<string, string>, payload?: Json) {
-  const res = await request(method, url, { ...headers, 'content-type': 'application/json' }, payload === undefined ? undefined : JSON.stringify(payload));
+  const res = await request(
+    method,
+    url,
+    { ...headers, 'content-type': 'application/json' },
+    payload === undefined ? undefined : JSON.stringify(payload),
+  );
   if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
   return res;
 }
@@ -286,11 +337,25 @@ async function write(method: string, url: string, headers: Record<string, string
 /** Opens an MCP session for `headers`' caller and returns its id. */
 async function mcpSession(headers: Record<string, string>): Promise<string> {
   const accept = { ...headers, accept: 'application/json, text/event-stream' };
-  const init = await write('POST', '/mcp', accept, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } } });
+  const init = await write('POST', '/mcp', accept, {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } },
+  });
   const id = String(init.headers['mcp-session-id']);
-  const result = (JSON.parse(String(init.headers['content-type']).includes('event-stream') ? (eventData(init.body)[0] ?? '') : init.body) as { result: { protocolVersion: string } }).result;
+  const result = (
+    JSON.parse(String(init.headers['content-type']).includes('event-stream') ? (eventData(init.body)[0] ?? '') : init.body) as {
+      result: { protocolVersion: string };
+    }
+  ).result;
   mcpProtocol = result.protocolVersion;
-  await write('POST', '/mcp', { ...accept, 'mcp-session-id': id, 'mcp-protocol-version': mcpProtocol }, { jsonrpc: '2.0', method: 'notifications/initialized' });
+  await write(
+    'POST',
+    '/mcp',
+    { ...accept, 'mcp-session-id': id, 'mcp-protocol-version': mcpProtocol },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+  );
   return id;
 }
 
@@ -304,14 +369,22 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => toolHost.listen(0, '127.0.0.1', resolve));
   const port = (toolHost.address() as AddressInfo).port;
   upstream = await startMcpUpstream({
-    tools: [{ tool: { name: 'echo', description: 'echoes', inputSchema: { type: 'object' } }, handler: (args) => ({ content: [{ type: 'text', text: JSON.stringify(args) }] }) }],
+    tools: [
+      {
+        tool: { name: 'echo', description: 'echoes', inputSchema: { type: 'object' } },
+        handler: (args) => ({ content: [{ type: 'text', text: JSON.stringify(args) }] }),
+      },
+    ],
   });
 
   // In memory: an accepted import on a database file starts the bulk-write worker, which under
   // vitest's TypeScript loader takes 250 to 400 ms (measured, 6 imports of one service), and a
   // run makes dozens. What a body can do is decided before the store is reached. BODY_LIMIT is
   // its default (1 MiB), so that wide and long values get past it.
-  t = await createTestApp({ DATABASE_PATH: ':memory:', RATE_LIMIT_MAX: '0', TOOL_CALL_TIMEOUT_MS: '1000' }, { keepLogs: process.env['FUZZ_LOGS'] === '1' });
+  t = await createTestApp(
+    { DATABASE_PATH: ':memory:', RATE_LIMIT_MAX: '0', TOOL_CALL_TIMEOUT_MS: '1000' },
+    { keepLogs: process.env['FUZZ_LOGS'] === '1' },
+  );
   admin = bearer(t.token(['registry:write'], { sub: 'fuzz-admin' }));
   await t.app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
@@ -323,7 +396,10 @@ beforeAll(async () => {
     port,
     description: 'echoes its arguments',
     scopes: [],
-    parameters: { text: { type: 'string', description: 'what to echo', required: false, enum: ['hi', 'ho'], default: 'hi' }, n: { type: 'array', required: false, items: { type: 'integer' } } },
+    parameters: {
+      text: { type: 'string', description: 'what to echo', required: false, enum: ['hi', 'ho'], default: 'hi' },
+      n: { type: 'array', required: false, items: { type: 'integer' } },
+    },
     returns: 'the arguments',
     timeoutMs: 1000,
     forwardAuthorization: false,
@@ -334,12 +410,34 @@ beforeAll(async () => {
     host: '127.0.0.1',
     port,
     description: 'takes a JSON Schema',
-    inputSchema: { type: 'object', properties: { q: { type: 'string', maxLength: 10, pattern: '^[a-z]+$' }, n: { type: 'integer', minimum: 0 } }, required: ['q'], additionalProperties: false },
+    inputSchema: {
+      type: 'object',
+      properties: { q: { type: 'string', maxLength: 10, pattern: '^[a-z]+$' }, n: { type: 'integer', minimum: 0 } },
+      required: ['q'],
+      additionalProperties: false,
+    },
     outputSchema: { type: 'object', properties: { q: { type: 'string' } } },
   };
-  const service: Json = { id: 'fuzz-service', 'request-queue': 'non-persistent://tg/request/fuzz', 'response-queue': 'request:tg:fuzz-answers', 'config-params': [{ name: 'style', required: false }, 'mood'] };
-  const mcpServer = (prefix: string): Json => ({ url: upstream.url, prefix, scopes: [], toolScopes: { echo: ['up:admin'] }, refreshIntervalS: 60, timeoutMs: 1000, credential: { bearer: 'fuzz-secret' } });
-  const mcpHeaders = (session: string) => ({ accept: 'application/json, text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': mcpProtocol });
+  const service: Json = {
+    id: 'fuzz-service',
+    'request-queue': 'non-persistent://tg/request/fuzz',
+    'response-queue': 'request:tg:fuzz-answers',
+    'config-params': [{ name: 'style', required: false }, 'mood'],
+  };
+  const mcpServer = (prefix: string): Json => ({
+    url: upstream.url,
+    prefix,
+    scopes: [],
+    toolScopes: { echo: ['up:admin'] },
+    refreshIntervalS: 60,
+    timeoutMs: 1000,
+    credential: { bearer: 'fuzz-secret' },
+  });
+  const mcpHeaders = (session: string) => ({
+    accept: 'application/json, text/event-stream',
+    'mcp-session-id': session,
+    'mcp-protocol-version': mcpProtocol,
+  });
 
   // What the DELETE examples delete, the first time.
   await write('POST', '/tools/register', admin, httpTool('fuzz_doomed'));
@@ -372,7 +470,11 @@ beforeAll(async () => {
           runId: 'run-1',
           messages: [
             { id: 'm1', role: 'user', content: 'echo hi' },
-            { id: 'm2', role: 'assistant', toolCalls: [{ id: 'call-1', type: 'function', function: { name: 'echo', arguments: '{"text":"hi"}' } }] },
+            {
+              id: 'm2',
+              role: 'assistant',
+              toolCalls: [{ id: 'call-1', type: 'function', function: { name: 'echo', arguments: '{"text":"hi"}' } }],
+            },
           ],
           tools: [],
           context: [],
@@ -381,21 +483,51 @@ beforeAll(async () => {
       },
     ],
     mcpPost: [
-      { headers: { ...opener, accept: 'application/json, text/event-stream' }, body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } } } },
-      { headers: { ...caller, ...mcpHeaders(calling) }, body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } } },
+      {
+        headers: { ...opener, accept: 'application/json, text/event-stream' },
+        body: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fuzz', version: '1' } },
+        },
+      },
+      {
+        headers: { ...caller, ...mcpHeaders(calling) },
+        body: { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'hi' } } },
+      },
     ],
     mcpEndSession: [{ headers: { ...opener, ...mcpHeaders(closing) } }],
-    putToolService: [{ params: { id: 'fuzz-service' }, body: service }, { params: { id: 'fuzz-topic' }, body: { id: 'fuzz-topic', topic: 'fuzz', 'config-params': ['style'] } }],
+    putToolService: [
+      { params: { id: 'fuzz-service' }, body: service },
+      { params: { id: 'fuzz-topic' }, body: { id: 'fuzz-topic', topic: 'fuzz', 'config-params': ['style'] } },
+    ],
     deleteToolService: [{ params: { id: 'fuzz-doomed' } }],
     putMcpServer: [{ params: { id: 'fuzz-upstream' }, body: mcpServer('up_') }],
     deleteMcpServer: [{ params: { id: 'fuzz-doomed' } }],
     importBundle: [
-      { body: { 'tool-services': [{ id: 'fuzz-import', topic: 'imported', 'config-params': ['style'] }], tools: [{ name: 'fuzz_imported', endpoint: '/echo', description: 'imported' }, { ...(busTool('fuzz-imported-joke') as Record<string, Json>), service: 'fuzz-import' }] } },
+      {
+        body: {
+          'tool-services': [{ id: 'fuzz-import', topic: 'imported', 'config-params': ['style'] }],
+          tools: [
+            { name: 'fuzz_imported', endpoint: '/echo', description: 'imported' },
+            { ...(busTool('fuzz-imported-joke') as Record<string, Json>), service: 'fuzz-import' },
+          ],
+        },
+      },
       {
         body: {
           config: {
             'tool-service': { 'fuzz-tg': JSON.stringify({ id: 'fuzz-tg', topic: 'tg', 'config-params': [] }) },
-            tool: { 'fuzz-tg-joke': JSON.stringify({ type: 'tool-service', name: 'fuzz-tg-joke', description: 'a joke', service: 'fuzz-tg', arguments: [] }) },
+            tool: {
+              'fuzz-tg-joke': JSON.stringify({
+                type: 'tool-service',
+                name: 'fuzz-tg-joke',
+                description: 'a joke',
+                service: 'fuzz-tg',
+                arguments: [],
+              }),
+            },
           },
         },
       },
@@ -412,7 +544,12 @@ afterAll(async () => {
 });
 
 /** Sends `payload` (none when undefined) to the route as its example would, with `contentType` (none when undefined). */
-async function send(route: WriteRoute, example: Example | undefined, payload: string | Buffer | undefined, contentType: string | undefined) {
+async function send(
+  route: WriteRoute,
+  example: Example | undefined,
+  payload: string | Buffer | undefined,
+  contentType: string | undefined,
+) {
   const headers: Record<string, string> = { ...admin, ...example?.headers };
   if (contentType !== undefined) headers['content-type'] = contentType;
   const res = await request(route.method, urlOf(route, example), headers, payload);
@@ -444,20 +581,39 @@ describe('fuzz: every write route (issue 28)', () => {
     // As many write methods as Fastify's own route table has (a route left out of the document
     // would be left out of every case below).
     const table = t.app.printRoutes({ commonPrefix: false });
-    const methods = [...table.matchAll(/\(([^)]*)\)/g)].flatMap((m) => (m[1] ?? '').split(', ')).filter((method) => WRITE_METHODS.has(method.toLowerCase()));
+    const methods = [...table.matchAll(/\(([^)]*)\)/g)]
+      .flatMap((m) => (m[1] ?? '').split(', '))
+      .filter((method) => WRITE_METHODS.has(method.toLowerCase()));
     // Left out of the document on purpose: POST /register exists only without an authorization
     // server, and only refuses (RFC 7591's error form, saying how to get a token); fuzzed below.
     expect(routes).toHaveLength(methods.length - HIDDEN_WRITE_ROUTES.length);
     expect(routes.length).toBeGreaterThanOrEqual(12);
     // A new write route fails here until it is given an example: then every case below covers it.
     expect(routes.map((r) => r.operationId).sort()).toEqual([...examples.keys()].sort());
-    for (const route of routes) if (route.takesBody) expect(examplesOf(route).some((e) => e.body !== undefined), `${route.operationId} has an example with a body`).toBe(true);
+    for (const route of routes)
+      if (route.takesBody)
+        expect(
+          examplesOf(route).some((e) => e.body !== undefined),
+          `${route.operationId} has an example with a body`,
+        ).toBe(true);
   });
 
   it('answers the hidden write routes with a clean 4xx, whatever the body', async () => {
     for (const url of HIDDEN_WRITE_ROUTES) {
-      for (const [payload, contentType] of [[undefined, undefined], ['', 'application/json'], ['{', 'application/json'], ['{"client_name":"x","redirect_uris":["http://127.0.0.1/cb"]}', 'application/json'], ['a=b', 'application/x-www-form-urlencoded'], ['[1,2]', 'text/plain']] as const) {
-        const res = await t.app.inject({ method: 'POST', url, ...(payload !== undefined && { payload }), headers: contentType === undefined ? {} : { 'content-type': contentType } });
+      for (const [payload, contentType] of [
+        [undefined, undefined],
+        ['', 'application/json'],
+        ['{', 'application/json'],
+        ['{"client_name":"x","redirect_uris":["http://127.0.0.1/cb"]}', 'application/json'],
+        ['a=b', 'application/x-www-form-urlencoded'],
+        ['[1,2]', 'text/plain'],
+      ] as const) {
+        const res = await t.app.inject({
+          method: 'POST',
+          url,
+          ...(payload !== undefined && { payload }),
+          headers: contentType === undefined ? {} : { 'content-type': contentType },
+        });
         expect(res.statusCode, `POST ${url} ${contentType ?? '(no type)'}: ${res.body.slice(0, 300)}`).toBeGreaterThanOrEqual(400);
         expect(res.statusCode).toBeLessThan(500);
       }
@@ -467,20 +623,28 @@ describe('fuzz: every write route (issue 28)', () => {
   it('accepts every example as it is', async () => {
     for (const route of routes) {
       for (const example of examplesOf(route)) {
-        const res = await send(route, example, example.body === undefined ? undefined : JSON.stringify(example.body), example.body === undefined ? undefined : 'application/json');
+        const res = await send(
+          route,
+          example,
+          example.body === undefined ? undefined : JSON.stringify(example.body),
+          example.body === undefined ? undefined : 'application/json',
+        );
         expect(res.statusCode, `${route.method} ${urlOf(route, example)}: ${res.body.slice(0, 400)}`).toBeLessThan(300);
       }
     }
   });
 
   it('answers a missing, empty or non-JSON body, under no, a JSON or a wrong content type, with 2xx or a clean 4xx', async () => {
-    const framing = fc.constantFrom(...routes).chain((route) =>
-      fc.record({
-        route: fc.constant(route),
-        example: fc.constantFrom(undefined, ...examplesOf(route)),
-        contentType: fc.oneof(fc.constant(undefined), fc.constantFrom(...JSON_TYPES), fc.constantFrom(...OTHER_TYPES)),
-      }),
-    ).chain((c) => bodyFor(c.example).map((payload) => ({ ...c, payload })));
+    const framing = fc
+      .constantFrom(...routes)
+      .chain((route) =>
+        fc.record({
+          route: fc.constant(route),
+          example: fc.constantFrom(undefined, ...examplesOf(route)),
+          contentType: fc.oneof(fc.constant(undefined), fc.constantFrom(...JSON_TYPES), fc.constantFrom(...OTHER_TYPES)),
+        }),
+      )
+      .chain((c) => bodyFor(c.example).map((payload) => ({ ...c, payload })));
     await fc.assert(
       fc.asyncProperty(framing, async ({ route, example, contentType, payload }) => {
         await send(route, example, payload, contentType);
@@ -490,7 +654,9 @@ describe('fuzz: every write route (issue 28)', () => {
   });
 
   it('answers a valid body with one field replaced by any JSON value, dropped, renamed, repeated or joined by another key, with 2xx or a clean 4xx', async () => {
-    const cases = routes.flatMap((route) => examplesOf(route).flatMap((example) => (example.body === undefined ? [] : [{ route, example, body: example.body }])));
+    const cases = routes.flatMap((route) =>
+      examplesOf(route).flatMap((example) => (example.body === undefined ? [] : [{ route, example, body: example.body }])),
+    );
     const mutated = fc.constantFrom(...cases).chain((c) => changeOf(c.body).map((mutation) => ({ ...c, mutation })));
     await fc.assert(
       fc.asyncProperty(mutated, async ({ route, example, body, mutation }) => {
@@ -508,7 +674,10 @@ describe('fuzz: every write route (issue 28)', () => {
           ? []
           : [
               pathsOf(body).flatMap((path) => {
-                const changes: Mutation[] = [...FIELD_VALUES.map((value) => ({ op: 'replace' as const, path, key: '', value })), { op: 'remove', path, key: '', value: null }];
+                const changes: Mutation[] = [
+                  ...FIELD_VALUES.map((value) => ({ op: 'replace' as const, path, key: '', value })),
+                  { op: 'remove', path, key: '', value: null },
+                ];
                 if (typeof valueAt(body, path) === 'object') changes.push({ op: 'add-key', path, key: 'fuzz-unknown', value: 'x' });
                 return changes.map((change) => ({ route, example, body, change }));
               }),

@@ -21,7 +21,8 @@ const envNumber = (name: string): number | undefined => {
 };
 
 /** Long runs of one character (huge strings, deep nesting) shortened, so a report stays readable. */
-const abbreviate = (text: string): string => text.replace(/(.)\1{31,}/gsu, (run, c: string) => `${c.repeat(3)}…[${c} ×${[...run].length}]…`);
+const abbreviate = (text: string): string =>
+  text.replace(/(.)\1{31,}/gsu, (run, c: string) => `${c.repeat(3)}…[${c} ×${[...run].length}]…`);
 
 /** fast-check settings for one property: `runs` by default, seeded, replayable. */
 export function fuzzParams<T>(runs: number): fc.Parameters<T> {
@@ -42,7 +43,16 @@ export function fuzzParams<T>(runs: number): fc.Parameters<T> {
 }
 
 const SERVICES = ['joke-service', 'custom-rag'] as const;
-const TOOLS = ['calculator', 'database_query', 'file_reader', 'simulation_data', 'weather_forecast', 'tell-joke', 'query-customers', 'query-products'] as const;
+const TOOLS = [
+  'calculator',
+  'database_query',
+  'file_reader',
+  'simulation_data',
+  'weather_forecast',
+  'tell-joke',
+  'query-customers',
+  'query-products',
+] as const;
 
 export interface FuzzApp extends TestApp {
   admin: Record<string, string>;
@@ -118,7 +128,6 @@ export async function state(t: FuzzApp): Promise<State> {
   };
 }
 
-
 /** The gateway errors a tool call may answer with (README, "Limits and failures"). */
 export const GATEWAY_STATUSES = new Set([502, 503, 504]);
 
@@ -126,7 +135,10 @@ export const GATEWAY_STATUSES = new Set([502, 503, 504]);
  * The answer is 2xx/3xx/4xx (or one of `gateway`), never a 500, and every error is a problem
  * document with `type, title, status, detail, code` and no stack trace.
  */
-export function expectCleanAnswer(res: { statusCode: number; headers: Record<string, unknown>; body: string }, gateway: ReadonlySet<number> = new Set()): void {
+export function expectCleanAnswer(
+  res: { statusCode: number; headers: Record<string, unknown>; body: string },
+  gateway: ReadonlySet<number> = new Set(),
+): void {
   const status = res.statusCode;
   const where = `${status} ${abbreviate(res.body).slice(0, 600)}`;
   expect(status < 500 || gateway.has(status), `no 5xx but the documented ones: ${where}`).toBe(true);
@@ -167,7 +179,22 @@ export const PROTOTYPE_NAMES = [
   '__lookupSetter__',
 ] as const;
 
-const CONTROL = ['\u0000', '\u0007', '\b', '\t', '\n', '\r', '\u001b[31m', '\u001b]0;owned\u0007', '\u007f', '\u0085', '\u2028', '\u202e', '\ufeff', '\ud800'];
+const CONTROL = [
+  '\u0000',
+  '\u0007',
+  '\b',
+  '\t',
+  '\n',
+  '\r',
+  '\u001b[31m',
+  '\u001b]0;owned\u0007',
+  '\u007f',
+  '\u0085',
+  '\u2028',
+  '\u202e',
+  '\ufeff',
+  '\ud800',
+];
 
 export const controlString = fc
   .array(fc.oneof(fc.constantFrom(...CONTROL), fc.string({ maxLength: 4 })), { minLength: 1, maxLength: 6 })
@@ -226,8 +253,24 @@ export const nastyString: fc.Arbitrary<string | Huge> = fc.oneof(
   controlString,
   fc.string({ unit: 'grapheme', maxLength: 20 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
-  fc.constantFrom('', ' ', 'a b', '../../etc/passwd', '%00', '%zz', '${x}', '{{x}}', "'; DROP TABLE tools; --", 'null', 'NaN', '-1', '1e999'),
-  fc.record({ unit: fc.constantFrom('x', 'é', '😀', '\u0000', 'a '), times: fc.integer({ min: 200, max: 40_000 }) }).map(({ unit, times }) => new Huge(unit, times)),
+  fc.constantFrom(
+    '',
+    ' ',
+    'a b',
+    '../../etc/passwd',
+    '%00',
+    '%zz',
+    '${x}',
+    '{{x}}',
+    "'; DROP TABLE tools; --",
+    'null',
+    'NaN',
+    '-1',
+    '1e999',
+  ),
+  fc
+    .record({ unit: fc.constantFrom('x', 'é', '😀', '\u0000', 'a '), times: fc.integer({ min: 200, max: 40_000 }) })
+    .map(({ unit, times }) => new Huge(unit, times)),
 );
 
 /** A value of any JSON type that a validator might not expect. */
@@ -240,14 +283,22 @@ export const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
   {
     // Shallow and very deep (the issue's 1,000 to 1,500 levels and beyond) both, not only what integer bias favours.
     arbitrary: fc
-      .record({ depth: fc.oneof(fc.integer({ min: 1, max: 200 }), fc.integer({ min: 900, max: 3000 })), kind: fc.constantFrom<'object' | 'array'>('object', 'array') })
+      .record({
+        depth: fc.oneof(fc.integer({ min: 1, max: 200 }), fc.integer({ min: 900, max: 3000 })),
+        kind: fc.constantFrom<'object' | 'array'>('object', 'array'),
+      })
       .map(({ depth, kind }) => new Nested(depth, kind)),
     weight: 2,
   },
 );
 
 /** A key a descriptor might carry: a known field, a prototype name or anything. */
-const nastyKey: fc.Arbitrary<string> = fc.oneof(fc.constantFrom(...PROTOTYPE_NAMES), fc.string({ maxLength: 12 }), controlString, fc.constantFrom('name', 'type', 'scopes', 'service', 'id', 'style', 'collection'));
+const nastyKey: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom(...PROTOTYPE_NAMES),
+  fc.string({ maxLength: 12 }),
+  controlString,
+  fc.constantFrom('name', 'type', 'scopes', 'service', 'id', 'style', 'collection'),
+);
 
 // ---------------------------------------------------------------------------------------------
 // near-valid descriptors: a seed descriptor with one field changed
@@ -369,9 +420,47 @@ export const queryValue: fc.Arbitrary<string> = fc.oneof(
   fc.string().map(encode),
   controlString.map(encode),
   fc.constantFrom(...PROTOTYPE_NAMES),
-  fc.constantFrom('', '0', '1', '-1', '1.5', '1e3', '0x10', ' 1', '999999999999999', '9999999999999999999999', 'NaN', 'Infinity', 'true', '[]', '{}'),
-  fc.constantFrom('2020-01-01T00:00:00Z', '2020-01-01T00:00:00+01:00', '2020-01-01', '2020-13-45T99:99:99Z', '0000-00-00T00:00:00Z', '%2B', '%', '%zz', '%00', 'a%20b'),
-  fc.constantFrom('calculator:use', 'weather:read', 'registry:write', 'tool.put', 'ok', 'denied', 'invalid', 'error', 'fuzz-admin', 'calculator'),
+  fc.constantFrom(
+    '',
+    '0',
+    '1',
+    '-1',
+    '1.5',
+    '1e3',
+    '0x10',
+    ' 1',
+    '999999999999999',
+    '9999999999999999999999',
+    'NaN',
+    'Infinity',
+    'true',
+    '[]',
+    '{}',
+  ),
+  fc.constantFrom(
+    '2020-01-01T00:00:00Z',
+    '2020-01-01T00:00:00+01:00',
+    '2020-01-01',
+    '2020-13-45T99:99:99Z',
+    '0000-00-00T00:00:00Z',
+    '%2B',
+    '%',
+    '%zz',
+    '%00',
+    'a%20b',
+  ),
+  fc.constantFrom(
+    'calculator:use',
+    'weather:read',
+    'registry:write',
+    'tool.put',
+    'ok',
+    'denied',
+    'invalid',
+    'error',
+    'fuzz-admin',
+    'calculator',
+  ),
   fc.integer({ min: 2000, max: 9000 }).map((n) => 'x'.repeat(n)),
   fc.base64String({ maxLength: 40 }).map(encode),
 );
@@ -379,9 +468,19 @@ export const queryValue: fc.Arbitrary<string> = fc.oneof(
 /** A query string made of `keys` (each possibly repeated) and a few unknown parameters. */
 export const queryString = (keys: readonly string[]): fc.Arbitrary<string> =>
   fc
-    .array(fc.tuple(fc.oneof({ arbitrary: fc.constantFrom(...keys), weight: 6 }, fc.constantFrom(...PROTOTYPE_NAMES), fc.string({ maxLength: 8 }).map(encode)), queryValue), {
-      maxLength: 5,
-    })
+    .array(
+      fc.tuple(
+        fc.oneof(
+          { arbitrary: fc.constantFrom(...keys), weight: 6 },
+          fc.constantFrom(...PROTOTYPE_NAMES),
+          fc.string({ maxLength: 8 }).map(encode),
+        ),
+        queryValue,
+      ),
+      {
+        maxLength: 5,
+      },
+    )
     .map((pairs) => pairs.map(([k, v]) => `${k}=${v}`).join('&'));
 
 /** Which caller sends a request. */

@@ -23,8 +23,18 @@ let t: FuzzApp;
 beforeAll(async () => {
   t = await seededApp();
   // A few refused and accepted writes, so the audit log has entries of every outcome to filter.
-  await t.app.inject({ method: 'POST', url: '/tools/register', headers: t.admin, payload: { name: 'bad name', endpoint: '/x', description: 'd' } });
-  await t.app.inject({ method: 'POST', url: '/tools/register', headers: t.planner, payload: { name: 'x', endpoint: '/x', description: 'd' } });
+  await t.app.inject({
+    method: 'POST',
+    url: '/tools/register',
+    headers: t.admin,
+    payload: { name: 'bad name', endpoint: '/x', description: 'd' },
+  });
+  await t.app.inject({
+    method: 'POST',
+    url: '/tools/register',
+    headers: t.planner,
+    payload: { name: 'x', endpoint: '/x', description: 'd' },
+  });
   await t.app.inject({ method: 'DELETE', url: '/tools/weather_forecast', headers: t.admin });
 });
 afterAll(() => t.close());
@@ -36,16 +46,30 @@ async function unchangedAround(run: () => Promise<void>): Promise<void> {
   expect(await state(t)).toEqual(before);
 }
 
-const IF_NONE_MATCH = fc.oneof(fc.constant(undefined), fc.constant('*'), fc.string({ maxLength: 40 }).map((s) => s.replace(/[^\x20-\x7e]/g, '')), fc.constantFrom('W/"x"', '"a", "b"', ',,,', 'W/'));
+const IF_NONE_MATCH = fc.oneof(
+  fc.constant(undefined),
+  fc.constant('*'),
+  fc.string({ maxLength: 40 }).map((s) => s.replace(/[^\x20-\x7e]/g, '')),
+  fc.constantFrom('W/"x"', '"a", "b"', ',,,', 'W/'),
+);
 
 describe('fuzz: read routes', () => {
   it('GET / answers any page, search and filter query (limit, cursor, q, scope, updated_since) with 200 or a clean 4xx', async () => {
     await unchangedAround(() =>
       fc.assert(
-        fc.asyncProperty(queryString(['limit', 'cursor', 'q', 'scope', 'updated_since']), callerKind, IF_NONE_MATCH, async (query, caller, inm) => {
-          const res = await t.app.inject({ method: 'GET', url: `/?${query}`, headers: { ...callerHeaders(t, caller), ...(inm !== undefined && { 'if-none-match': inm }) } });
-          expectCleanAnswer(res);
-        }),
+        fc.asyncProperty(
+          queryString(['limit', 'cursor', 'q', 'scope', 'updated_since']),
+          callerKind,
+          IF_NONE_MATCH,
+          async (query, caller, inm) => {
+            const res = await t.app.inject({
+              method: 'GET',
+              url: `/?${query}`,
+              headers: { ...callerHeaders(t, caller), ...(inm !== undefined && { 'if-none-match': inm }) },
+            });
+            expectCleanAnswer(res);
+          },
+        ),
         fuzzParams(250),
       ),
     );
@@ -67,7 +91,11 @@ describe('fuzz: read routes', () => {
 
   it('GET / answers blocking queries (index, wait) with 200/304 or a clean 4xx, and never holds past its wait', async () => {
     const index = fc.oneof(fc.constant(undefined), queryValue, fc.nat({ max: 40 }).map(String), fc.constantFrom('999999999999999', '0'));
-    const wait = fc.oneof(fc.constant(undefined), queryValue, fc.constantFrom('0', '0ms', '1ms', '5ms', '1s', '10m', '11m', '9999999h', '1d', '-1s', '1.5s', ' 1s'));
+    const wait = fc.oneof(
+      fc.constant(undefined),
+      queryValue,
+      fc.constantFrom('0', '0ms', '1ms', '5ms', '1s', '10m', '11m', '9999999h', '1d', '-1s', '1.5s', ' 1s'),
+    );
     await fc.assert(
       fc.asyncProperty(index, wait, callerKind, async (i, w, caller) => {
         // A valid index the view has not passed is held until `wait`: bound it at 20 ms so a run stays cheap.
@@ -92,7 +120,16 @@ describe('fuzz: read routes', () => {
       fc.string({ maxLength: 60 }),
       fc.string({ maxLength: 40 }).map((s) => `Bearer ${s}`),
       controlString.map((s) => `Bearer ${s}`),
-      fc.constantFrom('Bearer', 'Bearer ', 'bearer x.y.z', 'Basic Zm9vOmJhcg==', 'Bearer a.b', 'Bearer eyJhbGciOiJub25lIn0.e30.', 'Bearer  two  spaces', 'Bearer x.y.z, Bearer a.b.c'),
+      fc.constantFrom(
+        'Bearer',
+        'Bearer ',
+        'bearer x.y.z',
+        'Basic Zm9vOmJhcg==',
+        'Bearer a.b',
+        'Bearer eyJhbGciOiJub25lIn0.e30.',
+        'Bearer  two  spaces',
+        'Bearer x.y.z, Bearer a.b.c',
+      ),
     );
     await fc.assert(
       fc.asyncProperty(authorization, async (value) => {
@@ -119,20 +156,29 @@ describe('fuzz: read routes', () => {
 
   it('GET /audit answers any filter (limit, cursor, sub, action, outcome, target, since, until) with 200 or a clean 4xx', async () => {
     await fc.assert(
-      fc.asyncProperty(queryString(['limit', 'cursor', 'sub', 'action', 'outcome', 'target', 'since', 'until']), callerKind, async (query, caller) => {
-        const res = await t.app.inject({ method: 'GET', url: `/audit?${query}`, headers: callerHeaders(t, caller) });
-        expectCleanAnswer(res);
-      }),
+      fc.asyncProperty(
+        queryString(['limit', 'cursor', 'sub', 'action', 'outcome', 'target', 'since', 'until']),
+        callerKind,
+        async (query, caller) => {
+          const res = await t.app.inject({ method: 'GET', url: `/audit?${query}`, headers: callerHeaders(t, caller) });
+          expectCleanAnswer(res);
+        },
+      ),
       fuzzParams(200),
     );
   });
 
   it('GET /stats, /export and /tool-services answer any query with 200 or a clean 4xx', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('/stats', '/export', '/tool-services', '/tool-services/joke-service'), queryString(['since', 'limit']), callerKind, async (path, query, caller) => {
-        const res = await t.app.inject({ method: 'GET', url: `${path}?${query}`, headers: callerHeaders(t, caller) });
-        expectCleanAnswer(res);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('/stats', '/export', '/tool-services', '/tool-services/joke-service'),
+        queryString(['since', 'limit']),
+        callerKind,
+        async (path, query, caller) => {
+          const res = await t.app.inject({ method: 'GET', url: `${path}?${query}`, headers: callerHeaders(t, caller) });
+          expectCleanAnswer(res);
+        },
+      ),
       fuzzParams(100),
     );
   });

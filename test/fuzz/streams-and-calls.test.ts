@@ -8,7 +8,19 @@ import { request, createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callerHeaders, callerKind, expectCleanAnswer, fuzzParams, GATEWAY_STATUSES, pathName, queryString, queryValue, seededApp, state, type FuzzApp } from './fuzz-support.js';
+import {
+  callerHeaders,
+  callerKind,
+  expectCleanAnswer,
+  fuzzParams,
+  GATEWAY_STATUSES,
+  pathName,
+  queryString,
+  queryValue,
+  seededApp,
+  state,
+  type FuzzApp,
+} from './fuzz-support.js';
 
 let t: FuzzApp;
 let base: string;
@@ -32,7 +44,14 @@ beforeAll(async () => {
 
   t = await seededApp({ TOOL_CALL_TIMEOUT_MS: '500' });
   const tools = [
-    { name: 'echo', endpoint: '/echo', host: '127.0.0.1', port, description: 'echoes', parameters: { text: { type: 'string', required: false } } },
+    {
+      name: 'echo',
+      endpoint: '/echo',
+      host: '127.0.0.1',
+      port,
+      description: 'echoes',
+      parameters: { text: { type: 'string', required: false } },
+    },
     { name: 'echo_scoped', endpoint: '/echo', host: '127.0.0.1', port, description: 'echoes', scopes: ['calculator:use'] },
     // Nothing listens there: connection refused, a 502.
     { name: 'nowhere', endpoint: '/x', host: '127.0.0.1', port: 1, description: 'unreachable' },
@@ -85,13 +104,18 @@ describe('fuzz: change streams and calls', () => {
     const before = await state(t);
     const seen = new Set<number>();
     await fc.assert(
-      fc.asyncProperty(queryString(['since']), fc.option(headerValue, { nil: undefined }), callerKind, async (query, lastEventId, caller) => {
-        const headers = { ...callerHeaders(t, caller), ...(lastEventId !== undefined && { 'last-event-id': lastEventId }) };
-        const res = await openStream(`/changes?${query}`, headers);
-        seen.add(res.statusCode);
-        expectCleanAnswer(res);
-        if (res.statusCode === 200) expect(String(res.headers['content-type'])).toContain('text/event-stream');
-      }),
+      fc.asyncProperty(
+        queryString(['since']),
+        fc.option(headerValue, { nil: undefined }),
+        callerKind,
+        async (query, lastEventId, caller) => {
+          const headers = { ...callerHeaders(t, caller), ...(lastEventId !== undefined && { 'last-event-id': lastEventId }) };
+          const res = await openStream(`/changes?${query}`, headers);
+          seen.add(res.statusCode);
+          expectCleanAnswer(res);
+          if (res.statusCode === 200) expect(String(res.headers['content-type'])).toContain('text/event-stream');
+        },
+      ),
       fuzzParams(150),
     );
     // The generators reach both sides of the route.
@@ -100,21 +124,45 @@ describe('fuzz: change streams and calls', () => {
   });
 
   it('POST /tools/{name}/invoke answers any name, arguments, Accept and caller with 2xx, a clean 4xx or 502/503/504, and changes nothing', async () => {
-    const name = fc.oneof({ arbitrary: fc.constantFrom('echo', 'echo_scoped', 'nowhere', 'tell-joke', 'calculator', 'weather_forecast'), weight: 3 }, { arbitrary: pathName, weight: 1 });
+    const name = fc.oneof(
+      { arbitrary: fc.constantFrom('echo', 'echo_scoped', 'nowhere', 'tell-joke', 'calculator', 'weather_forecast'), weight: 3 },
+      { arbitrary: pathName, weight: 1 },
+    );
     const args = fc.oneof(
       fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
       fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }).map((v) => JSON.stringify(v)),
-      fc.constantFrom('{"text":"fail"}', '{"text":"redirect"}', '{"text":"garbage"}', '{"__proto__":{"x":1}}', '', '{', '[]', 'null', '"text"'),
+      fc.constantFrom(
+        '{"text":"fail"}',
+        '{"text":"redirect"}',
+        '{"text":"garbage"}',
+        '{"__proto__":{"x":1}}',
+        '',
+        '{',
+        '[]',
+        'null',
+        '"text"',
+      ),
       // Arguments that fit tell-joke's schema, so that some calls get past it to the missing bus (issue 12).
       { arbitrary: fc.constant('{"topic":"cats"}'), weight: 2 },
     );
-    const accept = fc.constantFrom(undefined, 'application/json', 'text/event-stream', 'text/event-stream, application/json', '*/*', 'text/html');
+    const accept = fc.constantFrom(
+      undefined,
+      'application/json',
+      'text/event-stream',
+      'text/event-stream, application/json',
+      '*/*',
+      'text/html',
+    );
     const contentType = fc.constantFrom('application/json', 'application/json', 'text/plain', undefined);
     const before = await state(t);
     const seen = new Set<number>();
     await fc.assert(
       fc.asyncProperty(name, args, accept, contentType, callerKind, async (tool, payload, acc, ct, caller) => {
-        const headers = { ...callerHeaders(t, caller), ...(acc !== undefined && { accept: acc }), ...(ct !== undefined && payload !== '' && { 'content-type': ct }) };
+        const headers = {
+          ...callerHeaders(t, caller),
+          ...(acc !== undefined && { accept: acc }),
+          ...(ct !== undefined && payload !== '' && { 'content-type': ct }),
+        };
         const res = await t.app.inject({ method: 'POST', url: `/tools/${tool}/invoke`, headers, ...(payload !== '' && { payload }) });
         seen.add(res.statusCode);
         expectCleanAnswer(res, GATEWAY_STATUSES);
@@ -122,7 +170,13 @@ describe('fuzz: change streams and calls', () => {
           // A stream that failed after it started ends with an `error` event in the problem shape.
           for (const match of res.body.matchAll(/^event: error\ndata: (.*)$/gm)) {
             const problem = JSON.parse(match[1] ?? '') as Record<string, unknown>;
-            expect(problem).toMatchObject({ type: expect.any(String), title: expect.any(String), status: expect.any(Number), detail: expect.any(String), code: expect.any(String) });
+            expect(problem).toMatchObject({
+              type: expect.any(String),
+              title: expect.any(String),
+              status: expect.any(Number),
+              detail: expect.any(String),
+              code: expect.any(String),
+            });
             expect([502, 503, 504, 413]).toContain(problem['status']);
           }
         }

@@ -24,7 +24,18 @@ import {
   type FuzzApp,
 } from './fuzz-support.js';
 
-const CONTENT_TYPES = ['application/json', 'application/json; charset=utf-8', 'application/JSON', 'application/json; charset=latin1', 'text/plain', 'application/x-www-form-urlencoded', 'application/merge-patch+json', '', 'application/json;;;', '*/*'];
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/JSON',
+  'application/json; charset=latin1',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'application/merge-patch+json',
+  '',
+  'application/json;;;',
+  '*/*',
+];
 
 let t: FuzzApp;
 beforeEach(async () => {
@@ -44,7 +55,8 @@ async function checkWrite(write: Write): Promise<number> {
   const before = await state(t);
   const res = await t.app.inject(write);
   expectCleanAnswer(res);
-  if (res.statusCode >= 400) expect(await state(t), `a refused write (${res.statusCode} ${res.body.slice(0, 300)}) changed nothing`).toEqual(before);
+  if (res.statusCode >= 400)
+    expect(await state(t), `a refused write (${res.statusCode} ${res.body.slice(0, 300)}) changed nothing`).toEqual(before);
   return res.statusCode;
 }
 
@@ -59,16 +71,35 @@ const writeTarget = fc.oneof(
 const anyBody = fc.oneof(
   { arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)), weight: 4 },
   { arbitrary: fc.string(), weight: 1 },
-  { arbitrary: fc.constantFrom('', '{', '{"name":', '[', 'nul', '{"a":1}{"b":2}', '\ufeff{}', '{"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"x":1}}}'), weight: 1 },
+  {
+    arbitrary: fc.constantFrom(
+      '',
+      '{',
+      '{"name":',
+      '[',
+      'nul',
+      '{"a":1}{"b":2}',
+      '\ufeff{}',
+      '{"__proto__":{"admin":true}}',
+      '{"constructor":{"prototype":{"x":1}}}',
+    ),
+    weight: 1,
+  },
 );
 
 describe('fuzz: write routes', () => {
   it('answer arbitrary JSON with 2xx or a clean 4xx, and refusals change nothing', async () => {
     await fc.assert(
-      fc.asyncProperty(writeTarget, anyBody, fc.constantFrom(...CONTENT_TYPES, 'application/json', 'application/json'), callerKind, async (target, payload, contentType, caller) => {
-        const headers = { ...callerHeaders(t, caller), ...(contentType !== '' && { 'content-type': contentType }) };
-        await checkWrite({ ...target, headers, payload });
-      }),
+      fc.asyncProperty(
+        writeTarget,
+        anyBody,
+        fc.constantFrom(...CONTENT_TYPES, 'application/json', 'application/json'),
+        callerKind,
+        async (target, payload, contentType, caller) => {
+          const headers = { ...callerHeaders(t, caller), ...(contentType !== '' && { 'content-type': contentType }) };
+          await checkWrite({ ...target, headers, payload });
+        },
+      ),
       fuzzParams(200),
     );
   });
@@ -84,22 +115,25 @@ describe('fuzz: write routes', () => {
         mutation: mutationOf(seedJson(name)),
       }),
     );
-    const service = fc.constantFrom(...services).chain((file) => fc.record({ route: fc.constant('service' as const), name: fc.constant(file), mutation: mutationOf(seedJson(file)) }));
+    const service = fc
+      .constantFrom(...services)
+      .chain((file) =>
+        fc.record({ route: fc.constant('service' as const), name: fc.constant(file), mutation: mutationOf(seedJson(file)) }),
+      );
     const imported = fc.record({ route: fc.constant('import' as const), name: fc.constant('bundle'), mutation: mutationOf(bundle) });
 
     // The spots that take free-form JSON (JSON Schema keywords of a parameter), where depth is
     // not stopped by a type check: a deep value added there, often.
-    const freeForm = fc
-      .record({
-        route: fc.constantFrom<'register' | 'put'>('register', 'put'),
-        name: fc.constant('calculator'),
-        mutation: fc.record({
-          op: fc.constant<MutationOp>('add-key'),
-          path: fc.constant<(string | number)[]>(['parameters', 'expression']),
-          key: fc.constantFrom<string>('default', 'enum', 'items', 'examples', 'properties', '__proto__', 'x-extra'),
-          value: nastyValue,
-        }),
-      });
+    const freeForm = fc.record({
+      route: fc.constantFrom<'register' | 'put'>('register', 'put'),
+      name: fc.constant('calculator'),
+      mutation: fc.record({
+        op: fc.constant<MutationOp>('add-key'),
+        path: fc.constant<(string | number)[]>(['parameters', 'expression']),
+        key: fc.constantFrom<string>('default', 'enum', 'items', 'examples', 'properties', '__proto__', 'x-extra'),
+        value: nastyValue,
+      }),
+    });
 
     await fc.assert(
       fc.asyncProperty(fc.oneof(tool, service, imported, freeForm), async ({ route, name, mutation }) => {
@@ -132,17 +166,33 @@ describe('fuzz: write routes', () => {
   it('keep /, /stats and /export sound after accepted writes that use prototype names as names, scopes and config values', async () => {
     const protoName = fc.constantFrom(...PROTOTYPE_NAMES.filter((n) => /^[A-Za-z0-9_-]{1,64}$/.test(n)));
     const write = fc.oneof(
-      fc.record({ name: protoName, scopes: fc.array(fc.oneof(fc.constantFrom(...PROTOTYPE_NAMES), fc.constantFrom('calculator:use')), { maxLength: 3 }) }).map(({ name, scopes }) => ({
-        method: 'POST' as const,
-        url: '/tools/register',
-        payload: JSON.stringify({ name, endpoint: '/x', description: 'd', scopes, parameters: { [name]: { type: 'string' } } }),
+      fc
+        .record({
+          name: protoName,
+          scopes: fc.array(fc.oneof(fc.constantFrom(...PROTOTYPE_NAMES), fc.constantFrom('calculator:use')), { maxLength: 3 }),
+        })
+        .map(({ name, scopes }) => ({
+          method: 'POST' as const,
+          url: '/tools/register',
+          payload: JSON.stringify({ name, endpoint: '/x', description: 'd', scopes, parameters: { [name]: { type: 'string' } } }),
+        })),
+      fc
+        .record({
+          style: fc.oneof(
+            fc.constantFrom(...PROTOTYPE_NAMES),
+            nastyString.filter((s): s is string => !(s instanceof Huge)),
+          ),
+        })
+        .map(({ style }) => ({
+          method: 'POST' as const,
+          url: '/tools/register',
+          payload: JSON.stringify({ ...(seedJson('tell-joke') as object), style }),
+        })),
+      protoName.map((id) => ({
+        method: 'PUT' as const,
+        url: `/tool-services/${id}`,
+        payload: JSON.stringify({ topic: id, 'config-params': [id, 'constructor'] }),
       })),
-      fc.record({ style: fc.oneof(fc.constantFrom(...PROTOTYPE_NAMES), nastyString.filter((s): s is string => !(s instanceof Huge))) }).map(({ style }) => ({
-        method: 'POST' as const,
-        url: '/tools/register',
-        payload: JSON.stringify({ ...(seedJson('tell-joke') as object), style }),
-      })),
-      protoName.map((id) => ({ method: 'PUT' as const, url: `/tool-services/${id}`, payload: JSON.stringify({ topic: id, 'config-params': [id, 'constructor'] }) })),
     );
     await fc.assert(
       fc.asyncProperty(write, async (w) => {
@@ -158,7 +208,10 @@ describe('fuzz: write routes', () => {
           for (const [scope, n] of Object.entries(body['scope_usage'] as Record<string, unknown>)) {
             expect(typeof n, `/stats scope_usage[${scope}] is a count: ${JSON.stringify(body['scope_usage'])}`).toBe('number');
           }
-          expect(Array.isArray(body['tools_by_name']) && (body['tools_by_name'] as unknown[]).length, '/stats tools_by_name matches total_tools').toBe(body['total_tools']);
+          expect(
+            Array.isArray(body['tools_by_name']) && (body['tools_by_name'] as unknown[]).length,
+            '/stats tools_by_name matches total_tools',
+          ).toBe(body['total_tools']);
           expect((await t.app.inject({ method: 'GET', url: '/', headers })).statusCode).toBe(200);
         }
         const exported = await t.app.inject({ method: 'GET', url: '/export', headers: t.admin });

@@ -21,19 +21,46 @@ function badBodies(mib: number): Case[] {
   const params = Math.floor(n / 28);
   const cases: Case[] = [
     ['an enum of bidi strings', 'POST', '/tools/register', tool(`"parameters":{"p":{"type":"string","enum":${list(n, BIDI)}}}`)],
-    ['an enum of objects with bidi keys', 'POST', '/tools/register', tool(`"parameters":{"p":{"type":"string","enum":${list(Math.floor(n / 1.4), '{"\\u202e":1}')}}}`)],
+    [
+      'an enum of objects with bidi keys',
+      'POST',
+      '/tools/register',
+      tool(`"parameters":{"p":{"type":"string","enum":${list(Math.floor(n / 1.4), '{"\\u202e":1}')}}}`),
+    ],
     ['items of bidi strings', 'POST', '/tools/register', tool(`"parameters":{"p":{"type":"array","items":{"enum":${list(n, BIDI)}}}}`)],
     ['an inputSchema of bidi strings', 'POST', '/tools/register', tool(`"inputSchema":{"type":"object","enum":${list(n, BIDI)}}`)],
     [
       'parameters with 25 bad enum values each',
       'POST',
       '/tools/register',
-      tool(`"parameters":{${Array.from({ length: Math.min(params, 4096) }, (_, i) => `"p${i}":{"type":"string","enum":${list(25, BIDI)}}`).join(',')}}`),
+      tool(
+        `"parameters":{${Array.from({ length: Math.min(params, 4096) }, (_, i) => `"p${i}":{"type":"string","enum":${list(25, BIDI)}}`).join(',')}}`,
+      ),
     ],
-    ['more parameters than any schema holds', 'POST', '/tools/register', tool(`"parameters":{${Array.from({ length: Math.floor(n / 2.5) }, (_, i) => `"p${i}":{"type":"x"}`).join(',')}}`)],
-    ['a config value of bidi strings', 'POST', '/tools/register', `{"type":"tool-service","name":"j","description":"d","service":"joke","style":${list(n, BIDI)}}`],
-    ['config keys of a bidi string each', 'POST', '/tools/register', `{"type":"tool-service","name":"j","description":"d","service":"joke",${Array.from({ length: Math.floor(n / 2.1) }, (_, i) => `"k${i}":${BIDI}`).join(',')}}`],
-    ['toolScopes of bad scopes', 'PUT', '/mcp-servers/x', `{"url":"http://127.0.0.1:1/mcp","toolScopes":{${Array.from({ length: Math.floor(n / 2.1) }, (_, i) => `"t${i}":["\\u0001"]`).join(',')}}}`],
+    [
+      'more parameters than any schema holds',
+      'POST',
+      '/tools/register',
+      tool(`"parameters":{${Array.from({ length: Math.floor(n / 2.5) }, (_, i) => `"p${i}":{"type":"x"}`).join(',')}}`),
+    ],
+    [
+      'a config value of bidi strings',
+      'POST',
+      '/tools/register',
+      `{"type":"tool-service","name":"j","description":"d","service":"joke","style":${list(n, BIDI)}}`,
+    ],
+    [
+      'config keys of a bidi string each',
+      'POST',
+      '/tools/register',
+      `{"type":"tool-service","name":"j","description":"d","service":"joke",${Array.from({ length: Math.floor(n / 2.1) }, (_, i) => `"k${i}":${BIDI}`).join(',')}}`,
+    ],
+    [
+      'toolScopes of bad scopes',
+      'PUT',
+      '/mcp-servers/x',
+      `{"url":"http://127.0.0.1:1/mcp","toolScopes":{${Array.from({ length: Math.floor(n / 2.1) }, (_, i) => `"t${i}":["\\u0001"]`).join(',')}}}`,
+    ],
   ];
   for (const [what, , , body] of cases) expect(body.length, what).toBeLessThanOrEqual(mib * 1024 * 1024);
   return cases;
@@ -44,33 +71,45 @@ let admin: Record<string, string>;
 beforeAll(async () => {
   t = await createTestApp({ DATABASE_PATH: ':memory:' });
   admin = bearer(t.token(['registry:write']));
-  await t.app.inject({ method: 'PUT', url: '/tool-services/joke', headers: admin, payload: { id: 'joke', topic: 'joke', 'config-params': ['style'] } });
+  await t.app.inject({
+    method: 'PUT',
+    url: '/tool-services/joke',
+    headers: admin,
+    payload: { id: 'joke', topic: 'joke', 'config-params': ['style'] },
+  });
 });
 afterAll(() => t.close());
 
 type Problem = { code: string; detail: string; errors?: { path: string; message: string }[] };
 
 describe('issue 28: the issues one descriptor raises are bounded', () => {
-  it.each(badBodies(0.95))('1 MiB of %s is a short 400 listing at most 100 errors and counting the rest', async (_what, method, url, body) => {
-    const started = performance.now();
-    const res = await t.app.inject({ method, url, headers: { ...admin, ...json }, payload: body });
-    const took = performance.now() - started;
-    expect(res.statusCode, res.body.slice(0, 300)).toBe(400);
-    const problem = JSON.parse(res.body) as Problem;
-    expect(problem.code).toBe('TR_ERR_VALIDATION');
-    expect(problem.errors?.length).toBeGreaterThan(0);
-    expect(problem.errors?.length).toBeLessThanOrEqual(100);
-    // Either the count of the rest, or the one bound that refused them all before they were parsed.
-    if (problem.errors?.length === 100) {
-      expect(problem.detail).toMatch(/\(and \d+ more\)$/);
-      expect(problem.errors.at(-1)?.message).toMatch(/^holds more strings or keys with control, bidirectional or invisible characters than the 99 named$/);
-    } else {
-      expect(problem.errors).toEqual([{ path: expect.any(String), message: expect.stringMatching(/^must have at most \d+ (values|entries)$/) }]);
-    }
-    expect(res.body.length).toBeLessThan(20_000);
-    // Before: 0.4 to 1.7 s; now 10 to 100 ms. A wide margin for slow machines.
-    expect(took).toBeLessThan(500);
-  });
+  it.each(badBodies(0.95))(
+    '1 MiB of %s is a short 400 listing at most 100 errors and counting the rest',
+    async (_what, method, url, body) => {
+      const started = performance.now();
+      const res = await t.app.inject({ method, url, headers: { ...admin, ...json }, payload: body });
+      const took = performance.now() - started;
+      expect(res.statusCode, res.body.slice(0, 300)).toBe(400);
+      const problem = JSON.parse(res.body) as Problem;
+      expect(problem.code).toBe('TR_ERR_VALIDATION');
+      expect(problem.errors?.length).toBeGreaterThan(0);
+      expect(problem.errors?.length).toBeLessThanOrEqual(100);
+      // Either the count of the rest, or the one bound that refused them all before they were parsed.
+      if (problem.errors?.length === 100) {
+        expect(problem.detail).toMatch(/\(and \d+ more\)$/);
+        expect(problem.errors.at(-1)?.message).toMatch(
+          /^holds more strings or keys with control, bidirectional or invisible characters than the 99 named$/,
+        );
+      } else {
+        expect(problem.errors).toEqual([
+          { path: expect.any(String), message: expect.stringMatching(/^must have at most \d+ (values|entries)$/) },
+        ]);
+      }
+      expect(res.body.length).toBeLessThan(20_000);
+      // Before: 0.4 to 1.7 s; now 10 to 100 ms. A wide margin for slow machines.
+      expect(took).toBeLessThan(500);
+    },
+  );
 
   it('an enum with a few bad values still names each one, at its own path', async () => {
     const body = tool(`"parameters":{"p":{"type":"string","enum":["ok",${BIDI},"\\u0007",{"\\u202e":1}]}}`);
@@ -84,7 +123,12 @@ describe('issue 28: the issues one descriptor raises are bounded', () => {
   });
 
   it('exactly 99 bad values are all named, with no word of more', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: { ...admin, ...json }, payload: tool(`"inputSchema":{"type":"object","enum":${list(99, BIDI)}}`) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/tools/register',
+      headers: { ...admin, ...json },
+      payload: tool(`"inputSchema":{"type":"object","enum":${list(99, BIDI)}}`),
+    });
     const problem = JSON.parse(res.body) as Problem;
     expect(problem.errors).toHaveLength(99);
     expect(problem.errors?.every((error) => error.message.startsWith('must not contain'))).toBe(true);
@@ -97,7 +141,12 @@ describe('issue 28: with BODY_LIMIT raised, a 6 MiB body of bad strings is a 4xx
   beforeAll(async () => {
     big = await createTestApp({ DATABASE_PATH: ':memory:', BODY_LIMIT: String(8 * 1024 * 1024) });
     bigAdmin = bearer(big.token(['registry:write']));
-    await big.app.inject({ method: 'PUT', url: '/tool-services/joke', headers: bigAdmin, payload: { id: 'joke', topic: 'joke', 'config-params': ['style'] } });
+    await big.app.inject({
+      method: 'PUT',
+      url: '/tool-services/joke',
+      headers: bigAdmin,
+      payload: { id: 'joke', topic: 'joke', 'config-params': ['style'] },
+    });
   });
   afterAll(() => big.close());
 

@@ -13,7 +13,11 @@ describe('a replay that waits on its client', () => {
     const log: ChangeRecord[] = [{ seq: 1, index: 1, kind: 'tool', name: 'first', op: 'upsert', scopesBefore: null, scopesAfter: [] }];
     let index = 1;
     const bus = new ChangeBus();
-    const feed = new ChangeFeed({ changesSince: (from) => log.filter((r) => r.index > from), changesAfterRow: (seq) => log.filter((r) => r.seq > seq) }, bus, () => index);
+    const feed = new ChangeFeed(
+      { changesSince: (from) => log.filter((r) => r.index > from), changesAfterRow: (seq) => log.filter((r) => r.seq > seq) },
+      bus,
+      () => index,
+    );
     let fellBehind = 0;
     let delivered = 0;
     // A client that never drains: the first replayed write is never acknowledged.
@@ -25,7 +29,16 @@ describe('a replay that waits on its client', () => {
     expect(delivered).toBe(1);
     const write = () => {
       index++;
-      bus.publish(index, Array.from({ length: 1000 }, (_, i) => ({ kind: 'tool' as const, name: `t${index}-${i}`, op: 'upsert' as const, scopesBefore: null, scopesAfter: [] })));
+      bus.publish(
+        index,
+        Array.from({ length: 1000 }, (_, i) => ({
+          kind: 'tool' as const,
+          name: `t${index}-${i}`,
+          op: 'upsert' as const,
+          scopesBefore: null,
+          scopesAfter: [],
+        })),
+      );
     };
     for (let i = 0; i < MAX_HELD_BACK_EVENTS / 1000; i++) write();
     expect(fellBehind).toBe(0);

@@ -18,7 +18,18 @@ const ADMIN = 'registry:write';
  * One of each kind the rule refuses: ESC (a CSI sequence), NUL, CR, BEL, DEL, C1 CSI, C1 NEL, the
  * line separator, a right-to-left override and a left-to-right isolate.
  */
-const CONTROLS = ['\u001b[2J', '\u0000', '\r', '\u0007', '\u007f', '\u009b31m', '\u0085', '\u2028', 'admin\u202Enimda', '\u2066x\u2069'] as const;
+const CONTROLS = [
+  '\u001b[2J',
+  '\u0000',
+  '\r',
+  '\u0007',
+  '\u007f',
+  '\u009b31m',
+  '\u0085',
+  '\u2028',
+  'admin\u202Enimda',
+  '\u2066x\u2069',
+] as const;
 // eslint-disable-next-line no-control-regex -- what must never come back raw
 const CONTROL = /[\x00-\x08\x0B-\x1F\x7F-\x9F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
 
@@ -67,23 +78,89 @@ type Case = [what: string, method: string, path: string, body: (bad: string) => 
 const CASES: Case[] = [
   ['description', 'POST', '/tools/register', (bad) => ({ ...calculator, name: 'c1', description: `d${bad}` }), () => 'description'],
   ['returns', 'POST', '/tools/register', (bad) => ({ ...calculator, name: 'c1', returns: `r${bad}` }), () => 'returns'],
-  ['a parameter description', 'POST', '/tools/register', (bad) => withParameter('c1', { description: `d${bad}` }), () => 'parameters.p.description'],
+  [
+    'a parameter description',
+    'POST',
+    '/tools/register',
+    (bad) => withParameter('c1', { description: `d${bad}` }),
+    () => 'parameters.p.description',
+  ],
   ['an enum value', 'POST', '/tools/register', (bad) => withParameter('c1', { enum: ['ok', `v${bad}`] }), () => 'parameters.p.enum.1'],
   ['a default', 'POST', '/tools/register', (bad) => withParameter('c1', { default: `v${bad}` }), () => 'parameters.p.default'],
-  ['a string deep in a default', 'PUT', '/tools/c1', (bad) => withParameter('c1', { type: 'object', default: { a: [1, { b: `v${bad}` }] } }), () => 'parameters.p.default.a.1.b'],
-  ['a key in a default', 'PUT', '/tools/c1', (bad) => withParameter('c1', { type: 'object', default: { [`k${bad}`]: 1 } }), (bad) => `parameters.p.default.${JSON.stringify(`k${bad}`).slice(1, -1)}`],
-  ['an item schema description', 'POST', '/tools/register', (bad) => withParameter('c1', { type: 'array', items: { type: 'string', description: `d${bad}` } }), () => 'parameters.p.items.description'],
-  ['an item schema title', 'POST', '/tools/register', (bad) => withParameter('c1', { type: 'array', items: { type: 'string', title: `t${bad}` } }), () => 'parameters.p.items.title'],
-  ['an item schema example', 'POST', '/tools/register', (bad) => withParameter('c1', { type: 'array', items: { type: 'string', examples: ['fine', `e${bad}`] } }), () => 'parameters.p.items.examples.1'],
-  ['an item schema enum value', 'POST', '/tools/register', (bad) => withParameter('c1', { type: 'array', items: { enum: [`v${bad}`] } }), () => 'parameters.p.items.enum.0'],
-  ['a message-bus argument description', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', arguments: [{ name: 'a', type: 'string', description: `d${bad}` }] }), () => 'arguments.0.description'],
+  [
+    'a string deep in a default',
+    'PUT',
+    '/tools/c1',
+    (bad) => withParameter('c1', { type: 'object', default: { a: [1, { b: `v${bad}` }] } }),
+    () => 'parameters.p.default.a.1.b',
+  ],
+  [
+    'a key in a default',
+    'PUT',
+    '/tools/c1',
+    (bad) => withParameter('c1', { type: 'object', default: { [`k${bad}`]: 1 } }),
+    (bad) => `parameters.p.default.${JSON.stringify(`k${bad}`).slice(1, -1)}`,
+  ],
+  [
+    'an item schema description',
+    'POST',
+    '/tools/register',
+    (bad) => withParameter('c1', { type: 'array', items: { type: 'string', description: `d${bad}` } }),
+    () => 'parameters.p.items.description',
+  ],
+  [
+    'an item schema title',
+    'POST',
+    '/tools/register',
+    (bad) => withParameter('c1', { type: 'array', items: { type: 'string', title: `t${bad}` } }),
+    () => 'parameters.p.items.title',
+  ],
+  [
+    'an item schema example',
+    'POST',
+    '/tools/register',
+    (bad) => withParameter('c1', { type: 'array', items: { type: 'string', examples: ['fine', `e${bad}`] } }),
+    () => 'parameters.p.items.examples.1',
+  ],
+  [
+    'an item schema enum value',
+    'POST',
+    '/tools/register',
+    (bad) => withParameter('c1', { type: 'array', items: { enum: [`v${bad}`] } }),
+    () => 'parameters.p.items.enum.0',
+  ],
+  [
+    'a message-bus argument description',
+    'POST',
+    '/tools/register',
+    (bad) => ({ ...tellJoke, name: 'j1', arguments: [{ name: 'a', type: 'string', description: `d${bad}` }] }),
+    () => 'arguments.0.description',
+  ],
   ['a config value', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', style: `pun${bad}` }), () => 'style'],
   ['the group hint', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', group: ['fun', `g${bad}`] }), () => 'group.1'],
   ['the state hint', 'PUT', '/tools/j1', (bad) => ({ ...tellJoke, name: 'j1', state: `s${bad}` }), () => 'state'],
-  ['an applicable-states entry', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', 'applicable-states': ['idle', `s${bad}`] }), () => 'applicable-states.1'],
+  [
+    'an applicable-states entry',
+    'POST',
+    '/tools/register',
+    (bad) => ({ ...tellJoke, name: 'j1', 'applicable-states': ['idle', `s${bad}`] }),
+    () => 'applicable-states.1',
+  ],
   // Config values may be objects (issue 15): their keys are free-form text too.
-  ['a key of an object config value', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', style: { [`s${bad}`]: true } }), (bad) => `style.${JSON.stringify(`s${bad}`).slice(1, -1)}`],
-  ['a default in an imported tool', 'POST', '/import', (bad) => ({ tools: [withParameter('c2', {}), withParameter('c1', { default: `v${bad}` })] }), () => 'tools.1.parameters.p.default'],
+  [
+    'a key of an object config value',
+    'POST',
+    '/tools/register',
+    (bad) => ({ ...tellJoke, name: 'j1', style: { [`s${bad}`]: true } }),
+    (bad) => `style.${JSON.stringify(`s${bad}`).slice(1, -1)}`,
+  ],
+  [
+    'a default in an imported tool',
+    'POST',
+    '/import',
+    (bad) => ({ tools: [withParameter('c2', {}), withParameter('c1', { default: `v${bad}` })] }),
+    () => 'tools.1.parameters.p.default',
+  ],
 ];
 
 beforeAll(async () => {
@@ -102,7 +179,10 @@ describe('issue 9: control characters in descriptors', () => {
     for (const bad of CONTROLS) {
       const problem = await problemOf(await send(method, path, body(bad)), 400);
       expect(problem.code, JSON.stringify(bad)).toBe('TR_ERR_VALIDATION');
-      expect(problem.errors, JSON.stringify(bad)).toContainEqual({ path: fieldPath(bad), message: expect.stringContaining('must not contain control characters') });
+      expect(problem.errors, JSON.stringify(bad)).toContainEqual({
+        path: fieldPath(bad),
+        message: expect.stringContaining('must not contain control characters'),
+      });
       expect(problem.detail).toContain(fieldPath(bad));
     }
     expect(await exported()).toBe(before);
@@ -110,7 +190,13 @@ describe('issue 9: control characters in descriptors', () => {
 
   it('takes tab and line feed, as descriptions do, and other Unicode text, and gives them back as sent', async () => {
     const text = 'line one\n\tline two: ünïcødé, 中文, emoji 🙂, עברית with its mark \u200F, a backslash \\ and quotes "';
-    const http = withParameter('layout', { type: 'object', description: text, default: { [text]: [text] }, enum: [text], items: { description: text } });
+    const http = withParameter('layout', {
+      type: 'object',
+      description: text,
+      default: { [text]: [text] },
+      enum: [text],
+      items: { description: text },
+    });
     expect((await send('POST', '/tools/register', { ...http, returns: text })).status).toBe(201);
     const bus = { ...tellJoke, name: 'layout-bus', style: text, group: [text], state: text, 'applicable-states': [text] };
     expect((await send('POST', '/tools/register', bus)).status).toBe(201);
@@ -119,7 +205,12 @@ describe('issue 9: control characters in descriptors', () => {
       returns: text,
       parameters: { p: { description: text, default: { [text]: [text] }, enum: [text], items: { description: text } } },
     });
-    expect(tools.find((tool) => tool['name'] === 'layout-bus')).toMatchObject({ style: text, group: [text], state: text, 'applicable-states': [text] });
+    expect(tools.find((tool) => tool['name'] === 'layout-bus')).toMatchObject({
+      style: text,
+      group: [text],
+      state: text,
+      'applicable-states': [text],
+    });
   });
 });
 
@@ -130,7 +221,11 @@ describe('issue 9: control characters in token claims', () => {
   it('refuses a token whose sub or iss holds one with 401 invalid_token, on reads and writes alike, and writes nothing', async () => {
     const before = await exported();
     for (const bad of [...CONTROLS, '\n', '\u001b]0;title\u0007']) {
-      for (const claims of [{ sub: `agent${bad}` }, { sub: `forged\n{"level":30,"msg":"admin logged in"}${bad}` }, { iss: `https://idp.example${bad}` }]) {
+      for (const claims of [
+        { sub: `agent${bad}` },
+        { sub: `forged\n{"level":30,"msg":"admin logged in"}${bad}` },
+        { iss: `https://idp.example${bad}` },
+      ]) {
         const label = JSON.stringify(claims);
         const write = await problemOf(await send('POST', '/tools/register', { ...calculator, name: 'by-evil' }, adminWith(claims)), 401);
         expect(write.code, label).toBe('TR_ERR_INVALID_TOKEN');
@@ -157,7 +252,9 @@ describe('issue 9: control characters in token claims', () => {
     const iss = 'https://idp.example/realms/é';
     const res = await send('POST', '/tools/register', { ...calculator, name: 'by-domain-agent' }, adminWith({ sub, iss }));
     expect(res.status).toBe(201);
-    const audit = (await (await send('GET', '/audit?limit=500')).json()) as { entries: { sub: string | null; iss: string | null; target: string | null }[] };
+    const audit = (await (await send('GET', '/audit?limit=500')).json()) as {
+      entries: { sub: string | null; iss: string | null; target: string | null }[];
+    };
     expect(audit.entries.find((e) => e.target === 'by-domain-agent')).toMatchObject({ sub, iss });
   });
 

@@ -27,7 +27,15 @@ describe('issue 9: each caller gets a bounded share of the in-flight calls', () 
       method: 'POST',
       url: '/tools/register',
       headers: bearer(t.token(['registry:write'])),
-      payload: { ...seed('calculator'), name: 'held', scopes: [], parameters: {}, host: '127.0.0.1', port: (tool.address() as AddressInfo).port, timeoutMs: 60_000 },
+      payload: {
+        ...seed('calculator'),
+        name: 'held',
+        scopes: [],
+        parameters: {},
+        host: '127.0.0.1',
+        port: (tool.address() as AddressInfo).port,
+        timeoutMs: 60_000,
+      },
     });
     expect(res.statusCode, res.body).toBe(201);
     await t.app.listen({ port: 0, host: '127.0.0.1' });
@@ -59,7 +67,10 @@ describe('issue 9: each caller gets a bounded share of the in-flight calls', () 
     expect(await refused.json()).toMatchObject({ code: 'TR_ERR_TOO_MANY_CALLS', status: 503 });
 
     // Another subject, and the same subject from another issuer, are other callers.
-    const others = [call(t.token([], { sub: 'polite', iss: 'https://issuer.one' })), call(t.token([], { sub: 'greedy', iss: 'https://issuer.two' }))];
+    const others = [
+      call(t.token([], { sub: 'polite', iss: 'https://issuer.one' })),
+      call(t.token([], { sub: 'greedy', iss: 'https://issuer.two' })),
+    ];
     await until(() => held.length === 4);
     expect(t.app.bridge.inflight).toBe(4);
 

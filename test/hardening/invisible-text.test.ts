@@ -99,32 +99,112 @@ const withInputSchema = (name: string, inputSchema: Record<string, unknown>) => 
   return { ...rest, name, inputSchema: { type: 'object', ...inputSchema } };
 };
 /** A schema with `inner` as the schema of `items.b` of property `a`: text deep inside a schema. */
-const deep = (inner: Record<string, unknown>) => ({ properties: { a: { type: 'array', items: { type: 'object', properties: { b: { type: 'string', ...inner } } } } } });
+const deep = (inner: Record<string, unknown>) => ({
+  properties: { a: { type: 'array', items: { type: 'object', properties: { b: { type: 'string', ...inner } } } } },
+});
 
 /** A descriptor (or bundle) with `bad` somewhere, the route it goes to, and the path the 400 must name. */
 type Case = [what: string, method: string, path: string, body: (bad: string) => unknown, fieldPath: string];
 
 const CASES: Case[] = [
-  ['a description', 'POST', '/tools/register', (bad) => ({ ...calculator, name: 'c1', description: `Get the weather${bad}` }), 'description'],
+  [
+    'a description',
+    'POST',
+    '/tools/register',
+    (bad) => ({ ...calculator, name: 'c1', description: `Get the weather${bad}` }),
+    'description',
+  ],
   ['returns', 'POST', '/tools/register', (bad) => ({ ...calculator, name: 'c1', returns: `r${bad}` }), 'returns'],
-  ['a parameter description', 'POST', '/tools/register', (bad) => withParameter('c1', { description: `d${bad}` }), 'parameters.p.description'],
+  [
+    'a parameter description',
+    'POST',
+    '/tools/register',
+    (bad) => withParameter('c1', { description: `d${bad}` }),
+    'parameters.p.description',
+  ],
   ['a parameter enum value', 'POST', '/tools/register', (bad) => withParameter('c1', { enum: ['ok', `v${bad}`] }), 'parameters.p.enum.1'],
   ['a parameter default', 'PUT', '/tools/c1', (bad) => withParameter('c1', { default: `v${bad}` }), 'parameters.p.default'],
-  ['an item schema title', 'POST', '/tools/register', (bad) => withParameter('c1', { type: 'array', items: { type: 'string', title: `t${bad}` } }), 'parameters.p.items.title'],
-  ['an item schema example', 'POST', '/tools/register', (bad) => withParameter('c1', { type: 'array', items: { type: 'string', examples: ['fine', `e${bad}`] } }), 'parameters.p.items.examples.1'],
+  [
+    'an item schema title',
+    'POST',
+    '/tools/register',
+    (bad) => withParameter('c1', { type: 'array', items: { type: 'string', title: `t${bad}` } }),
+    'parameters.p.items.title',
+  ],
+  [
+    'an item schema example',
+    'POST',
+    '/tools/register',
+    (bad) => withParameter('c1', { type: 'array', items: { type: 'string', examples: ['fine', `e${bad}`] } }),
+    'parameters.p.items.examples.1',
+  ],
   ['an input schema title', 'POST', '/tools/register', (bad) => withInputSchema('c1', { title: `t${bad}` }), 'inputSchema.title'],
-  ['a schema description deep inside', 'POST', '/tools/register', (bad) => withInputSchema('c1', deep({ description: `d${bad}` })), 'inputSchema.properties.a.items.properties.b.description'],
-  ['a schema enum value', 'POST', '/tools/register', (bad) => withInputSchema('c1', deep({ enum: ['x', `v${bad}`] })), 'inputSchema.properties.a.items.properties.b.enum.1'],
-  ['a schema default', 'PUT', '/tools/c1', (bad) => withInputSchema('c1', deep({ default: `v${bad}` })), 'inputSchema.properties.a.items.properties.b.default'],
-  ['a schema example', 'POST', '/tools/register', (bad) => withInputSchema('c1', deep({ examples: [`e${bad}`] })), 'inputSchema.properties.a.items.properties.b.examples.0'],
-  ['a schema const', 'POST', '/tools/register', (bad) => withInputSchema('c1', deep({ const: `c${bad}` })), 'inputSchema.properties.a.items.properties.b.const'],
-  ['an output schema description', 'POST', '/tools/register', (bad) => ({ ...calculator, name: 'c1', outputSchema: { type: 'object', description: `d${bad}` } }), 'outputSchema.description'],
-  ['a message-bus argument description', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', arguments: [{ name: 'a', type: 'string', description: `d${bad}` }] }), 'arguments.0.description'],
+  [
+    'a schema description deep inside',
+    'POST',
+    '/tools/register',
+    (bad) => withInputSchema('c1', deep({ description: `d${bad}` })),
+    'inputSchema.properties.a.items.properties.b.description',
+  ],
+  [
+    'a schema enum value',
+    'POST',
+    '/tools/register',
+    (bad) => withInputSchema('c1', deep({ enum: ['x', `v${bad}`] })),
+    'inputSchema.properties.a.items.properties.b.enum.1',
+  ],
+  [
+    'a schema default',
+    'PUT',
+    '/tools/c1',
+    (bad) => withInputSchema('c1', deep({ default: `v${bad}` })),
+    'inputSchema.properties.a.items.properties.b.default',
+  ],
+  [
+    'a schema example',
+    'POST',
+    '/tools/register',
+    (bad) => withInputSchema('c1', deep({ examples: [`e${bad}`] })),
+    'inputSchema.properties.a.items.properties.b.examples.0',
+  ],
+  [
+    'a schema const',
+    'POST',
+    '/tools/register',
+    (bad) => withInputSchema('c1', deep({ const: `c${bad}` })),
+    'inputSchema.properties.a.items.properties.b.const',
+  ],
+  [
+    'an output schema description',
+    'POST',
+    '/tools/register',
+    (bad) => ({ ...calculator, name: 'c1', outputSchema: { type: 'object', description: `d${bad}` } }),
+    'outputSchema.description',
+  ],
+  [
+    'a message-bus argument description',
+    'POST',
+    '/tools/register',
+    (bad) => ({ ...tellJoke, name: 'j1', arguments: [{ name: 'a', type: 'string', description: `d${bad}` }] }),
+    'arguments.0.description',
+  ],
   ['a message-bus description', 'PUT', '/tools/j1', (bad) => ({ ...tellJoke, name: 'j1', description: `d${bad}` }), 'description'],
   ['a config value', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', style: `pun${bad}` }), 'style'],
   ['the group hint', 'POST', '/tools/register', (bad) => ({ ...tellJoke, name: 'j1', group: ['fun', `g${bad}`] }), 'group.1'],
-  ['a description in an imported tool', 'POST', '/import', (bad) => ({ tools: [withParameter('c2', {}), { ...calculator, name: 'c1', description: `d${bad}` }] }), 'tools.1.description'],
-  ['a default in an imported tool', 'POST', '/import', (bad) => ({ tools: [withParameter('c2', {}), withParameter('c1', { default: `v${bad}` })] }), 'tools.1.parameters.p.default'],
+  [
+    'a description in an imported tool',
+    'POST',
+    '/import',
+    (bad) => ({ tools: [withParameter('c2', {}), { ...calculator, name: 'c1', description: `d${bad}` }] }),
+    'tools.1.description',
+  ],
+  [
+    'a default in an imported tool',
+    'POST',
+    '/import',
+    (bad) => ({ tools: [withParameter('c2', {}), withParameter('c1', { default: `v${bad}` })] }),
+    'tools.1.parameters.p.default',
+  ],
 ];
 
 beforeAll(async () => {
@@ -138,19 +218,22 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 describe('issue 29: invisible characters in descriptors', () => {
-  it.each(CASES)('refuses them in %s with a 400 naming its path and the code point, changing nothing', async (_what, method, path, body, fieldPath) => {
-    const before = await exported();
-    for (const [bad, label] of INVISIBLE) {
-      const res = await send(method, path, body(bad));
-      expect(res.status, label).toBe(400);
-      const problem = (await res.json()) as Problem;
-      expect(problem.code, label).toBe('TR_ERR_VALIDATION');
-      expect(problem.errors, label).toContainEqual({ path: fieldPath, message: expect.stringContaining(`contains ${label}`) });
-      expect(problem.errors?.find((e) => e.path === fieldPath)?.message, label).toContain(INVISIBLE_MESSAGE);
-      expect(problem.detail, label).toContain(fieldPath);
-    }
-    expect(await exported()).toBe(before);
-  });
+  it.each(CASES)(
+    'refuses them in %s with a 400 naming its path and the code point, changing nothing',
+    async (_what, method, path, body, fieldPath) => {
+      const before = await exported();
+      for (const [bad, label] of INVISIBLE) {
+        const res = await send(method, path, body(bad));
+        expect(res.status, label).toBe(400);
+        const problem = (await res.json()) as Problem;
+        expect(problem.code, label).toBe('TR_ERR_VALIDATION');
+        expect(problem.errors, label).toContainEqual({ path: fieldPath, message: expect.stringContaining(`contains ${label}`) });
+        expect(problem.errors?.find((e) => e.path === fieldPath)?.message, label).toContain(INVISIBLE_MESSAGE);
+        expect(problem.detail, label).toContain(fieldPath);
+      }
+      expect(await exported()).toBe(before);
+    },
+  );
 
   it('names a key that holds one with the character escaped, so that the path shows it', async () => {
     const res = await send('POST', '/tools/register', withInputSchema('c1', { properties: { [`city\u200B`]: { type: 'string' } } }));
@@ -177,13 +260,27 @@ describe('issue 29: invisible characters in descriptors', () => {
     const params = withParameter('visible-params', { description: text, enum: [text], default: text, items: { title: text } });
     expect((await send('POST', '/tools/register', params)).status).toBe(201);
     // The agent hints are at most 200 characters each.
-    const bus = { ...tellJoke, name: 'visible-bus', description: text, arguments: [{ name: 'a', type: 'string', description: text }], style: text, group: VISIBLE };
+    const bus = {
+      ...tellJoke,
+      name: 'visible-bus',
+      description: text,
+      arguments: [{ name: 'a', type: 'string', description: text }],
+      style: text,
+      group: VISIBLE,
+    };
     const registered = await send('POST', '/tools/register', bus);
     expect(registered.status, await registered.clone().text()).toBe(201);
 
     const { tools } = JSON.parse(await exported()) as { tools: Record<string, unknown>[] };
-    expect(tools.find((tool) => tool['name'] === 'visible')).toMatchObject({ description: text, returns: text, inputSchema: http.inputSchema, outputSchema: http.outputSchema });
-    expect(tools.find((tool) => tool['name'] === 'visible-params')).toMatchObject({ parameters: { p: { description: text, enum: [text], default: text, items: { title: text } } } });
+    expect(tools.find((tool) => tool['name'] === 'visible')).toMatchObject({
+      description: text,
+      returns: text,
+      inputSchema: http.inputSchema,
+      outputSchema: http.outputSchema,
+    });
+    expect(tools.find((tool) => tool['name'] === 'visible-params')).toMatchObject({
+      parameters: { p: { description: text, enum: [text], default: text, items: { title: text } } },
+    });
     expect(tools.find((tool) => tool['name'] === 'visible-bus')).toMatchObject({ description: text, style: text, group: VISIBLE });
     // And what a model is served, as sent.
     const prompt = await (await send('GET', '/?format=prompt')).text();
@@ -199,9 +296,14 @@ describe('issue 29: invisible characters in descriptors', () => {
       expect(imported.statusCode, imported.body).toBe(200);
       for (const dir of ['../../examples/descriptors/', '../fixtures/seed/']) {
         const folder = new URL(dir, import.meta.url);
-        for (const file of readdirSync(folder).filter((f) => f.endsWith('.json')).sort((a, b) => Number(b.includes('service')) - Number(a.includes('service')))) {
+        for (const file of readdirSync(folder)
+          .filter((f) => f.endsWith('.json'))
+          .sort((a, b) => Number(b.includes('service')) - Number(a.includes('service')))) {
           const descriptor = JSON.parse(readFileSync(join(folder.pathname, file), 'utf8')) as Record<string, unknown>;
-          const route = 'request-queue' in descriptor || 'topic' in descriptor ? `/tool-services/${String(descriptor['id'])}` : `/tools/${String(descriptor['name'])}`;
+          const route =
+            'request-queue' in descriptor || 'topic' in descriptor
+              ? `/tool-services/${String(descriptor['id'])}`
+              : `/tools/${String(descriptor['name'])}`;
           const res = await fresh.app.inject({ method: 'PUT', url: route, headers, payload: descriptor });
           expect(res.statusCode, `${dir}${file}: ${res.body}`).toBeLessThan(300);
         }
@@ -219,10 +321,20 @@ describe('issue 29: invisible characters from an upstream MCP server', () => {
   beforeAll(async () => {
     upstream = await startMcpUpstream({
       tools: [
-        { tool: { name: 'weather', description: `Get the weather${TAGGED}`, inputSchema: { type: 'object' } }, handler: () => text('sunny') },
-        { tool: { name: 'titled', title: 'Tit\u200Bled', description: 'Has a title.', inputSchema: { type: 'object' } }, handler: () => text('x') },
         {
-          tool: { name: 'deep', description: 'Fine on top.', inputSchema: { type: 'object', properties: { q: { type: 'string', description: 'hidden\u{E0041}' } } } },
+          tool: { name: 'weather', description: `Get the weather${TAGGED}`, inputSchema: { type: 'object' } },
+          handler: () => text('sunny'),
+        },
+        {
+          tool: { name: 'titled', title: 'Tit\u200Bled', description: 'Has a title.', inputSchema: { type: 'object' } },
+          handler: () => text('x'),
+        },
+        {
+          tool: {
+            name: 'deep',
+            description: 'Fine on top.',
+            inputSchema: { type: 'object', properties: { q: { type: 'string', description: 'hidden\u{E0041}' } } },
+          },
           handler: () => text('x'),
         },
         { tool: { name: 'coder', description: 'Emoji are fine: 👩‍💻 ☀️', inputSchema: { type: 'object' } }, handler: () => text('x') },
@@ -235,11 +347,18 @@ describe('issue 29: invisible characters from an upstream MCP server', () => {
 
   it('skips such a tool with the reason in GET /mcp-servers/{id}, and serves the others', async () => {
     let off = () => {};
-    const synced = new Promise<void>((resolve) => (off = t.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 'up_coder') && resolve())));
+    const synced = new Promise<void>(
+      (resolve) => (off = t.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 'up_coder') && resolve())),
+    );
     expect((await send('PUT', '/mcp-servers/up', { url: upstream.url, prefix: 'up_' })).status).toBe(201);
     await synced;
     off();
-    const status = async () => ((await (await send('GET', '/mcp-servers/up')).json()) as { upstream: { state: string; tools: number; skipped: { name: string; reason: string }[] } }).upstream;
+    const status = async () =>
+      (
+        (await (await send('GET', '/mcp-servers/up')).json()) as {
+          upstream: { state: string; tools: number; skipped: { name: string; reason: string }[] };
+        }
+      ).upstream;
     await vi.waitFor(async () => expect((await status()).state).toBe('connected'), { timeout: 5000, interval: 20 });
     const state = await status();
     expect(state.tools).toBe(1);
@@ -247,7 +366,10 @@ describe('issue 29: invisible characters from an upstream MCP server', () => {
       expect.arrayContaining([
         { name: 'weather', reason: `description: contains U+E0069 (TAG LATIN SMALL LETTER I), ${INVISIBLE_MESSAGE}` },
         { name: 'titled', reason: `title: contains U+200B (ZERO WIDTH SPACE), ${INVISIBLE_MESSAGE}` },
-        { name: 'deep', reason: `inputSchema.properties.q.description: contains U+E0041 (TAG LATIN CAPITAL LETTER A), ${INVISIBLE_MESSAGE}` },
+        {
+          name: 'deep',
+          reason: `inputSchema.properties.q.description: contains U+E0041 (TAG LATIN CAPITAL LETTER A), ${INVISIBLE_MESSAGE}`,
+        },
         { name: 'calc\\u{E0041}', reason: expect.stringMatching(/^"up_calc\\u\{E0041\}" is not a valid tool name/) },
       ]),
     );

@@ -34,7 +34,10 @@ describe('issue 28: no 5xx of our own', () => {
     for (const value of [{ toString: [] }, { toString: null, valueOf: null }, { a: 1 }]) {
       const res = await t.app.inject({ method: 'PUT', url, headers: admin, payload: { ...rest, [key]: value } });
       expect(res.statusCode).toBe(400);
-      expect(problemOf(res)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: key, message: expect.stringContaining('expected string') }] });
+      expect(problemOf(res)).toMatchObject({
+        code: 'TR_ERR_VALIDATION',
+        errors: [{ path: key, message: expect.stringContaining('expected string') }],
+      });
     }
   });
 
@@ -60,7 +63,10 @@ describe('issue 28: no 5xx of our own', () => {
   it('POST /ag-ui with a list of 340,000 bad items is a short 400 naming the list', async () => {
     for (const [body, path] of [
       [`{"threadId":"t","runId":"r","messages":${list(340_000, '""')}}`, 'messages'],
-      [`{"threadId":"t","runId":"r","messages":[{"id":"m","role":"assistant","toolCalls":${list(340_000, '""')}}]}`, 'messages.0.toolCalls'],
+      [
+        `{"threadId":"t","runId":"r","messages":[{"id":"m","role":"assistant","toolCalls":${list(340_000, '""')}}]}`,
+        'messages.0.toolCalls',
+      ],
       [`{"threadId":"t","runId":"r","messages":[],"tools":${list(340_000, '0')}}`, 'tools'],
     ]) {
       const res = await t.app.inject({ method: 'POST', url: '/ag-ui', headers: { ...admin, ...json }, payload: body });
@@ -71,21 +77,45 @@ describe('issue 28: no 5xx of our own', () => {
   });
 
   it('an import item larger than BODY_LIMIT is a 400 naming it, in a bundle and in a TrustGraph dump', async () => {
-    await t.app.inject({ method: 'PUT', url: '/tool-services/joke', headers: admin, payload: { id: 'joke', topic: 'joke', 'config-params': ['style'] } });
+    await t.app.inject({
+      method: 'PUT',
+      url: '/tool-services/joke',
+      headers: admin,
+      payload: { id: 'joke', topic: 'joke', 'config-params': ['style'] },
+    });
     const tool = `{"type":"tool-service","name":"j","description":"d","service":"joke","style":${list(300_000, '"\\u0007"')}}`;
     const bundle = await t.app.inject({ method: 'POST', url: '/import', headers: { ...admin, ...json }, payload: `{"tools":[${tool}]}` });
     expect(bundle.statusCode).toBe(400);
-    expect(problemOf(bundle)).toMatchObject({ code: 'TR_ERR_BAD_REQUEST', errors: [{ path: 'tools.0', message: expect.stringContaining('BODY_LIMIT') }] });
-    const dump = await t.app.inject({ method: 'POST', url: '/import', headers: { ...admin, ...json }, payload: JSON.stringify({ config: { tool: { j: tool } } }) });
+    expect(problemOf(bundle)).toMatchObject({
+      code: 'TR_ERR_BAD_REQUEST',
+      errors: [{ path: 'tools.0', message: expect.stringContaining('BODY_LIMIT') }],
+    });
+    const dump = await t.app.inject({
+      method: 'POST',
+      url: '/import',
+      headers: { ...admin, ...json },
+      payload: JSON.stringify({ config: { tool: { j: tool } } }),
+    });
     expect(dump.statusCode).toBe(400);
-    expect(problemOf(dump)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: 'config.tool.j', message: expect.stringContaining('BODY_LIMIT') }] });
+    expect(problemOf(dump)).toMatchObject({
+      code: 'TR_ERR_VALIDATION',
+      errors: [{ path: 'config.tool.j', message: expect.stringContaining('BODY_LIMIT') }],
+    });
   });
 
   it('a TrustGraph dump item of 20,000 nested arrays is refused for its depth, not as "Maximum call stack size exceeded"', async () => {
     const deep = `{"type":"tool-service","name":"d","x":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
-    const res = await t.app.inject({ method: 'POST', url: '/import', headers: { ...admin, ...json }, payload: JSON.stringify({ config: { tool: { d: deep } } }) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/import',
+      headers: { ...admin, ...json },
+      payload: JSON.stringify({ config: { tool: { d: deep } } }),
+    });
     expect(res.statusCode).toBe(400);
-    expect(problemOf(res)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: 'config.tool.d', message: expect.stringMatching(/^nests objects and arrays more than \d+ deep$/) }] });
+    expect(problemOf(res)).toMatchObject({
+      code: 'TR_ERR_VALIDATION',
+      errors: [{ path: 'config.tool.d', message: expect.stringMatching(/^nests objects and arrays more than \d+ deep$/) }],
+    });
   });
 
   // Each bad entry raised an issue, and the answer listed the first 100 of 115,000; now the
@@ -100,14 +130,25 @@ describe('issue 28: no 5xx of our own', () => {
     expect(listed.errors).toHaveLength(100);
     expect(listed.errors?.[99]).toEqual({ path: '', message: expect.stringContaining('holds more strings or keys') });
     expect(listed.detail).toContain('(and 99 more)');
-    const scopes = await t.app.inject({ method: 'PUT', url: '/mcp-servers/x', headers: { ...admin, ...json }, payload: `{"url":"http://127.0.0.1:1/mcp","toolScopes":${keys(115_000)}}` });
+    const scopes = await t.app.inject({
+      method: 'PUT',
+      url: '/mcp-servers/x',
+      headers: { ...admin, ...json },
+      payload: `{"url":"http://127.0.0.1:1/mcp","toolScopes":${keys(115_000)}}`,
+    });
     expect(scopes.statusCode).toBe(400);
     expect(problemOf(scopes).errors).toEqual([{ path: 'toolScopes', message: 'must have at most 10000 entries' }]);
   });
 
-  it.each(['0', 'x', '//host/mcp', 'http://', 'http://[::1', 'http://a:b:c/', 'http://%zz/'])('PUT /mcp-servers/{id} with url %j is a 400 naming url', async (url) => {
-    const res = await t.app.inject({ method: 'PUT', url: '/mcp-servers/x', headers: admin, payload: { url } });
-    expect(res.statusCode).toBe(400);
-    expect(problemOf(res)).toMatchObject({ code: 'TR_ERR_VALIDATION', errors: [{ path: 'url', message: 'must be an http:// or https:// URL' }] });
-  });
+  it.each(['0', 'x', '//host/mcp', 'http://', 'http://[::1', 'http://a:b:c/', 'http://%zz/'])(
+    'PUT /mcp-servers/{id} with url %j is a 400 naming url',
+    async (url) => {
+      const res = await t.app.inject({ method: 'PUT', url: '/mcp-servers/x', headers: admin, payload: { url } });
+      expect(res.statusCode).toBe(400);
+      expect(problemOf(res)).toMatchObject({
+        code: 'TR_ERR_VALIDATION',
+        errors: [{ path: 'url', message: 'must be an http:// or https:// URL' }],
+      });
+    },
+  );
 });

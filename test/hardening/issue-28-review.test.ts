@@ -39,7 +39,11 @@ import type { Tool } from '../../src/model/normalise.js';
 
 let n = 0;
 const toolOf = (schemas: { inputSchema?: Record<string, unknown>; outputSchema?: Record<string, unknown> }) =>
-  ({ name: `review${n++}`, inputSchema: schemas.inputSchema ?? { type: 'object' }, ...(schemas.outputSchema && { outputSchema: schemas.outputSchema }) }) as unknown as Tool;
+  ({
+    name: `review${n++}`,
+    inputSchema: schemas.inputSchema ?? { type: 'object' },
+    ...(schemas.outputSchema && { outputSchema: schemas.outputSchema }),
+  }) as unknown as Tool;
 
 /** No backtracking anywhere, but an automaton of 20,000 states, every one alive on a long run of `a`s. */
 const HUGE_PATTERN = `${'[ab]{1000}'.repeat(20)}[cd]`;
@@ -62,7 +66,10 @@ describe('F1 (fixed): a pattern with a large automaton is no cheaper than its le
 
   it('a pattern of 20,000 states is refused at registration, naming it', () => {
     expect(schemaProblems({ type: 'object', properties: { s: { type: 'string', pattern: HUGE_PATTERN } } })).toEqual([
-      { path: ['properties', 's', 'pattern'], message: expect.stringMatching(/compiles to about \d+ states of the linear-time engine, more than the 5000/) },
+      {
+        path: ['properties', 's', 'pattern'],
+        message: expect.stringMatching(/compiles to about \d+ states of the linear-time engine, more than the 5000/),
+      },
     ]);
   });
 
@@ -104,7 +111,8 @@ describe('F2 (fixed): large patterns at registration and in the compiled-pattern
     const gc = runInNewContext('gc') as () => void;
     gc();
     const before = process.memoryUsage().heapUsed;
-    for (let i = 0; i < 3; i++) schemaProblems({ type: 'object', properties: { p: { type: 'string', pattern: bigPattern(`heap${Date.now()}_${i}`) } } });
+    for (let i = 0; i < 3; i++)
+      schemaProblems({ type: 'object', properties: { p: { type: 'string', pattern: bigPattern(`heap${Date.now()}_${i}`) } } });
     gc();
     const retained = process.memoryUsage().heapUsed - before;
     // Observed: about 94 MB retained per pattern (282 MB for these 3); a hostile upstream's 56
@@ -126,7 +134,7 @@ function agreesWithEcmaScript(pattern: string, text: string): void {
   expect({ pattern, text, linear }).toEqual({ pattern, text, linear: ecma });
 }
 
-describe('F3 (fixed): \\S inside a class is ECMAScript\'s \\S', () => {
+describe("F3 (fixed): \\S inside a class is ECMAScript's \\S", () => {
   it.each(['00A0', '000B', '2028', 'FEFF', '3000'])('^[\\S]+$, ^[^\\S]$ and ^[a\\S]$ against U+%s', (code) => {
     const space = String.fromCodePoint(Number.parseInt(code, 16));
     agreesWithEcmaScript('^[\\S]+$', space);
@@ -149,13 +157,15 @@ describe('F5 (fixed): a check waiting for the worker is not timed, nor blamed, f
     try {
       await pool.check(1, { type: 'object' }, {}, options('warm-up', 10_000));
       // Settled whichever way (refused for its work, or answered): held so its refusal is not unhandled.
-      const slow = pool.check(2, { type: 'object', properties: { s: { type: 'string', pattern: WIDE_PATTERN } } }, LONG_VALUE, options('hostile', 30_000)).catch((err: unknown) => err);
+      const slow = pool
+        .check(2, { type: 'object', properties: { s: { type: 'string', pattern: WIDE_PATTERN } } }, LONG_VALUE, options('hostile', 30_000))
+        .catch((err: unknown) => err);
       await new Promise((resolve) => setTimeout(resolve, 50));
       // Observed: refused after 1 s, "checking the arguments took longer than 1000 ms, and was
       // stopped: send a smaller value", though it never ran; the slow check was restarted.
-      await expect(pool.check(3, { type: 'object', properties: { n: { type: 'integer' } } }, { n: 'x' }, options('innocent', 1_000))).resolves.toEqual([
-        { path: '/n', message: 'must be integer' },
-      ]);
+      await expect(
+        pool.check(3, { type: 'object', properties: { n: { type: 'integer' } } }, { n: 'x' }, options('innocent', 1_000)),
+      ).resolves.toEqual([{ path: '/n', message: 'must be integer' }]);
       await slow;
     } finally {
       pool.close();

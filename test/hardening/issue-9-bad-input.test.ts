@@ -14,7 +14,9 @@ import { openedDatabases } from '../helpers/opened-databases.js';
 import { seed } from '../helpers/fixtures.js';
 
 // The app's own connections, so that a test can give one a tiny max_page_count (a full disk).
-vi.mock('../../src/store/database.js', async (original) => (await import('../helpers/opened-databases.js')).recordingDatabaseModule(original));
+vi.mock('../../src/store/database.js', async (original) =>
+  (await import('../helpers/opened-databases.js')).recordingDatabaseModule(original),
+);
 
 const PROTO_NAMES = ['constructor', 'toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'] as const;
 
@@ -75,7 +77,10 @@ function nested(depth: number): string {
 
 /** The calculator with a parameter whose default nests `depth` levels deep. */
 function deepTool(name: string, depth: number): string {
-  return JSON.stringify({ ...seed('calculator'), name, parameters: { x: { type: 'object', default: 0 } } }).replace('"default":0', `"default":${nested(depth)}`);
+  return JSON.stringify({ ...seed('calculator'), name, parameters: { x: { type: 'object', default: 0 } } }).replace(
+    '"default":0',
+    `"default":${nested(depth)}`,
+  );
 }
 
 beforeAll(async () => {
@@ -106,7 +111,10 @@ describe('issue 9: names that are also Object.prototype members', () => {
       description: 'bus',
       service: 'constructor',
       toString: 'x',
-      arguments: [{ name: 'constructor', type: 'string', description: 'c' }, { name: 'hasOwnProperty', type: 'string', description: 'h' }],
+      arguments: [
+        { name: 'constructor', type: 'string', description: 'c' },
+        { name: 'hasOwnProperty', type: 'string', description: 'h' },
+      ],
     });
     expect(tool.status).toBe(201);
 
@@ -136,7 +144,10 @@ describe('issue 9: names that are also Object.prototype members', () => {
       ['/tools/register', JSON.stringify({ ...calc, name: '__proto__' })],
       ['/tools/register', JSON.stringify({ ...calc, scopes: ['__proto__'] })],
       ['/tools/register', '{"name":"p","endpoint":"/p","description":"d","parameters":{"__proto__":{"type":"string"}}}'],
-      ['/tools/register', JSON.stringify({ ...seed('tell-joke'), name: 'p2', arguments: [{ name: '__proto__', type: 'string', description: 'd' }] })],
+      [
+        '/tools/register',
+        JSON.stringify({ ...seed('tell-joke'), name: 'p2', arguments: [{ name: '__proto__', type: 'string', description: 'd' }] }),
+      ],
       ['/import', JSON.stringify({ 'tool-services': [{ id: '__proto__', topic: 'p' }] })],
       ['/import', JSON.stringify({ 'tool-services': [{ id: 'p3', topic: 'p', 'config-params': ['__proto__'] }] })],
       ['/tools/register', '{"name":"p4","endpoint":"/p","description":"d","constructor":{"prototype":{"x":1}}}'],
@@ -185,7 +196,11 @@ describe('issue 9: duplicate JSON keys', () => {
   });
 
   it('takes equal keys in different objects', async () => {
-    const res = await send('POST', '/tools/register', { ...seed('calculator'), name: 'same-keys', parameters: { a: { type: 'string', description: 'x' }, b: { type: 'string', description: 'x' } } });
+    const res = await send('POST', '/tools/register', {
+      ...seed('calculator'),
+      name: 'same-keys',
+      parameters: { a: { type: 'string', description: 'x' }, b: { type: 'string', description: 'x' } },
+    });
     expect(res.status).toBe(201);
   });
 });
@@ -195,7 +210,10 @@ describe('issue 9: two Authorization headers', () => {
     const before = await exported();
     const token = t.token(['registry:write']);
     const body = JSON.stringify({ ...seed('calculator'), name: 'two-headers' });
-    for (const [method, path, payload] of [['GET', '/', ''], ['POST', '/tools/register', body]] as const) {
+    for (const [method, path, payload] of [
+      ['GET', '/', ''],
+      ['POST', '/tools/register', body],
+    ] as const) {
       const answer = await raw(
         `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nauthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
       );
@@ -214,7 +232,14 @@ describe('issue 9: control characters', () => {
       await problemOf(await send('POST', '/tools/register', { ...calc, name: 'ctl', description: bad }), 400);
       await problemOf(await send('POST', '/tools/register', { ...calc, name: 'ctl', returns: bad }), 400);
       await problemOf(await send('POST', '/tools/register', { ...seed('tell-joke'), name: 'ctl', style: bad }), 400);
-      await problemOf(await send('POST', '/tools/register', { ...seed('tell-joke'), name: 'ctl', arguments: [{ name: 'a', type: 'string', description: bad }] }), 400);
+      await problemOf(
+        await send('POST', '/tools/register', {
+          ...seed('tell-joke'),
+          name: 'ctl',
+          arguments: [{ name: 'a', type: 'string', description: bad }],
+        }),
+        400,
+      );
     }
     await problemOf(await send('POST', '/tools/register', { ...calc, name: 'ctl\u001b' }), 400);
     expect(await exported()).toBe(before);
@@ -222,17 +247,31 @@ describe('issue 9: control characters', () => {
   });
 
   it('escapes control characters in what the CLI prints', async () => {
-    const evil = { name: 'x\u001b[31m', type: 'http', scopes: ['s\u009b2J'], description: 'd\u001b]0;title\u0007 \u202e', 'request-queue': 'q\u001b' };
+    const evil = {
+      name: 'x\u001b[31m',
+      type: 'http',
+      scopes: ['s\u009b2J'],
+      description: 'd\u001b]0;title\u0007 \u202e',
+      'request-queue': 'q\u001b',
+    };
     const fake: Server = createServer((req, res) => {
-      const body = req.url === '/export' ? { tools: [evil], 'tool-services': [{ id: 'i\u001bd', 'request-queue': 'q\u0085' }] } : { descriptor: evil };
+      const body =
+        req.url === '/export' ? { tools: [evil], 'tool-services': [{ id: 'i\u001bd', 'request-queue': 'q\u0085' }] } : { descriptor: evil };
       res.writeHead(req.url?.startsWith('/tools/bad') ? 400 : 200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(req.url?.startsWith('/tools/bad') ? { detail: 'no\u001b[2J', errors: [{ path: 'p\u009b', message: 'm' }] } : body));
+      res.end(
+        JSON.stringify(req.url?.startsWith('/tools/bad') ? { detail: 'no\u001b[2J', errors: [{ path: 'p\u009b', message: 'm' }] } : body),
+      );
     });
     await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
     let out = '';
     let err = '';
-    const io = { stdout: (s: string) => void (out += s), stderr: (s: string) => void (err += s), env: { REGISTRY_TOKEN: 'x' }, readStdin: () => Promise.resolve(undefined) };
+    const io = {
+      stdout: (s: string) => void (out += s),
+      stderr: (s: string) => void (err += s),
+      env: { REGISTRY_TOKEN: 'x' },
+      readStdin: () => Promise.resolve(undefined),
+    };
     try {
       await main(['get', 'tool/x', '--url', url], io);
       await main(['list', 'tools', '--url', url], io);
@@ -266,7 +305,9 @@ describe('issue 9: errors answered before any route are problem+json', () => {
 
   it('an invalid method and a bad Content-Length: 400', async () => {
     expect(rawProblem(await raw('G@T / HTTP/1.1\r\nHost: x\r\n\r\n'), 400).code).toBe('TR_ERR_BAD_REQUEST');
-    expect(rawProblem(await raw('POST /tools/register HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'), 400).code).toBe('TR_ERR_BAD_REQUEST');
+    expect(rawProblem(await raw('POST /tools/register HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'), 400).code).toBe(
+      'TR_ERR_BAD_REQUEST',
+    );
   });
 
   it('an empty JSON body and invalid JSON: 400, the media type check and body limit unchanged', async () => {
@@ -329,7 +370,10 @@ describe('errors Node answered without a body: problem+json, with the headers of
   });
 
   it('a body over the limit names the limit and its setting; a repeated query parameter says so', async () => {
-    const big = await problemOf(await send('POST', '/tools/register', { ...seed('calculator'), description: 'x'.repeat(2 * 1024 * 1024) }), 413);
+    const big = await problemOf(
+      await send('POST', '/tools/register', { ...seed('calculator'), description: 'x'.repeat(2 * 1024 * 1024) }),
+      413,
+    );
     expect(big.detail).toMatch(/\d+ bytes .*BODY_LIMIT/);
     const twice = await problemOf(await send('GET', '/?limit=1&limit=2'), 400);
     expect(twice.errors).toEqual([{ path: 'limit', message: 'is given 2 times; give it once' }]);
@@ -341,11 +385,19 @@ describe('errors Node answered without a body: problem+json, with the headers of
   it('a JSON body in another charset than UTF-8: 415, changing nothing', async () => {
     const before = await exported();
     for (const path of ['/tools/register', '/import']) {
-      const res = await fetch(`${base}${path}`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json; charset=latin1' }, body: JSON.stringify({ ...seed('calculator'), name: 'latin' }) });
+      const res = await fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { ...admin, 'content-type': 'application/json; charset=latin1' },
+        body: JSON.stringify({ ...seed('calculator'), name: 'latin' }),
+      });
       expect((await problemOf(res, 415)).detail).toContain('charset=latin1');
     }
     expect(await exported()).toBe(before);
-    const utf8 = await fetch(`${base}/tools/register`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json; charset="UTF-8"' }, body: JSON.stringify({ ...seed('calculator'), name: 'utf8-declared' }) });
+    const utf8 = await fetch(`${base}/tools/register`, {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json; charset="UTF-8"' },
+      body: JSON.stringify({ ...seed('calculator'), name: 'utf8-declared' }),
+    });
     expect(utf8.status).toBe(201);
   });
 });
@@ -371,7 +423,10 @@ describe('issue 9: /readyz on a full database', () => {
 
   it('takes the room it wants from READY_MIN_FREE_BYTES', async () => {
     // More room than any disk here has: never ready; none at all: ready.
-    for (const [bytes, status] of [[String(2 ** 50), 503], ['0', 200]] as const) {
+    for (const [bytes, status] of [
+      [String(2 ** 50), 503],
+      ['0', 200],
+    ] as const) {
       const wanting = await createTestApp({ READY_MIN_FREE_BYTES: bytes }, { keepLogs: true });
       try {
         const res = await wanting.app.inject({ method: 'GET', url: '/readyz' });

@@ -31,7 +31,11 @@ async function send(base: string, path: string, init: RequestInit = {}): Promise
 }
 
 const invoke = (base: string, name: string, token?: string) =>
-  send(base, `/tools/${name}/invoke`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? bearer(token) : {}) }, body: '{}' });
+  send(base, `/tools/${name}/invoke`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? bearer(token) : {}) },
+    body: '{}',
+  });
 
 /** What a caller could tell two answers apart by, with the asked-for name taken out. */
 function observable(answer: Answer, name: string) {
@@ -117,7 +121,7 @@ describe.each(ANONYMOUS_POLICIES)('issue 9: calls do not reveal hidden tools (AN
   });
 });
 
-describe('issue 9: per-agent usage and the operators\' view', () => {
+describe("issue 9: per-agent usage and the operators' view", () => {
   let t: TestApp;
   let base: string;
   let tool: Server;
@@ -177,8 +181,13 @@ describe('issue 9: per-agent usage and the operators\' view', () => {
       expect(names(full.text)).toEqual(expected);
       expect(full.headers.get('x-hidden-tools')).toBe(String(2 - expected.length));
       expect(names((await send(base, '/?limit=1', { headers: bearer(token) })).text).length).toBe(1);
-      const page1 = JSON.parse((await send(base, '/?limit=1', { headers: bearer(token) })).text) as { nextCursor: string | null; tools: { name: string }[] };
-      const rest = page1.nextCursor ? names((await send(base, `/?limit=10&cursor=${encodeURIComponent(page1.nextCursor)}`, { headers: bearer(token) })).text) : [];
+      const page1 = JSON.parse((await send(base, '/?limit=1', { headers: bearer(token) })).text) as {
+        nextCursor: string | null;
+        tools: { name: string }[];
+      };
+      const rest = page1.nextCursor
+        ? names((await send(base, `/?limit=10&cursor=${encodeURIComponent(page1.nextCursor)}`, { headers: bearer(token) })).text)
+        : [];
       expect([...page1.tools.map((tool) => tool.name), ...rest].sort()).toEqual(expected);
     }
     // The change feed from the start: an operator's replay holds both registrations.
@@ -186,7 +195,7 @@ describe('issue 9: per-agent usage and the operators\' view', () => {
     expect(replay.map((e) => e['name']).sort()).toEqual(['echo', 'vault']);
   });
 
-  it('an operator\'s blocking query wakes for a change outside every ordinary view', async () => {
+  it("an operator's blocking query wakes for a change outside every ordinary view", async () => {
     const admin = bearer(t.token([ADMIN]));
     const first = await send(base, '/', { headers: admin });
     const index = first.headers.get('x-registry-index');
@@ -250,7 +259,11 @@ describe('issue 9: request ids and security headers', () => {
     }
     // A refused write is audited under the id the answer carries, never the client's long one.
     const long = 'L'.repeat(5000);
-    const refused = await send(base, '/tools/register', { method: 'POST', headers: { 'x-request-id': long, 'content-type': 'application/json' }, body: '{}' });
+    const refused = await send(base, '/tools/register', {
+      method: 'POST',
+      headers: { 'x-request-id': long, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(refused.status).toBe(401);
     const audit = await t.app.inject({ method: 'GET', url: '/audit', headers: bearer(t.token([ADMIN])) });
     expect(audit.body).not.toContain(long.slice(0, 100));
@@ -270,7 +283,12 @@ describe('issue 9: request ids and security headers', () => {
     const page = await send(base, '/docs/');
     expect(page.status).toBe(200);
     const csp = page.headers.get('content-security-policy') ?? '';
-    const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]));
+    const directives = new Map(
+      csp
+        .split(';')
+        .map((d) => d.trim().split(/\s+/))
+        .map(([name, ...values]) => [name, values]),
+    );
     expect(directives.get('default-src')).toEqual(["'none'"]);
     expect(directives.get('script-src')).toEqual(["'self'"]);
     expect(directives.get('style-src')).toEqual(["'self'"]);

@@ -53,7 +53,12 @@ const QUERIES = [
 class Lines extends Writable {
   readonly lines: string[] = [];
   override _write(chunk: Buffer, _encoding: string, done: () => void): void {
-    this.lines.push(...chunk.toString('utf8').split('\n').filter((line) => line !== ''));
+    this.lines.push(
+      ...chunk
+        .toString('utf8')
+        .split('\n')
+        .filter((line) => line !== ''),
+    );
     done();
   }
 }
@@ -66,7 +71,10 @@ describe('issue 9: no credential reaches the request log', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tool-registry-log-'));
-    const config = loadConfig({}, { DATABASE_PATH: join(dir, 'registry.db'), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'trace', RATE_LIMIT_MAX: '0' });
+    const config = loadConfig(
+      {},
+      { DATABASE_PATH: join(dir, 'registry.db'), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'trace', RATE_LIMIT_MAX: '0' },
+    );
     app = await buildApp(config, { logger: { ...loggerOptions(config, false), stream: log } });
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = (app.server.address() as AddressInfo).port;

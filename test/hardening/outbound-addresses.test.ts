@@ -76,7 +76,14 @@ describe('the outbound address policy (issue 28)', () => {
     });
     await new Promise<void>((done) => tool.listen(0, '127.0.0.1', done));
     toolPort = (tool.address() as AddressInfo).port;
-    upstream = await startMcpUpstream({ tools: [{ tool: { name: 'echo', description: 'Echoes.', inputSchema: { type: 'object' } }, handler: () => ({ content: [{ type: 'text', text: 'echo' }] }) }] });
+    upstream = await startMcpUpstream({
+      tools: [
+        {
+          tool: { name: 'echo', description: 'Echoes.', inputSchema: { type: 'object' } },
+          handler: () => ({ content: [{ type: 'text', text: 'echo' }] }),
+        },
+      ],
+    });
     t = await createTestApp({ RATE_LIMIT_MAX: '0', RATE_LIMIT_WRITE_MAX: '0' }, { resolve });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     registryPort = (t.app.server.address() as AddressInfo).port;
@@ -88,10 +95,24 @@ describe('the outbound address policy (issue 28)', () => {
     await new Promise<void>((done) => tool.close(() => done()));
   });
 
-  const httpTool = (name: string, host: string, port = toolPort) => ({ ...seed('calculator'), name, scopes: [], parameters: {}, host, port });
+  const httpTool = (name: string, host: string, port = toolPort) => ({
+    ...seed('calculator'),
+    name,
+    scopes: [],
+    parameters: {},
+    host,
+    port,
+  });
   const register = (body: unknown) => t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: body as object });
-  const put = (name: string, body: unknown) => t.app.inject({ method: 'PUT', url: `/tools/${name}`, headers: admin, payload: body as object });
-  const invoke = (name: string) => t.app.inject({ method: 'POST', url: `/tools/${name}/invoke`, headers: { ...bearer(t.token([], { sub: 'prober' })), 'content-type': 'application/json' }, payload: '{}' });
+  const put = (name: string, body: unknown) =>
+    t.app.inject({ method: 'PUT', url: `/tools/${name}`, headers: admin, payload: body as object });
+  const invoke = (name: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: `/tools/${name}/invoke`,
+      headers: { ...bearer(t.token([], { sub: 'prober' })), 'content-type': 'application/json' },
+      payload: '{}',
+    });
 
   const expectRefused = (res: { statusCode: number; json(): unknown }, path: string, rule: RegExp) => {
     expect(res.statusCode).toBe(400);
@@ -109,7 +130,8 @@ describe('the outbound address policy (issue 28)', () => {
     // What was written first, then the address it was read as when that differs.
     const message = (res.json() as Problem).errors?.[0]?.message ?? '';
     expect(message.startsWith(`${host} `)).toBe(true);
-    if (/^(\d+|0x[0-9a-f]+|0\d.*|169\.254\.43518|\[.*\.)$/i.test(host)) expect(message).toMatch(/^\S+ \(read as (169\.254\.169\.254|0\.0\.0\.0)\) port/);
+    if (/^(\d+|0x[0-9a-f]+|0\d.*|169\.254\.43518|\[.*\.)$/i.test(host))
+      expect(message).toMatch(/^\S+ \(read as (169\.254\.169\.254|0\.0\.0\.0)\) port/);
   });
 
   it.each(REFUSED)('refuses an MCP server on %s at registration', async (host, rule) => {
@@ -118,7 +140,12 @@ describe('the outbound address policy (issue 28)', () => {
   });
 
   it('reads MCP URLs as the URL parser does: trailing dots, case, percent-escapes, default ports', async () => {
-    for (const url of ['http://METADATA.google.internal./mcp', 'https://169.254.169.254./mcp', 'http://%31%36%39.254.169.254/mcp', 'http://[::FFFF:A9FE:A9FE]:8080/mcp']) {
+    for (const url of [
+      'http://METADATA.google.internal./mcp',
+      'https://169.254.169.254./mcp',
+      'http://%31%36%39.254.169.254/mcp',
+      'http://[::FFFF:A9FE:A9FE]:8080/mcp',
+    ]) {
       const res = await t.app.inject({ method: 'PUT', url: '/mcp-servers/probe', headers: admin, payload: { url } });
       expectRefused(res, 'url', /metadata/);
     }
@@ -132,7 +159,10 @@ describe('the outbound address policy (issue 28)', () => {
       method: 'POST',
       url: '/import',
       headers: admin,
-      payload: { 'tool-services': [], tools: [httpTool('fine', '127.0.0.1'), httpTool('meta', '[::ffff:169.254.169.254]'), httpTool('gce', 'metadata.google.internal')] },
+      payload: {
+        'tool-services': [],
+        tools: [httpTool('fine', '127.0.0.1'), httpTool('meta', '[::ffff:169.254.169.254]'), httpTool('gce', 'metadata.google.internal')],
+      },
     });
     expect(res.statusCode).toBe(400);
     const problem = res.json() as Problem;
@@ -156,21 +186,37 @@ describe('the outbound address policy (issue 28)', () => {
     for (const host of LOOPBACK) {
       expectRefused(await register(httpTool('loop', host, registryPort)), 'host', /the registry's own address and port/);
     }
-    expectRefused(await register({ ...httpTool('loop', '127.0.0.1', registryPort), endpoint: '/tools/loop/invoke' }), 'host', /call the registry itself/);
-    const res = await t.app.inject({ method: 'PUT', url: '/mcp-servers/loop', headers: admin, payload: { url: `http://localhost:${registryPort}/mcp` } });
+    expectRefused(
+      await register({ ...httpTool('loop', '127.0.0.1', registryPort), endpoint: '/tools/loop/invoke' }),
+      'host',
+      /call the registry itself/,
+    );
+    const res = await t.app.inject({
+      method: 'PUT',
+      url: '/mcp-servers/loop',
+      headers: admin,
+      payload: { url: `http://localhost:${registryPort}/mcp` },
+    });
     expectRefused(res, 'url', /own address/);
   });
 
   it('refuses at call time a name that resolves to the registry itself: one call, not a hundred nested ones', async () => {
     names.set('registry.test', ['127.0.0.1']);
-    expect((await register({ ...httpTool('loop', 'registry.test', registryPort), endpoint: '/tools/loop/invoke', forwardAuthorization: true })).statusCode).toBe(201);
+    expect(
+      (await register({ ...httpTool('loop', 'registry.test', registryPort), endpoint: '/tools/loop/invoke', forwardAuthorization: true }))
+        .statusCode,
+    ).toBe(201);
     const res = await invoke('loop');
     expect(res.statusCode, res.body).toBe(502);
     const problem = res.json() as Problem;
     expect(problem.code).toBe('TR_ERR_TARGET_REFUSED');
-    expect(problem.detail).toMatch(/^loop cannot be called: registry\.test resolved to 127\.0\.0\.1, and port \d+ there is refused by the outbound address policy: that is the registry's own address and port/);
+    expect(problem.detail).toMatch(
+      /^loop cannot be called: registry\.test resolved to 127\.0\.0\.1, and port \d+ there is refused by the outbound address policy: that is the registry's own address and port/,
+    );
     await vi.waitFor(async () => {
-      const audit = (await t.app.inject({ method: 'GET', url: '/audit?action=tool.invoke&target=loop', headers: admin })).json() as { entries: { detail: string | null; status: number }[] };
+      const audit = (await t.app.inject({ method: 'GET', url: '/audit?action=tool.invoke&target=loop', headers: admin })).json() as {
+        entries: { detail: string | null; status: number }[];
+      };
       expect(audit.entries).toHaveLength(1);
       expect(audit.entries[0]).toMatchObject({ status: 502, detail: 'TR_ERR_TARGET_REFUSED' });
     });
@@ -188,13 +234,18 @@ describe('the outbound address policy (issue 28)', () => {
     expect(res.json()).toMatchObject({
       code: 'TR_ERR_TARGET_REFUSED',
       type: 'urn:tool-registry:error:target-refused',
-      detail: expect.stringMatching(/tools\.test resolved to 169\.254\.169\.254, and port \d+ there is refused by the outbound address policy: cloud metadata/),
+      detail: expect.stringMatching(
+        /tools\.test resolved to 169\.254\.169\.254, and port \d+ there is refused by the outbound address policy: cloud metadata/,
+      ),
     });
     names.set('tools.test', ['::ffff:169.254.169.254']);
     expect((await invoke('rebound')).json()).toMatchObject({ code: 'TR_ERR_TARGET_REFUSED' });
     // Nothing reached the tool's host; the refusals count as failed calls.
     expect(toolCalls).toBe(before + 1);
-    const stats = (await t.app.inject({ method: 'GET', url: '/stats', headers: admin })).json() as { errors_by_class: Record<string, unknown>; usage_by_tool: Record<string, unknown> };
+    const stats = (await t.app.inject({ method: 'GET', url: '/stats', headers: admin })).json() as {
+      errors_by_class: Record<string, unknown>;
+      usage_by_tool: Record<string, unknown>;
+    };
     expect(stats.errors_by_class['service-error']).toBeDefined();
     expect(stats.usage_by_tool['rebound']).toBeDefined();
   });
@@ -202,9 +253,19 @@ describe('the outbound address policy (issue 28)', () => {
   it('reports an MCP server whose name resolves to a refused address as its last error, and refuses calls to its tools', async () => {
     const port = Number(new URL(upstream.url).port);
     names.set('mcp.test', ['127.0.0.1']);
-    const putServer = await t.app.inject({ method: 'PUT', url: '/mcp-servers/rebound', headers: admin, payload: { url: `http://mcp.test:${port}/mcp`, prefix: 'rb_' } });
+    const putServer = await t.app.inject({
+      method: 'PUT',
+      url: '/mcp-servers/rebound',
+      headers: admin,
+      payload: { url: `http://mcp.test:${port}/mcp`, prefix: 'rb_' },
+    });
     expect(putServer.statusCode, putServer.body).toBe(201);
-    const state = async () => ((await t.app.inject({ method: 'GET', url: '/mcp-servers/rebound', headers: admin })).json() as { upstream: { state: string; lastError: string | null; tools: number } }).upstream;
+    const state = async () =>
+      (
+        (await t.app.inject({ method: 'GET', url: '/mcp-servers/rebound', headers: admin })).json() as {
+          upstream: { state: string; lastError: string | null; tools: number };
+        }
+      ).upstream;
     await vi.waitFor(async () => expect(await state()).toMatchObject({ state: 'connected', tools: 1 }), { timeout: 10_000 });
     expect((await invoke('rb_echo')).statusCode).toBe(200);
     // The name moves to the metadata address and the server restarts: reconnecting is refused.
@@ -215,13 +276,18 @@ describe('the outbound address policy (issue 28)', () => {
       async () => {
         const now = await state();
         expect(now.state).toBe('down');
-        expect(now.lastError).toMatch(/mcp\.test resolved to 169\.254\.169\.254, and port \d+ there is refused by the outbound address policy: cloud metadata/);
+        expect(now.lastError).toMatch(
+          /mcp\.test resolved to 169\.254\.169\.254, and port \d+ there is refused by the outbound address policy: cloud metadata/,
+        );
       },
       { timeout: 10_000 },
     );
     const res = await invoke('rb_echo');
     expect(res.statusCode, res.body).toBe(502);
-    expect(res.json()).toMatchObject({ code: 'TR_ERR_TARGET_REFUSED', detail: expect.stringMatching(/MCP server "rebound": mcp\.test resolved to 169\.254\.169\.254/) });
+    expect(res.json()).toMatchObject({
+      code: 'TR_ERR_TARGET_REFUSED',
+      detail: expect.stringMatching(/MCP server "rebound": mcp\.test resolved to 169\.254\.169\.254/),
+    });
   });
 });
 
@@ -250,14 +316,30 @@ describe('OUTBOUND_ALLOW and OUTBOUND_DENY', () => {
       expect((await registerOn(t, '10.20.1.2')).statusCode).toBe(201);
       const outside = await registerOn(t, '10.21.1.2', 'outside');
       expect(outside.statusCode).toBe(400);
-      expect(outside.json()).toMatchObject({ errors: [{ path: 'host', message: '10.21.1.2 port 8080 is refused by the outbound address policy: OUTBOUND_DENY has 0.0.0.0/0' }] });
-      expect((await registerOn(t, '[::1]', 'six')).json()).toMatchObject({ errors: [{ message: expect.stringMatching(/OUTBOUND_DENY has ::\/0/) }] });
-      expect((await registerOn(t, 'api.evil.test', 'evil')).json()).toMatchObject({ errors: [{ message: expect.stringMatching(/OUTBOUND_DENY has \*\.evil\.test/) }] });
+      expect(outside.json()).toMatchObject({
+        errors: [{ path: 'host', message: '10.21.1.2 port 8080 is refused by the outbound address policy: OUTBOUND_DENY has 0.0.0.0/0' }],
+      });
+      expect((await registerOn(t, '[::1]', 'six')).json()).toMatchObject({
+        errors: [{ message: expect.stringMatching(/OUTBOUND_DENY has ::\/0/) }],
+      });
+      expect((await registerOn(t, 'api.evil.test', 'evil')).json()).toMatchObject({
+        errors: [{ message: expect.stringMatching(/OUTBOUND_DENY has \*\.evil\.test/) }],
+      });
       // A name passes registration (names are not resolved while writing); its address is checked at the call.
       expect((await registerOn(t, 'elsewhere.test', 'elsewhere')).statusCode).toBe(201);
-      const call = await t.app.inject({ method: 'POST', url: '/tools/elsewhere/invoke', headers: { ...bearer(t.token(['calculator:use'])), 'content-type': 'application/json' }, payload: '{"expression":"1"}' });
+      const call = await t.app.inject({
+        method: 'POST',
+        url: '/tools/elsewhere/invoke',
+        headers: { ...bearer(t.token(['calculator:use'])), 'content-type': 'application/json' },
+        payload: '{"expression":"1"}',
+      });
       expect(call.statusCode).toBe(502);
-      expect(call.json()).toMatchObject({ code: 'TR_ERR_TARGET_REFUSED', detail: expect.stringMatching(/elsewhere\.test resolved to 127\.0\.0\.1, and port 8080 there is refused by the outbound address policy: OUTBOUND_DENY has 0\.0\.0\.0\/0/) });
+      expect(call.json()).toMatchObject({
+        code: 'TR_ERR_TARGET_REFUSED',
+        detail: expect.stringMatching(
+          /elsewhere\.test resolved to 127\.0\.0\.1, and port 8080 there is refused by the outbound address policy: OUTBOUND_DENY has 0\.0\.0\.0\/0/,
+        ),
+      });
     } finally {
       await t.close();
     }

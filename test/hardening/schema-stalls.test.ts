@@ -298,7 +298,12 @@ function encoded(args: Record<string, unknown>): { json: string; quoted: string 
 
 /** An HTTP tool on the echoing host, with these schemas. */
 const registerTool = (name: string, inputSchema: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-  send('PUT', `/tools/${name}`, { description: `Issue 28 case ${name}`, endpoint: '/echo', host: LOOPBACK, port: toolPort, scopes: [], inputSchema, ...extra }, admin);
+  send(
+    'PUT',
+    `/tools/${name}`,
+    { description: `Issue 28 case ${name}`, endpoint: '/echo', host: LOOPBACK, port: toolPort, scopes: [], inputSchema, ...extra },
+    admin,
+  );
 
 async function registered(name: string, inputSchema: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<void> {
   const res = await during(`registering ${name}`, () => registerTool(name, inputSchema, extra));
@@ -314,7 +319,10 @@ function expectRefusedAt(res: Answer, paths: readonly (readonly PathSegment[])[]
   expect(res.type, what).toContain('application/problem+json');
   const given = (json(res)['errors'] as { path: string }[] | undefined)?.map((e) => e.path) ?? [];
   const wanted = paths.map((p) => p.join('.'));
-  expect(given.some((p) => paths.some((segments) => namesPath(p, segments))), `${what}: error paths ${JSON.stringify(given)} name none of ${JSON.stringify(wanted)}`).toBe(true);
+  expect(
+    given.some((p) => paths.some((segments) => namesPath(p, segments))),
+    `${what}: error paths ${JSON.stringify(given)} name none of ${JSON.stringify(wanted)}`,
+  ).toBe(true);
 }
 
 function expectInvokeAnswer(answer: Answer, call: Call): void {
@@ -362,7 +370,9 @@ async function agUiRun(calls: readonly Call[]): Promise<AgUiEvent[]> {
     forwardedProps: { 'tool-registry': { toolCallArgs: 'omit' } },
   });
   // The arguments as encoded ahead (encoded()), spliced in.
-  const toolCalls = calls.map((c, i) => `{"id":"call-${i}","type":"function","function":{"name":${JSON.stringify(c.tool)},"arguments":${encoded(c.args).quoted}}}`);
+  const toolCalls = calls.map(
+    (c, i) => `{"id":"call-${i}","type":"function","function":{"name":${JSON.stringify(c.tool)},"arguments":${encoded(c.args).quoted}}}`,
+  );
   const body = input.replace(JSON.stringify(PLACEHOLDER), () => `[${toolCalls.join(',')}]`);
   const res = await send('POST', '/ag-ui', body, { ...user, accept: 'text/event-stream' });
   expect(res.status, `/ag-ui: ${res.text.slice(0, 500)}`).toBe(200);
@@ -377,7 +387,9 @@ function expectAgUiAnswers(events: readonly AgUiEvent[], calls: readonly Call[])
   const results = new Map(events.filter((e) => e.type === 'TOOL_CALL_RESULT').map((e) => [e['toolCallId'] as string, e]));
   calls.forEach((call, i) => {
     const result = results.get(`call-${i}`);
-    const error = (result?.['metadata'] as { 'tool-registry'?: { error?: { status: number; code: string } } } | undefined)?.['tool-registry']?.error;
+    const error = (result?.['metadata'] as { 'tool-registry'?: { error?: { status: number; code: string } } } | undefined)?.[
+      'tool-registry'
+    ]?.error;
     const what = `/ag-ui ${call.what}: ${JSON.stringify(result).slice(0, 300)}`;
     expect(result, what).toBeDefined();
     expect(error?.status, what).not.toBe(500);
@@ -397,7 +409,10 @@ function expectAgUiAnswers(events: readonly AgUiEvent[], calls: readonly Call[])
 async function callEverywhere(calls: readonly Call[], watch: HealthWatch, { agUiCalls = AG_UI_CALLS } = {}): Promise<void> {
   for (const call of calls) {
     if (watch.stalled) return;
-    expectInvokeAnswer(await during(`invoke ${call.what}`, () => send('POST', `/tools/${call.tool}/invoke`, encoded(call.args).json)), call);
+    expectInvokeAnswer(
+      await during(`invoke ${call.what}`, () => send('POST', `/tools/${call.tool}/invoke`, encoded(call.args).json)),
+      call,
+    );
   }
   for (const call of calls) {
     if (watch.stalled) return;
@@ -416,257 +431,465 @@ async function callEverywhere(calls: readonly Call[], watch: HealthWatch, { agUi
 // ---------------------------------------------------------------------------------------------
 
 describe('issue 28: no schema, argument or upstream answer stalls the registry', () => {
-  it('refuses patterns a linear-time engine cannot run and $ref cycles that consume no input, with 400s naming the path', async () => {
-    await withinHealthBudget('refusals', async (attempt) => {
-      const object = (properties: Record<string, unknown>) => ({ type: 'object', properties });
-      const unrunnable: [string, Record<string, unknown>, PathSegment[]][] = [
-        ['a backreference in pattern', object({ s: { type: 'string', pattern: '(a)\\1' } }), ['inputSchema', 'properties', 's', 'pattern']],
-        ['a lookahead in pattern', object({ s: { type: 'string', pattern: '(?=a)a' } }), ['inputSchema', 'properties', 's', 'pattern']],
-        ['a lookbehind in pattern', object({ s: { type: 'string', pattern: '(?<!a)b' } }), ['inputSchema', 'properties', 's', 'pattern']],
-        ['a backreference in patternProperties', { type: 'object', patternProperties: { '(a)\\1': { type: 'string' } } }, ['inputSchema', 'patternProperties', '(a)\\1']],
-        ['a lookahead in propertyNames', { type: 'object', propertyNames: { pattern: '^(?=x)' } }, ['inputSchema', 'propertyNames', 'pattern']],
-      ];
-      for (const [what, inputSchema, path] of unrunnable) expectRefusedAt(await during(`registering ${what}`, () => registerTool(`refused_${attempt}`, inputSchema)), [path], what);
-      const output = await registerTool(`refused_${attempt}`, { type: 'object' }, { outputSchema: object({ s: { type: 'string', pattern: '(?<=a)b' } }) });
-      expectRefusedAt(output, [['outputSchema', 'properties', 's', 'pattern']], 'a lookbehind in an output schema');
-      // The article's `parameters` form holds JSON Schema in `items`.
-      const parameters = { description: 'x', endpoint: '/echo', host: LOOPBACK, port: toolPort, parameters: { tags: { type: 'array', items: { type: 'string', pattern: '(a)\\1' } } } };
-      expectRefusedAt(await send('PUT', `/tools/refused_${attempt}`, parameters, admin), [['parameters', 'tags', 'items', 'pattern']], 'a backreference in parameters');
+  it(
+    'refuses patterns a linear-time engine cannot run and $ref cycles that consume no input, with 400s naming the path',
+    async () => {
+      await withinHealthBudget('refusals', async (attempt) => {
+        const object = (properties: Record<string, unknown>) => ({ type: 'object', properties });
+        const unrunnable: [string, Record<string, unknown>, PathSegment[]][] = [
+          [
+            'a backreference in pattern',
+            object({ s: { type: 'string', pattern: '(a)\\1' } }),
+            ['inputSchema', 'properties', 's', 'pattern'],
+          ],
+          ['a lookahead in pattern', object({ s: { type: 'string', pattern: '(?=a)a' } }), ['inputSchema', 'properties', 's', 'pattern']],
+          ['a lookbehind in pattern', object({ s: { type: 'string', pattern: '(?<!a)b' } }), ['inputSchema', 'properties', 's', 'pattern']],
+          [
+            'a backreference in patternProperties',
+            { type: 'object', patternProperties: { '(a)\\1': { type: 'string' } } },
+            ['inputSchema', 'patternProperties', '(a)\\1'],
+          ],
+          [
+            'a lookahead in propertyNames',
+            { type: 'object', propertyNames: { pattern: '^(?=x)' } },
+            ['inputSchema', 'propertyNames', 'pattern'],
+          ],
+        ];
+        for (const [what, inputSchema, path] of unrunnable)
+          expectRefusedAt(await during(`registering ${what}`, () => registerTool(`refused_${attempt}`, inputSchema)), [path], what);
+        const output = await registerTool(
+          `refused_${attempt}`,
+          { type: 'object' },
+          { outputSchema: object({ s: { type: 'string', pattern: '(?<=a)b' } }) },
+        );
+        expectRefusedAt(output, [['outputSchema', 'properties', 's', 'pattern']], 'a lookbehind in an output schema');
+        // The article's `parameters` form holds JSON Schema in `items`.
+        const parameters = {
+          description: 'x',
+          endpoint: '/echo',
+          host: LOOPBACK,
+          port: toolPort,
+          parameters: { tags: { type: 'array', items: { type: 'string', pattern: '(a)\\1' } } },
+        };
+        expectRefusedAt(
+          await send('PUT', `/tools/refused_${attempt}`, parameters, admin),
+          [['parameters', 'tags', 'items', 'pattern']],
+          'a backreference in parameters',
+        );
 
-      const cycles: [string, Record<string, unknown>, PathSegment[][]][] = [
-        ['a schema that refers to itself', { type: 'object', $ref: '#' }, [['inputSchema', '$ref']]],
-        [
-          'two $defs that refer to each other',
-          { type: 'object', $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, properties: { x: { $ref: '#/$defs/a' } } },
-          [['inputSchema', '$defs', 'a', '$ref'], ['inputSchema', '$defs', 'b', '$ref'], ['inputSchema', 'properties', 'x', '$ref']],
-        ],
-        [
-          'a loop through allOf',
-          { type: 'object', $defs: { a: { allOf: [{ type: 'object' }, { $ref: '#/$defs/a' }] } }, properties: { x: { $ref: '#/$defs/a' } } },
-          [['inputSchema', '$defs', 'a', 'allOf', 1, '$ref'], ['inputSchema', 'properties', 'x', '$ref']],
-        ],
-        [
-          'a loop through anyOf',
-          { type: 'object', $defs: { a: { anyOf: [{ $ref: '#/$defs/b' }, { type: 'string' }] }, b: { anyOf: [{ type: 'number' }, { $ref: '#/$defs/a' }] } }, properties: { x: { $ref: '#/$defs/a' } } },
-          [['inputSchema', '$defs', 'a', 'anyOf', 0, '$ref'], ['inputSchema', '$defs', 'b', 'anyOf', 1, '$ref'], ['inputSchema', 'properties', 'x', '$ref']],
-        ],
-      ];
-      for (const [what, inputSchema, paths] of cycles) expectRefusedAt(await during(`registering ${what}`, () => registerTool(`refused_${attempt}`, inputSchema)), paths, what);
-      expect((await send('GET', `/tools/refused_${attempt}`, undefined, admin)).status).toBe(404);
+        const cycles: [string, Record<string, unknown>, PathSegment[][]][] = [
+          ['a schema that refers to itself', { type: 'object', $ref: '#' }, [['inputSchema', '$ref']]],
+          [
+            'two $defs that refer to each other',
+            { type: 'object', $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, properties: { x: { $ref: '#/$defs/a' } } },
+            [
+              ['inputSchema', '$defs', 'a', '$ref'],
+              ['inputSchema', '$defs', 'b', '$ref'],
+              ['inputSchema', 'properties', 'x', '$ref'],
+            ],
+          ],
+          [
+            'a loop through allOf',
+            {
+              type: 'object',
+              $defs: { a: { allOf: [{ type: 'object' }, { $ref: '#/$defs/a' }] } },
+              properties: { x: { $ref: '#/$defs/a' } },
+            },
+            [
+              ['inputSchema', '$defs', 'a', 'allOf', 1, '$ref'],
+              ['inputSchema', 'properties', 'x', '$ref'],
+            ],
+          ],
+          [
+            'a loop through anyOf',
+            {
+              type: 'object',
+              $defs: {
+                a: { anyOf: [{ $ref: '#/$defs/b' }, { type: 'string' }] },
+                b: { anyOf: [{ type: 'number' }, { $ref: '#/$defs/a' }] },
+              },
+              properties: { x: { $ref: '#/$defs/a' } },
+            },
+            [
+              ['inputSchema', '$defs', 'a', 'anyOf', 0, '$ref'],
+              ['inputSchema', '$defs', 'b', 'anyOf', 1, '$ref'],
+              ['inputSchema', 'properties', 'x', '$ref'],
+            ],
+          ],
+        ];
+        for (const [what, inputSchema, paths] of cycles)
+          expectRefusedAt(await during(`registering ${what}`, () => registerTool(`refused_${attempt}`, inputSchema)), paths, what);
+        expect((await send('GET', `/tools/refused_${attempt}`, undefined, admin)).status).toBe(404);
 
-      // An import is held to the same rules: nothing of such a tool is stored.
-      const imported = await send('POST', '/import', {
-        tools: [
-          { name: `imp_backref_${attempt}`, description: 'x', endpoint: '/echo', host: LOOPBACK, port: toolPort, inputSchema: object({ s: { type: 'string', pattern: '(a)\\1' } }) },
-          { name: `imp_cycle_${attempt}`, description: 'x', endpoint: '/echo', host: LOOPBACK, port: toolPort, inputSchema: { type: 'object', $ref: '#' } },
-        ],
-      }, admin);
-      expect(imported.status, imported.text.slice(0, 500)).not.toBe(500);
-      if (imported.status === 400) expectRefusedAt(imported, [['tools', 0, 'inputSchema', 'properties', 's', 'pattern'], ['tools', 1, 'inputSchema', '$ref']], 'an import');
-      else expect(imported.status, imported.text.slice(0, 500)).toBe(200);
-      for (const name of [`imp_backref_${attempt}`, `imp_cycle_${attempt}`]) expect((await send('GET', `/tools/${name}`, undefined, admin)).status, name).toBe(404);
-    });
-  }, CASE_TIMEOUT_MS);
+        // An import is held to the same rules: nothing of such a tool is stored.
+        const imported = await send(
+          'POST',
+          '/import',
+          {
+            tools: [
+              {
+                name: `imp_backref_${attempt}`,
+                description: 'x',
+                endpoint: '/echo',
+                host: LOOPBACK,
+                port: toolPort,
+                inputSchema: object({ s: { type: 'string', pattern: '(a)\\1' } }),
+              },
+              {
+                name: `imp_cycle_${attempt}`,
+                description: 'x',
+                endpoint: '/echo',
+                host: LOOPBACK,
+                port: toolPort,
+                inputSchema: { type: 'object', $ref: '#' },
+              },
+            ],
+          },
+          admin,
+        );
+        expect(imported.status, imported.text.slice(0, 500)).not.toBe(500);
+        if (imported.status === 400)
+          expectRefusedAt(
+            imported,
+            [
+              ['tools', 0, 'inputSchema', 'properties', 's', 'pattern'],
+              ['tools', 1, 'inputSchema', '$ref'],
+            ],
+            'an import',
+          );
+        else expect(imported.status, imported.text.slice(0, 500)).toBe(200);
+        for (const name of [`imp_backref_${attempt}`, `imp_cycle_${attempt}`])
+          expect((await send('GET', `/tools/${name}`, undefined, admin)).status, name).toBe(404);
+      });
+    },
+    CASE_TIMEOUT_MS,
+  );
 
-  it('takes recursion that descends into the value, and checks a deep tree with it', async () => {
-    await withinHealthBudget('recursive tree', async (attempt, watch) => {
-      const tool = `tree_${attempt}`;
-      await registered(tool, { type: 'object', properties: { label: { type: 'string', pattern: NESTED.pattern }, children: { type: 'array', items: { $ref: '#' } } } });
-      const tree = (levels: number, leaf: string): Record<string, unknown> => (levels === 0 ? { label: leaf } : { label: 'a', children: [tree(levels - 1, leaf)] });
-      await callEverywhere(
-        [
-          { what: 'a tree 30 deep', tool, args: tree(30, 'aa'), outcome: 'fits' },
-          { what: 'a tree 30 deep with a hostile leaf', tool, args: tree(30, NESTED.hostile), outcome: 'refused' },
-        ],
-        watch,
-      );
-    });
-  }, CASE_TIMEOUT_MS);
-
-  describe.each(CATASTROPHIC)('the catastrophic pattern $pattern', ({ pattern, fits, hostile }) => {
-    it('is taken at registration and checks hostile values in pattern, patternProperties and propertyNames without a stall', async () => {
-      await withinHealthBudget(pattern, async (attempt, watch) => {
-        const id = `${CATASTROPHIC.findIndex((c) => c.pattern === pattern)}_${attempt}`;
-        await registered(`re${id}_pattern`, { type: 'object', properties: { s: { type: 'string', pattern } }, required: ['s'] });
-        await registered(`re${id}_props`, { type: 'object', patternProperties: { [pattern]: { type: 'string' } }, additionalProperties: false });
-        await registered(`re${id}_names`, { type: 'object', propertyNames: { pattern } });
+  it(
+    'takes recursion that descends into the value, and checks a deep tree with it',
+    async () => {
+      await withinHealthBudget('recursive tree', async (attempt, watch) => {
+        const tool = `tree_${attempt}`;
+        await registered(tool, {
+          type: 'object',
+          properties: { label: { type: 'string', pattern: NESTED.pattern }, children: { type: 'array', items: { $ref: '#' } } },
+        });
+        const tree = (levels: number, leaf: string): Record<string, unknown> =>
+          levels === 0 ? { label: leaf } : { label: 'a', children: [tree(levels - 1, leaf)] };
         await callEverywhere(
           [
-            { what: 'pattern, fitting', tool: `re${id}_pattern`, args: { s: fits }, outcome: 'fits' },
-            { what: 'pattern, hostile', tool: `re${id}_pattern`, args: { s: hostile }, outcome: 'refused' },
-            { what: 'patternProperties, fitting', tool: `re${id}_props`, args: { [fits]: 'x' }, outcome: 'fits' },
-            { what: 'patternProperties, hostile', tool: `re${id}_props`, args: { [hostile]: 'x' }, outcome: 'refused' },
-            { what: 'propertyNames, fitting', tool: `re${id}_names`, args: { [fits]: 1 }, outcome: 'fits' },
-            { what: 'propertyNames, hostile', tool: `re${id}_names`, args: { [hostile]: 1 }, outcome: 'refused' },
+            { what: 'a tree 30 deep', tool, args: tree(30, 'aa'), outcome: 'fits' },
+            { what: 'a tree 30 deep with a hostile leaf', tool, args: tree(30, NESTED.hostile), outcome: 'refused' },
           ],
           watch,
         );
       });
-    }, CASE_TIMEOUT_MS);
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  describe.each(CATASTROPHIC)('the catastrophic pattern $pattern', ({ pattern, fits, hostile }) => {
+    it(
+      'is taken at registration and checks hostile values in pattern, patternProperties and propertyNames without a stall',
+      async () => {
+        await withinHealthBudget(pattern, async (attempt, watch) => {
+          const id = `${CATASTROPHIC.findIndex((c) => c.pattern === pattern)}_${attempt}`;
+          await registered(`re${id}_pattern`, { type: 'object', properties: { s: { type: 'string', pattern } }, required: ['s'] });
+          await registered(`re${id}_props`, {
+            type: 'object',
+            patternProperties: { [pattern]: { type: 'string' } },
+            additionalProperties: false,
+          });
+          await registered(`re${id}_names`, { type: 'object', propertyNames: { pattern } });
+          await callEverywhere(
+            [
+              { what: 'pattern, fitting', tool: `re${id}_pattern`, args: { s: fits }, outcome: 'fits' },
+              { what: 'pattern, hostile', tool: `re${id}_pattern`, args: { s: hostile }, outcome: 'refused' },
+              { what: 'patternProperties, fitting', tool: `re${id}_props`, args: { [fits]: 'x' }, outcome: 'fits' },
+              { what: 'patternProperties, hostile', tool: `re${id}_props`, args: { [hostile]: 'x' }, outcome: 'refused' },
+              { what: 'propertyNames, fitting', tool: `re${id}_names`, args: { [fits]: 1 }, outcome: 'fits' },
+              { what: 'propertyNames, hostile', tool: `re${id}_names`, args: { [hostile]: 1 }, outcome: 'refused' },
+            ],
+            watch,
+          );
+        });
+      },
+      CASE_TIMEOUT_MS,
+    );
   });
 
-  it('checks uniqueItems over 15,000 small arrays and objects (about 124 KB) at a hash an item', async () => {
-    const arrays = Array.from({ length: 15_000 }, (_, i) => [i % 150, Math.floor(i / 150)]);
-    const objects = Array.from({ length: 15_000 }, (_, i) => ({ k: i }));
-    const last = (xs: unknown[]) => [...xs.slice(0, -1), xs[0]];
-    const args = { arrays: { xs: arrays }, arraysRepeat: { xs: last(arrays) }, objects: { xs: objects }, objectsRepeat: { xs: last(objects) } };
-    // Encoded before the watch: this process is the client too.
-    for (const value of Object.values(args)) encoded(value);
-    expect(encoded(args.arrays).json.length).toBeGreaterThan(100_000);
-    await withinHealthBudget('uniqueItems', async (attempt, watch) => {
-      await registered(`uniq_arrays_${attempt}`, { type: 'object', properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'array', items: { type: 'integer' } } } }, required: ['xs'] });
-      await registered(`uniq_objects_${attempt}`, { type: 'object', properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'object' } } }, required: ['xs'] });
-      await callEverywhere(
-        [
-          { what: '15,000 distinct arrays', tool: `uniq_arrays_${attempt}`, args: args.arrays, outcome: 'fits' },
-          { what: '15,000 arrays, the last a repeat of the first', tool: `uniq_arrays_${attempt}`, args: args.arraysRepeat, outcome: 'refused' },
-          { what: '15,000 distinct objects', tool: `uniq_objects_${attempt}`, args: args.objects, outcome: 'fits' },
-          { what: '15,000 objects, the last a repeat of the first', tool: `uniq_objects_${attempt}`, args: args.objectsRepeat, outcome: 'refused' },
-        ],
-        watch,
-        // Four such calls are one run of about 700 KB, within BODY_LIMIT.
-        { agUiCalls: 4 },
-      );
-    });
-  }, CASE_TIMEOUT_MS);
-
-  it('checks a schema 32 deep with a catastrophic pattern at its bottom', async () => {
-    // The root is at depth 1, its property at 2: 30 objects between them and the pattern put it at 32.
-    let leaf: Record<string, unknown> = { type: 'string', pattern: NESTED.pattern };
-    for (let i = 0; i < 30; i++) leaf = { type: 'object', properties: { n: leaf }, required: ['n'] };
-    const schema = { type: 'object', properties: { n: leaf }, required: ['n'] };
-    const value = (s: string) => {
-      let v: unknown = s;
-      for (let i = 0; i < 31; i++) v = { n: v };
-      return v as Record<string, unknown>;
-    };
-    await withinHealthBudget('deep schema', async (attempt, watch) => {
-      await registered(`deep_${attempt}`, schema);
-      await callEverywhere(
-        [
-          { what: 'a fitting value 31 deep', tool: `deep_${attempt}`, args: value(NESTED.fits), outcome: 'fits' },
-          { what: 'a hostile value 31 deep', tool: `deep_${attempt}`, args: value(NESTED.hostile), outcome: 'refused' },
-        ],
-        watch,
-      );
-    });
-  }, CASE_TIMEOUT_MS);
-
-  it('checks a schema of nearly 64 KiB, a catastrophic pattern a property, without a stall', async () => {
-    const properties: Record<string, unknown> = {};
-    const fitting: Record<string, string> = {};
-    for (let i = 0; JSON.stringify({ type: 'object', properties }).length < 63 * 1024; i++) {
-      const { pattern, fits } = CATASTROPHIC[i % CATASTROPHIC.length] as Catastrophic;
-      properties[`p${i}`] = { type: 'string', pattern };
-      fitting[`p${i}`] = fits;
-    }
-    const count = Object.keys(properties).length;
-    await withinHealthBudget(`wide schema (${count} patterns)`, async (attempt, watch) => {
-      await registered(`wide_${attempt}`, { type: 'object', properties });
-      await callEverywhere(
-        [
-          // Value size times schema size is large here: a work budget may refuse it, with a 4xx.
-          { what: `a value for all ${count} properties`, tool: `wide_${attempt}`, args: fitting, outcome: 'either' },
-          { what: 'one hostile property among them', tool: `wide_${attempt}`, args: { ...fitting, p0: NESTED.hostile }, outcome: 'refused' },
-        ],
-        watch,
-        { agUiCalls: 8 },
-      );
-    });
-  }, CASE_TIMEOUT_MS);
-
-  it('carries an upstream MCP server\'s hostile answers and schemas without a stall: skipped, refused, or the tool\'s failure', async () => {
-    const hostileOut = { s: NESTED.hostile };
-    const tools: UpstreamToolDef[] = [
-      ['hostile_out', { type: 'object', properties: { s: { type: 'string', pattern: NESTED.pattern } }, required: ['s'] }, hostileOut],
-      ['hostile_out_names', { type: 'object', propertyNames: { pattern: ALTERNATION.pattern } }, { [ALTERNATION.hostile]: 1 }],
-      ['hostile_out_props', { type: 'object', patternProperties: { [WORDS.pattern]: { type: 'string' } }, additionalProperties: false }, { [WORDS.hostile]: 'x' }],
-      ['fine_out', { type: 'object', properties: { s: { type: 'string', pattern: NESTED.pattern } }, required: ['s'] }, { s: NESTED.fits }],
-    ].map(([name, outputSchema, answer]) => ({
-      tool: { name: name as string, description: `Answers ${JSON.stringify(answer).slice(0, 40)}`, inputSchema: { type: 'object' as const }, outputSchema: outputSchema as { type: 'object' } },
-      handler: () => ({ content: [{ type: 'text' as const, text: JSON.stringify(answer) }], structuredContent: answer as Record<string, unknown> }),
-    }));
-    const never = () => ({ content: [{ type: 'text' as const, text: 'never called' }] });
-    tools.push(
-      { tool: { name: 'hostile_in', description: 'A catastrophic input pattern.', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: NESTED.pattern } } } }, handler: never },
-      { tool: { name: 'backref_in', description: 'Cannot run in linear time.', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } } }, handler: never },
-      { tool: { name: 'lookbehind_out', description: 'Cannot run in linear time.', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '(?<!a)b' } } } }, handler: never },
-      { tool: { name: 'cyclic_in', description: 'Refers to itself.', inputSchema: { type: 'object', $ref: '#' } }, handler: never },
-    );
-    await withinHealthBudget('upstream MCP server', async (attempt, watch) => {
-      const upstream: McpUpstream = await startMcpUpstream({ tools });
-      try {
-        const id = `hostile-${attempt}`;
-        const prefix = `u${attempt}_`;
-        const put = await during('registering the upstream', () => send('PUT', `/mcp-servers/${id}`, { url: upstream.url, prefix }, admin));
-        expect(put.status, put.text).toBe(201);
-        const status = async () => json(await send('GET', `/mcp-servers/${id}`, undefined, admin))['upstream'] as { state: string; tools: number; lastSyncAt: string | null; skipped: { name: string; reason: string }[] };
-        await during('syncing the upstream\'s tools', () =>
-          vi.waitFor(
-            async () => {
-              const now = await status();
-              expect(now.lastSyncAt, `the upstream's tools never synced: ${JSON.stringify(now)}`).not.toBeNull();
+  it(
+    'checks uniqueItems over 15,000 small arrays and objects (about 124 KB) at a hash an item',
+    async () => {
+      const arrays = Array.from({ length: 15_000 }, (_, i) => [i % 150, Math.floor(i / 150)]);
+      const objects = Array.from({ length: 15_000 }, (_, i) => ({ k: i }));
+      const last = (xs: unknown[]) => [...xs.slice(0, -1), xs[0]];
+      const args = {
+        arrays: { xs: arrays },
+        arraysRepeat: { xs: last(arrays) },
+        objects: { xs: objects },
+        objectsRepeat: { xs: last(objects) },
+      };
+      // Encoded before the watch: this process is the client too.
+      for (const value of Object.values(args)) encoded(value);
+      expect(encoded(args.arrays).json.length).toBeGreaterThan(100_000);
+      await withinHealthBudget('uniqueItems', async (attempt, watch) => {
+        await registered(`uniq_arrays_${attempt}`, {
+          type: 'object',
+          properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'array', items: { type: 'integer' } } } },
+          required: ['xs'],
+        });
+        await registered(`uniq_objects_${attempt}`, {
+          type: 'object',
+          properties: { xs: { type: 'array', uniqueItems: true, items: { type: 'object' } } },
+          required: ['xs'],
+        });
+        await callEverywhere(
+          [
+            { what: '15,000 distinct arrays', tool: `uniq_arrays_${attempt}`, args: args.arrays, outcome: 'fits' },
+            {
+              what: '15,000 arrays, the last a repeat of the first',
+              tool: `uniq_arrays_${attempt}`,
+              args: args.arraysRepeat,
+              outcome: 'refused',
             },
-            { timeout: 10_000, interval: 20 },
-          ),
+            { what: '15,000 distinct objects', tool: `uniq_objects_${attempt}`, args: args.objects, outcome: 'fits' },
+            {
+              what: '15,000 objects, the last a repeat of the first',
+              tool: `uniq_objects_${attempt}`,
+              args: args.objectsRepeat,
+              outcome: 'refused',
+            },
+          ],
+          watch,
+          // Four such calls are one run of about 700 KB, within BODY_LIMIT.
+          { agUiCalls: 4 },
         );
-        const { tools: listed, skipped } = await status();
-        const reasons = new Map(skipped.map((s) => [s.name, s.reason]));
-        const skippedAt = (name: string, segments: PathSegment[]) => {
-          const reason = reasons.get(name) ?? '';
-          expect(reason.startsWith(`${segments.join('.')}:`) || reason.startsWith(`${pointerOf(segments)}:`), `${name} skipped with a reason naming ${segments.join('.')}: ${JSON.stringify(skipped)}`).toBe(true);
-        };
-        skippedAt('backref_in', ['inputSchema', 'properties', 's', 'pattern']);
-        skippedAt('lookbehind_out', ['outputSchema', 'properties', 's', 'pattern']);
-        skippedAt('cyclic_in', ['inputSchema', '$ref']);
-        expect(listed).toBe(5);
+      });
+    },
+    CASE_TIMEOUT_MS,
+  );
 
-        const calls: Call[] = [
-          { what: 'an answer hostile to its output pattern', tool: `${prefix}hostile_out`, args: {}, outcome: 'tool-fails' },
-          { what: 'an answer hostile to its output propertyNames', tool: `${prefix}hostile_out_names`, args: {}, outcome: 'tool-fails' },
-          { what: 'an answer hostile to its output patternProperties', tool: `${prefix}hostile_out_props`, args: {}, outcome: 'tool-fails' },
-          { what: 'an answer that fits its output pattern', tool: `${prefix}fine_out`, args: {}, outcome: 'fits' },
-          { what: 'hostile arguments for its input pattern', tool: `${prefix}hostile_in`, args: { s: NESTED.hostile }, outcome: 'refused' },
-        ];
-        await callEverywhere(calls, watch);
-        if (watch.stalled) return;
-        // Refused arguments never reach the upstream.
-        expect(upstream.calls.filter((c) => c.name === 'hostile_in')).toEqual([]);
-        // A structured answer that fits is passed on as such.
-        const fine = await mcp.client.callTool({ name: `${prefix}fine_out`, arguments: {} });
-        expect(fine.structuredContent).toEqual({ s: NESTED.fits });
-      } finally {
-        await send('DELETE', `/mcp-servers/hostile-${attempt}`, undefined, admin);
-        await upstream.stop();
-      }
-    });
-  }, CASE_TIMEOUT_MS);
+  it(
+    'checks a schema 32 deep with a catastrophic pattern at its bottom',
+    async () => {
+      // The root is at depth 1, its property at 2: 30 objects between them and the pattern put it at 32.
+      let leaf: Record<string, unknown> = { type: 'string', pattern: NESTED.pattern };
+      for (let i = 0; i < 30; i++) leaf = { type: 'object', properties: { n: leaf }, required: ['n'] };
+      const schema = { type: 'object', properties: { n: leaf }, required: ['n'] };
+      const value = (s: string) => {
+        let v: unknown = s;
+        for (let i = 0; i < 31; i++) v = { n: v };
+        return v as Record<string, unknown>;
+      };
+      await withinHealthBudget('deep schema', async (attempt, watch) => {
+        await registered(`deep_${attempt}`, schema);
+        await callEverywhere(
+          [
+            { what: 'a fitting value 31 deep', tool: `deep_${attempt}`, args: value(NESTED.fits), outcome: 'fits' },
+            { what: 'a hostile value 31 deep', tool: `deep_${attempt}`, args: value(NESTED.hostile), outcome: 'refused' },
+          ],
+          watch,
+        );
+      });
+    },
+    CASE_TIMEOUT_MS,
+  );
 
-  it('bounds an exponential $ref DAG (30 levels, each anyOf of two refs to the next): refused by the work budget, or checked fast', async () => {
-    const $defs: Record<string, unknown> = {};
-    for (let i = 0; i < 30; i++) $defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
-    $defs['d30'] = { type: 'string' };
-    const schema = { type: 'object', $defs, properties: { s: { $ref: '#/$defs/d0' } }, required: ['s'] };
-    await withinHealthBudget('exponential $ref DAG', async (attempt, watch) => {
-      const tool = `dag_${attempt}`;
-      // No cycle: taken, unless the registration check also bounds a schema's expanded size.
-      const res = await during(`registering ${tool}`, () => registerTool(tool, schema));
-      expect([201, 400], res.text.slice(0, 500)).toContain(res.status);
-      if (res.status === 400) {
-        const paths = (json(res)['errors'] as { path: string }[]).map((e) => e.path);
-        expect(paths.some((p) => p.startsWith('inputSchema') || p.startsWith('/inputSchema')), JSON.stringify(paths)).toBe(true);
-        return;
+  it(
+    'checks a schema of nearly 64 KiB, a catastrophic pattern a property, without a stall',
+    async () => {
+      const properties: Record<string, unknown> = {};
+      const fitting: Record<string, string> = {};
+      for (let i = 0; JSON.stringify({ type: 'object', properties }).length < 63 * 1024; i++) {
+        const { pattern, fits } = CATASTROPHIC[i % CATASTROPHIC.length] as Catastrophic;
+        properties[`p${i}`] = { type: 'string', pattern };
+        fitting[`p${i}`] = fits;
       }
-      await callEverywhere(
+      const count = Object.keys(properties).length;
+      await withinHealthBudget(`wide schema (${count} patterns)`, async (attempt, watch) => {
+        await registered(`wide_${attempt}`, { type: 'object', properties });
+        await callEverywhere(
+          [
+            // Value size times schema size is large here: a work budget may refuse it, with a 4xx.
+            { what: `a value for all ${count} properties`, tool: `wide_${attempt}`, args: fitting, outcome: 'either' },
+            {
+              what: 'one hostile property among them',
+              tool: `wide_${attempt}`,
+              args: { ...fitting, p0: NESTED.hostile },
+              outcome: 'refused',
+            },
+          ],
+          watch,
+          { agUiCalls: 8 },
+        );
+      });
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  it(
+    "carries an upstream MCP server's hostile answers and schemas without a stall: skipped, refused, or the tool's failure",
+    async () => {
+      const hostileOut = { s: NESTED.hostile };
+      const tools: UpstreamToolDef[] = [
+        ['hostile_out', { type: 'object', properties: { s: { type: 'string', pattern: NESTED.pattern } }, required: ['s'] }, hostileOut],
+        ['hostile_out_names', { type: 'object', propertyNames: { pattern: ALTERNATION.pattern } }, { [ALTERNATION.hostile]: 1 }],
         [
-          // Its first branch all the way down fits: quick for a checker that stops at a fitting branch.
-          { what: 'a string, fitting the first branch of every level', tool, args: { s: 'x' }, outcome: 'either' },
-          // Fits no branch: 2^30 branches for a checker that tries them all.
-          { what: 'a number, fitting no branch', tool, args: { s: 1 }, outcome: 'refused' },
-          { what: 'a list of numbers', tool, args: { s: Array.from({ length: 1000 }, (_, i) => i) }, outcome: 'refused' },
+          'hostile_out_props',
+          { type: 'object', patternProperties: { [WORDS.pattern]: { type: 'string' } }, additionalProperties: false },
+          { [WORDS.hostile]: 'x' },
         ],
-        watch,
+        [
+          'fine_out',
+          { type: 'object', properties: { s: { type: 'string', pattern: NESTED.pattern } }, required: ['s'] },
+          { s: NESTED.fits },
+        ],
+      ].map(([name, outputSchema, answer]) => ({
+        tool: {
+          name: name as string,
+          description: `Answers ${JSON.stringify(answer).slice(0, 40)}`,
+          inputSchema: { type: 'object' as const },
+          outputSchema: outputSchema as { type: 'object' },
+        },
+        handler: () => ({
+          content: [{ type: 'text' as const, text: JSON.stringify(answer) }],
+          structuredContent: answer as Record<string, unknown>,
+        }),
+      }));
+      const never = () => ({ content: [{ type: 'text' as const, text: 'never called' }] });
+      tools.push(
+        {
+          tool: {
+            name: 'hostile_in',
+            description: 'A catastrophic input pattern.',
+            inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: NESTED.pattern } } },
+          },
+          handler: never,
+        },
+        {
+          tool: {
+            name: 'backref_in',
+            description: 'Cannot run in linear time.',
+            inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } },
+          },
+          handler: never,
+        },
+        {
+          tool: {
+            name: 'lookbehind_out',
+            description: 'Cannot run in linear time.',
+            inputSchema: { type: 'object' },
+            outputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '(?<!a)b' } } },
+          },
+          handler: never,
+        },
+        { tool: { name: 'cyclic_in', description: 'Refers to itself.', inputSchema: { type: 'object', $ref: '#' } }, handler: never },
       );
-    });
-  }, CASE_TIMEOUT_MS);
+      await withinHealthBudget('upstream MCP server', async (attempt, watch) => {
+        const upstream: McpUpstream = await startMcpUpstream({ tools });
+        try {
+          const id = `hostile-${attempt}`;
+          const prefix = `u${attempt}_`;
+          const put = await during('registering the upstream', () =>
+            send('PUT', `/mcp-servers/${id}`, { url: upstream.url, prefix }, admin),
+          );
+          expect(put.status, put.text).toBe(201);
+          const status = async () =>
+            json(await send('GET', `/mcp-servers/${id}`, undefined, admin))['upstream'] as {
+              state: string;
+              tools: number;
+              lastSyncAt: string | null;
+              skipped: { name: string; reason: string }[];
+            };
+          await during("syncing the upstream's tools", () =>
+            vi.waitFor(
+              async () => {
+                const now = await status();
+                expect(now.lastSyncAt, `the upstream's tools never synced: ${JSON.stringify(now)}`).not.toBeNull();
+              },
+              { timeout: 10_000, interval: 20 },
+            ),
+          );
+          const { tools: listed, skipped } = await status();
+          const reasons = new Map(skipped.map((s) => [s.name, s.reason]));
+          const skippedAt = (name: string, segments: PathSegment[]) => {
+            const reason = reasons.get(name) ?? '';
+            expect(
+              reason.startsWith(`${segments.join('.')}:`) || reason.startsWith(`${pointerOf(segments)}:`),
+              `${name} skipped with a reason naming ${segments.join('.')}: ${JSON.stringify(skipped)}`,
+            ).toBe(true);
+          };
+          skippedAt('backref_in', ['inputSchema', 'properties', 's', 'pattern']);
+          skippedAt('lookbehind_out', ['outputSchema', 'properties', 's', 'pattern']);
+          skippedAt('cyclic_in', ['inputSchema', '$ref']);
+          expect(listed).toBe(5);
+
+          const calls: Call[] = [
+            { what: 'an answer hostile to its output pattern', tool: `${prefix}hostile_out`, args: {}, outcome: 'tool-fails' },
+            { what: 'an answer hostile to its output propertyNames', tool: `${prefix}hostile_out_names`, args: {}, outcome: 'tool-fails' },
+            {
+              what: 'an answer hostile to its output patternProperties',
+              tool: `${prefix}hostile_out_props`,
+              args: {},
+              outcome: 'tool-fails',
+            },
+            { what: 'an answer that fits its output pattern', tool: `${prefix}fine_out`, args: {}, outcome: 'fits' },
+            {
+              what: 'hostile arguments for its input pattern',
+              tool: `${prefix}hostile_in`,
+              args: { s: NESTED.hostile },
+              outcome: 'refused',
+            },
+          ];
+          await callEverywhere(calls, watch);
+          if (watch.stalled) return;
+          // Refused arguments never reach the upstream.
+          expect(upstream.calls.filter((c) => c.name === 'hostile_in')).toEqual([]);
+          // A structured answer that fits is passed on as such.
+          const fine = await mcp.client.callTool({ name: `${prefix}fine_out`, arguments: {} });
+          expect(fine.structuredContent).toEqual({ s: NESTED.fits });
+        } finally {
+          await send('DELETE', `/mcp-servers/hostile-${attempt}`, undefined, admin);
+          await upstream.stop();
+        }
+      });
+    },
+    CASE_TIMEOUT_MS,
+  );
+
+  it(
+    'bounds an exponential $ref DAG (30 levels, each anyOf of two refs to the next): refused by the work budget, or checked fast',
+    async () => {
+      const $defs: Record<string, unknown> = {};
+      for (let i = 0; i < 30; i++) $defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+      $defs['d30'] = { type: 'string' };
+      const schema = { type: 'object', $defs, properties: { s: { $ref: '#/$defs/d0' } }, required: ['s'] };
+      await withinHealthBudget('exponential $ref DAG', async (attempt, watch) => {
+        const tool = `dag_${attempt}`;
+        // No cycle: taken, unless the registration check also bounds a schema's expanded size.
+        const res = await during(`registering ${tool}`, () => registerTool(tool, schema));
+        expect([201, 400], res.text.slice(0, 500)).toContain(res.status);
+        if (res.status === 400) {
+          const paths = (json(res)['errors'] as { path: string }[]).map((e) => e.path);
+          expect(
+            paths.some((p) => p.startsWith('inputSchema') || p.startsWith('/inputSchema')),
+            JSON.stringify(paths),
+          ).toBe(true);
+          return;
+        }
+        await callEverywhere(
+          [
+            // Its first branch all the way down fits: quick for a checker that stops at a fitting branch.
+            { what: 'a string, fitting the first branch of every level', tool, args: { s: 'x' }, outcome: 'either' },
+            // Fits no branch: 2^30 branches for a checker that tries them all.
+            { what: 'a number, fitting no branch', tool, args: { s: 1 }, outcome: 'refused' },
+            { what: 'a list of numbers', tool, args: { s: Array.from({ length: 1000 }, (_, i) => i) }, outcome: 'refused' },
+          ],
+          watch,
+        );
+      });
+    },
+    CASE_TIMEOUT_MS,
+  );
 });

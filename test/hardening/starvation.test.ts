@@ -108,7 +108,7 @@ describe('held blocking queries and change streams are capped per caller (MAX_WA
     // Another caller (a token's subject) still gets a held query: answered by a write.
     const token = bearer(t.token([], { sub: 'patient-agent' }));
     const held = get(port, `/?index=${index}&wait=60s`, token);
-    await until(() => t.app.waiters.size === 4, 'the token caller\'s held query');
+    await until(() => t.app.waiters.size === 4, "the token caller's held query");
     expect((await get(port, '/healthz')).status).toBe(200);
     expect((await get(port, '/readyz')).status).toBe(200);
     await t.app.inject({ method: 'POST', url: '/tools/register', headers: bearer(t.token(['registry:write'])), payload: tool('wake-up') });
@@ -231,7 +231,13 @@ describe('change streams whose client does not read (CHANGE_STREAM_BUFFER_BYTES)
       writes++;
       t.app.changes.publish(
         index + writes,
-        Array.from({ length: 100 }, (_, i) => ({ kind: 'tool' as const, name: name(writes, i), op: 'upsert' as const, scopesBefore: null, scopesAfter: [] })),
+        Array.from({ length: 100 }, (_, i) => ({
+          kind: 'tool' as const,
+          name: name(writes, i),
+          op: 'upsert' as const,
+          scopesBefore: null,
+          scopesAfter: [],
+        })),
       );
       maxBuffered = Math.max(maxBuffered, server.writableLength);
       // Lets the socket hand what it can to the kernel, as between real writes.
@@ -254,7 +260,7 @@ describe('unknown paths are rate-limited like any request', () => {
   });
   afterAll(() => t.close());
 
-  it('counts 404s against the caller\'s budget and answers 429 past it', async () => {
+  it("counts 404s against the caller's budget and answers 429 past it", async () => {
     for (let i = 1; i <= 3; i++) {
       const res = await get(port, `/no-such-path-${i}`);
       expect(res.status, `request ${i}`).toBe(404);
@@ -274,14 +280,18 @@ describe('a change stream ends when the token that opened it expires', () => {
   let t: TestApp;
   let port: number;
   const shortLived = (seconds: number) =>
-    createSigner({ key: TEST_SECRET, header: { alg: 'HS256', typ: 'at+jwt' } })({ sub: 'short-lived', scope: '', exp: Math.floor(Date.now() / 1000) + seconds });
+    createSigner({ key: TEST_SECRET, header: { alg: 'HS256', typ: 'at+jwt' } })({
+      sub: 'short-lived',
+      scope: '',
+      exp: Math.floor(Date.now() / 1000) + seconds,
+    });
   beforeAll(async () => {
     t = await createTestApp({ RATE_LIMIT_MAX: '0', JWT_CLOCK_TOLERANCE_S: '0' });
     port = await listen(t);
   });
   afterAll(() => t.close());
 
-  it('delivers until the token\'s exp, then ends the stream and gives its slot back', async () => {
+  it("delivers until the token's exp, then ends the stream and gives its slot back", async () => {
     const token = shortLived(2);
     const stream = await rawSocket(port);
     stream.socket.write(`GET /changes HTTP/1.1\r\nHost: registry\r\nAuthorization: Bearer ${token}\r\n\r\n`);
@@ -316,7 +326,12 @@ describe('change streams replaying a long log share the event loop with other re
     // 20,000 change-log rows: four imports of 5,000 tool services (events only admins see).
     for (let round = 0; round < 4; round++) {
       const services = Array.from({ length: 5000 }, (_, k) => ({ id: `svc-${k}`, topic: `round-${round}` }));
-      const res = await t.app.inject({ method: 'POST', url: '/import', headers: bearer(admin), payload: { 'tool-services': services, tools: [] } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/import',
+        headers: bearer(admin),
+        payload: { 'tool-services': services, tools: [] },
+      });
       expect(res.statusCode).toBe(200);
     }
   }, 60_000);

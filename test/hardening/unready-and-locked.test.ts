@@ -19,7 +19,12 @@ afterEach(async () => {
 describe('operator-facing states', () => {
   it('a replica that cannot reach the broker answers /readyz 503 saying so, with its replication state', async () => {
     // Port 1 on loopback: nothing listens, so the replica never connects.
-    const t = await createTestApp({ PULSAR_WS_URL: 'ws://127.0.0.1:1', REPLICATION_TOPIC: 'persistent://tg/registry/descriptors', REPLICA_ID: 'lonely', REPLICATION_SECRET_FILE: replicationKeyFile() });
+    const t = await createTestApp({
+      PULSAR_WS_URL: 'ws://127.0.0.1:1',
+      REPLICATION_TOPIC: 'persistent://tg/registry/descriptors',
+      REPLICA_ID: 'lonely',
+      REPLICATION_SECRET_FILE: replicationKeyFile(),
+    });
     apps.push(t);
     const res = await t.app.inject({ method: 'GET', url: '/readyz' });
     expect(res.statusCode).toBe(503);
@@ -35,7 +40,16 @@ describe('operator-facing states', () => {
   it('a database holding writes made outside replication is refused as a setting (exit 2), naming DATABASE_PATH', async () => {
     const plain = await createTestApp();
     apps.push(plain);
-    expect((await plain.app.inject({ method: 'PUT', url: '/tools/calculator', headers: bearer(plain.token(['registry:write'])), payload: seed('calculator') })).statusCode).toBe(201);
+    expect(
+      (
+        await plain.app.inject({
+          method: 'PUT',
+          url: '/tools/calculator',
+          headers: bearer(plain.token(['registry:write'])),
+          payload: seed('calculator'),
+        })
+      ).statusCode,
+    ).toBe(201);
     // Opened beside the first (its close removes the folder): two connections share a WAL database.
     const replicated = createTestApp({
       DATABASE_PATH: plain.config.databasePath,
@@ -47,16 +61,23 @@ describe('operator-facing states', () => {
     await expect(replicated).rejects.toThrow(/^DATABASE_PATH holds 1 write\(s\) made outside replication/);
   });
 
-  it('a write facing another process\'s lock answers 503 with Retry-After well before the startup busy timeout', async () => {
+  it("a write facing another process's lock answers 503 with Retry-After well before the startup busy timeout", async () => {
     const t = await createTestApp({ RATE_LIMIT_MAX: '0' });
     apps.push(t);
     const admin = bearer(t.token(['registry:write']));
-    expect((await t.app.inject({ method: 'PUT', url: '/tools/calculator', headers: admin, payload: seed('calculator') })).statusCode).toBe(201);
+    expect((await t.app.inject({ method: 'PUT', url: '/tools/calculator', headers: admin, payload: seed('calculator') })).statusCode).toBe(
+      201,
+    );
     const other = new Database(t.config.databasePath);
     try {
       other.exec('BEGIN EXCLUSIVE');
       const started = Date.now();
-      const write = await t.app.inject({ method: 'PUT', url: '/tools/other', headers: admin, payload: { ...seed('calculator'), name: 'other' } });
+      const write = await t.app.inject({
+        method: 'PUT',
+        url: '/tools/other',
+        headers: admin,
+        payload: { ...seed('calculator'), name: 'other' },
+      });
       const waited = Date.now() - started;
       expect(write.statusCode).toBe(503);
       expect(write.headers['retry-after']).toBe('1');
@@ -70,6 +91,9 @@ describe('operator-facing states', () => {
       other.exec('ROLLBACK');
       other.close();
     }
-    expect((await t.app.inject({ method: 'PUT', url: '/tools/other', headers: admin, payload: { ...seed('calculator'), name: 'other' } })).statusCode).toBe(201);
+    expect(
+      (await t.app.inject({ method: 'PUT', url: '/tools/other', headers: admin, payload: { ...seed('calculator'), name: 'other' } }))
+        .statusCode,
+    ).toBe(201);
   });
 });

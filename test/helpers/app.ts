@@ -34,7 +34,16 @@ export async function createTestApp(
   options: { keepLogs?: boolean; tracing?: BuildOptions['tracing']; resolve?: BuildOptions['resolve'] } = {},
 ): Promise<TestApp> {
   const dir = tempDir();
-  const config = loadConfig({}, { DATABASE_PATH: join(dir, 'registry.db'), JWT_SECRET: TEST_SECRET, LOG_LEVEL: 'silent', MCP_UPSTREAM_WRITE_INTERVAL_MS: '0', ...settings });
+  const config = loadConfig(
+    {},
+    {
+      DATABASE_PATH: join(dir, 'registry.db'),
+      JWT_SECRET: TEST_SECRET,
+      LOG_LEVEL: 'silent',
+      MCP_UPSTREAM_WRITE_INTERVAL_MS: '0',
+      ...settings,
+    },
+  );
   const logs: string[] = [];
   const build = () =>
     buildApp(config, {

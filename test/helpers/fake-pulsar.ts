@@ -47,7 +47,10 @@ export class FakePulsar {
 
   constructor(options: FakePulsarOptions = {}) {
     this.#options = options;
-    this.#wss = new WebSocketServer({ noServer: true, ...(options.maxTextFrameBytes !== undefined && { maxPayload: options.maxTextFrameBytes }) });
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      ...(options.maxTextFrameBytes !== undefined && { maxPayload: options.maxTextFrameBytes }),
+    });
   }
 
   get url(): string {
@@ -58,7 +61,9 @@ export class FakePulsar {
     const server = createServer((req, res) => {
       const { maxTextFrameBytes, maxMessageBytes = 5 * 1024 * 1024 } = this.#options;
       if (req.url === '/admin/v2/brokers/configuration/runtime' && maxTextFrameBytes !== undefined) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ webSocketMaxTextFrameSize: String(maxTextFrameBytes), maxMessageSize: String(maxMessageBytes) }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ webSocketMaxTextFrameSize: String(maxTextFrameBytes), maxMessageSize: String(maxMessageBytes) }));
         return;
       }
       res.writeHead(404).end();
@@ -86,7 +91,9 @@ export class FakePulsar {
 
   #upgrade(path: string, socket: Duplex, head: Buffer, req: Parameters<WebSocketServer['handleUpgrade']>[0]): void {
     const url = new URL(path, 'http://fake');
-    const match = /^\/ws\/v2\/(producer|consumer)\/(persistent|non-persistent)\/([^/]+)\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/.exec(url.pathname);
+    const match = /^\/ws\/v2\/(producer|consumer)\/(persistent|non-persistent)\/([^/]+)\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/.exec(
+      url.pathname,
+    );
     const refuse = (status: number) => {
       socket.write(`HTTP/1.1 ${status} Refused\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
       socket.destroy();

@@ -9,12 +9,23 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 
 export interface UpstreamToolDef {
   tool: Tool;
   /** `meta` is the request's `params._meta` (where a client's trace context travels). */
-  handler: (args: Record<string, unknown>, signal: AbortSignal, meta: Record<string, unknown> | undefined) => Promise<CallToolResult> | CallToolResult;
+  handler: (
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    meta: Record<string, unknown> | undefined,
+  ) => Promise<CallToolResult> | CallToolResult;
 }
 
 export interface McpUpstream {
@@ -74,7 +85,10 @@ export async function startMcpUpstream(options: { tools: UpstreamToolDef[]; page
     const id = req.headers['mcp-session-id'];
     if (typeof id === 'string') {
       const known = sessions.get(id);
-      if (!known) res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+      if (!known)
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
       else await known.transport.handleRequest(req, res);
       return;
     }

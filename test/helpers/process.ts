@@ -255,7 +255,12 @@ export async function stopProcess(proc: SpawnedProcess, signal: NodeJS.Signals =
 }
 
 /** Mints a token with the CLI's `token` command against the same database (dev secret). */
-export async function mintTokenWithCli(databasePath: string, scopes: readonly string[], sub = 'op', env: EnvOverrides = {}): Promise<string> {
+export async function mintTokenWithCli(
+  databasePath: string,
+  scopes: readonly string[],
+  sub = 'op',
+  env: EnvOverrides = {},
+): Promise<string> {
   const result = await runCli(['token', ...scopes.flatMap((s) => ['--scope', s]), '--sub', sub], { databasePath, env });
   if (result.code !== 0) throw new Error(`token exited ${result.code}: ${result.stderr}`);
   return result.stdout.trim();

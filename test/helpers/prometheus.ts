@@ -45,7 +45,9 @@ export function parseMetrics(text: string): Map<string, Family> {
     families.set(family.name, { name: family.name, help: family.help, type: family.type as Family['type'], samples: [] });
   }
   const ownerOf = (sample: string) =>
-    families.get(sample) ?? families.get(sample.replace(/_(bucket|sum|count)$/u, '')) ?? expect.unreachable(`sample ${sample} has no family`);
+    families.get(sample) ??
+    families.get(sample.replace(/_(bucket|sum|count)$/u, '')) ??
+    expect.unreachable(`sample ${sample} has no family`);
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#')) continue;
     const match = SAMPLE_LINE.exec(line);

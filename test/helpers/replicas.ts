@@ -48,7 +48,12 @@ export interface HttpResult {
 }
 
 /** One HTTP call; never throws. */
-export async function call(url: string, method: string, path: string, options: { token?: string | undefined; body?: unknown; timeoutMs?: number } = {}): Promise<HttpResult> {
+export async function call(
+  url: string,
+  method: string,
+  path: string,
+  options: { token?: string | undefined; body?: unknown; timeoutMs?: number } = {},
+): Promise<HttpResult> {
   const started = performance.now();
   try {
     const res = await fetch(`${url}${path}`, {
@@ -67,11 +72,22 @@ export async function call(url: string, method: string, path: string, options: {
     } catch {
       json = undefined;
     }
-    const code = typeof json === 'object' && json !== null && typeof (json as Record<string, unknown>)['code'] === 'string' ? ((json as Record<string, unknown>)['code'] as string) : undefined;
+    const code =
+      typeof json === 'object' && json !== null && typeof (json as Record<string, unknown>)['code'] === 'string'
+        ? ((json as Record<string, unknown>)['code'] as string)
+        : undefined;
     return { status: res.status, headers: res.headers, text, json, code, ms: performance.now() - started, error: undefined };
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    return { status: 0, headers: undefined, text: '', json: undefined, code: undefined, ms: performance.now() - started, error: `${(err as Error).message}${cause ? ` (${cause.code ?? cause.message ?? ''})` : ''}` };
+    return {
+      status: 0,
+      headers: undefined,
+      text: '',
+      json: undefined,
+      code: undefined,
+      ms: performance.now() - started,
+      error: `${(err as Error).message}${cause ? ` (${cause.code ?? cause.message ?? ''})` : ''}`,
+    };
   }
 }
 
@@ -164,7 +180,8 @@ export class Replica {
       const r = await this.readiness();
       seen.push(r.status);
       if (r.status === 200) return { seen, ready: r };
-      if (Date.now() > deadline) throw new Error(`replica ${this.id} not ready within ${timeoutMs} ms (last /readyz ${r.status} ${r.code ?? ''})\n${this.logs()}`);
+      if (Date.now() > deadline)
+        throw new Error(`replica ${this.id} not ready within ${timeoutMs} ms (last /readyz ${r.status} ${r.code ?? ''})\n${this.logs()}`);
       await sleep(100);
     }
   }
@@ -231,7 +248,8 @@ export async function barrier(via: Replica, token: string, timeoutMs = 90_000): 
     const res = await call(via.url, 'PUT', `/tools/${name}`, { token, body: httpTool(name, 'the end of the writes', []) });
     if (res.status === 201 || res.status === 200) return Number(res.headers?.get('x-registry-index'));
     if (res.status !== 503 && res.status !== 0) throw new Error(`the barrier write answered ${res.status}: ${res.text}`);
-    if (Date.now() > deadline) throw new Error(`the barrier write was not taken within ${timeoutMs} ms: ${res.status} ${res.text || res.error}\n${via.logs()}`);
+    if (Date.now() > deadline)
+      throw new Error(`the barrier write was not taken within ${timeoutMs} ms: ${res.status} ${res.text || res.error}\n${via.logs()}`);
     await sleep(250);
   }
 }
@@ -343,7 +361,9 @@ export class Workload {
     while (!predicate()) {
       if (Date.now() > deadline) {
         const last = this.records.slice(-5).map((r) => `${r.op} ${r.name} via ${r.replica}: ${r.status} ${r.code ?? ''}`);
-        throw new Error(`workload: ${what} not within ${timeoutMs} ms (${this.acknowledged} acknowledged of ${this.records.length}; last: ${last.join('; ')})`);
+        throw new Error(
+          `workload: ${what} not within ${timeoutMs} ms (${this.acknowledged} acknowledged of ${this.records.length}; last: ${last.join('; ')})`,
+        );
       }
       await sleep(50);
     }
@@ -376,8 +396,17 @@ export class Workload {
     const body = kind === 'bus' ? busTool(name, description, this.#options.service, scopes) : httpTool(name, description, scopes);
     // Both routes of a put: the article's POST /tools/register and PUT /tools/{name}.
     const startedAt = Date.now();
-    const res = Math.random() < 0.5 ? await call(replica.url, 'POST', '/tools/register', { token: this.#options.token, body }) : await call(replica.url, 'PUT', `/tools/${name}`, { token: this.#options.token, body });
-    return { ...this.#base(writer, replica, name, startedAt, res), op: 'put', kind, description, acknowledged: res.status >= 200 && res.status < 300 };
+    const res =
+      Math.random() < 0.5
+        ? await call(replica.url, 'POST', '/tools/register', { token: this.#options.token, body })
+        : await call(replica.url, 'PUT', `/tools/${name}`, { token: this.#options.token, body });
+    return {
+      ...this.#base(writer, replica, name, startedAt, res),
+      op: 'put',
+      kind,
+      description,
+      acknowledged: res.status >= 200 && res.status < 300,
+    };
   }
 
   async #delete(writer: number, replica: Replica, name: string): Promise<WriteRecord> {
@@ -406,9 +435,21 @@ export class Workload {
     const where = `${w.op} ${w.name} via ${w.replica} (writer ${w.writer}, model: ${before.state})`;
     if (w.acknowledged) {
       const want =
-        before.state === 'unknown' ? undefined : w.op === 'put' ? (before.state === 'present' ? 200 : 201) : before.state === 'present' ? 200 : 404;
-      if (want !== undefined && w.status !== want) this.problems.push(`${where} answered ${w.status}, where its earlier acknowledged writes say ${want}`);
-      this.#model.set(w.name, w.op === 'put' ? { state: 'present', description: w.description ?? '', kind: w.kind ?? 'http' } : { state: 'absent' });
+        before.state === 'unknown'
+          ? undefined
+          : w.op === 'put'
+            ? before.state === 'present'
+              ? 200
+              : 201
+            : before.state === 'present'
+              ? 200
+              : 404;
+      if (want !== undefined && w.status !== want)
+        this.problems.push(`${where} answered ${w.status}, where its earlier acknowledged writes say ${want}`);
+      this.#model.set(
+        w.name,
+        w.op === 'put' ? { state: 'present', description: w.description ?? '', kind: w.kind ?? 'http' } : { state: 'absent' },
+      );
       return;
     }
     // No decision: the write may or may not take effect.
@@ -419,7 +460,10 @@ export class Workload {
 }
 
 /** Every name of the model checked against a GET / body (anonymous, ANONYMOUS_DISCOVERY=full: every live tool). */
-export function checkAgainstModel(expected: ReadonlyMap<string, Expected>, discoveryBody: string): { checked: number; skipped: number; problems: string[] } {
+export function checkAgainstModel(
+  expected: ReadonlyMap<string, Expected>,
+  discoveryBody: string,
+): { checked: number; skipped: number; problems: string[] } {
   const tools = new Map((JSON.parse(discoveryBody) as { tools: { name: string; description: string }[] }).tools.map((t) => [t.name, t]));
   const problems: string[] = [];
   let checked = 0;
@@ -432,8 +476,10 @@ export function checkAgainstModel(expected: ReadonlyMap<string, Expected>, disco
     checked++;
     const got = tools.get(name);
     if (want.state === 'absent' && got) problems.push(`${name}: deleted by its last acknowledged write, but listed ("${got.description}")`);
-    if (want.state === 'present' && !got) problems.push(`${name}: put by its last acknowledged write ("${want.description}"), but not listed`);
-    if (want.state === 'present' && got && got.description !== want.description) problems.push(`${name}: listed as "${got.description}", but its last acknowledged write put "${want.description}"`);
+    if (want.state === 'present' && !got)
+      problems.push(`${name}: put by its last acknowledged write ("${want.description}"), but not listed`);
+    if (want.state === 'present' && got && got.description !== want.description)
+      problems.push(`${name}: listed as "${got.description}", but its last acknowledged write put "${want.description}"`);
   }
   return { checked, skipped, problems };
 }

@@ -22,7 +22,10 @@ export async function spans(): Promise<ReadableSpan[]> {
 /** The one span of that name (and kind); fails the test when there are none or several. */
 export function only(found: ReadableSpan[], name: string, kind?: SpanKind): ReadableSpan {
   const matching = found.filter((s) => s.name === name && (kind === undefined || s.kind === kind));
-  expect(matching.map((s) => s.name), `one span ${name}`).toEqual([name]);
+  expect(
+    matching.map((s) => s.name),
+    `one span ${name}`,
+  ).toEqual([name]);
   return matching[0] as ReadableSpan;
 }
 

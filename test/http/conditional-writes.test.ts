@@ -43,13 +43,18 @@ describe('conditional tool writes', () => {
     expect(stale.json()).toMatchObject({ code: 'TR_ERR_PRECONDITION_FAILED', detail: expect.stringContaining('has changed') });
     expect((await t.app.inject({ method: 'GET', url: '/tools/calculator', headers: admin })).json().descriptor.description).toBe('two');
     // A list matches when any tag in it does; a weak tag never does (strong comparison).
-    expect((await put('calculator', calculator('four'), { 'if-match': `"nope", ${first.headers['etag'] as string}` })).statusCode).toBe(200);
+    expect((await put('calculator', calculator('four'), { 'if-match': `"nope", ${first.headers['etag'] as string}` })).statusCode).toBe(
+      200,
+    );
     expect((await put('calculator', calculator('five'), { 'if-match': `W/${await etagOf('calculator')}` })).statusCode).toBe(412);
   });
 
   it('lets one of two writers that read the same record win, even in one batch', async () => {
     const read = await etagOf('calculator');
-    const answers = await Promise.all([put('calculator', calculator('writer a'), { 'if-match': read }), put('calculator', calculator('writer b'), { 'if-match': read })]);
+    const answers = await Promise.all([
+      put('calculator', calculator('writer a'), { 'if-match': read }),
+      put('calculator', calculator('writer b'), { 'if-match': read }),
+    ]);
     expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 412]);
   });
 
@@ -65,7 +70,9 @@ describe('conditional tool writes', () => {
 
   it('deletes only while the tag holds', async () => {
     const read = await etagOf('fresh');
-    expect((await t.app.inject({ method: 'DELETE', url: '/tools/fresh', headers: { ...admin, 'if-match': '"r-stale"' } })).statusCode).toBe(412);
+    expect((await t.app.inject({ method: 'DELETE', url: '/tools/fresh', headers: { ...admin, 'if-match': '"r-stale"' } })).statusCode).toBe(
+      412,
+    );
     expect((await t.app.inject({ method: 'GET', url: '/tools/fresh', headers: admin })).statusCode).toBe(200);
     expect((await t.app.inject({ method: 'DELETE', url: '/tools/fresh', headers: { ...admin, 'if-match': read } })).statusCode).toBe(200);
     // Gone: nothing matches any more.

@@ -15,7 +15,12 @@ import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 
 type Compiled = (data: unknown) => unknown;
 const compile = (compiler: typeof validatorCompiler | typeof zodValidatorCompiler, schema: unknown, httpPart: string) =>
-  (compiler as (route: { schema: unknown; httpPart: string; method: string; url: string }) => Compiled)({ schema, httpPart, method: 'GET', url: '/' });
+  (compiler as (route: { schema: unknown; httpPart: string; method: string; url: string }) => Compiled)({
+    schema,
+    httpPart,
+    method: 'GET',
+    url: '/',
+  });
 
 /** What the route sees: `true` leaves the part as it came. */
 const outcome = (result: unknown, data: unknown) => (result === true ? { value: data } : result);

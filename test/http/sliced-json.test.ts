@@ -22,19 +22,37 @@ const spaced = (text: string, gaps: string[]) => text.replace(/([,:[\]{}])/g, (m
 describe('sliced JSON bodies', () => {
   it('parse any JSON exactly as the body parser does', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.json({ depthSize: 'small' }), fc.array(fc.constantFrom('', ' ', '\n', '\t ')), fc.integer({ min: 1, max: 12 }), async (text, gaps, maxDepth) => {
-        // Extra whitespace only where it cannot land inside a string.
-        const body = /"/.test(text) ? text : spaced(text, gaps);
-        const expected = await outcome(() => parseJsonBody(body, maxDepth));
-        const got = await outcome(() => parseJsonSliced(Buffer.from(body), { maxDepth, sliceMs: 0 }));
-        expect(got).toEqual(expected);
-      }),
+      fc.asyncProperty(
+        fc.json({ depthSize: 'small' }),
+        fc.array(fc.constantFrom('', ' ', '\n', '\t ')),
+        fc.integer({ min: 1, max: 12 }),
+        async (text, gaps, maxDepth) => {
+          // Extra whitespace only where it cannot land inside a string.
+          const body = /"/.test(text) ? text : spaced(text, gaps);
+          const expected = await outcome(() => parseJsonBody(body, maxDepth));
+          const got = await outcome(() => parseJsonSliced(Buffer.from(body), { maxDepth, sliceMs: 0 }));
+          expect(got).toEqual(expected);
+        },
+      ),
       { numRuns: 400 },
     );
   });
 
   it('refuse broken text as the body parser does', async () => {
-    const broken = ['{', '{"a":1', '{"a":1,}', '{"a" 1}', '{"a":[1 2]}', '{"a":[1,]}', '{"a":1}x', '{"a":"\\"}', '{"a":[{"b":1}', '{,}', '{"a":tru}', '{"a":[1],"b":}'];
+    const broken = [
+      '{',
+      '{"a":1',
+      '{"a":1,}',
+      '{"a" 1}',
+      '{"a":[1 2]}',
+      '{"a":[1,]}',
+      '{"a":1}x',
+      '{"a":"\\"}',
+      '{"a":[{"b":1}',
+      '{,}',
+      '{"a":tru}',
+      '{"a":[1],"b":}',
+    ];
     for (const body of broken) {
       const got = await outcome(() => parseJsonSliced(Buffer.from(body), { maxDepth: 64 }));
       expect(got, body).toMatchObject({ ok: false, code: 'TR_ERR_INVALID_JSON' });
@@ -55,7 +73,11 @@ describe('sliced JSON bodies', () => {
   });
 
   it('keeps multi-byte text intact and gives the event loop back on big bodies', async () => {
-    const tools = Array.from({ length: 20_000 }, (_, i) => ({ name: `tool_${i}`, description: 'Ünïcödé 💡 "quoted" \\ back', list: [1, { x: [] }] }));
+    const tools = Array.from({ length: 20_000 }, (_, i) => ({
+      name: `tool_${i}`,
+      description: 'Ünïcödé 💡 "quoted" \\ back',
+      list: [1, { x: [] }],
+    }));
     const body = Buffer.from(JSON.stringify({ 'tool-services': [], tools, other: { a: 1 } }));
     let turns = 0;
     const ticker = setInterval(() => turns++, 0);

@@ -81,6 +81,10 @@ describe('patterns on the linear-time engine', () => {
     };
     const tool = { name: 'patterns', inputSchema } as unknown as Tool;
     expect(await validators.check(tool, { zip: '75001-1234', code: 'ABC', 'x-a': 'v2' })).toEqual([]);
-    expect((await validators.check(tool, { zip: 'ABC', code: '75001', 'x-a': 'ABC' })).map((e) => e.path)).toEqual(['/zip', '/code', '/x-a']);
+    expect((await validators.check(tool, { zip: 'ABC', code: '75001', 'x-a': 'ABC' })).map((e) => e.path)).toEqual([
+      '/zip',
+      '/code',
+      '/x-a',
+    ]);
   });
 });

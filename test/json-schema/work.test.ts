@@ -24,17 +24,27 @@ function referenceTree(depth: number): Record<string, unknown> {
 const DOUBLING = {
   type: 'object',
   properties: { x: { $ref: '#/$defs/t' } },
-  $defs: { t: { anyOf: [{ type: 'array', items: { $ref: '#/$defs/t' } }, { type: 'array', items: { $ref: '#/$defs/t' } }, { type: 'number' }] } },
+  $defs: {
+    t: { anyOf: [{ type: 'array', items: { $ref: '#/$defs/t' } }, { type: 'array', items: { $ref: '#/$defs/t' } }, { type: 'number' }] },
+  },
 };
 const nested = (depth: number): unknown => (depth === 0 ? 1 : [nested(depth - 1)]);
 
 describe('$ref loops that consume no input', () => {
   it.each([
     ['a schema that refers to itself', { type: 'object', $ref: '#' }, ['$ref']],
-    ['two $defs round a loop', { type: 'object', $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, properties: { x: { $ref: '#/$defs/a' } } }, ['$defs', 'a', '$ref']],
+    [
+      'two $defs round a loop',
+      { type: 'object', $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, properties: { x: { $ref: '#/$defs/a' } } },
+      ['$defs', 'a', '$ref'],
+    ],
     ['a loop through allOf', { type: 'object', allOf: [{ $ref: '#' }] }, ['allOf', 0, '$ref']],
     ['a loop through not and anyOf', { type: 'object', anyOf: [{ not: { $ref: '#/anyOf/0' } }] }, ['anyOf', 0, 'not', '$ref']],
-    ['a loop through if/then', { type: 'object', $defs: { a: { if: { $ref: '#/$defs/a' }, then: true } }, properties: { x: { $ref: '#/$defs/a' } } }, ['$defs', 'a', 'if', '$ref']],
+    [
+      'a loop through if/then',
+      { type: 'object', $defs: { a: { if: { $ref: '#/$defs/a' }, then: true } }, properties: { x: { $ref: '#/$defs/a' } } },
+      ['$defs', 'a', 'if', '$ref'],
+    ],
   ])('refuses %s, naming the $ref', (_name, schema, path) => {
     const problems = schemaProblems(schema);
     expect(problems).toHaveLength(1);
@@ -43,7 +53,9 @@ describe('$ref loops that consume no input', () => {
   });
 
   it('accepts references that descend into the value (recursive data)', () => {
-    expect(schemaProblems({ type: 'object', properties: { children: { type: 'array', items: { $ref: '#' } }, next: { $ref: '#' } } })).toEqual([]);
+    expect(
+      schemaProblems({ type: 'object', properties: { children: { type: 'array', items: { $ref: '#' } }, next: { $ref: '#' } } }),
+    ).toEqual([]);
     expect(schemaProblems(DOUBLING)).toEqual([]);
     expect(schemaProblems(referenceTree(30))).toEqual([]);
   });
@@ -53,17 +65,24 @@ describe('uniqueItems', () => {
   const validators = new ArgumentValidators();
   const tool = toolOf({ type: 'object', properties: { u: { type: 'array', uniqueItems: true } } });
 
-  it('finds equal items whatever their keys\' order, and only equal ones', async () => {
-    expect(await validators.check(tool, { u: [{ a: 1, b: [2, { c: 3 }] }, { b: [2, { c: 3 }], a: 1 }] })).toEqual([
-      { path: '/u', message: 'must NOT have duplicate items (items ## 0 and 1 are identical)' },
-    ]);
+  it("finds equal items whatever their keys' order, and only equal ones", async () => {
+    expect(
+      await validators.check(tool, {
+        u: [
+          { a: 1, b: [2, { c: 3 }] },
+          { b: [2, { c: 3 }], a: 1 },
+        ],
+      }),
+    ).toEqual([{ path: '/u', message: 'must NOT have duplicate items (items ## 0 and 1 are identical)' }]);
     expect(await validators.check(tool, { u: [{ a: 1 }, { a: '1' }, [1], '1', 1, null, true, 'true'] })).toEqual([]);
   });
 
   it('checks 15,000 small arrays (124 KB, which took Ajv 3.5 s) and finds a repeat among them', async () => {
     const items = Array.from({ length: 15_000 }, (_, i) => [i % 97, Math.floor(i / 97)]);
     expect(await validators.check(tool, { u: items })).toEqual([]);
-    expect(await validators.check(tool, { u: [...items, [5, 3]] })).toEqual([{ path: '/u', message: expect.stringMatching(/items ## \d+ and 15000 are identical/) }]);
+    expect(await validators.check(tool, { u: [...items, [5, 3]] })).toEqual([
+      { path: '/u', message: expect.stringMatching(/items ## \d+ and 15000 are identical/) },
+    ]);
   });
 });
 
@@ -85,13 +104,27 @@ describe('the work bound', () => {
     await expect(validators.check(toolOf(referenceTree(30)), { x: 'a' })).rejects.toThrow(ValidationWorkError);
     await expect(validators.check(toolOf(DOUBLING), { x: nested(40) })).rejects.toThrow(/more work than the registry allows/);
     // Within the budget, the same schemas check as before.
-    expect(await validators.check(toolOf(referenceTree(6)), { x: 'a' })).toEqual([{ path: '/x', message: expect.stringMatching(/must NOT have fewer than 2 characters/) }]);
+    expect(await validators.check(toolOf(referenceTree(6)), { x: 'a' })).toEqual([
+      { path: '/x', message: expect.stringMatching(/must NOT have fewer than 2 characters/) },
+    ]);
     expect(await validators.check(toolOf(DOUBLING), { x: nested(6) })).toEqual([]);
   });
 
   it('checks costly values on the worker with the same answers as on the event loop', async () => {
     const validators = new ArgumentValidators();
-    const schema = { type: 'object', properties: { rows: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' }, name: { type: 'string', pattern: '^[a-z]+$' } }, required: ['id'] } } } };
+    const schema = {
+      type: 'object',
+      properties: {
+        rows: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: { id: { type: 'integer' }, name: { type: 'string', pattern: '^[a-z]+$' } },
+            required: ['id'],
+          },
+        },
+      },
+    };
     const rows = Array.from({ length: 5_000 }, (_, id) => ({ id, name: 'abc' }));
     rows[4_321] = { id: 'x' as unknown as number, name: 'ABC' };
     const tool = toolOf(schema);
@@ -105,7 +138,10 @@ describe('the work bound', () => {
 });
 
 describe('the validation worker', () => {
-  const schema = { type: 'object', properties: { rows: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' } } } } } };
+  const schema = {
+    type: 'object',
+    properties: { rows: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' } } } } },
+  };
   const rows = Array.from({ length: 50_000 }, (_, id) => ({ id }));
   const options = { what: 'arguments', budget: MAX_VALIDATION_WORK, timeoutMs: 30_000 };
 

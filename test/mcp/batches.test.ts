@@ -12,10 +12,25 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { connect, mcpUrl, type McpTestClient } from './support.js';
 
-type Message = { jsonrpc: '2.0'; id?: string | number; method?: string; result?: { content?: { text: string }[] }; error?: { code: number; message: string } };
+type Message = {
+  jsonrpc: '2.0';
+  id?: string | number;
+  method?: string;
+  result?: { content?: { text: string }[] };
+  error?: { code: number; message: string };
+};
 
-const call = (id: string | number, tool: string, text = 'x') => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: { text } } });
-const cancel = (requestId: string | number) => ({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'changed my mind' } });
+const call = (id: string | number, tool: string, text = 'x') => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: tool, arguments: { text } },
+});
+const cancel = (requestId: string | number) => ({
+  jsonrpc: '2.0',
+  method: 'notifications/cancelled',
+  params: { requestId, reason: 'changed my mind' },
+});
 
 /** The JSON-RPC messages of an SSE answer, once it has ended. */
 async function messagesOf(res: Response): Promise<Message[]> {
@@ -58,12 +73,25 @@ describe('JSON-RPC batches on /mcp (issue 28)', () => {
     const init = await fetch(url, {
       method: 'POST',
       headers: base,
-      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: 'batcher', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: 'batcher', version: '1' } },
+      }),
     });
     expect(init.status).toBe(200);
-    const headers: Record<string, string> = { ...base, 'mcp-session-id': init.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': revision };
+    const headers: Record<string, string> = {
+      ...base,
+      'mcp-session-id': init.headers.get('mcp-session-id') ?? '',
+      'mcp-protocol-version': revision,
+    };
     await init.text();
-    const initialized = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const initialized = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    });
     expect(initialized.status).toBe(202);
     return headers;
   };
@@ -88,12 +116,24 @@ describe('JSON-RPC batches on /mcp (issue 28)', () => {
     const port = (toolHost.address() as AddressInfo).port;
     t = await createTestApp({ RATE_LIMIT_MAX: '0' });
     const admin = bearer(t.token(['registry:write'], { sub: 'operator' }));
-    for (const [name, endpoint] of [['counted', '/count'], ['other', '/other'], ['hanging', '/hang']] as const) {
+    for (const [name, endpoint] of [
+      ['counted', '/count'],
+      ['other', '/other'],
+      ['hanging', '/hang'],
+    ] as const) {
       const res = await t.app.inject({
         method: 'POST',
         url: '/tools/register',
         headers: admin,
-        payload: { name, endpoint, scopes: [], description: `The ${name} tool`, parameters: { text: { type: 'string', description: 'Anything' } }, host: '127.0.0.1', port },
+        payload: {
+          name,
+          endpoint,
+          scopes: [],
+          description: `The ${name} tool`,
+          parameters: { text: { type: 'string', description: 'Anything' } },
+          host: '127.0.0.1',
+          port,
+        },
       });
       expect(res.statusCode, res.body).toBe(201);
     }
@@ -110,7 +150,11 @@ describe('JSON-RPC batches on /mcp (issue 28)', () => {
   describe('what each protocol revision does with one', () => {
     it('2025-03-26 (and no MCP-Protocol-Version header, which means it) answers every request of a batch on one stream', async () => {
       const headers = await openSession();
-      const res = await post(headers, [call(1, 'counted'), { jsonrpc: '2.0', id: 2, method: 'tools/list' }, { jsonrpc: '2.0', id: 3, method: 'ping' }]);
+      const res = await post(headers, [
+        call(1, 'counted'),
+        { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+        { jsonrpc: '2.0', id: 3, method: 'ping' },
+      ]);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toContain('text/event-stream');
       const answers = await messagesOf(res);
@@ -145,7 +189,13 @@ describe('JSON-RPC batches on /mcp (issue 28)', () => {
       const before = countOf('/count');
       const res = await post(headers, [call(7, 'counted'), call(7, 'counted'), call(8, 'counted')]);
       expect(res.status).toBe(400);
-      const body = (await res.json()) as { code: string; detail: string; jsonrpc: string; id: null; error: { code: number; message: string } };
+      const body = (await res.json()) as {
+        code: string;
+        detail: string;
+        jsonrpc: string;
+        id: null;
+        error: { code: number; message: string };
+      };
       expect(body).toMatchObject({ code: 'TR_ERR_BAD_REQUEST', jsonrpc: '2.0', id: null, error: { code: -32600 } });
       expect(body.error.message).toBe('Invalid Request: more than one request of the batch has id 7; each request needs an id of its own');
       expect(body.detail).toBe(body.error.message);

@@ -35,7 +35,12 @@ afterEach(async () => {
 });
 
 async function registered(t: TestApp, id: string, up: McpUpstream, count: number): Promise<void> {
-  const put = await t.app.inject({ method: 'PUT', url: `/mcp-servers/${id}`, headers: bearer(t.token(['registry:write'])), payload: { url: up.url, prefix: 'up_' } });
+  const put = await t.app.inject({
+    method: 'PUT',
+    url: `/mcp-servers/${id}`,
+    headers: bearer(t.token(['registry:write'])),
+    payload: { url: up.url, prefix: 'up_' },
+  });
   expect(put.statusCode).toBe(201);
   await vi.waitFor(() => expect(t.app.catalog.toolsOfMcpServer(id)).toHaveLength(count), { timeout: 60_000, interval: 20 });
 }
@@ -53,7 +58,9 @@ function probe(port: number, agent: Agent): Promise<number> {
 }
 
 /** Polls /healthz back to back until stopped; the start time is taken before the pause, so no stall falls between polls. */
-function watchHealth(port: number): { stop(): Promise<{ worstMs: number; polls: number; notOk: number[]; p50: number; longestGcMs: number }> } {
+function watchHealth(port: number): {
+  stop(): Promise<{ worstMs: number; polls: number; notOk: number[]; p50: number; longestGcMs: number }>;
+} {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   let running = true;
   const times: number[] = [];
@@ -92,7 +99,11 @@ describe('a 5,000-tool upstream rewriting them all does not stall readers (issue
     // Listed in pages of 100, as servers page long lists.
     upstream = await startMcpUpstream({ tools: defs });
     // A short interval, so that the test sees several rewrites; the default (5 s) only spaces them more.
-    registry = await createTestApp({ MCP_UPSTREAM_WRITE_INTERVAL_MS: '200', MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS: '200', RATE_LIMIT_MAX: '0' });
+    registry = await createTestApp({
+      MCP_UPSTREAM_WRITE_INTERVAL_MS: '200',
+      MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS: '200',
+      RATE_LIMIT_MAX: '0',
+    });
     const t = registry;
     await t.app.listen({ port: 0, host: LOOPBACK });
     const port = (t.app.server.address() as { port: number }).port;
@@ -109,15 +120,23 @@ describe('a 5,000-tool upstream rewriting them all does not stall readers (issue
         const version = `a${attempt}r${r}`;
         for (const def of defs) def.tool.description = `Upstream ${def.tool.name}, ${version}.`;
         await up.listChanged();
-        await vi.waitFor(() => expect(t.app.catalog.getTool(`up_t${TOOLS - 1}`)?.record.descriptor).toMatchObject({ description: `Upstream t${TOOLS - 1}, ${version}.` }), {
-          timeout: 60_000,
-          interval: 20,
-        });
+        await vi.waitFor(
+          () =>
+            expect(t.app.catalog.getTool(`up_t${TOOLS - 1}`)?.record.descriptor).toMatchObject({
+              description: `Upstream t${TOOLS - 1}, ${version}.`,
+            }),
+          {
+            timeout: 60_000,
+            interval: 20,
+          },
+        );
       }
       const { worstMs, p50, polls, notOk, longestGcMs } = await watch.stop();
       expect(notOk).toEqual([]);
       expect(polls).toBeGreaterThan(0);
-      results.push(`worst ${worstMs.toFixed(1)} ms, p50 ${p50.toFixed(1)} ms over ${polls} polls (longest GC pause ${longestGcMs.toFixed(1)} ms, idle worst just before ${idle.toFixed(1)} ms)`);
+      results.push(
+        `worst ${worstMs.toFixed(1)} ms, p50 ${p50.toFixed(1)} ms over ${polls} polls (longest GC pause ${longestGcMs.toFixed(1)} ms, idle worst just before ${idle.toFixed(1)} ms)`,
+      );
       best = Math.min(best, worstMs);
       if (worstMs < HEALTH_BUDGET_MS || worstMs >= NOT_NOISE_MS) break;
     }

@@ -28,7 +28,15 @@ describe('the MCP endpoint', () => {
       method: 'POST',
       url: '/tools/register',
       headers: bearer(admin),
-      payload: { name, endpoint, scopes, description: `The ${name} tool`, parameters: { text: { type: 'string', description: 'What to echo' } }, host: '127.0.0.1', port: toolPort },
+      payload: {
+        name,
+        endpoint,
+        scopes,
+        description: `The ${name} tool`,
+        parameters: { text: { type: 'string', description: 'What to echo' } },
+        host: '127.0.0.1',
+        port: toolPort,
+      },
     });
     expect(res.statusCode, res.body).toBe(201);
   };
@@ -80,8 +88,17 @@ describe('the MCP endpoint', () => {
     for (const revision of ['2025-06-18', '2025-03-26', '2024-11-05']) {
       const res = await fetch(url, {
         method: 'POST',
-        headers: { authorization: `Bearer ${t.token(['alpha'], { sub: `old-${revision}` })}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: 'old', version: '1' } } }),
+        headers: {
+          authorization: `Bearer ${t.token(['alpha'], { sub: `old-${revision}` })}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+        }),
       });
       expect(res.status).toBe(200);
       const data = /^data: (.*)$/m.exec(await res.text())?.[1] ?? '{}';
@@ -101,7 +118,10 @@ describe('the MCP endpoint', () => {
     const alpha = await listAll((await open(['alpha'])).client);
     expect(names(alpha.tools)).toEqual(['alpha_beta_echo', 'alpha_echo', 'failing', 'public_echo', 'slow_tool']);
     const one = alpha.tools.find((tool) => tool.name === 'alpha_echo');
-    expect(one).toMatchObject({ description: 'The alpha_echo tool', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } });
+    expect(one).toMatchObject({
+      description: 'The alpha_echo tool',
+      inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    });
   });
 
   it('a call goes through the bridge: the JSON answer is its text once, not a JSON string of it', async () => {
@@ -118,7 +138,9 @@ describe('the MCP endpoint', () => {
   it('streamed output reaches the client as progress notifications when it sent a progress token', async () => {
     const c = await open(['alpha']);
     const progress: { progress: number; message?: string }[] = [];
-    const result = await c.client.callTool({ name: 'public_echo', arguments: { text: 'streamed' } }, undefined, { onprogress: (p) => progress.push(p) });
+    const result = await c.client.callTool({ name: 'public_echo', arguments: { text: 'streamed' } }, undefined, {
+      onprogress: (p) => progress.push(p),
+    });
     expect(result.isError).toBeFalsy();
     expect(progress).toEqual([{ progress: 1, message: '{"echoed":"streamed"}' }]);
   });
@@ -132,7 +154,7 @@ describe('the MCP endpoint', () => {
     expect(audit.body).toContain('failing');
   });
 
-  it('a call outside the token\'s scopes is HTTP 403 insufficient_scope with the scopes that would do', async () => {
+  it("a call outside the token's scopes is HTTP 403 insufficient_scope with the scopes that would do", async () => {
     const c = await open(['alpha']);
     const err = await c.client.callTool({ name: 'beta_echo', arguments: { text: 'x' } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StreamableHTTPError);
@@ -141,7 +163,12 @@ describe('the MCP endpoint', () => {
     const sessionId = c.transport.sessionId ?? '';
     const res = await fetch(url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${t.token(['alpha'], { sub: 'agent-alpha' })}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId },
+      headers: {
+        authorization: `Bearer ${t.token(['alpha'], { sub: 'agent-alpha' })}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': sessionId,
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'beta_echo', arguments: {} } }),
     });
     expect(res.status).toBe(403);
@@ -182,7 +209,12 @@ describe('the MCP endpoint', () => {
       accept: 'application/json, text/event-stream',
       'mcp-session-id': c.transport.sessionId ?? '',
     };
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 'same', method: 'tools/call', params: { name: 'slow_tool', arguments: { text: 'x' } } });
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'same',
+      method: 'tools/call',
+      params: { name: 'slow_tool', arguments: { text: 'x' } },
+    });
     const first = fetch(url, { method: 'POST', headers, body });
     await new Promise((r) => setTimeout(r, 50));
     const second = await fetch(url, { method: 'POST', headers, body });
@@ -239,7 +271,12 @@ describe('the MCP endpoint', () => {
     const c = await open(['alpha'], 'owner-a');
     const res = await fetch(url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${t.token(['alpha'], { sub: 'intruder' })}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': c.transport.sessionId ?? '' },
+      headers: {
+        authorization: `Bearer ${t.token(['alpha'], { sub: 'intruder' })}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': c.transport.sessionId ?? '',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(res.status).toBe(404);
@@ -247,11 +284,20 @@ describe('the MCP endpoint', () => {
   });
 
   it('no token or a bad token is HTTP 401 with the MCP resource-metadata link', async () => {
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    };
     for (const authorization of [undefined, 'Bearer not-a-token', `Bearer ${t.token(['alpha'])}x`]) {
       const res = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(authorization && { authorization }) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(authorization && { authorization }),
+        },
         body: JSON.stringify(init),
       });
       expect(res.status).toBe(401);
@@ -269,8 +315,18 @@ describe('the MCP endpoint', () => {
   it('a browser origin other than the allowed ones is refused', async () => {
     const res = await fetch(url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${t.token(['alpha'])}`, origin: 'http://evil.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+      headers: {
+        authorization: `Bearer ${t.token(['alpha'])}`,
+        origin: 'http://evil.example',
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
     });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { code: string }).code).toBe('TR_ERR_ORIGIN_NOT_ALLOWED');
@@ -279,14 +335,27 @@ describe('the MCP endpoint', () => {
 
   it('a browser on an allowed origin gets CORS answers it can read, the session id included', async () => {
     const origin = t.config.publicUrl.origin;
-    const preflight = await fetch(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, mcp-session-id' } });
+    const preflight = await fetch(url, {
+      method: 'OPTIONS',
+      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, mcp-session-id' },
+    });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe(origin);
     expect(preflight.headers.get('access-control-allow-headers')).toContain('Mcp-Session-Id');
     const res = await fetch(url, {
       method: 'POST',
-      headers: { authorization: `Bearer ${t.token(['alpha'], { sub: 'browser' })}`, origin, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'browser', version: '1' } } }),
+      headers: {
+        authorization: `Bearer ${t.token(['alpha'], { sub: 'browser' })}`,
+        origin,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'browser', version: '1' } },
+      }),
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe(origin);
@@ -299,7 +368,12 @@ describe('the MCP endpoint', () => {
     const res = await fetch(url, {
       method: 'POST',
       headers: { authorization: `Bearer ${t.token(['alpha'])}`, 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
     });
     expect(res.status).toBe(406);
     expect(res.headers.get('content-type')).toContain('application/problem+json');

@@ -28,20 +28,37 @@ describe('JSON-RPC error messages on /mcp (issue 31)', () => {
   });
 
   it('sends an unknown tool as -32602 whose message has no "MCP error" prefix', async () => {
-    const base = { authorization: `Bearer ${t.token([], { sub: 'prefix-tester' })}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const base = {
+      authorization: `Bearer ${t.token([], { sub: 'prefix-tester' })}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    };
     const revision = '2025-11-25';
     const init = await fetch(url, {
       method: 'POST',
       headers: base,
-      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
     });
     expect(init.status).toBe(200);
     await init.text();
     const headers = { ...base, 'mcp-session-id': init.headers.get('mcp-session-id') ?? '', 'mcp-protocol-version': revision };
-    const initialized = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const initialized = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    });
     expect(initialized.status).toBe(202);
 
-    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } }) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } }),
+    });
     const message = await messageOf(res);
     expect(message.id).toBe(1);
     expect(message.error?.code).toBe(-32602);

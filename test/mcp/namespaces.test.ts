@@ -13,10 +13,20 @@ import { McpServerSchema } from '../../src/model/mcp-schemas.js';
 import { prefixOf } from '../../src/model/mcp-tools.js';
 
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
-const tool = (name: string): UpstreamToolDef => ({ tool: { name, description: `Upstream ${name}.`, inputSchema: { type: 'object' } }, handler: () => text(`upstream ${name}`) });
+const tool = (name: string): UpstreamToolDef => ({
+  tool: { name, description: `Upstream ${name}.`, inputSchema: { type: 'object' } },
+  handler: () => text(`upstream ${name}`),
+});
 
 /** The operator's own tool, which needs a scope. */
-const CALCULATOR = { name: 'calculator', endpoint: '/calc', description: 'Adds numbers.', host: '127.0.0.1', port: 9, scopes: ['calculator:use'] };
+const CALCULATOR = {
+  name: 'calculator',
+  endpoint: '/calc',
+  description: 'Adds numbers.',
+  host: '127.0.0.1',
+  port: 9,
+  scopes: ['calculator:use'],
+};
 
 let plain: McpUpstream;
 let hostile: McpUpstream;
@@ -26,7 +36,8 @@ let app: FastifyInstance;
 const admin = () => bearer(registry.token(['registry:write']));
 type Status = { upstream: { state: string; lastSyncAt: string | null; skipped: { name: string; reason: string }[] } };
 const status = async (id: string) => (await app.inject({ method: 'GET', url: `/mcp-servers/${id}`, headers: admin() })).json() as Status;
-const names = async () => ((await app.inject({ method: 'GET', url: '/', headers: admin() })).json() as { tools: { name: string }[] }).tools.map((t) => t.name);
+const names = async () =>
+  ((await app.inject({ method: 'GET', url: '/', headers: admin() })).json() as { tools: { name: string }[] }).tools.map((t) => t.name);
 const record = (name: string) => app.catalog.getTool(name)?.record;
 
 /** Tells the upstream its list changed and waits for the registry's next sync of it. */
@@ -75,15 +86,25 @@ describe('namespaces of upstream MCP servers (issue 29)', () => {
 
   it("never lets an upstream take an operator's name, before or after the operator deletes it", async () => {
     // A prefix chosen to land on the operator's name: the name is taken, so the tool is skipped.
-    expect((await app.inject({ method: 'PUT', url: '/mcp-servers/evil', headers: admin(), payload: { url: hostile.url, prefix: 'calc' } })).statusCode).toBe(201);
+    expect(
+      (await app.inject({ method: 'PUT', url: '/mcp-servers/evil', headers: admin(), payload: { url: hostile.url, prefix: 'calc' } }))
+        .statusCode,
+    ).toBe(201);
     await vi.waitFor(() => expect(record('calcother')?.kind).toBe('mcp'), { timeout: 5000, interval: 20 });
     expect((await status('evil')).upstream.skipped).toEqual([{ name: 'ulator', reason: '"calculator" is taken by a tool of kind http' }]);
     expect(record('calculator')?.kind).toBe('http');
 
     expect((await app.inject({ method: 'DELETE', url: '/tools/calculator', headers: admin() })).statusCode).toBe(200);
-    for (const [id, upstream] of [['evil', hostile], ['math.tools', plain]] as const) await resynced(id, upstream);
+    for (const [id, upstream] of [
+      ['evil', hostile],
+      ['math.tools', plain],
+    ] as const)
+      await resynced(id, upstream);
     expect((await status('evil')).upstream.skipped).toEqual([
-      { name: 'ulator', reason: '"calculator" was a tool of kind http, deleted: a name an operator held is never taken over by an upstream' },
+      {
+        name: 'ulator',
+        reason: '"calculator" was a tool of kind http, deleted: a name an operator held is never taken over by an upstream',
+      },
     ]);
     expect(record('calculator')).toBeUndefined();
     expect(await names()).toEqual(['calcother', 'math_tools_calculator', 'math_tools_echo']);
@@ -105,13 +126,27 @@ describe('namespaces of upstream MCP servers (issue 29)', () => {
     expect(put.statusCode, put.body).toBe(200);
     expect(record('math_tools_calculator')).toMatchObject({ kind: 'http', descriptor: { description: 'Mine now.' } });
     // Listed again at once on the displacement, without a list_changed or a refresh.
-    await vi.waitFor(async () => expect((await status('math.tools')).upstream.skipped).toEqual([{ name: 'calculator', reason: '"math_tools_calculator" is taken by a tool of kind http' }]), {
-      timeout: 5000,
-      interval: 20,
-    });
+    await vi.waitFor(
+      async () =>
+        expect((await status('math.tools')).upstream.skipped).toEqual([
+          { name: 'calculator', reason: '"math_tools_calculator" is taken by a tool of kind http' },
+        ]),
+      {
+        timeout: 5000,
+        interval: 20,
+      },
+    );
     expect(record('math_tools_calculator')?.kind).toBe('http');
-    const audit = (await app.inject({ method: 'GET', url: '/audit?limit=50', headers: admin() })).json() as { entries: { action: string; target: string | null; detail: string | null }[] };
-    expect(audit.entries).toContainEqual(expect.objectContaining({ action: 'tool.put', target: 'math_tools_calculator', detail: 'replaced the tool of MCP server "math.tools"' }));
+    const audit = (await app.inject({ method: 'GET', url: '/audit?limit=50', headers: admin() })).json() as {
+      entries: { action: string; target: string | null; detail: string | null }[];
+    };
+    expect(audit.entries).toContainEqual(
+      expect.objectContaining({
+        action: 'tool.put',
+        target: 'math_tools_calculator',
+        detail: 'replaced the tool of MCP server "math.tools"',
+      }),
+    );
     // Deleting a tool the upstream still owns is still refused: its next sync would list it again.
     expect((await app.inject({ method: 'DELETE', url: '/tools/math_tools_echo', headers: admin() })).statusCode).toBe(409);
   });
@@ -125,8 +160,14 @@ describe('namespaces of upstream MCP servers (issue 29)', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ tools: { created: 0, replaced: 2 } });
     expect(record('math_tools_echo')).toMatchObject({ kind: 'http', descriptor: { description: 'Restored echo.' } });
-    await vi.waitFor(async () => expect((await status('math.tools')).upstream.skipped.map((s) => s.name).sort()).toEqual(['calculator', 'echo']), { timeout: 5000, interval: 20 });
-    expect((await resynced('math.tools', plain)).skipped).toContainEqual({ name: 'echo', reason: '"math_tools_echo" is taken by a tool of kind http' });
+    await vi.waitFor(
+      async () => expect((await status('math.tools')).upstream.skipped.map((s) => s.name).sort()).toEqual(['calculator', 'echo']),
+      { timeout: 5000, interval: 20 },
+    );
+    expect((await resynced('math.tools', plain)).skipped).toContainEqual({
+      name: 'echo',
+      reason: '"math_tools_echo" is taken by a tool of kind http',
+    });
     expect(record('math_tools_echo')?.kind).toBe('http');
     expect(await names()).toEqual(['calcother', 'calculator', 'math_tools_calculator', 'math_tools_echo']);
   });

@@ -33,7 +33,11 @@ describe('/mcp with tokens from a real authorization server', () => {
     toolHost = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ result: `computed ${Buffer.concat(chunks).toString()}` })));
+      req.on('end', () =>
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ result: `computed ${Buffer.concat(chunks).toString()}` })),
+      );
     });
     await new Promise<void>((resolve) => toolHost.listen(0, '127.0.0.1', resolve));
     const port = (toolHost.address() as AddressInfo).port;
@@ -72,7 +76,12 @@ describe('/mcp with tokens from a real authorization server', () => {
     const res = await fetch(url, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
     });
     expect(res.status).toBe(401);
     const challenge = res.headers.get('www-authenticate') ?? '';
@@ -98,12 +107,22 @@ describe('/mcp with tokens from a real authorization server', () => {
     clients.push(calc, weather);
     await untilStreamsOpen(t.app, 2);
     const weatherNotified = weather.nextListChanged();
-    const put = await t.app.inject({ method: 'PUT', url: '/tools/weather_alerts', headers: bearer(operator), payload: { ...seed('weather_forecast'), name: 'weather_alerts' } });
+    const put = await t.app.inject({
+      method: 'PUT',
+      url: '/tools/weather_alerts',
+      headers: bearer(operator),
+      payload: { ...seed('weather_forecast'), name: 'weather_alerts' },
+    });
     expect(put.statusCode, put.body).toBe(201);
     await weatherNotified;
     // A later write calc sees: its first notice must be for that one.
     const calcNotified = calc.nextListChanged();
-    const put2 = await t.app.inject({ method: 'PUT', url: '/tools/calculator_pro', headers: bearer(operator), payload: { ...seed('calculator'), name: 'calculator_pro' } });
+    const put2 = await t.app.inject({
+      method: 'PUT',
+      url: '/tools/calculator_pro',
+      headers: bearer(operator),
+      payload: { ...seed('calculator'), name: 'calculator_pro' },
+    });
     expect(put2.statusCode, put2.body).toBe(201);
     await calcNotified;
     expect([calc.listChanged, weather.listChanged]).toEqual([1, 1]);

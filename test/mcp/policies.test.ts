@@ -16,14 +16,24 @@ describe('/mcp with ANONYMOUS_DISCOVERY=public and MCP_ALLOW_ANONYMOUS', () => {
   const clients: McpTestClient[] = [];
 
   beforeAll(async () => {
-    t = await createTestApp({ RATE_LIMIT_MAX: '0', ANONYMOUS_DISCOVERY: 'public', MCP_ALLOW_ANONYMOUS: 'true', JWT_CLOCK_TOLERANCE_S: '0' });
+    t = await createTestApp({
+      RATE_LIMIT_MAX: '0',
+      ANONYMOUS_DISCOVERY: 'public',
+      MCP_ALLOW_ANONYMOUS: 'true',
+      JWT_CLOCK_TOLERANCE_S: '0',
+    });
     const admin = bearer(t.token(['registry:write']));
     for (const [name, scopes] of [
       ['open_tool', []],
       ['alpha_tool', ['alpha']],
       ['beta_tool', ['beta']],
     ] as const) {
-      const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { name, endpoint: '/x', scopes, description: name, host: '127.0.0.1', port: 9 } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: admin,
+        payload: { name, endpoint: '/x', scopes, description: name, host: '127.0.0.1', port: 9 },
+      });
       expect(res.statusCode, res.body).toBe(201);
     }
     url = await mcpUrl(t.app);

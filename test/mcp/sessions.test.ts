@@ -28,7 +28,16 @@ function probe(id: string, owner: string, view: ViewKey, lastSeen = 0): Probe {
       p.notified++;
     },
   } as unknown as Server;
-  p.session = { id, owner, server, transport: {} as WebStandardStreamableHTTPServerTransport, view, lastSeen, stream: null, inflight: new Set() };
+  p.session = {
+    id,
+    owner,
+    server,
+    transport: {} as WebStandardStreamableHTTPServerTransport,
+    view,
+    lastSeen,
+    stream: null,
+    inflight: new Set(),
+  };
   return p;
 }
 

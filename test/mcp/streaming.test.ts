@@ -23,9 +23,20 @@ describe('a streamed message-bus call over /mcp', () => {
     await fake.start();
     t = await createTestApp({ PULSAR_WS_URL: fake.url, RATE_LIMIT_MAX: '0' });
     const admin = bearer(t.token(['registry:write']));
-    expect((await t.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic } })).statusCode).toBe(201);
+    expect(
+      (await t.app.inject({ method: 'PUT', url: `/tool-services/${topic}`, headers: admin, payload: { id: topic, topic } })).statusCode,
+    ).toBe(201);
     const { style: _style, ...tool } = seed('tell-joke');
-    expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...tool, name: 'streamer', service: topic } })).statusCode).toBe(201);
+    expect(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/tools/register',
+          headers: admin,
+          payload: { ...tool, name: 'streamer', service: topic },
+        })
+      ).statusCode,
+    ).toBe(201);
     service = runToolService({
       url: fake.url,
       id: topic,
@@ -49,7 +60,9 @@ describe('a streamed message-bus call over /mcp', () => {
 
   it('each piece is a progress notification, in order, before the whole answer', async () => {
     const progress: { progress: number; message?: string }[] = [];
-    const result = await client.client.callTool({ name: 'streamer', arguments: { topic: 'chickens' } }, undefined, { onprogress: (p) => progress.push(p) });
+    const result = await client.client.callTool({ name: 'streamer', arguments: { topic: 'chickens' } }, undefined, {
+      onprogress: (p) => progress.push(p),
+    });
     expect(result.isError).toBeFalsy();
     expect(result.content).toEqual([{ type: 'text', text: 'Why did the chicken cross the road?' }]);
     expect(progress).toEqual([

@@ -25,7 +25,10 @@ export async function mcpUrl(app: FastifyInstance): Promise<URL> {
 }
 
 export async function connect(url: URL, token: string | undefined): Promise<McpTestClient> {
-  const transport = new StreamableHTTPClientTransport(url, token === undefined ? {} : { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  const transport = new StreamableHTTPClientTransport(
+    url,
+    token === undefined ? {} : { requestInit: { headers: { authorization: `Bearer ${token}` } } },
+  );
   const client = new Client({ name: 'registry-test', version: '1.0.0' });
   let waiting: (() => void)[] = [];
   const handle: McpTestClient = {

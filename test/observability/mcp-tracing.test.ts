@@ -13,7 +13,6 @@ import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { exporter, only, parentOf, provider, spans, TRACEPARENT, tracing } from '../helpers/spans.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
 
-
 describe('tracing a call to an upstream MCP server', () => {
   let t: TestApp;
   let upstream: McpUpstream;
@@ -35,7 +34,10 @@ describe('tracing a call to an upstream MCP server', () => {
             return text('found');
           },
         },
-        { tool: { name: 'fail', description: 'Fails.', inputSchema: { type: 'object' } }, handler: () => ({ ...text('upstream says no'), isError: true }) },
+        {
+          tool: { name: 'fail', description: 'Fails.', inputSchema: { type: 'object' } },
+          handler: () => ({ ...text('upstream says no'), isError: true }),
+        },
         {
           tool: { name: 'refuse', description: 'Refuses its arguments.', inputSchema: { type: 'object' } },
           handler: () => {
@@ -46,10 +48,18 @@ describe('tracing a call to an upstream MCP server', () => {
     });
     t = await createTestApp({ RATE_LIMIT_MAX: '0' }, { tracing });
     const admin = bearer(t.token(['registry:write']));
-    const put = await t.app.inject({ method: 'PUT', url: '/mcp-servers/github', headers: admin, payload: { url: upstream.url, prefix: 'gh_' } });
+    const put = await t.app.inject({
+      method: 'PUT',
+      url: '/mcp-servers/github',
+      headers: admin,
+      payload: { url: upstream.url, prefix: 'gh_' },
+    });
     expect(put.statusCode, put.body).toBe(201);
     // The registry lists the server's tools once it has connected.
-    await vi.waitFor(async () => expect((await t.app.inject({ method: 'GET', url: '/tools/gh_refuse' })).statusCode).toBe(200), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(async () => expect((await t.app.inject({ method: 'GET', url: '/tools/gh_refuse' })).statusCode).toBe(200), {
+      timeout: 10_000,
+      interval: 50,
+    });
     caller = bearer(t.token([]));
   });
 
@@ -106,7 +116,10 @@ describe('tracing a call to an upstream MCP server', () => {
     expect(fail.attributes['error.type']).toBe('tool_error');
     const refuse = only(found, 'tools/call refuse', SpanKind.CLIENT);
     expect(refuse.status.code).toBe(SpanStatusCode.ERROR);
-    expect(refuse.attributes).toMatchObject({ 'error.type': String(ErrorCode.InvalidParams), 'rpc.response.status_code': String(ErrorCode.InvalidParams) });
+    expect(refuse.attributes).toMatchObject({
+      'error.type': String(ErrorCode.InvalidParams),
+      'rpc.response.status_code': String(ErrorCode.InvalidParams),
+    });
     // The invoke span keeps the registry's own code for the failure.
     expect(only(found, 'execute_tool gh_refuse').attributes['error.type']).toBe('TR_ERR_TOOL_SERVICE');
   });

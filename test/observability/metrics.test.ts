@@ -91,12 +91,16 @@ describe('GET /metrics', () => {
   it('has the families and labels after discovery requests, writes and calls', async () => {
     // Writes: two tools, and a refused one.
     for (const name of ['ok', 'fail']) {
-      expect((await t.app.inject({ method: 'PUT', url: `/tools/${name}`, headers: admin, payload: httpTool(name, host.port) })).statusCode).toBe(201);
+      expect(
+        (await t.app.inject({ method: 'PUT', url: `/tools/${name}`, headers: admin, payload: httpTool(name, host.port) })).statusCode,
+      ).toBe(201);
     }
     expect((await t.app.inject({ method: 'PUT', url: '/tools/bad', headers: admin, payload: { name: 'bad' } })).statusCode).toBe(400);
     // Discovery: the whole view, a 304, a token's view, a page (not a whole view), an unknown path.
     const first = await t.app.inject({ method: 'GET', url: '/' });
-    expect((await t.app.inject({ method: 'GET', url: '/', headers: { 'if-none-match': String(first.headers['etag']) } })).statusCode).toBe(304);
+    expect((await t.app.inject({ method: 'GET', url: '/', headers: { 'if-none-match': String(first.headers['etag']) } })).statusCode).toBe(
+      304,
+    );
     expect((await t.app.inject({ method: 'GET', url: '/', headers: user })).statusCode).toBe(200);
     expect((await t.app.inject({ method: 'GET', url: '/?limit=1' })).statusCode).toBe(200);
     expect((await t.app.inject({ method: 'GET', url: '/no/such/path' })).statusCode).toBe(404);
@@ -132,8 +136,13 @@ describe('GET /metrics', () => {
     const routes = new Set(metrics.get('tool_registry_http_request_duration_seconds')?.samples.map((s) => s.labels['route']));
     const isRoute = (url: string) => (['GET', 'POST', 'PUT'] as const).some((method) => t.app.hasRoute({ url, method }));
     expect([...routes].filter((route) => route !== '(unmatched)' && !isRoute(route ?? ''))).toEqual([]);
-    expect([...routes].filter((route) => /\/(ok|fail|bad|no)\b/u.test(route ?? '')), 'no URL as a route').toEqual([]);
-    expect(value('tool_registry_http_request_duration_seconds_bucket', { method: 'GET', route: '/', status_code: '304', le: '+Inf' })).toBe(1);
+    expect(
+      [...routes].filter((route) => /\/(ok|fail|bad|no)\b/u.test(route ?? '')),
+      'no URL as a route',
+    ).toEqual([]);
+    expect(value('tool_registry_http_request_duration_seconds_bucket', { method: 'GET', route: '/', status_code: '304', le: '+Inf' })).toBe(
+      1,
+    );
 
     // Whole discovery views (the page is not one) and their 304s.
     expect(value('tool_registry_discovery_views_total', { view: 'all', status: '200' })).toBe(1);
@@ -177,7 +186,12 @@ describe('GET /metrics', () => {
     expect(value('tool_registry_commit_failures_total')).toBe(0);
 
     // The process's own.
-    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+    for (const name of [
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+    ]) {
       expect(metrics.has(name), name).toBe(true);
     }
 
@@ -197,7 +211,8 @@ describe('GET /metrics', () => {
   });
 
   it('counts calls from process start: pruning old call records leaves the counters as they were', async () => {
-    const calls = (metrics: Map<string, Family>) => sampleValue(metrics, 'tool_registry_tool_calls_total', { tool: 'ok', outcome: 'ok' }) ?? 0;
+    const calls = (metrics: Map<string, Family>) =>
+      sampleValue(metrics, 'tool_registry_tool_calls_total', { tool: 'ok', outcome: 'ok' }) ?? 0;
     const before = calls(await scrape());
     expect(before).toBeGreaterThan(0);
     t.app.usage.flush();
@@ -223,7 +238,16 @@ describe('metrics labels', () => {
     try {
       const admin = bearer(t.token(['registry:write']));
       for (const name of ['ok', 'other']) {
-        expect((await t.app.inject({ method: 'PUT', url: `/tools/${name}`, headers: admin, payload: { ...httpTool(name, host.port), endpoint: '/ok' } })).statusCode).toBe(201);
+        expect(
+          (
+            await t.app.inject({
+              method: 'PUT',
+              url: `/tools/${name}`,
+              headers: admin,
+              payload: { ...httpTool(name, host.port), endpoint: '/ok' },
+            })
+          ).statusCode,
+        ).toBe(201);
         const caller = bearer(t.token(['echo:use'], { sub: `agent-${name}` }));
         expect((await t.app.inject({ method: 'POST', url: `/tools/${name}/invoke`, headers: caller, payload: {} })).statusCode).toBe(200);
       }
@@ -272,7 +296,11 @@ describe('METRICS_PORT', () => {
     // A key endpoint that fails: the fetch at startup counts, and so does its failure.
     const keys = createServer((_req, res) => res.writeHead(500).end());
     await new Promise<void>((resolve) => keys.listen(0, '127.0.0.1', resolve));
-    const t = await createTestApp({ JWT_SECRET: '', JWKS_URL: `http://127.0.0.1:${(keys.address() as AddressInfo).port}/jwks`, METRICS_PORT: '0' });
+    const t = await createTestApp({
+      JWT_SECRET: '',
+      JWKS_URL: `http://127.0.0.1:${(keys.address() as AddressInfo).port}/jwks`,
+      METRICS_PORT: '0',
+    });
     try {
       await t.app.ready();
       for (let i = 0; i < 100 && (t.app.jwks?.failedFetches ?? 0) === 0; i++) await new Promise((r) => setTimeout(r, 10));
@@ -287,7 +315,9 @@ describe('METRICS_PORT', () => {
   });
 
   it('must differ from PORT', () => {
-    expect(() => loadConfig({}, { PORT: '9000', METRICS_PORT: '9000' })).toThrow('METRICS_PORT: must differ from PORT (unset it to serve /metrics on PORT) (got "9000")');
+    expect(() => loadConfig({}, { PORT: '9000', METRICS_PORT: '9000' })).toThrow(
+      'METRICS_PORT: must differ from PORT (unset it to serve /metrics on PORT) (got "9000")',
+    );
     expect(loadConfig({}, { METRICS_PORT: '9464' }).metrics).toMatchObject({ port: 9464, host: '127.0.0.1' });
   });
 });

@@ -15,7 +15,13 @@ const HELP = 'requests, with "quotes" and a \\ backslash';
 function both() {
   const theirs = new Registry();
   const ours = new Registry();
-  const histogram = new Histogram({ name: NAME, help: HELP, labelNames: ['method', 'route', 'status_code'], buckets: BOUNDS, registers: [theirs] });
+  const histogram = new Histogram({
+    name: NAME,
+    help: HELP,
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: BOUNDS,
+    registers: [theirs],
+  });
   const requests = new RequestHistogram(NAME, HELP, BOUNDS, ours);
   const observe = (method: string, route: string, status: number, seconds: number) => {
     histogram.observe({ method, route, status_code: status }, seconds);
@@ -31,7 +37,8 @@ describe('RequestHistogram', () => {
     const routes = ['/', '/tools/:name', '(unmatched)', 'a "quoted" \\ route\nwith a newline'];
     const statuses = [200, 304, 404, 500];
     const seconds = [0, 0.0005, 0.00050001, 0.001, 0.003, 2.5, 10, 10.5, 120];
-    for (let i = 0; i < 2000; i++) observe(methods[i % 3] ?? '', routes[i % 4] ?? '', statuses[(i >> 2) % 4] ?? 0, (seconds[i % 9] ?? 0) * (1 + (i % 7) / 1e6));
+    for (let i = 0; i < 2000; i++)
+      observe(methods[i % 3] ?? '', routes[i % 4] ?? '', statuses[(i >> 2) % 4] ?? 0, (seconds[i % 9] ?? 0) * (1 + (i % 7) / 1e6));
     const text = await ours.metrics();
     expect(text).toBe(await theirs.metrics());
     const parsed = parseMetrics(text);
@@ -54,7 +61,10 @@ describe('RequestHistogram', () => {
     const requests = new RequestHistogram(NAME, HELP, [1, 0.1, 10], registry);
     requests.observe('GET', '/', 200, 0.5);
     const parsed = parseMetrics(await registry.metrics());
-    const buckets = parsed.get(NAME)?.samples.filter((s) => s.name === `${NAME}_bucket`).map((s) => [s.labels['le'], s.value]);
+    const buckets = parsed
+      .get(NAME)
+      ?.samples.filter((s) => s.name === `${NAME}_bucket`)
+      .map((s) => [s.labels['le'], s.value]);
     expect(buckets).toEqual([
       ['0.1', 0],
       ['1', 1],

@@ -27,10 +27,22 @@ describe('startTelemetry', () => {
   it.each([
     [{ OTEL_TRACES_EXPORTER: 'zipkin' }, 'OTEL_TRACES_EXPORTER: must be otlp, console or none (got "zipkin")'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'notaurl' }, 'OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL (got "notaurl")'],
-    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://a:pw@collector' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: must be an http:// or https:// URL (got "ftp://***@collector")'],
-    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use an OTLP/HTTP endpoint (http/json)'],
-    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER: "sometimes" is not a sampler this registry knows'],
-    [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG: must be a ratio from 0 to 1 (got "2")'],
+    [
+      { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'ftp://a:pw@collector' },
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: must be an http:// or https:// URL (got "ftp://***@collector")',
+    ],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+      'OTEL_EXPORTER_OTLP_PROTOCOL: grpc is not supported; use an OTLP/HTTP endpoint (http/json)',
+    ],
+    [
+      { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' },
+      'OTEL_TRACES_SAMPLER: "sometimes" is not a sampler this registry knows',
+    ],
+    [
+      { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '2' },
+      'OTEL_TRACES_SAMPLER_ARG: must be a ratio from 0 to 1 (got "2")',
+    ],
     [{ OTEL_TRACES_EXPORTER: 'otlp', OTEL_PROPAGATORS: 'b3' }, 'OTEL_PROPAGATORS: only tracecontext and baggage are supported (got "b3")'],
   ])('refuses %j with one line', (env, message) => {
     expect(() => startTelemetry(env)).toThrow(new ConfigError(message));

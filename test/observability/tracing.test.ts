@@ -16,7 +16,6 @@ import { exporter, only, parentOf, provider, spans, TRACEPARENT, tracing } from 
 import { FakePulsar } from '../helpers/fake-pulsar.js';
 import { seed } from '../helpers/fixtures.js';
 
-
 describe('tracing', () => {
   let t: TestApp;
   let host: Server;
@@ -39,7 +38,15 @@ describe('tracing', () => {
     t = await createTestApp({ RATE_LIMIT_MAX: '0' }, { tracing });
     admin = bearer(t.token(['registry:write']));
     user = bearer(t.token(['echo:use']));
-    const echo = { name: 'echo', description: 'echoes', endpoint: '/echo', host: '127.0.0.1', port: hostPort, scopes: ['echo:use'], parameters: {} };
+    const echo = {
+      name: 'echo',
+      description: 'echoes',
+      endpoint: '/echo',
+      host: '127.0.0.1',
+      port: hostPort,
+      scopes: ['echo:use'],
+      parameters: {},
+    };
     expect((await t.app.inject({ method: 'PUT', url: '/tools/echo', headers: admin, payload: echo })).statusCode).toBe(201);
   });
 
@@ -71,9 +78,25 @@ describe('tracing', () => {
     expect([invoke.spanContext().traceId, call.spanContext().traceId]).toEqual([traceId, traceId]);
     expect(parentOf(invoke)).toBe(server.spanContext().spanId);
     expect(parentOf(call)).toBe(invoke.spanContext().spanId);
-    expect(server.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/tools/:name/invoke', 'url.path': '/tools/echo/invoke', 'http.response.status_code': 200 });
-    expect(invoke.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'echo', 'gen_ai.tool.type': 'http', 'gen_ai.tool.call.id': res.json().id });
-    expect(call.attributes).toMatchObject({ 'http.request.method': 'POST', 'server.address': '127.0.0.1', 'server.port': hostPort, 'url.path': '/echo', 'http.response.status_code': 200 });
+    expect(server.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/tools/:name/invoke',
+      'url.path': '/tools/echo/invoke',
+      'http.response.status_code': 200,
+    });
+    expect(invoke.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'echo',
+      'gen_ai.tool.type': 'http',
+      'gen_ai.tool.call.id': res.json().id,
+    });
+    expect(call.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'server.address': '127.0.0.1',
+      'server.port': hostPort,
+      'url.path': '/echo',
+      'http.response.status_code': 200,
+    });
 
     // The host got the client span's context: its trace, its span as the parent.
     expect(received).toHaveLength(1);
@@ -103,7 +126,12 @@ describe('tracing', () => {
   });
 
   it('ends the server span of a streamed call, whose answer Fastify no longer sends', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/tools/echo/invoke', headers: { ...user, accept: 'text/event-stream' }, payload: {} });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/tools/echo/invoke',
+      headers: { ...user, accept: 'text/event-stream' },
+      payload: {},
+    });
     expect(res.body).toContain('event: result');
     const found = await spans();
     const server = only(found, 'POST /tools/:name/invoke', SpanKind.SERVER);
@@ -128,7 +156,14 @@ describe('tracing', () => {
   it('spans discovery, and links each write from the group commit that made it durable', async () => {
     expect((await t.app.inject({ method: 'GET', url: '/' })).statusCode).toBe(200);
     const writes = await Promise.all(
-      ['a', 'b'].map((name) => t.app.inject({ method: 'PUT', url: `/tools/${name}`, headers: admin, payload: { ...seed('calculator'), name, host: '127.0.0.1', port: hostPort } })),
+      ['a', 'b'].map((name) =>
+        t.app.inject({
+          method: 'PUT',
+          url: `/tools/${name}`,
+          headers: admin,
+          payload: { ...seed('calculator'), name, host: '127.0.0.1', port: hostPort },
+        }),
+      ),
     );
     expect(writes.map((w) => w.statusCode)).toEqual([201, 201]);
     const found = await spans();
@@ -156,17 +191,31 @@ describe('tracing a message-bus call', () => {
     try {
       await service.ready;
       const admin = bearer(t.token(['registry:write']));
-      expect((await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') })).statusCode).toBe(201);
-      expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('tell-joke') })).statusCode).toBe(201);
+      expect(
+        (await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') }))
+          .statusCode,
+      ).toBe(201);
+      expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: seed('tell-joke') })).statusCode).toBe(
+        201,
+      );
       exporter.reset();
-      const res = await t.app.inject({ method: 'POST', url: '/tools/tell-joke/invoke', headers: bearer(t.token([])), payload: { topic: 'x' } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/tools/tell-joke/invoke',
+        headers: bearer(t.token([])),
+        payload: { topic: 'x' },
+      });
       expect(res.statusCode, res.body).toBe(200);
       expect(res.json().result).toBe('a pun');
       const found = await spans();
       const invoke = only(found, 'execute_tool tell-joke');
       const send = only(found, 'send non-persistent://tg/request/joke', SpanKind.CLIENT);
       expect(parentOf(send)).toBe(invoke.spanContext().spanId);
-      expect(send.attributes).toMatchObject({ 'messaging.system': 'pulsar', 'messaging.destination.name': 'non-persistent://tg/request/joke', 'messaging.message.conversation_id': res.json().id });
+      expect(send.attributes).toMatchObject({
+        'messaging.system': 'pulsar',
+        'messaging.destination.name': 'non-persistent://tg/request/joke',
+        'messaging.message.conversation_id': res.json().id,
+      });
       const request = fake.published.find((m) => m.topic.includes('request/joke'));
       expect(request?.properties['id']).toBe(res.json().id);
       const [, traceId, parent] = TRACEPARENT.exec(request?.properties['traceparent'] ?? '') ?? [];
@@ -191,7 +240,11 @@ describe('without tracing', () => {
     const enter = vi.spyOn(context, 'with');
     const getTracer = vi.spyOn(trace, 'getTracer');
     try {
-      const first = await t.app.inject({ method: 'GET', url: '/', headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } });
+      const first = await t.app.inject({
+        method: 'GET',
+        url: '/',
+        headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+      });
       expect(first.statusCode).toBe(200);
       const again = await t.app.inject({ method: 'GET', url: '/', headers: { 'if-none-match': String(first.headers['etag']) } });
       expect(again.statusCode).toBe(304);

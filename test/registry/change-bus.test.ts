@@ -157,7 +157,10 @@ describe('ChangeFeed', () => {
     const { feed, commit } = setup();
     const scoped = { kind: 'scopes', scopes: new Set(['x']) } as const;
     // The visible tools end the page; the next page holds only tools the view cannot see.
-    commit([...Array.from({ length: REPLAY_PAGE }, (_, i) => tool(`mine${i}`, ['x'])), ...Array.from({ length: 10 }, (_, i) => tool(`hidden${i}`, ['y']))]);
+    commit([
+      ...Array.from({ length: REPLAY_PAGE }, (_, i) => tool(`mine${i}`, ['x'])),
+      ...Array.from({ length: 10 }, (_, i) => tool(`hidden${i}`, ['y'])),
+    ]);
     commit([tool('hidden-write', ['y'])]);
     commit([tool('mine-last', ['x'])]);
     let text = '';

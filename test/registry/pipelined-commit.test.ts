@@ -152,7 +152,13 @@ describe('pipelined group commit', () => {
 
     // One batch: a tool on the service, then a replacement of the service that the tool would
     // no longer fit (a new required config param). The catalogue knows neither yet.
-    const stricter = { ...seed('joke-service'), 'config-params': [{ name: 'style', required: false }, { name: 'language', required: true }] };
+    const stricter = {
+      ...seed('joke-service'),
+      'config-params': [
+        { name: 'style', required: false },
+        { name: 'language', required: true },
+      ],
+    };
     const put = service.putTool(seed('tell-joke'));
     const replace = service.putService(stricter, 'joke-service');
     const refused = replace.catch((err: unknown) => err);
@@ -212,7 +218,14 @@ describe('WAL sync', () => {
     const sync = heldFdatasync();
     const { store } = setup(sync.fdatasync);
     const commit = (name: string) => {
-      store.group(() => store.putTool(parseTool(tool(name), () => undefined), '2026-11-30T00:00:00.000Z'), { deferSync: true });
+      store.group(
+        () =>
+          store.putTool(
+            parseTool(tool(name), () => undefined),
+            '2026-11-30T00:00:00.000Z',
+          ),
+        { deferSync: true },
+      );
       return store.sync();
     };
     const settled: string[] = [];
@@ -244,7 +257,10 @@ describe('what readers of SQLite see', () => {
     const sync = heldFdatasync();
     const { store } = setup(sync.fdatasync);
     const write = store.beginSliced({ deferSync: true });
-    write.putTools([parseTool(tool('sliced-1'), () => undefined), parseTool(tool('sliced-2'), () => undefined)], '2026-11-30T00:00:00.000Z');
+    write.putTools(
+      [parseTool(tool('sliced-1'), () => undefined), parseTool(tool('sliced-2'), () => undefined)],
+      '2026-11-30T00:00:00.000Z',
+    );
     await turns();
     // The import's rows are in the open transaction, which this connection reads through.
     expect(store.getTool('sliced-1')).toBeDefined();

@@ -54,13 +54,14 @@ describe('replicated apply', () => {
     const view = (r: TestReplica) => r.catalog.view({ kind: 'all' });
     expect(view(a).etag).toBe(view(b).etag);
     expect(Buffer.compare(view(a).body, view(b).body)).toBe(0);
-    const rows = (r: TestReplica) => r.db.prepare('SELECT name, status, create_index, modify_index, updated_at, descriptor FROM tools ORDER BY name').all();
+    const rows = (r: TestReplica) =>
+      r.db.prepare('SELECT name, status, create_index, modify_index, updated_at, descriptor FROM tools ORDER BY name').all();
     expect(rows(a)).toEqual(rows(b));
     const changes = (r: TestReplica) => r.db.prepare('SELECT registry_index, kind, name, op FROM changes ORDER BY seq').all();
     expect(changes(a)).toEqual(changes(b));
   });
 
-  it('checks a write\'s If-Match where it is applied, alike on every replica', async () => {
+  it("checks a write's If-Match where it is applied, alike on every replica", async () => {
     const first = message({ op: 'tool.put', target: 'cond', body: tool('cond') });
     const a = openReplica();
     const b = openReplica();
@@ -77,7 +78,12 @@ describe('replicated apply', () => {
     ];
     const shape = (o: Outcome) => (o.ok ? 'ok' : (o.error as RegistryError).code);
     for (const r of [a, b]) {
-      expect((await applyAll(r, messages)).map(shape)).toEqual(['ok', 'TR_ERR_PRECONDITION_FAILED', 'TR_ERR_PRECONDITION_FAILED', 'TR_ERR_PRECONDITION_FAILED']);
+      expect((await applyAll(r, messages)).map(shape)).toEqual([
+        'ok',
+        'TR_ERR_PRECONDITION_FAILED',
+        'TR_ERR_PRECONDITION_FAILED',
+        'TR_ERR_PRECONDITION_FAILED',
+      ]);
       expect(r.store.getTool('cond')?.descriptor).toMatchObject({ description: 'first writer' });
     }
   });
@@ -98,7 +104,12 @@ describe('replicated apply', () => {
     expect((await a.service.applyReplicated(m.event, m.pin)).ok).toBe(true);
     a.store.close();
     const again = openReplica({ dir: a.dir });
-    expect(again.store.replicationPosition()).toEqual({ topic: TOPIC, messageId: m.pin.messageId, index: m.pin.index, lastAt: '2026-11-30T12:00:00.000Z' });
+    expect(again.store.replicationPosition()).toEqual({
+      topic: TOPIC,
+      messageId: m.pin.messageId,
+      index: m.pin.index,
+      lastAt: '2026-11-30T12:00:00.000Z',
+    });
     // An earlier clock after the restart still stamps with the last time given out.
     const later = message({ op: 'tool.put', body: tool('later') }, '2026-11-30T11:00:00.000Z');
     await again.service.applyReplicated(later.event, later.pin);
@@ -113,7 +124,10 @@ describe('replicated apply', () => {
 
   it('applies an import under the message index, and a refused import still moves the position', async () => {
     const a = openReplica();
-    const ok = message({ op: 'import', body: { 'tool-services': [seed('joke-service')], tools: [seed('tell-joke'), tool('one'), tool('two')] } });
+    const ok = message({
+      op: 'import',
+      body: { 'tool-services': [seed('joke-service')], tools: [seed('tell-joke'), tool('one'), tool('two')] },
+    });
     const outcome = await a.service.applyReplicated(ok.event, ok.pin);
     expect(outcome).toMatchObject({ ok: true, value: { index: ok.pin.index, tools: { created: 3, replaced: 0 } } });
     expect(a.store.getTool('two')?.index).toBe(ok.pin.index);

@@ -35,7 +35,9 @@ describe('sealed credentials', () => {
     for (const at of [0, 12, bytes.length - 1]) {
       const tampered = Buffer.from(bytes);
       tampered[at] = (tampered[at] ?? 0) ^ 1;
-      expect(() => openCredential(key, { ...sealed, sealed: tampered.toString('base64') }, context), `byte ${at} flipped`).toThrow(BrokenSealError);
+      expect(() => openCredential(key, { ...sealed, sealed: tampered.toString('base64') }, context), `byte ${at} flipped`).toThrow(
+        BrokenSealError,
+      );
     }
     expect(() => openCredential(key, { ...sealed, sealed: bytes.subarray(0, 20).toString('base64') }, context)).toThrow(BrokenSealError);
     // Moved to another write or server: it does not open.

@@ -55,7 +55,9 @@ export class FakeTopic {
         socket.end('HTTP/1.1 404 Not Found\r\n\r\n');
         return;
       }
-      this.#wss.handleUpgrade(req, socket, head, (ws) => (kind === 'producer' ? this.#producer(ws) : this.#reader(ws, url.searchParams.get('messageId') ?? 'earliest')));
+      this.#wss.handleUpgrade(req, socket, head, (ws) =>
+        kind === 'producer' ? this.#producer(ws) : this.#reader(ws, url.searchParams.get('messageId') ?? 'earliest'),
+      );
     });
   }
 
@@ -74,7 +76,12 @@ export class FakeTopic {
   }
 
   /** Appends a message as another writer would (a foreign or hand-made one); `publishTime` defaults to the topic's now. */
-  append(text: string, key = 'test', properties: Record<string, string> = {}, publishTime = new Date(Date.now() + this.clockOffsetMs).toISOString()): string {
+  append(
+    text: string,
+    key = 'test',
+    properties: Record<string, string> = {},
+    publishTime = new Date(Date.now() + this.clockOffsetMs).toISOString(),
+  ): string {
     const messageId = messageIdOf(7, this.entries.length);
     this.entries.push({ messageId, key, text, properties, publishTime });
     for (const reader of this.#readers) this.#deliver(reader);
@@ -112,7 +119,15 @@ export class FakeTopic {
   #deliver(reader: { ws: WebSocket; next: number }): void {
     while (reader.next < this.entries.length && reader.ws.readyState === WebSocket.OPEN) {
       const entry = this.entries[reader.next++] as TopicEntry;
-      reader.ws.send(JSON.stringify({ messageId: entry.messageId, payload: Buffer.from(entry.text).toString('base64'), properties: entry.properties, publishTime: entry.publishTime, key: entry.key }));
+      reader.ws.send(
+        JSON.stringify({
+          messageId: entry.messageId,
+          payload: Buffer.from(entry.text).toString('base64'),
+          properties: entry.properties,
+          publishTime: entry.publishTime,
+          key: entry.key,
+        }),
+      );
     }
   }
 }

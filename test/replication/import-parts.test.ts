@@ -27,7 +27,11 @@ afterEach(() => {
 const encodedBytes = (chunk: string) => Buffer.byteLength(JSON.stringify(chunk)) - 2;
 
 /** The `import.part` messages of `text`, cut at `chunkBytes`, under one write id; each stamped `at`. */
-function partMessages(text: string, chunkBytes: number, options: { write?: string; at?: string } = {}): { event: ReplicationEvent; pin: Pin }[] {
+function partMessages(
+  text: string,
+  chunkBytes: number,
+  options: { write?: string; at?: string } = {},
+): { event: ReplicationEvent; pin: Pin }[] {
   const chunks = finish(cutIntoChunks(text, chunkBytes));
   const write = options.write ?? `import-${Math.random().toString(36).slice(2)}`;
   return chunks.map((chunk, part) => message({ op: 'import.part', write, part, parts: chunks.length, chunk }, options.at));
@@ -43,7 +47,13 @@ const codeOf = (o: Outcome | undefined) => (o === undefined ? 'none' : o.ok ? 'o
 const view = (r: TestReplica) => r.catalog.view({ kind: 'all' });
 
 describe('cutting an import into parts', () => {
-  const text = JSON.stringify({ a: 'plain "quoted" \\ slash', b: 'ünïcödé ✓ 中文 🧰🧰', c: '\u0001\u001f\n', d: '\ud83d', e: 'x'.repeat(50) });
+  const text = JSON.stringify({
+    a: 'plain "quoted" \\ slash',
+    b: 'ünïcödé ✓ 中文 🧰🧰',
+    c: '\u0001\u001f\n',
+    d: '\ud83d',
+    e: 'x'.repeat(50),
+  });
 
   // Raw text too (not from JSON.stringify): control characters and a lone surrogate as they are.
   const raw = 'a\ud83db🧰"\\\u0001é中';
@@ -75,7 +85,9 @@ describe('cutting an import into parts', () => {
     expect(messages.length).toBeGreaterThan(10);
     const events = messages.map((m) => ReplicationEventSchema.parse(JSON.parse(m)));
     for (const [n, m] of messages.entries()) expect(Buffer.byteLength(m), `part ${n}`).toBeLessThanOrEqual(4096);
-    expect(events.map((e) => [e.op, e.write, e.part, e.parts, e.body])).toEqual(events.map((_, n) => ['import.part', 'w-parts', n, messages.length, undefined]));
+    expect(events.map((e) => [e.op, e.write, e.part, e.parts, e.body])).toEqual(
+      events.map((_, n) => ['import.part', 'w-parts', n, messages.length, undefined]),
+    );
     expect(new Set(events.map(replicationKey))).toEqual(new Set(['import/w-parts']));
     expect(events.map((e) => e.chunk).join('')).toBe(textOfBody);
     // Past the most parts an import may have: none.
@@ -95,12 +107,20 @@ describe('applying an import sent in parts', () => {
     const outcomesA = await applyInOrder(a, messages);
     const outcomesB = await Promise.all(messages.map((m) => apply(b, m)));
     for (const outcomes of [outcomesA, outcomesB]) {
-      expect(outcomes.slice(0, -1)).toEqual(messages.slice(0, -1).map((_, part) => ({ ok: true, value: { part, parts: messages.length } })));
-      expect(outcomes.at(-1)).toEqual({ ok: true, value: { index: last.pin.index, toolServices: { created: 1, replaced: 0 }, tools: { created: 121, replaced: 0 } } });
+      expect(outcomes.slice(0, -1)).toEqual(
+        messages.slice(0, -1).map((_, part) => ({ ok: true, value: { part, parts: messages.length } })),
+      );
+      expect(outcomes.at(-1)).toEqual({
+        ok: true,
+        value: { index: last.pin.index, toolServices: { created: 1, replaced: 0 }, tools: { created: 121, replaced: 0 } },
+      });
     }
     // The same import as one message at the same position: the same records and bytes.
     const c = replica();
-    await apply(c, { event: { ...last.event, op: 'import', body: input, part: undefined, parts: undefined, chunk: undefined }, pin: last.pin });
+    await apply(c, {
+      event: { ...last.event, op: 'import', body: input, part: undefined, parts: undefined, chunk: undefined },
+      pin: last.pin,
+    });
     for (const r of [a, b, c]) {
       expect(r.catalog.index).toBe(last.pin.index);
       expect(r.stagedRows()).toEqual([]);
@@ -132,10 +152,26 @@ describe('applying an import sent in parts', () => {
     const cases: [string, (m: { event: ReplicationEvent; pin: Pin }[]) => { event: ReplicationEvent; pin: Pin }[], string[]][] = [
       ['out of order', (m) => [m[1]!, m[0]!, m[2]!], ['TR_ERR_BAD_REQUEST', 'ok', 'TR_ERR_BAD_REQUEST']],
       ['a duplicate', (m) => [m[0]!, m[0]!, m[1]!, m[2]!], ['ok', 'TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST']],
-      ['another count', (m) => [m[0]!, { ...m[1]!, event: { ...m[1]!.event, parts: 4 } }, m[2]!], ['ok', 'TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST']],
-      ['a part past the count', (m) => [m[0]!, m[1]!, { ...m[2]!, event: { ...m[2]!.event, part: 5 } }], ['ok', 'ok', 'TR_ERR_BAD_REQUEST']],
-      ['a part without its chunk', (m) => [m[0]!, { ...m[1]!, event: { ...m[1]!.event, chunk: undefined } }, m[2]!], ['ok', 'TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST']],
-      ['a chunk cut inside a character', (m) => [{ ...m[0]!, event: { ...m[0]!.event, chunk: `${m[0]!.event.chunk ?? ''}\ud83d` } }, m[1]!, m[2]!], ['TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST']],
+      [
+        'another count',
+        (m) => [m[0]!, { ...m[1]!, event: { ...m[1]!.event, parts: 4 } }, m[2]!],
+        ['ok', 'TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST'],
+      ],
+      [
+        'a part past the count',
+        (m) => [m[0]!, m[1]!, { ...m[2]!, event: { ...m[2]!.event, part: 5 } }],
+        ['ok', 'ok', 'TR_ERR_BAD_REQUEST'],
+      ],
+      [
+        'a part without its chunk',
+        (m) => [m[0]!, { ...m[1]!, event: { ...m[1]!.event, chunk: undefined } }, m[2]!],
+        ['ok', 'TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST'],
+      ],
+      [
+        'a chunk cut inside a character',
+        (m) => [{ ...m[0]!, event: { ...m[0]!.event, chunk: `${m[0]!.event.chunk ?? ''}\ud83d` } }, m[1]!, m[2]!],
+        ['TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST', 'TR_ERR_BAD_REQUEST'],
+      ],
     ];
     for (const [what, arrange, codes] of cases) {
       const chunks = finish(cutIntoChunks(text, Math.ceil(encodedBytes(text) / 3) + 8));
@@ -160,11 +196,20 @@ describe('applying an import sent in parts', () => {
 
   it('refuses parts that do not join into JSON, or into a valid bundle, as a one-message import would be', async () => {
     const a = replica();
-    const broken = [message({ op: 'import.part', write: 'broken', part: 0, parts: 2, chunk: '{"tools": [' }), message({ op: 'import.part', write: 'broken', part: 1, parts: 2, chunk: 'oops' })];
+    const broken = [
+      message({ op: 'import.part', write: 'broken', part: 0, parts: 2, chunk: '{"tools": [' }),
+      message({ op: 'import.part', write: 'broken', part: 1, parts: 2, chunk: 'oops' }),
+    ];
     expect((await applyInOrder(a, broken)).map(codeOf)).toEqual(['ok', 'TR_ERR_INVALID_JSON']);
     const invalid = partMessages(JSON.stringify({ 'tool-services': [], tools: [tool('fine'), { name: 'no-endpoint' }] }), 40);
     const outcomes = await applyInOrder(a, invalid);
-    expect(outcomes.at(-1)).toMatchObject({ ok: false, error: { code: 'TR_ERR_VALIDATION', fieldErrors: expect.arrayContaining([{ path: 'tools.1.endpoint', message: expect.any(String) }]) } });
+    expect(outcomes.at(-1)).toMatchObject({
+      ok: false,
+      error: {
+        code: 'TR_ERR_VALIDATION',
+        fieldErrors: expect.arrayContaining([{ path: 'tools.1.endpoint', message: expect.any(String) }]),
+      },
+    });
     expect(a.store.getTool('fine')).toBeUndefined();
     expect(a.stagedRows()).toEqual([]);
     expect(a.store.replicationPosition()?.messageId).toBe(invalid.at(-1)!.pin.messageId);
@@ -191,7 +236,10 @@ describe('applying an import sent in parts', () => {
 
     // An import whose parts all come within the ten minutes is applied, even if it takes nine.
     const slow = partMessages(JSON.stringify(bundle(3, 'slow')), 800, { write: 'slow' });
-    const stamped = slow.map(({ event, pin }, n) => ({ event: { ...event, at: at(20 + (9 * n) / (slow.length - 1)) }, pin: { ...pin, at: at(20 + (9 * n) / (slow.length - 1)) } }));
+    const stamped = slow.map(({ event, pin }, n) => ({
+      event: { ...event, at: at(20 + (9 * n) / (slow.length - 1)) },
+      pin: { ...pin, at: at(20 + (9 * n) / (slow.length - 1)) },
+    }));
     expect((await applyInOrder(a, stamped)).at(-1)).toMatchObject({ ok: true });
   });
 
@@ -204,8 +252,14 @@ describe('applying an import sent in parts', () => {
     expect(codeOf(await apply(a, message({ op: 'import.part', write: 'one', part: 0, parts: 3, chunk })))).toBe('ok');
     expect(codeOf(await apply(a, message({ op: 'import.part', write: 'two', part: 0, parts: 3, chunk })))).toBe('ok');
     const full = await apply(a, message({ op: 'import.part', write: 'three', part: 0, parts: 3, chunk: 'x'.repeat(20) }));
-    expect(full).toMatchObject({ ok: false, error: { code: 'TR_ERR_BODY_TOO_LARGE', message: expect.stringMatching(/unfinished imports/) } });
-    expect(a.stagedRows()).toMatchObject([{ write: 'one', part: 0 }, { write: 'two', part: 0 }]);
+    expect(full).toMatchObject({
+      ok: false,
+      error: { code: 'TR_ERR_BODY_TOO_LARGE', message: expect.stringMatching(/unfinished imports/) },
+    });
+    expect(a.stagedRows()).toMatchObject([
+      { write: 'one', part: 0 },
+      { write: 'two', part: 0 },
+    ]);
     // One import past 300 bytes: refused at the part that passes it (its last here), and dropped.
     const b = replica({ limits: { ...IMPORT_PART_LIMITS, maxImportBytes: 300 } });
     expect(codeOf(await apply(b, message({ op: 'import.part', write: 'one', part: 0, parts: 3, chunk })))).toBe('ok');

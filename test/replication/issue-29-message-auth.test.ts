@@ -25,7 +25,8 @@ afterEach(async () => {
 const YEAR_MS = 365 * 86_400_000;
 const lastIndex = () => indexOf(replicas.topic.entries.at(-1)!.messageId);
 /** A tool.put as another writer would publish it. */
-const put = (name: string, at = new Date().toISOString()) => JSON.stringify({ v: 1, op: 'tool.put', write: `w-${name}`, origin: 'elsewhere', at, target: name, body: tool(name) });
+const put = (name: string, at = new Date().toISOString()) =>
+  JSON.stringify({ v: 1, op: 'tool.put', write: `w-${name}`, origin: 'elsewhere', at, target: name, body: tool(name) });
 const refusedAudit = (r: Running) => r.audit.list({ limit: 100, action: 'replication.refused' });
 
 describe('replication messages authenticated (issue 29)', () => {
@@ -43,8 +44,12 @@ describe('replication messages authenticated (issue 29)', () => {
     await until(() => b.catalog.getTool('after') !== undefined, 'b applies the write after them');
     for (const r of [a, b]) {
       const id = r.replicator.state.replica;
-      for (const name of ['forged', 'unsigned', 'altered', 'original', 'ahead']) expect(r.catalog.getTool(name), `${id}: ${name}`).toBeUndefined();
-      expect(r.replicator.state.refused, id).toMatchObject({ count: 4, last: { index: lastRefused, reason: 'stamp-ahead', detail: expect.stringMatching(/fix the clock/) } });
+      for (const name of ['forged', 'unsigned', 'altered', 'original', 'ahead'])
+        expect(r.catalog.getTool(name), `${id}: ${name}`).toBeUndefined();
+      expect(r.replicator.state.refused, id).toMatchObject({
+        count: 4,
+        last: { index: lastRefused, reason: 'stamp-ahead', detail: expect.stringMatching(/fix the clock/) },
+      });
       expect(r.replicator.state.failed).toBeUndefined();
       expect([...r.replicator.refusals]).toEqual([
         ['unknown-key', 1],
@@ -82,7 +87,10 @@ describe('replication messages authenticated (issue 29)', () => {
       () => undefined,
       (err: unknown) => err as RegistryError,
     );
-    expect(refused).toMatchObject({ code: 'TR_ERR_UNAVAILABLE', message: expect.stringMatching(/^every replica refused this write: .*600 s ahead of when the broker took it.*fix the clock/) });
+    expect(refused).toMatchObject({
+      code: 'TR_ERR_UNAVAILABLE',
+      message: expect.stringMatching(/^every replica refused this write: .*600 s ahead of when the broker took it.*fix the clock/),
+    });
     await until(() => b.replicator.state.refused.count === 1, 'b refuses it too');
     for (const r of [a, b]) expect(r.catalog.getTool('early')).toBeUndefined();
     // Within the bound, writes go.
@@ -103,7 +111,8 @@ describe('replication messages authenticated (issue 29)', () => {
     const through = await replicas.start('through', { acceptUnsignedThrough: upgrade });
     const all = await replicas.start('all', { acceptUnsignedThrough: Infinity });
     const none = await replicas.start('none');
-    for (const r of [through, all, none]) await until(() => r.store.replicationPosition()?.index === end, `${r.replicator.state.replica} reads to the end`);
+    for (const r of [through, all, none])
+      await until(() => r.store.replicationPosition()?.index === end, `${r.replicator.state.replica} reads to the end`);
     const names = (r: Running) => ['history', 'signed', 'late', 'late-forged'].filter((n) => r.catalog.getTool(n) !== undefined);
     expect(names(through)).toEqual(['history', 'signed']);
     expect(names(all)).toEqual(['history', 'signed', 'late']);
@@ -121,17 +130,26 @@ describe('replication messages authenticated (issue 29)', () => {
     const b = await replicas.start('b', { secretKey: next, acceptedKeys: [old] });
     await a.replicator.putTool(tool('by-old'));
     await b.replicator.putTool(tool('by-next'));
-    for (const r of [a, b]) await until(() => r.catalog.getTool('by-old') !== undefined && r.catalog.getTool('by-next') !== undefined, 'both writes apply on both');
+    for (const r of [a, b])
+      await until(
+        () => r.catalog.getTool('by-old') !== undefined && r.catalog.getTool('by-next') !== undefined,
+        'both writes apply on both',
+      );
     // A replica that holds only the new key refuses what the old one signed (the retired key's messages on the topic).
     const retired = await replicas.start('retired', { secretKey: next });
-    await until(() => retired.catalog.getTool('by-next') !== undefined, 'retired applies the new key\'s write');
+    await until(() => retired.catalog.getTool('by-next') !== undefined, "retired applies the new key's write");
     expect(retired.catalog.getTool('by-old')).toBeUndefined();
     expect(retired.replicator.state.refused.last?.reason).toBe('unknown-key');
   });
 
   it('over HTTP: /readyz names the refusals, the metrics count them by reason, GET /audit lists them', async () => {
     await replicas.startTopic();
-    const t = await createTestApp({ PULSAR_WS_URL: replicas.topic.url, REPLICATION_TOPIC: TOPIC, REPLICA_ID: 'web', REPLICATION_SECRET_FILE: replicationKeyFile() });
+    const t = await createTestApp({
+      PULSAR_WS_URL: replicas.topic.url,
+      REPLICATION_TOPIC: TOPIC,
+      REPLICA_ID: 'web',
+      REPLICATION_SECRET_FILE: replicationKeyFile(),
+    });
     apps.push(t);
     await t.app.replication?.caughtUp();
     replicas.append(put('forged'), createSecretKey(randomBytes(32)));
@@ -139,7 +157,12 @@ describe('replication messages authenticated (issue 29)', () => {
     await until(() => t.app.replication?.state.refused.count === 2, 'both refused');
     const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode, 'refusals do not make a replica unready').toBe(200);
-    expect(ready.json()).toMatchObject({ replication: { replica: 'web', refused: { count: 2, last: { index: lastIndex(), reason: 'stamp-ahead', messageId: expect.any(String), at: expect.any(String) } } } });
+    expect(ready.json()).toMatchObject({
+      replication: {
+        replica: 'web',
+        refused: { count: 2, last: { index: lastIndex(), reason: 'stamp-ahead', messageId: expect.any(String), at: expect.any(String) } },
+      },
+    });
     const admin = bearer(t.token(['registry:write']));
     const metrics = await t.app.inject({ method: 'GET', url: '/metrics', headers: admin });
     expect(metrics.body).toContain('tool_registry_replication_refused_total{reason="unknown-key"} 1');
@@ -147,7 +170,10 @@ describe('replication messages authenticated (issue 29)', () => {
     expect(metrics.body).toContain('tool_registry_replication_refused_total{reason="bad-mac"} 0');
     const audit = await t.app.inject({ method: 'GET', url: '/audit?action=replication.refused', headers: admin });
     expect(audit.statusCode).toBe(200);
-    expect((audit.json() as { entries: { detail: string }[] }).entries.map((e) => e.detail.split(':')[0])).toEqual(['stamp-ahead', 'unknown-key']);
+    expect((audit.json() as { entries: { detail: string }[] }).entries.map((e) => e.detail.split(':')[0])).toEqual([
+      'stamp-ahead',
+      'unknown-key',
+    ]);
     expect((await t.app.inject({ method: 'GET', url: '/tools/forged' })).statusCode).toBe(404);
   });
 });

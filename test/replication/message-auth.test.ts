@@ -11,7 +11,17 @@ import { keyIdOf, openCredential, sealCredential } from '../../src/replication/c
 import { KEY_ID_PROPERTY, MAC_PROPERTY, macKeyOf, messageMac, ReplicationKeys, stampRefusal } from '../../src/replication/message-auth.js';
 
 const TOPIC = 'persistent://tg/registry/descriptors';
-const PAYLOAD = Buffer.from(JSON.stringify({ v: 1, op: 'tool.put', write: 'w-1', origin: 'a', at: '2026-11-30T10:00:00.000Z', target: 'calc', body: { name: 'calc' } }));
+const PAYLOAD = Buffer.from(
+  JSON.stringify({
+    v: 1,
+    op: 'tool.put',
+    write: 'w-1',
+    origin: 'a',
+    at: '2026-11-30T10:00:00.000Z',
+    target: 'calc',
+    body: { name: 'calc' },
+  }),
+);
 const newKey = () => createSecretKey(randomBytes(32));
 const asMap = (properties: Record<string, string>) => new Map(Object.entries(properties));
 
@@ -39,7 +49,9 @@ describe('the MAC of a replication message', () => {
     // A MAC made with the shared key itself (not the derived one) is refused.
     const kid = keyIdOf(key);
     const underSealingKey = messageMac(key, TOPIC, kid, PAYLOAD).toString('base64');
-    expect(new ReplicationKeys(key).verify(TOPIC, PAYLOAD, asMap({ [KEY_ID_PROPERTY]: kid, [MAC_PROPERTY]: underSealingKey }))).toMatchObject({ reason: 'bad-mac' });
+    expect(
+      new ReplicationKeys(key).verify(TOPIC, PAYLOAD, asMap({ [KEY_ID_PROPERTY]: kid, [MAC_PROPERTY]: underSealingKey })),
+    ).toMatchObject({ reason: 'bad-mac' });
     // And sealing is unchanged by it: what the signing key seals, it opens.
     const keys = new ReplicationKeys(key);
     const sealed = sealCredential(keys.sealingKey, 'bearer', { write: 'w', target: 's' });
@@ -64,8 +76,14 @@ describe('the MAC of a replication message', () => {
     for (const mangled of [mac.slice(0, 20), '', 'not base64 at all!', Buffer.alloc(32).toString('base64'), `${mac}AAAA`]) {
       expect(keys.verify(TOPIC, PAYLOAD, asMap({ ...properties, [MAC_PROPERTY]: mangled }))?.reason, mangled).toBe('bad-mac');
     }
-    expect(keys.verify(TOPIC, PAYLOAD, asMap({ [MAC_PROPERTY]: mac }))).toMatchObject({ reason: 'bad-mac', detail: expect.stringMatching(/without a key id/) });
-    expect(keys.verify(TOPIC, PAYLOAD, asMap({ [KEY_ID_PROPERTY]: keyIdOf(key) }))).toMatchObject({ reason: 'bad-mac', detail: expect.stringMatching(/without a MAC/) });
+    expect(keys.verify(TOPIC, PAYLOAD, asMap({ [MAC_PROPERTY]: mac }))).toMatchObject({
+      reason: 'bad-mac',
+      detail: expect.stringMatching(/without a key id/),
+    });
+    expect(keys.verify(TOPIC, PAYLOAD, asMap({ [KEY_ID_PROPERTY]: keyIdOf(key) }))).toMatchObject({
+      reason: 'bad-mac',
+      detail: expect.stringMatching(/without a MAC/),
+    });
   });
 
   it('tells a message without a MAC and one under a key not held apart, naming no more than it must', () => {
@@ -119,13 +137,17 @@ describe('the stamp bound', () => {
 
   it(`takes a stamp up to ${MAX_STAMP_AHEAD_MS / 60_000} minutes ahead of the publish time, and any behind it`, () => {
     expect(MAX_STAMP_AHEAD_MS).toBe(5 * 60 * 1000);
-    for (const at of [published, plus(MAX_STAMP_AHEAD_MS), plus(-1000), plus(-365 * 86_400_000)]) expect(stampRefusal(at, published), at).toBeUndefined();
+    for (const at of [published, plus(MAX_STAMP_AHEAD_MS), plus(-1000), plus(-365 * 86_400_000)])
+      expect(stampRefusal(at, published), at).toBeUndefined();
   });
 
   it('refuses a stamp further ahead, saying by how much and what to fix', () => {
     expect(stampRefusal(plus(MAX_STAMP_AHEAD_MS + 1), published)).toMatchObject({ reason: 'stamp-ahead' });
     const aYear = stampRefusal(plus(365 * 86_400_000), published);
-    expect(aYear).toMatchObject({ reason: 'stamp-ahead', detail: expect.stringMatching(/31536000 s ahead of when the broker took it \(2026-11-30T10:00:00\.000Z\); at most 300 s .*clock/) });
+    expect(aYear).toMatchObject({
+      reason: 'stamp-ahead',
+      detail: expect.stringMatching(/31536000 s ahead of when the broker took it \(2026-11-30T10:00:00\.000Z\); at most 300 s .*clock/),
+    });
   });
 
   it("reads the broker's publish time with an offset, and refuses a message without one", () => {

@@ -55,7 +55,12 @@ describe('the replicator', () => {
     // A small import still goes as one message.
     const before = topic.entries.length;
     await a.replicator.importBundle({ 'tool-services': [], tools: [] });
-    expect(topic.events().slice(before).map((e) => e['op'])).toEqual(['import']);
+    expect(
+      topic
+        .events()
+        .slice(before)
+        .map((e) => e['op']),
+    ).toEqual(['import']);
   });
 
   it('answers a refused import with the refusal of its parts, and the broker refusing a part for its size with 413', async () => {
@@ -76,7 +81,10 @@ describe('the replicator', () => {
       () => undefined,
       (err: unknown) => err as RegistryError,
     );
-    expect(tooLarge).toMatchObject({ code: 'TR_ERR_BODY_TOO_LARGE', message: expect.stringMatching(/part 1 of \d+ .*PULSAR_WS_MAX_FRAME_BYTES/) });
+    expect(tooLarge).toMatchObject({
+      code: 'TR_ERR_BODY_TOO_LARGE',
+      message: expect.stringMatching(/part 1 of \d+ .*PULSAR_WS_MAX_FRAME_BYTES/),
+    });
   });
 
   it('seals the credential with the shared key: every replica with the key stores it; one with another key applies none of it', async () => {
@@ -88,7 +96,11 @@ describe('the replicator', () => {
     expect(put).toMatchObject({ created: true, record: { id: 'github', hasCredential: true } });
     const sent = topic.entries.at(-1)!;
     expect(sent.text).not.toContain(BEARER);
-    expect(JSON.parse(sent.text)).toMatchObject({ op: 'mcp-server.put', target: 'github', body: { credential: { sealed: expect.any(String), kid: expect.any(String) } } });
+    expect(JSON.parse(sent.text)).toMatchObject({
+      op: 'mcp-server.put',
+      target: 'github',
+      body: { credential: { sealed: expect.any(String), kid: expect.any(String) } },
+    });
     expect(a.store.mcpServerCredential('github')).toBe(BEARER);
     await until(() => b.catalog.getMcpServer('github') !== undefined, 'b applies the server');
     expect(b.store.mcpServerCredential('github')).toBe(BEARER);
@@ -111,7 +123,17 @@ describe('the replicator', () => {
     const other = createSecretKey(randomBytes(32));
     const a = await start('a');
     const sealed = sealCredential(other, BEARER, { write: 'w-other', target: 'github' });
-    replicas.append(JSON.stringify({ v: 1, op: 'mcp-server.put', write: 'w-other', origin: 'elsewhere', at: new Date().toISOString(), target: 'github', body: { url: 'http://127.0.0.1:9/mcp', credential: sealed } }));
+    replicas.append(
+      JSON.stringify({
+        v: 1,
+        op: 'mcp-server.put',
+        write: 'w-other',
+        origin: 'elsewhere',
+        at: new Date().toISOString(),
+        target: 'github',
+        body: { url: 'http://127.0.0.1:9/mcp', credential: sealed },
+      }),
+    );
     await until(() => a.replicator.state.failed !== undefined, 'a stops');
     expect(a.replicator.state.failed).toMatch(/REPLICATION_SECRET_FILE, REPLICATION_ACCEPTED_SECRET_FILES/);
     // Not applied, and its position before the message: applied once restarted with the key.
@@ -133,7 +155,15 @@ describe('the replicator', () => {
     const flipped = Buffer.from(sealed.sealed, 'base64');
     flipped[20] = (flipped[20] ?? 0) ^ 1;
     const event = (target: string, credential: unknown) =>
-      JSON.stringify({ v: 1, op: 'mcp-server.put', write: 'w-hand', origin: 'elsewhere', at: new Date().toISOString(), target, body: { url: 'http://127.0.0.1:9/mcp', credential } });
+      JSON.stringify({
+        v: 1,
+        op: 'mcp-server.put',
+        write: 'w-hand',
+        origin: 'elsewhere',
+        at: new Date().toISOString(),
+        target,
+        body: { url: 'http://127.0.0.1:9/mcp', credential },
+      });
     replicas.append(event('github', { ...sealed, sealed: flipped.toString('base64') }));
     replicas.append(event('gitlab', sealed));
     replicas.append(event('malformed', { sealed: 42, kid: 'nope' }));

@@ -27,7 +27,12 @@ function dir(): string {
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await main(args, { env: {}, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t), readStdin: async () => undefined });
+  const code = await main(args, {
+    env: {},
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+    readStdin: async () => undefined,
+  });
   return { code, stdout, stderr };
 }
 
@@ -82,18 +87,27 @@ describe('the replication key', () => {
 
   it('takes 64 hex digits or 32 raw bytes too', () => {
     const bytes = randomBytes(32);
-    expect(loadConfig({ ...REPLICATED, REPLICATION_SECRET_FILE: keyFile(`${bytes.toString('hex')}\n`) }).replication?.secretKey?.export()).toEqual(bytes);
+    expect(
+      loadConfig({ ...REPLICATED, REPLICATION_SECRET_FILE: keyFile(`${bytes.toString('hex')}\n`) }).replication?.secretKey?.export(),
+    ).toEqual(bytes);
     expect(loadConfig({ ...REPLICATED, REPLICATION_SECRET_FILE: keyFile(bytes) }).replication?.secretKey?.export()).toEqual(bytes);
   });
 
   it('stops startup with one line naming the setting: open to others, unreadable, not a key, or without replication', () => {
     const good = `${randomBytes(32).toString('base64')}\n`;
     for (const mode of [0o644, 0o640, 0o604, 0o620]) {
-      expect(problem(keyFile(good, mode)), mode.toString(8)).toMatch(new RegExp(`^REPLICATION_SECRET_FILE: is open to other users \\(mode ${mode.toString(8)}\\); run chmod 600 on it`));
+      expect(problem(keyFile(good, mode)), mode.toString(8)).toMatch(
+        new RegExp(`^REPLICATION_SECRET_FILE: is open to other users \\(mode ${mode.toString(8)}\\); run chmod 600 on it`),
+      );
     }
     expect(problem(keyFile(good, 0o400))).toBeUndefined();
     expect(problem(join(dir(), 'missing.key'))).toMatch(/^REPLICATION_SECRET_FILE: cannot be read \(ENOENT\)/);
-    for (const content of [randomBytes(16).toString('base64'), 'not a key at all', randomBytes(31), `${randomBytes(32).toString('hex')}00`]) {
+    for (const content of [
+      randomBytes(16).toString('base64'),
+      'not a key at all',
+      randomBytes(31),
+      `${randomBytes(32).toString('hex')}00`,
+    ]) {
       const message = problem(keyFile(content));
       expect(message).toMatch(/^REPLICATION_SECRET_FILE: must hold a 32-byte key/);
       expect(message?.split('\n')).toHaveLength(1);
@@ -103,7 +117,9 @@ describe('the replication key', () => {
 
   it('is required in replicated mode (issue 29): every message on the topic is signed with it', () => {
     expect(() => loadConfig(REPLICATED)).toThrow(
-      new ConfigError('REPLICATION_SECRET_FILE: is required in replicated mode (REPLICATION_TOPIC): every message on the topic is signed with the key every replica shares; `tool-registry replication-key <file>` writes one'),
+      new ConfigError(
+        'REPLICATION_SECRET_FILE: is required in replicated mode (REPLICATION_TOPIC): every message on the topic is signed with the key every replica shares; `tool-registry replication-key <file>` writes one',
+      ),
     );
   });
 
@@ -112,7 +128,10 @@ describe('the replication key', () => {
     const next = randomBytes(32);
     const nextFile = keyFile(next);
     const config = loadConfig({ ...REPLICATED, REPLICATION_SECRET_FILE: key, REPLICATION_ACCEPTED_SECRET_FILES: ` ${nextFile} , ${key}` });
-    expect(config.replication?.acceptedKeys.map((k) => k.export().toString('hex'))).toEqual([next.toString('hex'), config.replication?.secretKey.export().toString('hex')]);
+    expect(config.replication?.acceptedKeys.map((k) => k.export().toString('hex'))).toEqual([
+      next.toString('hex'),
+      config.replication?.secretKey.export().toString('hex'),
+    ]);
     expect(JSON.stringify(config)).not.toContain(next.toString('hex'));
     expect(loadConfig({ ...REPLICATED, REPLICATION_SECRET_FILE: key }).replication?.acceptedKeys).toEqual([]);
     const open = keyFile(next, 0o644);
@@ -126,12 +145,15 @@ describe('the replication key', () => {
     })();
     expect(message).toMatch(/^REPLICATION_ACCEPTED_SECRET_FILES: is open to other users \(mode 644\)/);
     expect(message?.split('\n')).toHaveLength(1);
-    expect(() => loadConfig({ REPLICATION_ACCEPTED_SECRET_FILES: nextFile })).toThrow(/^REPLICATION_ACCEPTED_SECRET_FILES: needs REPLICATION_TOPIC/);
+    expect(() => loadConfig({ REPLICATION_ACCEPTED_SECRET_FILES: nextFile })).toThrow(
+      /^REPLICATION_ACCEPTED_SECRET_FILES: needs REPLICATION_TOPIC/,
+    );
   });
 
   it('applies no message without a MAC unless REPLICATION_ACCEPT_UNSIGNED says so: on, or up to a registry index', () => {
     const env = { ...REPLICATED, REPLICATION_SECRET_FILE: keyFile(randomBytes(32)) };
-    const through = (value?: string) => loadConfig(value === undefined ? env : { ...env, REPLICATION_ACCEPT_UNSIGNED: value }).replication?.acceptUnsignedThrough;
+    const through = (value?: string) =>
+      loadConfig(value === undefined ? env : { ...env, REPLICATION_ACCEPT_UNSIGNED: value }).replication?.acceptUnsignedThrough;
     expect(through()).toBe(0);
     expect(through('off')).toBe(0);
     expect(through('')).toBe(0);
@@ -139,7 +161,9 @@ describe('the replication key', () => {
     expect(through('ON')).toBe(Infinity);
     expect(through('4194305')).toBe(4194305);
     for (const bad of ['maybe', '-1', '1.5', 'true', '99999999999999999']) {
-      expect(() => through(bad), bad).toThrow(/^REPLICATION_ACCEPT_UNSIGNED: must be off, on, or the registry index of the last message that may carry no MAC \(a whole number\)/);
+      expect(() => through(bad), bad).toThrow(
+        /^REPLICATION_ACCEPT_UNSIGNED: must be off, on, or the registry index of the last message that may carry no MAC \(a whole number\)/,
+      );
     }
   });
 });

@@ -46,17 +46,27 @@ export function openReplica(options: { dir?: string; limits?: ImportPartLimits }
   const catalog = new Catalog({ publicUrl: new URL('http://registry.test'), serviceName: 'tool-registry', viewCacheBytes: 1 << 20 });
   catalog.load(store.loadSnapshot());
   // The local clock is never used for replicated writes: a wrong one shows if it is.
-  const service = new RegistryService(store, catalog, new ChangeBus(), () => '1999-01-01T00:00:00.000Z', options.limits ?? IMPORT_PART_LIMITS);
+  const service = new RegistryService(
+    store,
+    catalog,
+    new ChangeBus(),
+    () => '1999-01-01T00:00:00.000Z',
+    options.limits ?? IMPORT_PART_LIMITS,
+  );
   const position = store.replicationPosition();
   if (position) service.restoreStamp(position.lastAt);
-  const stagedRows = () => db.prepare('SELECT write_id AS write, part, parts, bytes FROM replication_import_parts ORDER BY write_id, part').all();
+  const stagedRows = () =>
+    db.prepare('SELECT write_id AS write, part, parts, bytes FROM replication_import_parts ORDER BY write_id, part').all();
   return { dir, db, store, audit, catalog, service, stagedRows };
 }
 
 let sequence = 0;
 
 /** A message: its event and where it sits on the topic (indexes grow with each one made). */
-export function message(fields: Partial<ReplicationEvent> & Pick<ReplicationEvent, 'op'>, at = '2026-11-30T10:00:00.000Z'): { event: ReplicationEvent; pin: Pin } {
+export function message(
+  fields: Partial<ReplicationEvent> & Pick<ReplicationEvent, 'op'>,
+  at = '2026-11-30T10:00:00.000Z',
+): { event: ReplicationEvent; pin: Pin } {
   sequence++;
   const event: ReplicationEvent = { v: 1, write: `w${sequence}`, origin: 'a', at, ...fields };
   return { event, pin: { index: 1000 + sequence * 7, at, topic: TOPIC, messageId: `id-${sequence}` } };
@@ -70,7 +80,9 @@ export function bundle(count: number, prefix = 't') {
     'tool-services': [seed('joke-service')],
     tools: [
       seed('tell-joke'),
-      ...Array.from({ length: count }, (_, i) => tool(`${prefix}-${String(i).padStart(5, '0')}`, { description: `tool ${i}: "quoted" \\ back-slashed, ünïcödé and 🧰 emoji` })),
+      ...Array.from({ length: count }, (_, i) =>
+        tool(`${prefix}-${String(i).padStart(5, '0')}`, { description: `tool ${i}: "quoted" \\ back-slashed, ünïcödé and 🧰 emoji` }),
+      ),
     ],
   };
 }

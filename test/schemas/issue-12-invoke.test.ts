@@ -21,10 +21,22 @@ describe('arguments checked against the input schema (issue 12)', () => {
     admin = bearer(t.token(['registry:write']));
     agent = bearer(t.token(['orders:write', 'calculator:use'], { sub: 'agent-7' }));
     const register = async (payload: Record<string, unknown>) => {
-      const res = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { host: '127.0.0.1', port: host.port, ...payload } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/tools/register',
+        headers: admin,
+        payload: { host: '127.0.0.1', port: host.port, ...payload },
+      });
       expect(res.statusCode, res.body).toBe(201);
     };
-    await register({ name: 'place_order', endpoint: '/tools/order', description: 'Places an order', scopes: ['orders:write'], inputSchema: ORDER_INPUT, outputSchema: ORDER_OUTPUT });
+    await register({
+      name: 'place_order',
+      endpoint: '/tools/order',
+      description: 'Places an order',
+      scopes: ['orders:write'],
+      inputSchema: ORDER_INPUT,
+      outputSchema: ORDER_OUTPUT,
+    });
     await register({ ...seed('calculator') });
     await register({ ...seed('calculator'), name: 'retired', scopes: [] });
     expect((await t.app.inject({ method: 'DELETE', url: '/tools/retired', headers: admin })).statusCode).toBe(200);
@@ -35,15 +47,25 @@ describe('arguments checked against the input schema (issue 12)', () => {
   });
 
   const invoke = (name: string, args: unknown, headers: Record<string, string> = agent) =>
-    t.app.inject({ method: 'POST', url: `/tools/${name}/invoke`, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(args) });
-  const calls = async () => ((await t.app.inject({ method: 'GET', url: '/stats', headers: admin })).json() as { total_tool_calls: number }).total_tool_calls;
+    t.app.inject({
+      method: 'POST',
+      url: `/tools/${name}/invoke`,
+      headers: { 'content-type': 'application/json', ...headers },
+      payload: JSON.stringify(args),
+    });
+  const calls = async () =>
+    ((await t.app.inject({ method: 'GET', url: '/stats', headers: admin })).json() as { total_tool_calls: number }).total_tool_calls;
 
   it('forwards arguments that fit, unchanged', async () => {
     const res = await invoke('place_order', VALID_ORDER);
     expect(res.statusCode, res.body).toBe(200);
     expect(host.received.at(-1)).toEqual({ url: '/tools/order', body: VALID_ORDER });
     // Optional fields may be left out; the $ref'd customer needs only its id.
-    const minimal = { customer: { id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70' }, items: [{ name: 'nut', quantity: 1 }], contact: 'https://example.com/ada' };
+    const minimal = {
+      customer: { id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70' },
+      items: [{ name: 'nut', quantity: 1 }],
+      contact: 'https://example.com/ada',
+    };
     expect((await invoke('place_order', minimal)).statusCode).toBe(200);
     expect(host.received.at(-1)?.body).toEqual(minimal);
   });
@@ -53,14 +75,21 @@ describe('arguments checked against the input schema (issue 12)', () => {
     const before = await calls();
     const res = await invoke('place_order', {
       customer: { id: 'not-a-uuid' },
-      items: [{ name: 7, quantity: 2 }, { name: 'washer', quantity: 0, colour: 'red' }],
+      items: [
+        { name: 7, quantity: 2 },
+        { name: 'washer', quantity: 0, colour: 'red' },
+      ],
       priority: 'urgent',
       contact: 'nobody',
       discount: 10,
     });
     expect(res.statusCode).toBe(400);
     const body = res.json();
-    expect(body).toMatchObject({ code: 'TR_ERR_INVALID_ARGUMENTS', title: "The arguments do not fit the tool's input schema", status: 400 });
+    expect(body).toMatchObject({
+      code: 'TR_ERR_INVALID_ARGUMENTS',
+      title: "The arguments do not fit the tool's input schema",
+      status: 400,
+    });
     expect(body.errors).toEqual([
       { path: '/discount', message: 'is not in the input schema, which allows no other properties here' },
       { path: '/customer/id', message: 'must match format "uuid"' },
@@ -91,7 +120,9 @@ describe('arguments checked against the input schema (issue 12)', () => {
     expect(served).toMatchObject({ required: ['expression'], additionalProperties: false });
     const extra = await invoke('calculator', { expression: '1+1', precision: 2 });
     expect(extra.statusCode).toBe(400);
-    expect(extra.json().errors).toEqual([{ path: '/precision', message: 'is not in the input schema, which allows no other properties here' }]);
+    expect(extra.json().errors).toEqual([
+      { path: '/precision', message: 'is not in the input schema, which allows no other properties here' },
+    ]);
     const wrong = await invoke('calculator', { expression: 2 });
     expect(wrong.json().errors).toEqual([{ path: '/expression', message: 'must be string' }]);
     expect((await invoke('calculator', {})).json().errors).toEqual([{ path: '/expression', message: 'is required' }]);
@@ -100,8 +131,17 @@ describe('arguments checked against the input schema (issue 12)', () => {
   });
 
   it('escapes "/" and "~" in the JSON pointers of property names', async () => {
-    const inputSchema = { type: 'object', properties: { 'a/b': { type: 'string' }, 'c~d': { type: 'integer' } }, additionalProperties: false };
-    const put = await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { name: 'odd_names', endpoint: '/x', description: 'Odd names', host: '127.0.0.1', port: host.port, inputSchema } });
+    const inputSchema = {
+      type: 'object',
+      properties: { 'a/b': { type: 'string' }, 'c~d': { type: 'integer' } },
+      additionalProperties: false,
+    };
+    const put = await t.app.inject({
+      method: 'POST',
+      url: '/tools/register',
+      headers: admin,
+      payload: { name: 'odd_names', endpoint: '/x', description: 'Odd names', host: '127.0.0.1', port: host.port, inputSchema },
+    });
     expect(put.statusCode, put.body).toBe(201);
     const res = await invoke('odd_names', { 'a/b': 1, 'c~d': 'x' });
     expect(res.json().errors).toEqual([
@@ -132,8 +172,13 @@ describe('arguments checked against the input schema (issue 12)', () => {
   });
 
   it('checks message-bus tools against the schema made from their arguments, before the bus', async () => {
-    expect((await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') })).statusCode).toBe(201);
-    expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('tell-joke'), scopes: [] } })).statusCode).toBe(201);
+    expect(
+      (await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') })).statusCode,
+    ).toBe(201);
+    expect(
+      (await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { ...seed('tell-joke'), scopes: [] } }))
+        .statusCode,
+    ).toBe(201);
     const bad = await invoke('tell-joke', { topic: ['cats'] });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().errors).toEqual([{ path: '/topic', message: 'must be string' }]);
@@ -143,7 +188,17 @@ describe('arguments checked against the input schema (issue 12)', () => {
 
   it('answers 502 for a schema stored before the check, which cannot be compiled, and forwards nothing', async () => {
     // Written straight to the store, as a registry before issue 12 would have.
-    const legacy = parseTool({ ...seed('calculator'), name: 'legacy', scopes: [], host: '127.0.0.1', port: host.port, parameters: { tags: { type: 'array', items: { type: 'strnig' } } } }, () => undefined);
+    const legacy = parseTool(
+      {
+        ...seed('calculator'),
+        name: 'legacy',
+        scopes: [],
+        host: '127.0.0.1',
+        port: host.port,
+        parameters: { tags: { type: 'array', items: { type: 'strnig' } } },
+      },
+      () => undefined,
+    );
     t.app.store.putTool(legacy, new Date().toISOString());
     await t.restart();
     const received = host.received.length;

@@ -14,7 +14,11 @@ const text = (value: string) => ({ content: [{ type: 'text' as const, text: valu
 
 const TOOLS: UpstreamToolDef[] = [
   {
-    tool: { name: 'search', description: 'Searches.', inputSchema: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } },
+    tool: {
+      name: 'search',
+      description: 'Searches.',
+      inputSchema: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+    },
     handler: (args) => text(`found ${String(args['query'])}`),
   },
   {
@@ -22,17 +26,37 @@ const TOOLS: UpstreamToolDef[] = [
     tool: {
       name: 'sdk_style',
       description: 'Declares draft-07.',
-      inputSchema: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { n: { type: 'number' } }, required: ['n'], additionalProperties: false },
-      outputSchema: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { doubled: { type: 'number' } }, required: ['doubled'], additionalProperties: false },
+      inputSchema: {
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        type: 'object',
+        properties: { n: { type: 'number' } },
+        required: ['n'],
+        additionalProperties: false,
+      },
+      outputSchema: {
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        type: 'object',
+        properties: { doubled: { type: 'number' } },
+        required: ['doubled'],
+        additionalProperties: false,
+      },
     },
-    handler: (args) => ({ ...text(JSON.stringify({ doubled: Number(args['n']) * 2 })), structuredContent: { doubled: Number(args['n']) * 2 } }),
+    handler: (args) => ({
+      ...text(JSON.stringify({ doubled: Number(args['n']) * 2 })),
+      structuredContent: { doubled: Number(args['n']) * 2 },
+    }),
   },
   {
     tool: { name: 'bad_input', description: 'Misspelt type.', inputSchema: { type: 'object', properties: { q: { type: 'strnig' } } } },
     handler: () => text('never'),
   },
   {
-    tool: { name: 'bad_output', description: 'Remote reference.', inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { r: { $ref: 'https://example.com/r.json' } } } },
+    tool: {
+      name: 'bad_output',
+      description: 'Remote reference.',
+      inputSchema: { type: 'object' },
+      outputSchema: { type: 'object', properties: { r: { $ref: 'https://example.com/r.json' } } },
+    },
     handler: () => text('never'),
   },
 ];
@@ -49,9 +73,21 @@ describe('schemas and MCP (issue 12)', () => {
     host = await startToolHost();
     t = await createTestApp({ RATE_LIMIT_MAX: '0' });
     admin = bearer(t.token(['registry:write']));
-    const put = await t.app.inject({ method: 'PUT', url: '/mcp-servers/up', headers: admin, payload: { url: upstream.url, prefix: 'up_' } });
+    const put = await t.app.inject({
+      method: 'PUT',
+      url: '/mcp-servers/up',
+      headers: admin,
+      payload: { url: upstream.url, prefix: 'up_' },
+    });
     expect(put.statusCode, put.body).toBe(201);
-    const order = { name: 'place_order', endpoint: '/tools/order', description: 'Places an order', host: '127.0.0.1', port: host.port, inputSchema: ORDER_INPUT };
+    const order = {
+      name: 'place_order',
+      endpoint: '/tools/order',
+      description: 'Places an order',
+      host: '127.0.0.1',
+      port: host.port,
+      inputSchema: ORDER_INPUT,
+    };
     expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: order })).statusCode).toBe(201);
     mcp = await connect(await mcpUrl(t.app), t.token([], { sub: 'mcp-agent' }));
   });
@@ -63,14 +99,21 @@ describe('schemas and MCP (issue 12)', () => {
   });
 
   const status = async () =>
-    (await t.app.inject({ method: 'GET', url: '/mcp-servers/up', headers: admin })).json().upstream as { state: string; tools: number; skipped: { name: string; reason: string }[] };
+    (await t.app.inject({ method: 'GET', url: '/mcp-servers/up', headers: admin })).json().upstream as {
+      state: string;
+      tools: number;
+      skipped: { name: string; reason: string }[];
+    };
 
   it('skips upstream tools whose schemas fail the check, with the reason, and lists the rest', async () => {
     await vi.waitFor(async () => expect((await status()).tools).toBe(2), { timeout: 10_000, interval: 20 });
     const { skipped } = await status();
     expect(skipped).toEqual([
       { name: 'bad_input', reason: expect.stringMatching(/^inputSchema\.properties\.q\.type: must be one of "array", "boolean"/) },
-      { name: 'bad_output', reason: 'outputSchema.properties.r.$ref: must be a local JSON pointer ("#" or "#/..."): remote references and anchors are refused' },
+      {
+        name: 'bad_output',
+        reason: 'outputSchema.properties.r.$ref: must be a local JSON pointer ("#" or "#/..."): remote references and anchors are refused',
+      },
     ]);
     const names = (await t.app.inject({ method: 'GET', url: '/', headers: admin })).json().tools.map((x: { name: string }) => x.name);
     expect(names).toEqual(['place_order', 'up_sdk_style', 'up_search']);
@@ -81,7 +124,10 @@ describe('schemas and MCP (issue 12)', () => {
 
   it('answers tools/call with arguments that do not fit as an isError result naming the paths; nothing is forwarded', async () => {
     const received = host.received.length;
-    const result = await mcp.client.callTool({ name: 'place_order', arguments: { customer: { id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70' }, items: [{ name: 3, quantity: 1 }], extra: 1 } });
+    const result = await mcp.client.callTool({
+      name: 'place_order',
+      arguments: { customer: { id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70' }, items: [{ name: 3, quantity: 1 }], extra: 1 },
+    });
     expect(result.isError).toBe(true);
     const message = (result.content as { text: string }[])[0]?.text ?? '';
     expect(message).toContain('/items/0/name: must be string');
@@ -99,7 +145,10 @@ describe('schemas and MCP (issue 12)', () => {
     // The host answers {"ok": true, "got": ...}.
     const fits = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] };
     const breaks = { type: 'object', properties: { ok: { type: 'string' } }, required: ['ok'] };
-    for (const [name, outputSchema] of [['fits_output', fits], ['breaks_output', breaks]] as const) {
+    for (const [name, outputSchema] of [
+      ['fits_output', fits],
+      ['breaks_output', breaks],
+    ] as const) {
       const tool = { name, endpoint: '/tools/out', description: 'Answers an object', host: '127.0.0.1', port: host.port, outputSchema };
       expect((await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool })).statusCode).toBe(201);
     }
@@ -111,13 +160,21 @@ describe('schemas and MCP (issue 12)', () => {
     const bad = await mcp.client.callTool({ name: 'breaks_output', arguments: {} });
     expect(bad.isError).toBe(true);
     expect(bad.structuredContent).toBeUndefined();
-    expect((bad.content as { text: string }[])[0]?.text).toMatch(/^breaks_output failed: the answer does not fit the output schema of breaks_output: \/ok: /);
+    expect((bad.content as { text: string }[])[0]?.text).toMatch(
+      /^breaks_output failed: the answer does not fit the output schema of breaks_output: \/ok: /,
+    );
   });
 
   it('forwards arguments that fit, through both kinds', async () => {
-    const ok = await mcp.client.callTool({ name: 'place_order', arguments: { customer: { id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70' }, items: [{ name: 'bolt', quantity: 1 }] } });
+    const ok = await mcp.client.callTool({
+      name: 'place_order',
+      arguments: { customer: { id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70' }, items: [{ name: 'bolt', quantity: 1 }] },
+    });
     expect(ok.isError).toBeFalsy();
-    expect(host.received.at(-1)?.body).toEqual({ customer: { id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70' }, items: [{ name: 'bolt', quantity: 1 }] });
+    expect(host.received.at(-1)?.body).toEqual({
+      customer: { id: '0b6f1c52-4a4e-4f0a-9f1e-2d3c4b5a6f70' },
+      items: [{ name: 'bolt', quantity: 1 }],
+    });
     const doubled = await mcp.client.callTool({ name: 'up_sdk_style', arguments: { n: 21 } });
     expect(doubled.structuredContent).toEqual({ doubled: 42 });
     expect(upstream.calls.at(-1)).toEqual({ name: 'sdk_style', arguments: { n: 21 } });

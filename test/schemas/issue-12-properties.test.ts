@@ -30,7 +30,9 @@ const leaf: fc.Arbitrary<Schema> = fc.oneof(
   fc.integer({ min: 0, max: 3 }).map((min) => ({ type: 'string', minLength: min, maxLength: min + 5 })),
   fc.constantFrom(...Object.keys(FORMATS)).map((format) => ({ type: 'string', format })),
   fc.constant({ type: 'string', pattern: PATTERN }),
-  fc.uniqueArray(fc.constantFrom('red', 'green', 'blue', 'x1', 'y2'), { minLength: 1, maxLength: 4 }).map((values) => ({ type: 'string', enum: values })),
+  fc
+    .uniqueArray(fc.constantFrom('red', 'green', 'blue', 'x1', 'y2'), { minLength: 1, maxLength: 4 })
+    .map((values) => ({ type: 'string', enum: values })),
   fc.integer({ min: -50, max: 50 }).map((min) => ({ type: 'integer', minimum: min, maximum: min + 10 })),
   fc.constant({ type: 'number', minimum: -100, maximum: 100 }),
   fc.constant({ type: 'boolean' }),
@@ -40,10 +42,14 @@ const leaf: fc.Arbitrary<Schema> = fc.oneof(
 
 const { node } = fc.letrec<{ node: Schema; array: Schema; object: Schema; anyOf: Schema }>((tie) => ({
   node: fc.oneof({ maxDepth: 3, depthIdentifier: 'schema' }, leaf, tie('array'), tie('object'), tie('anyOf')),
-  array: fc.record({ items: tie('node'), min: fc.integer({ min: 0, max: 2 }) }).map(({ items, min }) => ({ type: 'array', items, minItems: min, maxItems: min + 2 })),
+  array: fc
+    .record({ items: tie('node'), min: fc.integer({ min: 0, max: 2 }) })
+    .map(({ items, min }) => ({ type: 'array', items, minItems: min, maxItems: min + 2 })),
   object: fc
     .dictionary(fc.constantFrom(...NAMES), tie('node'), { maxKeys: 3 })
-    .chain((properties) => fc.subarray(Object.keys(properties)).map((required) => ({ type: 'object', properties, required, additionalProperties: false }))),
+    .chain((properties) =>
+      fc.subarray(Object.keys(properties)).map((required) => ({ type: 'object', properties, required, additionalProperties: false })),
+    ),
   anyOf: fc.array(leaf, { minLength: 2, maxLength: 3 }).map((anyOf) => ({ anyOf })),
 }));
 
@@ -88,7 +94,10 @@ function valueOf(raw: Schema, root: Schema): fc.Arbitrary<unknown> {
     case 'null':
       return fc.constant(null);
     case 'array':
-      return fc.array(valueOf(schema['items'] as Schema, root), { minLength: schema['minItems'] as number, maxLength: schema['maxItems'] as number });
+      return fc.array(valueOf(schema['items'] as Schema, root), {
+        minLength: schema['minItems'] as number,
+        maxLength: schema['maxItems'] as number,
+      });
     case 'object': {
       const properties = schema['properties'] as Record<string, Schema>;
       const model = Object.fromEntries(Object.entries(properties).map(([name, sub]) => [name, valueOf(sub, root)]));
@@ -120,7 +129,8 @@ function typedPlaces(raw: Schema, value: unknown, root: Schema, path: Path = [])
       if (Object.hasOwn(value, key)) places.push(...typedPlaces(sub, (value as Record<string, unknown>)[key], root, [...path, key]));
     }
   }
-  if (type === 'array' && Array.isArray(value)) value.forEach((item, i) => places.push(...typedPlaces(schema['items'] as Schema, item, root, [...path, i])));
+  if (type === 'array' && Array.isArray(value))
+    value.forEach((item, i) => places.push(...typedPlaces(schema['items'] as Schema, item, root, [...path, i])));
   return places;
 }
 
@@ -142,14 +152,19 @@ const pointerOf = (path: Path) => path.map((segment) => pointer(String(segment))
  */
 function withStrictNulls(raw: Schema, value: unknown, root: Schema): unknown {
   const schema = resolve(raw, root);
-  if (schema['type'] === 'array' && Array.isArray(value)) return value.map((item) => withStrictNulls(schema['items'] as Schema, item, root));
+  if (schema['type'] === 'array' && Array.isArray(value))
+    return value.map((item) => withStrictNulls(schema['items'] as Schema, item, root));
   if (schema['type'] !== 'object' || typeof value !== 'object' || value === null || Array.isArray(value)) return value;
   const out: Record<string, unknown> = {};
   for (const [key, sub] of Object.entries(schema['properties'] as Record<string, Schema>)) {
     const own = Object.hasOwn(value, key);
     const target = resolve(sub, root);
     if (own) out[key] = withStrictNulls(sub, (value as Record<string, unknown>)[key], root);
-    else if (!(schema['required'] as string[]).includes(key) && (typeof target['type'] === 'string' ? target['type'] !== 'null' : Array.isArray(target['enum']))) out[key] = null;
+    else if (
+      !(schema['required'] as string[]).includes(key) &&
+      (typeof target['type'] === 'string' ? target['type'] !== 'null' : Array.isArray(target['enum']))
+    )
+      out[key] = null;
   }
   return out;
 }
@@ -162,7 +177,8 @@ function subschemaPaths(schema: Schema, path: Path = []): Path[] {
     if (map) for (const [name, sub] of Object.entries(map)) paths.push(...subschemaPaths(sub, [...path, keyword, name]));
   }
   if (schema['items']) paths.push(...subschemaPaths(schema['items'] as Schema, [...path, 'items']));
-  if (Array.isArray(schema['anyOf'])) (schema['anyOf'] as Schema[]).forEach((sub, i) => paths.push(...subschemaPaths(sub, [...path, 'anyOf', i])));
+  if (Array.isArray(schema['anyOf']))
+    (schema['anyOf'] as Schema[]).forEach((sub, i) => paths.push(...subschemaPaths(sub, [...path, 'anyOf', i])));
   return paths;
 }
 
@@ -198,15 +214,30 @@ describe('schemas and arguments as properties (issue 12)', () => {
   });
 
   const register = (name: string, schema: unknown) =>
-    t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: { name, endpoint: `/tools/${name}`, description: 'Generated', host: '127.0.0.1', port: host.port, inputSchema: schema } });
+    t.app.inject({
+      method: 'POST',
+      url: '/tools/register',
+      headers: admin,
+      payload: { name, endpoint: `/tools/${name}`, description: 'Generated', host: '127.0.0.1', port: host.port, inputSchema: schema },
+    });
   const invoke = (name: string, args: unknown) =>
-    t.app.inject({ method: 'POST', url: `/tools/${name}/invoke`, headers: { ...agent, 'content-type': 'application/json' }, payload: JSON.stringify(args) });
+    t.app.inject({
+      method: 'POST',
+      url: `/tools/${name}/invoke`,
+      headers: { ...agent, 'content-type': 'application/json' },
+      payload: JSON.stringify(args),
+    });
 
   it('a valid schema reads back equal; arguments that fit reach the host unchanged; one broken field is a 400 naming it, forwarded nowhere', async () => {
     await fc.assert(
       fc.asyncProperty(
         inputSchema.chain((schema) =>
-          fc.record({ schema: fc.constant(schema), args: valueOf(schema, schema) as fc.Arbitrary<Record<string, unknown>>, mutation: fc.nat(), pick: fc.nat() }),
+          fc.record({
+            schema: fc.constant(schema),
+            args: valueOf(schema, schema) as fc.Arbitrary<Record<string, unknown>>,
+            mutation: fc.nat(),
+            pick: fc.nat(),
+          }),
         ),
         async ({ schema, args, mutation, pick }) => {
           const name = `pv_${++counter}`;
@@ -261,13 +292,19 @@ describe('schemas and arguments as properties (issue 12)', () => {
         // Any subschema, however deep: in properties, items, anyOf branches or $defs.
         const paths = subschemaPaths(schema);
         const at = paths[pick % paths.length] as Path;
-        const broken = replaced(schema, at, { ...(at.reduce<unknown>((node, segment) => (node as Record<string, unknown>)[segment], schema) as Schema), ...mutation });
+        const broken = replaced(schema, at, {
+          ...(at.reduce<unknown>((node, segment) => (node as Record<string, unknown>)[segment], schema) as Schema),
+          ...mutation,
+        });
         const name = `pi_${++counter}`;
         const index = (await t.app.inject({ method: 'GET', url: '/' })).headers['x-registry-index'];
         const res = await register(name, broken);
         expect(res.statusCode, res.body).toBe(400);
         expect(res.json().code).toBe('TR_ERR_VALIDATION');
-        expect(res.json().errors.map((e: { path: string }) => e.path), JSON.stringify(broken)).toContain(['inputSchema', ...at, keyword].join('.'));
+        expect(
+          res.json().errors.map((e: { path: string }) => e.path),
+          JSON.stringify(broken),
+        ).toContain(['inputSchema', ...at, keyword].join('.'));
         expect((await t.app.inject({ method: 'GET', url: `/tools/${name}`, headers: admin })).statusCode).toBe(404);
         expect((await t.app.inject({ method: 'GET', url: '/' })).headers['x-registry-index']).toBe(index);
       }),

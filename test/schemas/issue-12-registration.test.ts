@@ -21,7 +21,8 @@ describe('tool schemas at registration (issue 12)', () => {
   });
   afterAll(() => t.close());
 
-  const register = (payload: unknown) => t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: payload as object });
+  const register = (payload: unknown) =>
+    t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: payload as object });
   const order = (extra: Record<string, unknown> = {}) => ({
     name: 'place_order',
     endpoint: '/tools/order',
@@ -52,7 +53,9 @@ describe('tool schemas at registration (issue 12)', () => {
       deliverBy: { type: 'string', required: false },
       note: { type: 'string', required: false },
     });
-    const listed = (await t.app.inject({ method: 'GET', url: '/', headers: agent })).json().tools.find((x: { name: string }) => x.name === 'place_order');
+    const listed = (await t.app.inject({ method: 'GET', url: '/', headers: agent }))
+      .json()
+      .tools.find((x: { name: string }) => x.name === 'place_order');
     expect(listed).toEqual(entry);
   });
 
@@ -71,7 +74,10 @@ describe('tool schemas at registration (issue 12)', () => {
     const entry = (await t.app.inject({ method: 'GET', url: '/tools/tagger', headers: agent })).json();
     expect(entry.inputSchema).toEqual({
       type: 'object',
-      properties: { tags: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'Tags' }, mode: { type: 'string', enum: ['add', 'remove'], default: 'add' } },
+      properties: {
+        tags: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'Tags' },
+        mode: { type: 'string', enum: ['add', 'remove'], default: 'add' },
+      },
       required: ['tags'],
       additionalProperties: false,
     });
@@ -82,7 +88,10 @@ describe('tool schemas at registration (issue 12)', () => {
     const inputSchema = {
       $schema: 'http://json-schema.org/draft-07/schema#',
       type: 'object',
-      properties: { pair: { type: 'array', items: [{ type: 'string' }, { type: 'number' }], additionalItems: false }, when: { type: 'string', format: 'date-time' } },
+      properties: {
+        pair: { type: 'array', items: [{ type: 'string' }, { type: 'number' }], additionalItems: false },
+        when: { type: 'string', format: 'date-time' },
+      },
       definitions: { unused: { type: 'string' } },
     };
     const res = await register({ ...order({ inputSchema, outputSchema: undefined }), name: 'draft7_tool' });
@@ -97,7 +106,9 @@ describe('tool schemas at registration (issue 12)', () => {
   });
 
   it('gives message-bus tools an optional outputSchema, served in discovery', async () => {
-    expect((await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') })).statusCode).toBe(201);
+    expect(
+      (await t.app.inject({ method: 'PUT', url: '/tool-services/joke-service', headers: admin, payload: seed('joke-service') })).statusCode,
+    ).toBe(201);
     const outputSchema = { type: 'object', properties: { joke: { type: 'string' } } };
     const res = await register({ ...seed('tell-joke'), outputSchema });
     expect(res.statusCode, res.body).toBe(201);
@@ -110,7 +121,9 @@ describe('tool schemas at registration (issue 12)', () => {
     const long = Array.from({ length: 9 }, (_, i) => ({ name: `a${i}`, type: 'string', description: 'd'.repeat(8000) }));
     const large = await register({ ...seed('tell-joke'), name: 'long-joke', arguments: long });
     expect(large.statusCode).toBe(400);
-    expect(large.json().errors).toEqual([{ path: 'arguments', message: expect.stringMatching(/^is \d+ bytes of JSON; a schema may have at most 65536$/) }]);
+    expect(large.json().errors).toEqual([
+      { path: 'arguments', message: expect.stringMatching(/^is \d+ bytes of JSON; a schema may have at most 65536$/) },
+    ]);
   });
 
   // Each: a descriptor, and a path its 400 must name.
@@ -121,21 +134,80 @@ describe('tool schemas at registration (issue 12)', () => {
     return { type: 'object', properties: { d: schema } };
   };
   const invalid: [string, Record<string, unknown>, string][] = [
-    ['the issue\'s "strnig" item type in parameters', { ...seed('calculator'), name: 'bad', parameters: { tags: { type: 'array', items: { type: 'strnig' } } } }, 'parameters.tags.items.type'],
-    ['a bad type in an inputSchema', order({ name: 'bad', inputSchema: { type: 'object', properties: { x: { type: 'array', items: { type: 'strnig' } } } } }), 'inputSchema.properties.x.items.type'],
-    ['a remote $ref', order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { $ref: 'https://schemas.example.com/a.json' } } } }), 'inputSchema.properties.a.$ref'],
-    ['a local $ref that does not resolve', order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { $ref: '#/$defs/missing' } } } }), 'inputSchema.properties.a.$ref'],
-    ['a schema nested deeper than 32', order({ name: 'bad', inputSchema: deep(31) }), `inputSchema.properties.d.${Array(31).fill('items').join('.')}`],
-    ['a schema larger than 64 KiB', order({ name: 'bad', inputSchema: { type: 'object', description: 'x'.repeat(8000), properties: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`p${i}`, { type: 'string', description: 'y'.repeat(8000) }])) } }), 'inputSchema'],
-    ['an input schema that is not an object schema', order({ name: 'bad', inputSchema: { type: 'array', items: { type: 'string' } } }), 'inputSchema.type'],
+    [
+      'the issue\'s "strnig" item type in parameters',
+      { ...seed('calculator'), name: 'bad', parameters: { tags: { type: 'array', items: { type: 'strnig' } } } },
+      'parameters.tags.items.type',
+    ],
+    [
+      'a bad type in an inputSchema',
+      order({ name: 'bad', inputSchema: { type: 'object', properties: { x: { type: 'array', items: { type: 'strnig' } } } } }),
+      'inputSchema.properties.x.items.type',
+    ],
+    [
+      'a remote $ref',
+      order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { $ref: 'https://schemas.example.com/a.json' } } } }),
+      'inputSchema.properties.a.$ref',
+    ],
+    [
+      'a local $ref that does not resolve',
+      order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { $ref: '#/$defs/missing' } } } }),
+      'inputSchema.properties.a.$ref',
+    ],
+    [
+      'a schema nested deeper than 32',
+      order({ name: 'bad', inputSchema: deep(31) }),
+      `inputSchema.properties.d.${Array(31).fill('items').join('.')}`,
+    ],
+    [
+      'a schema larger than 64 KiB',
+      order({
+        name: 'bad',
+        inputSchema: {
+          type: 'object',
+          description: 'x'.repeat(8000),
+          properties: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`p${i}`, { type: 'string', description: 'y'.repeat(8000) }])),
+        },
+      }),
+      'inputSchema',
+    ],
+    [
+      'an input schema that is not an object schema',
+      order({ name: 'bad', inputSchema: { type: 'array', items: { type: 'string' } } }),
+      'inputSchema.type',
+    ],
     ['an input schema that is not a schema object', order({ name: 'bad', inputSchema: true }), 'inputSchema'],
-    ['an unknown keyword (Ajv strict mode)', order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { type: 'string', maxLenght: 3 } } } }), 'inputSchema.properties.a.maxLenght'],
-    ['an unknown format', order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { type: 'string', format: 'e-mail' } } } }), 'inputSchema.properties.a.format'],
-    ['a pattern that is no regular expression', order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { type: 'string', pattern: '([a-z]' } } } }), 'inputSchema.properties.a.pattern'],
+    [
+      'an unknown keyword (Ajv strict mode)',
+      order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { type: 'string', maxLenght: 3 } } } }),
+      'inputSchema.properties.a.maxLenght',
+    ],
+    [
+      'an unknown format',
+      order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { type: 'string', format: 'e-mail' } } } }),
+      'inputSchema.properties.a.format',
+    ],
+    [
+      'a pattern that is no regular expression',
+      order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { type: 'string', pattern: '([a-z]' } } } }),
+      'inputSchema.properties.a.pattern',
+    ],
     ['an $id', order({ name: 'bad', inputSchema: { type: 'object', $id: 'https://example.com/order.json' } }), 'inputSchema.$id'],
-    ['an unsupported $schema', order({ name: 'bad', inputSchema: { type: 'object', $schema: 'http://json-schema.org/draft-04/schema#' } }), 'inputSchema.$schema'],
-    ['an empty enum in parameters', { ...seed('calculator'), name: 'bad', parameters: { color: { type: 'string', enum: [] } } }, 'parameters.color.enum'],
-    ['an invalid outputSchema', order({ name: 'bad', outputSchema: { type: 'object', properties: { n: { type: 'integer', minimum: 'one' } } } }), 'outputSchema.properties.n.minimum'],
+    [
+      'an unsupported $schema',
+      order({ name: 'bad', inputSchema: { type: 'object', $schema: 'http://json-schema.org/draft-04/schema#' } }),
+      'inputSchema.$schema',
+    ],
+    [
+      'an empty enum in parameters',
+      { ...seed('calculator'), name: 'bad', parameters: { color: { type: 'string', enum: [] } } },
+      'parameters.color.enum',
+    ],
+    [
+      'an invalid outputSchema',
+      order({ name: 'bad', outputSchema: { type: 'object', properties: { n: { type: 'integer', minimum: 'one' } } } }),
+      'outputSchema.properties.n.minimum',
+    ],
     ['an outputSchema that is not an object schema', order({ name: 'bad', outputSchema: { type: 'string' } }), 'outputSchema.type'],
   ];
 
@@ -169,7 +241,9 @@ describe('tool schemas at registration (issue 12)', () => {
       payload: order({ inputSchema: { type: 'object', properties: { customer: { $ref: '#/$defs/customer' } } } }),
     });
     expect(res.statusCode).toBe(400);
-    expect(res.json().errors).toEqual([{ path: 'inputSchema.properties.customer.$ref', message: '"#/$defs/customer" does not point at a subschema of this schema' }]);
+    expect(res.json().errors).toEqual([
+      { path: 'inputSchema.properties.customer.$ref', message: '"#/$defs/customer" does not point at a subschema of this schema' },
+    ]);
     expect(await snapshot(t.app, admin)).toEqual(before);
   });
 

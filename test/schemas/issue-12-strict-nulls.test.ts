@@ -33,7 +33,12 @@ const INPUT = {
   required: ['query'],
   additionalProperties: false,
   $defs: {
-    item: { type: 'object', properties: { name: { type: 'string' }, qty: { type: 'integer' } }, required: ['name'], additionalProperties: false },
+    item: {
+      type: 'object',
+      properties: { name: { type: 'string' }, qty: { type: 'integer' } },
+      required: ['name'],
+      additionalProperties: false,
+    },
   },
 };
 
@@ -49,9 +54,23 @@ describe('nulls from strict-mode clients (issue 12)', () => {
     agent = bearer(t.token([]));
     for (const [name, inputSchema] of [
       ['search', INPUT],
-      ['either', { type: 'object', properties: { target: { anyOf: [{ type: 'object', properties: { a: { type: 'string' } }, additionalProperties: false }, { type: 'string' }] } }, additionalProperties: false }],
+      [
+        'either',
+        {
+          type: 'object',
+          properties: {
+            target: { anyOf: [{ type: 'object', properties: { a: { type: 'string' } }, additionalProperties: false }, { type: 'string' }] },
+          },
+          additionalProperties: false,
+        },
+      ],
     ] as const) {
-      const res = await t.app.inject({ method: 'PUT', url: `/tools/${name}`, headers: admin, payload: { name, endpoint: `/tools/${name}`, description: 'Searches', host: '127.0.0.1', port: host.port, inputSchema } });
+      const res = await t.app.inject({
+        method: 'PUT',
+        url: `/tools/${name}`,
+        headers: admin,
+        payload: { name, endpoint: `/tools/${name}`, description: 'Searches', host: '127.0.0.1', port: host.port, inputSchema },
+      });
       expect(res.statusCode, res.body).toBe(201);
     }
   });
@@ -60,16 +79,35 @@ describe('nulls from strict-mode clients (issue 12)', () => {
     await host.close();
   });
 
-  const invoke = (name: string, args: unknown) => t.app.inject({ method: 'POST', url: `/tools/${name}/invoke`, headers: { ...agent, 'content-type': 'application/json' }, payload: JSON.stringify(args) });
+  const invoke = (name: string, args: unknown) =>
+    t.app.inject({
+      method: 'POST',
+      url: `/tools/${name}/invoke`,
+      headers: { ...agent, 'content-type': 'application/json' },
+      payload: JSON.stringify(args),
+    });
 
   it('takes what a strict client sends for "absent", and the tool gets the keys left out', async () => {
-    const exported = (await t.app.inject({ method: 'GET', url: '/?format=openai-strict', headers: agent })).json<{ tools: OpenAiChatTool[] }>();
+    const exported = (await t.app.inject({ method: 'GET', url: '/?format=openai-strict', headers: agent })).json<{
+      tools: OpenAiChatTool[];
+    }>();
     const parameters = exported.tools.find((x) => x.function.name === 'search')?.function.parameters as Record<string, unknown>;
     // OpenAI's own SDK finds nothing to change: the schema is strict already.
     expect(toStrictJsonSchema(structuredClone(parameters) as never)).toEqual(parameters);
 
     // Every optional property left out, as a strict model does it.
-    const sent = { query: 'bolts', limit: null, note: null, mode: null, choice: null, filter: { tag: 'metal', since: null }, items: [{ name: 'bolt', qty: null }, { name: 'nut', qty: 3 }] };
+    const sent = {
+      query: 'bolts',
+      limit: null,
+      note: null,
+      mode: null,
+      choice: null,
+      filter: { tag: 'metal', since: null },
+      items: [
+        { name: 'bolt', qty: null },
+        { name: 'nut', qty: 3 },
+      ],
+    };
     const ajv = new Ajv2020({ strict: false });
     ajvFormats.default(ajv);
     expect(ajv.validate(parameters, sent), JSON.stringify(ajv.errors)).toBe(true);
@@ -77,7 +115,10 @@ describe('nulls from strict-mode clients (issue 12)', () => {
     const res = await invoke('search', sent);
     expect(res.statusCode, res.body).toBe(200);
     // `note` accepts null in the tool's own schema: an argument, forwarded.
-    expect(host.received.at(-1)).toEqual({ url: '/tools/search', body: { query: 'bolts', note: null, filter: { tag: 'metal' }, items: [{ name: 'bolt' }, { name: 'nut', qty: 3 }] } });
+    expect(host.received.at(-1)).toEqual({
+      url: '/tools/search',
+      body: { query: 'bolts', note: null, filter: { tag: 'metal' }, items: [{ name: 'bolt' }, { name: 'nut', qty: 3 }] },
+    });
   });
 
   it('refuses a null for a required key, and one where the schema gives no certain answer, with the path', async () => {
@@ -130,7 +171,9 @@ describe('nulls from strict-mode clients (issue 12)', () => {
         definitions: { s: { type: 'integer' } },
       };
       const args = Object.fromEntries(Object.keys(schema.properties).map((key) => [key, null]));
-      expect(Object.keys(withoutStrictNulls(schema, args)).sort()).toEqual(['an', 'any', 'cn', 'en', 'free', 'loop', 'remote', 'tn'].sort());
+      expect(Object.keys(withoutStrictNulls(schema, args)).sort()).toEqual(
+        ['an', 'any', 'cn', 'en', 'free', 'loop', 'remote', 'tn'].sort(),
+      );
     });
 
     it('leaves keys the schema does not list alone, own keys only', () => {

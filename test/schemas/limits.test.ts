@@ -25,14 +25,29 @@ function sized(bytes: number): Record<string, unknown> {
 }
 
 function toolOf(name: string, inputSchema: Record<string, unknown>): Tool {
-  return normaliseTool('http', { name, endpoint: '/x', description: 'A tool', scopes: [], returns: '', host: 'localhost', port: 1, forwardAuthorization: true, inputSchema: inputSchema as { type: 'object' } });
+  return normaliseTool('http', {
+    name,
+    endpoint: '/x',
+    description: 'A tool',
+    scopes: [],
+    returns: '',
+    host: 'localhost',
+    port: 1,
+    forwardAuthorization: true,
+    inputSchema: inputSchema as { type: 'object' },
+  });
 }
 
 describe('the schema check at its limits', () => {
   it(`takes a subschema at depth ${MAX_SCHEMA_DEPTH} and refuses one deeper`, () => {
     expect(schemaProblems(nestedTo(MAX_SCHEMA_DEPTH))).toEqual([]);
     const problems = schemaProblems(nestedTo(MAX_SCHEMA_DEPTH + 1));
-    expect(problems).toEqual([{ path: ['properties', 'd', ...Array(MAX_SCHEMA_DEPTH - 1).fill('items')], message: `is nested deeper than ${MAX_SCHEMA_DEPTH} schemas` }]);
+    expect(problems).toEqual([
+      {
+        path: ['properties', 'd', ...Array(MAX_SCHEMA_DEPTH - 1).fill('items')],
+        message: `is nested deeper than ${MAX_SCHEMA_DEPTH} schemas`,
+      },
+    ]);
   });
 
   it('is not overflowed by any nesting', () => {
@@ -43,7 +58,9 @@ describe('the schema check at its limits', () => {
 
   it(`takes ${MAX_SCHEMA_BYTES} bytes of JSON and refuses one more`, () => {
     expect(schemaProblems(sized(MAX_SCHEMA_BYTES))).toEqual([]);
-    expect(schemaProblems(sized(MAX_SCHEMA_BYTES + 1))).toEqual([{ path: [], message: `is ${MAX_SCHEMA_BYTES + 1} bytes of JSON; a schema may have at most ${MAX_SCHEMA_BYTES}` }]);
+    expect(schemaProblems(sized(MAX_SCHEMA_BYTES + 1))).toEqual([
+      { path: [], message: `is ${MAX_SCHEMA_BYTES + 1} bytes of JSON; a schema may have at most ${MAX_SCHEMA_BYTES}` },
+    ]);
   });
 
   it(`reports at most ${MAX_PROBLEMS} problems`, () => {
@@ -52,7 +69,8 @@ describe('the schema check at its limits', () => {
   });
 
   it('refuses what Ajv refuses only when it compiles, though the meta-schema takes it', () => {
-    const at = (property: Record<string, unknown>) => schemaProblems({ type: 'object', properties: { p: property } }).map((p) => p.path.join('/'));
+    const at = (property: Record<string, unknown>) =>
+      schemaProblems({ type: 'object', properties: { p: property } }).map((p) => p.path.join('/'));
     expect(at({ if: { type: 'string' } })).toEqual(['properties/p/if']);
     expect(at({ then: { type: 'string' } })).toEqual(['properties/p/then']);
     expect(at({ type: 'array', minContains: 1 })).toEqual(['properties/p/minContains']);
@@ -70,17 +88,29 @@ describe('the schema check at its limits', () => {
   });
 
   it('checks a draft-07 schema by draft-07 rules', () => {
-    const draft7 = (property: Record<string, unknown>) => ({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { p: property } });
+    const draft7 = (property: Record<string, unknown>) => ({
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      properties: { p: property },
+    });
     expect(schemaProblems(draft7({ type: 'array', items: [{ type: 'string' }], additionalItems: false }))).toEqual([]);
-    expect(schemaProblems(draft7({ type: 'array', additionalItems: false })).map((p) => p.path.join('/'))).toEqual(['properties/p/additionalItems']);
-    expect(schemaProblems(draft7({ type: 'array', prefixItems: [{ type: 'string' }] })).map((p) => p.path.join('/'))).toEqual(['properties/p/prefixItems']);
+    expect(schemaProblems(draft7({ type: 'array', additionalItems: false })).map((p) => p.path.join('/'))).toEqual([
+      'properties/p/additionalItems',
+    ]);
+    expect(schemaProblems(draft7({ type: 'array', prefixItems: [{ type: 'string' }] })).map((p) => p.path.join('/'))).toEqual([
+      'properties/p/prefixItems',
+    ]);
     expect(schemaProblems(draft7({ $ref: '#/definitions/a' })).map((p) => p.path.join('/'))).toEqual(['properties/p/$ref']);
   });
 
   it('costs tens of microseconds a tool, not the 1.5 ms a compile costs', () => {
     const schema = (i: number) => ({
       type: 'object',
-      properties: { expression: { type: 'string', description: `A math expression ${i}` }, precision: { type: 'integer', minimum: 0 }, tags: { type: 'array', items: { type: 'string' } } },
+      properties: {
+        expression: { type: 'string', description: `A math expression ${i}` },
+        precision: { type: 'integer', minimum: 0 },
+        tags: { type: 'array', items: { type: 'string' } },
+      },
       required: ['expression'],
       additionalProperties: false,
     });
@@ -112,7 +142,17 @@ describe('parameters without free-form schemas', () => {
     let n = 0;
     return fc.assert(
       fc.asyncProperty(parameters, async (params) => {
-        const descriptor = { name: `p${n++}`, endpoint: '/x', description: 'A tool', scopes: [], returns: '', host: 'localhost', port: 1, forwardAuthorization: true, parameters: params } as HttpTool;
+        const descriptor = {
+          name: `p${n++}`,
+          endpoint: '/x',
+          description: 'A tool',
+          scopes: [],
+          returns: '',
+          host: 'localhost',
+          port: 1,
+          forwardAuthorization: true,
+          parameters: params,
+        } as HttpTool;
         expect(hasFreeFormSchema(descriptor.parameters ?? {})).toBe(false);
         const tool = normaliseTool('http', descriptor);
         expect(schemaProblems(tool.inputSchema)).toEqual([]);

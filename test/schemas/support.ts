@@ -50,7 +50,12 @@ export const ORDER_INPUT = {
       },
     },
     priority: { type: 'string', enum: ['low', 'normal', 'high'], description: 'How soon' },
-    contact: { anyOf: [{ type: 'string', format: 'email' }, { type: 'string', format: 'uri' }] },
+    contact: {
+      anyOf: [
+        { type: 'string', format: 'email' },
+        { type: 'string', format: 'uri' },
+      ],
+    },
     deliverBy: { type: 'string', format: 'date' },
     note: { type: ['string', 'null'] },
   },
@@ -77,7 +82,10 @@ export const VALID_ORDER = {
 };
 
 /** What the registry serves and has stored: the full view, its index, and the export. */
-export async function snapshot(app: FastifyInstance, admin: Record<string, string>): Promise<{ index: string | undefined; view: string; exported: string }> {
+export async function snapshot(
+  app: FastifyInstance,
+  admin: Record<string, string>,
+): Promise<{ index: string | undefined; view: string; exported: string }> {
   const view = await app.inject({ method: 'GET', url: '/' });
   const exported = await app.inject({ method: 'GET', url: '/export', headers: admin });
   return { index: view.headers['x-registry-index'] as string | undefined, view: view.body, exported: exported.body };

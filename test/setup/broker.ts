@@ -56,7 +56,8 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv): { ok: boo
 function pythonEnv(): { python: string | undefined; pythonSkip: string | undefined } {
   if (!has('python3', ['--version'])) return { python: undefined, pythonSkip: 'python3 is not installed' };
   const result = run('bash', [join(ROOT, 'scripts', 'python-env.sh')], process.env);
-  if (!result.ok) return { python: undefined, pythonSkip: `scripts/python-env.sh failed: ${result.stderr.trim().split('\n').slice(-3).join(' | ')}` };
+  if (!result.ok)
+    return { python: undefined, pythonSkip: `scripts/python-env.sh failed: ${result.stderr.trim().split('\n').slice(-3).join(' | ')}` };
   return { python: join(ROOT, '.venv', 'bin', 'python'), pythonSkip: undefined };
 }
 
@@ -76,9 +77,15 @@ export default async function setup(project: TestProject): Promise<(() => void) 
     });
     return undefined;
   }
-  const missing = [['java', ['-version']], ['mvn', ['-v']]].filter(([c, a]) => !has(c as string, a as string[])).map(([c]) => c);
+  const missing = [
+    ['java', ['-version']],
+    ['mvn', ['-v']],
+  ]
+    .filter(([c, a]) => !has(c as string, a as string[]))
+    .map(([c]) => c);
   if (missing.length > 0 || process.env['TOOL_REGISTRY_NO_BROKER'] === '1') {
-    const reason = missing.length > 0 ? `${missing.join(' and ')} not found, so no Pulsar broker can be started` : 'TOOL_REGISTRY_NO_BROKER=1';
+    const reason =
+      missing.length > 0 ? `${missing.join(' and ')} not found, so no Pulsar broker can be started` : 'TOOL_REGISTRY_NO_BROKER=1';
     if (ci) throw new Error(`the real-broker bus suite must run under CI=true, but ${reason}`);
     console.warn(`\n[bus] skipping the real-broker suite: ${reason} (set PULSAR_WS_URL to use a running broker)\n`);
     project.provide('pulsar', { ...base, skip: reason });
@@ -104,7 +111,12 @@ export default async function setup(project: TestProject): Promise<(() => void) 
     project.provide('pulsar', { ...base, skip: reason });
     return undefined;
   }
-  const lines = Object.fromEntries(result.stdout.split('\n').filter((l) => l.includes('=')).map((l) => l.trim().split(/=(.*)/s).slice(0, 2) as [string, string]));
+  const lines = Object.fromEntries(
+    result.stdout
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => l.trim().split(/=(.*)/s).slice(0, 2) as [string, string]),
+  );
   console.warn(`[bus] Pulsar broker ready at ${lines['PULSAR_WS_URL']} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const python = pythonEnv();
   if (python.pythonSkip && ci) {

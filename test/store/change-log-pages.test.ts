@@ -25,13 +25,16 @@ describe('change-log pages', () => {
 
   it('walks the log in pages that resume inside a write, without gaps or repeats', () => {
     const db = migrated();
-    const insert = db.prepare("INSERT INTO changes (registry_index, kind, name, op, scopes_before, scopes_after) VALUES (?, 'tool', ?, 'upsert', NULL, '[]')");
+    const insert = db.prepare(
+      "INSERT INTO changes (registry_index, kind, name, op, scopes_before, scopes_after) VALUES (?, 'tool', ?, 'upsert', NULL, '[]')",
+    );
     // Writes of 1 to 7 rows each.
     let rows = 0;
-    for (let index = 1; index <= 300; index++) for (let k = 0; k < (index % 7) + 1; k++) {
-      insert.run(index, `t${index}-${k}`);
-      rows++;
-    }
+    for (let index = 1; index <= 300; index++)
+      for (let k = 0; k < (index % 7) + 1; k++) {
+        insert.run(index, `t${index}-${k}`);
+        rows++;
+      }
     db.prepare('UPDATE registry_state SET registry_index = 300 WHERE id = 1').run();
     const store = new RegistryStore(db);
     expect(store.visibleThrough).toBe(300);

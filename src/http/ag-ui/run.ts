@@ -48,7 +48,8 @@ import { problemBody, problemOf } from '../plugins/errors.js';
  * It keeps no state, so one serves every run.
  */
 let encoder: Promise<EventEncoder> | undefined;
-export const agUiEncoder = (): Promise<EventEncoder> => (encoder ??= import('@ag-ui/encoder').then(({ EventEncoder }) => new EventEncoder()));
+export const agUiEncoder = (): Promise<EventEncoder> =>
+  (encoder ??= import('@ag-ui/encoder').then(({ EventEncoder }) => new EventEncoder()));
 
 /** How the events are framed on the wire, for the OpenAPI document. */
 export const AgUiEventsSchema = z
@@ -65,7 +66,7 @@ const ARGS_FRAGMENT_CHARS = 4096;
 /** Arguments text in fragments that concatenate to it, never splitting a surrogate pair. */
 function* fragments(text: string): Generator<string> {
   if (text === '') yield '';
-  for (let start = 0; start < text.length; ) {
+  for (let start = 0; start < text.length;) {
     let end = Math.min(start + ARGS_FRAGMENT_CHARS, text.length);
     const last = text.charCodeAt(end - 1);
     if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
@@ -117,7 +118,8 @@ export class AgUiRun {
   call(toolCallId: string, toolCallName: string, argumentsText: string | undefined, parentMessageId?: string): AgUiToolCall {
     this.#open.add(toolCallId);
     this.emit({ type: EventType.TOOL_CALL_START, toolCallId, toolCallName, ...(parentMessageId !== undefined && { parentMessageId }) });
-    if (argumentsText !== undefined) for (const delta of fragments(argumentsText)) this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta });
+    if (argumentsText !== undefined)
+      for (const delta of fragments(argumentsText)) this.emit({ type: EventType.TOOL_CALL_ARGS, toolCallId, delta });
     this.#end(toolCallId);
     return new AgUiToolCall(this, toolCallId, toolCallName);
   }

@@ -67,7 +67,11 @@ async function refusal(res) {
  * @returns {Promise<any>}
  */
 export async function getJson(path, token) {
-  const res = await fetch(new URL(path, API_BASE), { headers: headersFor(token, { accept: 'application/json' }), cache: 'no-store', credentials: 'omit' });
+  const res = await fetch(new URL(path, API_BASE), {
+    headers: headersFor(token, { accept: 'application/json' }),
+    cache: 'no-store',
+    credentials: 'omit',
+  });
   if (!res.ok) throw await refusal(res);
   return res.json();
 }
@@ -82,7 +86,14 @@ export function claimsOf(token) {
     const part = (token.split('.')[1] ?? '').replace(/-/g, '+').replace(/_/g, '/');
     const bytes = Uint8Array.from(atob(part), (c) => c.charCodeAt(0));
     const claims = JSON.parse(new TextDecoder().decode(bytes));
-    const scope = typeof claims.scope === 'string' ? claims.scope.split(' ') : Array.isArray(claims.scp) ? claims.scp : typeof claims.scp === 'string' ? claims.scp.split(' ') : [];
+    const scope =
+      typeof claims.scope === 'string'
+        ? claims.scope.split(' ')
+        : Array.isArray(claims.scp)
+          ? claims.scp
+          : typeof claims.scp === 'string'
+            ? claims.scp.split(' ')
+            : [];
     return {
       sub: typeof claims.sub === 'string' ? claims.sub : undefined,
       scopes: scope.filter((/** @type {unknown} */ s) => typeof s === 'string' && s !== ''),

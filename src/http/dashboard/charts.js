@@ -86,7 +86,12 @@ class Chart {
   /** Axis colours from the stylesheet. */
   axis() {
     const stroke = cssVar('--muted');
-    return { stroke, grid: { stroke: cssVar('--grid'), width: 1 }, ticks: { stroke: cssVar('--grid'), width: 1 }, font: '12px system-ui, sans-serif' };
+    return {
+      stroke,
+      grid: { stroke: cssVar('--grid'), width: 1 },
+      ticks: { stroke: cssVar('--grid'), width: 1 },
+      font: '12px system-ui, sans-serif',
+    };
   }
 
   /**
@@ -232,10 +237,18 @@ export class TimeChart extends Chart {
       cursor: { show: false },
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.2 : 1] } },
       axes: [
-        { ...this.axis(), space: 60, incrs: TIME_STEPS, values: (_u, splits) => splits.map((t) => new Date(t * 1000).toLocaleTimeString()) },
+        {
+          ...this.axis(),
+          space: 60,
+          incrs: TIME_STEPS,
+          values: (_u, splits) => splits.map((t) => new Date(t * 1000).toLocaleTimeString()),
+        },
         { ...this.axis(), label: this.spec.unit, size: 56 },
       ],
-      series: [{}, ...this.spec.series.map((s) => ({ label: s.label, stroke: cssVar(s.color), width: 2, points: { show: true, size: 4 } }))],
+      series: [
+        {},
+        ...this.spec.series.map((s) => ({ label: s.label, stroke: cssVar(s.color), width: 2, points: { show: true, size: 4 } })),
+      ],
     };
   }
 }

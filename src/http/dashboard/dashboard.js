@@ -82,7 +82,15 @@ function fillTable(id, rows) {
   body?.replaceChildren(
     ...rows.map((row) => {
       const tr = element('tr');
-      row.forEach((cell, i) => tr.append(element(i === 0 ? 'th' : 'td', i === 0 ? { scope: 'row' } : typeof cell === 'number' ? { class: 'num' } : {}, typeof cell === 'number' ? count.format(cell) : cell)));
+      row.forEach((cell, i) =>
+        tr.append(
+          element(
+            i === 0 ? 'th' : 'td',
+            i === 0 ? { scope: 'row' } : typeof cell === 'number' ? { class: 'num' } : {},
+            typeof cell === 'number' ? count.format(cell) : cell,
+          ),
+        ),
+      );
       return tr;
     }),
   );
@@ -127,7 +135,12 @@ function showStats(stats) {
   if (previous && now - previous.at > 0.2) {
     const seconds = now - previous.at;
     const rates = [Math.max(0, stats.total_tool_calls - previous.calls) / seconds, Math.max(0, errors - previous.errors) / seconds];
-    charts.activity.push(now, rates, ACTIVITY_POINTS, ([calls = 0, failed = 0]) => `latest ${calls.toFixed(2)} calls per second and ${failed.toFixed(2)} refused or failed per second`);
+    charts.activity.push(
+      now,
+      rates,
+      ACTIVITY_POINTS,
+      ([calls = 0, failed = 0]) => `latest ${calls.toFixed(2)} calls per second and ${failed.toFixed(2)} refused or failed per second`,
+    );
   }
   if (!previous || now - previous.at > 0.2) previous = { at: now, calls: stats.total_tool_calls, errors };
 
@@ -140,7 +153,10 @@ function showStats(stats) {
   charts.usage.update(
     busiest.map(([tool]) => tool),
     [busiest.map(([, n]) => n)],
-    listed(busiest.map(([tool]) => tool), (tool) => `${count.format(usage.get(tool) ?? 0)} calls`),
+    listed(
+      busiest.map(([tool]) => tool),
+      (tool) => `${count.format(usage.get(tool) ?? 0)} calls`,
+    ),
     busiest.map(([tool, n]) => [tool, count.format(n)]),
   );
 
@@ -151,7 +167,10 @@ function showStats(stats) {
   charts.latency.update(
     latency.map(([tool]) => tool),
     [latency.map(([, l]) => l.p99), latency.map(([, l]) => l.p95), latency.map(([, l]) => l.p50)],
-    listed(latency.map(([tool]) => tool), (tool) => `p50 ${ms.format(latencies.get(tool)?.p50 ?? 0)} ms, p99 ${ms.format(latencies.get(tool)?.p99 ?? 0)} ms`),
+    listed(
+      latency.map(([tool]) => tool),
+      (tool) => `p50 ${ms.format(latencies.get(tool)?.p50 ?? 0)} ms, p99 ${ms.format(latencies.get(tool)?.p99 ?? 0)} ms`,
+    ),
     latency.map(([tool, l]) => [tool, ms.format(l.p99), ms.format(l.p95), ms.format(l.p50)]),
   );
 
@@ -173,7 +192,10 @@ function showStats(stats) {
 
   /** @type {[string, number][]} */
   const scopes = Object.entries(stats.scope_usage);
-  fillTable('scopes', scopes.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)));
+  fillTable(
+    'scopes',
+    scopes.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)),
+  );
   note('scopes-empty', scopes.length === 0 ? 'No tool in view needs a scope.' : null);
 
   // Per-service and per-agent figures come only to operators (admin or STATS_READ_SCOPE).
@@ -188,7 +210,9 @@ function showStats(stats) {
   const backends = stats.total_tool_services + (stats.tools_by_kind.mcp ?? 0);
   note('services-note', services.length > 0 ? null : backends === 0 ? 'No tool service or MCP server is registered.' : operatorNote);
 
-  const agents = Object.entries(stats.usage_by_agent).flatMap(([agent, tools]) => Object.entries(tools).map(([tool, n]) => [agent, tool, /** @type {number} */ (n)]));
+  const agents = Object.entries(stats.usage_by_agent).flatMap(([agent, tools]) =>
+    Object.entries(tools).map(([tool, n]) => [agent, tool, /** @type {number} */ (n)]),
+  );
   fillTable('agents', agents);
   note('agents-note', agents.length > 0 ? null : stats.total_tool_calls === 0 ? 'No calls yet.' : operatorNote);
 }
@@ -204,7 +228,14 @@ function showReadiness(ready) {
 function showAudit(page) {
   fillTable(
     'audit',
-    page.entries.map((/** @type {any} */ e) => [new Date(e.at).toLocaleString(), e.sub ?? '(anonymous)', e.action, e.target ?? '', e.outcome, e.status]),
+    page.entries.map((/** @type {any} */ e) => [
+      new Date(e.at).toLocaleString(),
+      e.sub ?? '(anonymous)',
+      e.action,
+      e.target ?? '',
+      e.outcome,
+      e.status,
+    ]),
   );
   note('audit-note', page.entries.length === 0 ? 'No entries yet.' : null);
 }
@@ -315,7 +346,8 @@ async function refresh() {
       token && auditAllowed ? getJson(`audit?limit=${AUDIT_ROWS}`, token) : Promise.resolve(null),
     ]);
     for (const result of [stats, ready, audit]) {
-      if (result.status === 'rejected' && result.reason instanceof ApiError && result.reason.status === 401 && token) return tokenRefused(result.reason);
+      if (result.status === 'rejected' && result.reason instanceof ApiError && result.reason.status === 401 && token)
+        return tokenRefused(result.reason);
     }
     if (stats.status === 'fulfilled') {
       showStats(stats.value);

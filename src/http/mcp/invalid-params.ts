@@ -86,7 +86,9 @@ function requirement(issue: ParamsIssue, given: unknown): string {
     case 'invalid_literal':
     case 'invalid_enum_value': {
       const values = (issue.values ?? []).map((v) => JSON.stringify(v)).join(', ');
-      return values === '' ? `${required}is not a value it may take` : `${required}must be ${issue.values?.length === 1 ? '' : 'one of '}${values}`;
+      return values === ''
+        ? `${required}is not a value it may take`
+        : `${required}must be ${issue.values?.length === 1 ? '' : 'one of '}${values}`;
     }
     case 'unrecognized_keys':
       return `has unknown keys: ${(issue.keys ?? []).map((k) => `"${k}"`).join(', ')}`;

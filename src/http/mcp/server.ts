@@ -185,7 +185,9 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
           progressToken === undefined
             ? undefined
             : (text) => {
-                extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: text } }).catch(() => undefined);
+                extra
+                  .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: text } })
+                  .catch(() => undefined);
               },
       });
       const answer = mcpResultOf(tool, result.result);
@@ -194,7 +196,11 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
       const problem = answer?.structuredContent && (await deps.bridge.outputProblem(tool, answer.structuredContent));
       if (answer && !problem) return answer;
       ctx.onCallFailed(name, 'TR_ERR_TOOL_SERVICE', 502);
-      return failed(problem ? `${name} failed: ${problem}` : `${name} answered with something other than the JSON object its output schema describes: ${result.result.slice(0, 1000)}`);
+      return failed(
+        problem
+          ? `${name} failed: ${problem}`
+          : `${name} answered with something other than the JSON object its output schema describes: ${result.result.slice(0, 1000)}`,
+      );
     } catch (err) {
       if (!(err instanceof RegistryError)) throw err;
       const status = err.status;

@@ -79,7 +79,11 @@ export class McpSessions {
     if (this.#byId.size < this.#options.maxSessions) return;
     this.sweep(now);
     if (this.#byId.size >= this.#options.maxSessions) {
-      throw new RegistryError('TR_ERR_UNAVAILABLE', `the registry holds ${this.#byId.size} MCP sessions, the most it keeps; retry shortly`, { retryAfterS: 5 });
+      throw new RegistryError(
+        'TR_ERR_UNAVAILABLE',
+        `the registry holds ${this.#byId.size} MCP sessions, the most it keeps; retry shortly`,
+        { retryAfterS: 5 },
+      );
     }
   }
 

@@ -21,13 +21,16 @@ const REQUEST_TIMEOUT_MS = 30_000;
 
 function refuse(res: ServerResponse, code: ErrorCode, detail: string, headers: Record<string, string> = {}): void {
   const body = JSON.stringify(problemBody(code, detail));
-  res.writeHead(ERRORS[code].status, { ...headers, 'content-type': PROBLEM_CONTENT_TYPE_HEADER, 'content-length': Buffer.byteLength(body) }).end(body);
+  res
+    .writeHead(ERRORS[code].status, { ...headers, 'content-type': PROBLEM_CONTENT_TYPE_HEADER, 'content-length': Buffer.byteLength(body) })
+    .end(body);
 }
 
 function answer(source: MetricsSource, req: IncomingMessage, res: ServerResponse, onError: (err: unknown) => void): void {
   const path = (req.url ?? '').split('?')[0];
   if (path !== '/metrics') return refuse(res, 'TR_ERR_ROUTE_NOT_FOUND', 'this port serves only GET /metrics');
-  if (req.method !== 'GET' && req.method !== 'HEAD') return refuse(res, 'TR_ERR_METHOD_NOT_ALLOWED', '/metrics answers GET and HEAD only', { allow: 'GET, HEAD' });
+  if (req.method !== 'GET' && req.method !== 'HEAD')
+    return refuse(res, 'TR_ERR_METHOD_NOT_ALLOWED', '/metrics answers GET and HEAD only', { allow: 'GET, HEAD' });
   source.text().then(
     (text) => {
       res.writeHead(200, { 'content-type': source.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
@@ -41,7 +44,12 @@ function answer(source: MetricsSource, req: IncomingMessage, res: ServerResponse
 }
 
 /** Listens on `port` (0: a free one) at `host`; resolves once listening, rejects when it cannot. */
-export async function listenForScrapes(source: MetricsSource, port: number, host: string, onError: (err: unknown) => void): Promise<Server> {
+export async function listenForScrapes(
+  source: MetricsSource,
+  port: number,
+  host: string,
+  onError: (err: unknown) => void,
+): Promise<Server> {
   const server = createServer((req, res) => answer(source, req, res, onError));
   server.maxConnections = MAX_CONNECTIONS;
   server.headersTimeout = HEADERS_TIMEOUT_MS;

@@ -290,7 +290,7 @@ export class RegistryMetrics {
     });
     this.#commitSeconds = new Histogram({
       name: 'tool_registry_commit_duration_seconds',
-      help: "Group commits from the start of their transaction until their fsync returned",
+      help: 'Group commits from the start of their transaction until their fsync returned',
       buckets: COMMIT_BUCKETS,
       registers,
     });

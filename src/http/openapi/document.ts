@@ -104,7 +104,10 @@ export function documentBase(config: Config, version: string): NonNullable<Fasti
       { name: 'discovery', description: 'What agents read.' },
       { name: 'tools', description: 'Registering, replacing and deleting tools.' },
       { name: 'tool-services', description: 'Message-bus services that carry tool calls (admin only; they name queues).' },
-      { name: 'mcp-servers', description: 'Upstream MCP servers whose tools the registry lists and calls (admin only; they hold credentials).' },
+      {
+        name: 'mcp-servers',
+        description: 'Upstream MCP servers whose tools the registry lists and calls (admin only; they hold credentials).',
+      },
       { name: 'calls', description: 'Calling tools through the registry.' },
       { name: 'bulk', description: 'Import and export of the whole registry.' },
       { name: 'operations', description: 'Health checks, protected-resource metadata, the audit log and this document.' },

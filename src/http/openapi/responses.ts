@@ -46,7 +46,8 @@ export const headers = {
     schema: EntityTag,
   },
   RecordETag: {
-    description: "Strong entity tag of the stored record as written (what an admin's `GET /tools/{name}` answers with): send it in `If-Match` to make the next write conditional on it.",
+    description:
+      "Strong entity tag of the stored record as written (what an admin's `GET /tools/{name}` answers with): send it in `If-Match` to make the next write conditional on it.",
     required: true,
     schema: EntityTag,
   },
@@ -69,7 +70,8 @@ export const headers = {
     schema: z.string().regex(/^(private, no-cache|public, no-cache|public, max-age=[0-9]+)$/),
   },
   'X-Hidden-Tools': {
-    description: 'Callers with a token only: how many live tools the token\'s scopes hide from this view, so an agent knows to ask for more scopes.',
+    description:
+      "Callers with a token only: how many live tools the token's scopes hide from this view, so an agent knows to ask for more scopes.",
     required: false,
     schema: Digits,
   },
@@ -90,7 +92,11 @@ export const headers = {
 } as const satisfies Record<string, HeaderDoc>;
 
 /** A JSON answer. */
-export function json<S extends z.ZodType>(schema: S, description: string, options: { headers?: Record<string, HeaderDoc>; example?: unknown } = {}) {
+export function json<S extends z.ZodType>(
+  schema: S,
+  description: string,
+  options: { headers?: Record<string, HeaderDoc>; example?: unknown } = {},
+) {
   return {
     description,
     ...(options.headers && { headers: options.headers }),
@@ -157,7 +163,7 @@ export const problems = {
     },
   ),
   ViewUnauthorized: problem(
-    'The token is not valid (`TR_ERR_INVALID_TOKEN`), or the caller is anonymous and `ANONYMOUS_DISCOVERY` is `none` (`TR_ERR_UNAUTHENTICATED`; the challenge\'s `scope` lists the scopes that show tools).',
+    "The token is not valid (`TR_ERR_INVALID_TOKEN`), or the caller is anonymous and `ANONYMOUS_DISCOVERY` is `none` (`TR_ERR_UNAUTHENTICATED`; the challenge's `scope` lists the scopes that show tools).",
     {
       headers: challenge,
       example: {
@@ -181,19 +187,28 @@ export const problems = {
     },
   }),
   NotFound: problem("No such live tool or tool service, or the tool is not in the caller's view (`TR_ERR_NOT_FOUND`).", {
-    example: { type: 'urn:tool-registry:error:not-found', title: 'Not found', status: 404, detail: 'no tool "calculator"', code: 'TR_ERR_NOT_FOUND' },
-  }),
-  PreconditionFailed: problem('`If-Match` or `If-None-Match` does not hold for the tool as stored now (`TR_ERR_PRECONDITION_FAILED`): it changed, does not exist, or exists. Nothing was written.', {
     example: {
-      type: 'urn:tool-registry:error:precondition-failed',
-      title: 'A precondition of the request does not hold',
-      status: 412,
-      detail: 'tool "calculator" has changed: its entity tag is "r4Zk0TqS3Qm3m3a4xq0S8FfS2wB" (If-Match)',
-      code: 'TR_ERR_PRECONDITION_FAILED',
+      type: 'urn:tool-registry:error:not-found',
+      title: 'Not found',
+      status: 404,
+      detail: 'no tool "calculator"',
+      code: 'TR_ERR_NOT_FOUND',
     },
   }),
+  PreconditionFailed: problem(
+    '`If-Match` or `If-None-Match` does not hold for the tool as stored now (`TR_ERR_PRECONDITION_FAILED`): it changed, does not exist, or exists. Nothing was written.',
+    {
+      example: {
+        type: 'urn:tool-registry:error:precondition-failed',
+        title: 'A precondition of the request does not hold',
+        status: 412,
+        detail: 'tool "calculator" has changed: its entity tag is "r4Zk0TqS3Qm3m3a4xq0S8FfS2wB" (If-Match)',
+        code: 'TR_ERR_PRECONDITION_FAILED',
+      },
+    },
+  ),
   WriteConflict: problem(
-    'The write conflicts with the stored registry (`TR_ERR_CONFLICT`): a storage constraint, or a `DELETE` of a tool of an upstream MCP server, which only its sync removes, or an announcement over one (`mcpServer` names the server; an operator\'s register, `PUT` or import of such a name takes it over instead).',
+    "The write conflicts with the stored registry (`TR_ERR_CONFLICT`): a storage constraint, or a `DELETE` of a tool of an upstream MCP server, which only its sync removes, or an announcement over one (`mcpServer` names the server; an operator's register, `PUT` or import of such a name takes it over instead).",
     {
       example: {
         type: 'urn:tool-registry:error:conflict',

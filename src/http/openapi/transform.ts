@@ -73,7 +73,9 @@ function responseObject(doc: ResponseDoc, document: OpenapiObject): Json {
         {
           schema: jsonSchemaOf(media.schema, document),
           ...(media.example !== undefined && { example: media.example }),
-          ...(media.events && { 'x-events': Object.fromEntries(Object.entries(media.events).map(([event, data]) => [event, jsonSchemaOf(data, document)])) }),
+          ...(media.events && {
+            'x-events': Object.fromEntries(Object.entries(media.events).map(([event, data]) => [event, jsonSchemaOf(data, document)])),
+          }),
         },
       ]),
     );
@@ -94,7 +96,9 @@ function requireSchemas(route: RouteOptions, schema: FastifySchema | undefined):
   if (methods.some((m) => m === 'POST' || m === 'PUT' || m === 'PATCH') && schema?.body === undefined) missing.push('body');
   for (const key of ['operationId', 'summary', 'tags'] as const) if (schema?.[key] === undefined) missing.push(key);
   if (missing.length > 0) {
-    throw new Error(`${methods.join(',')} ${route.url} declares no ${missing.join(', ')}: every route declares its schemas (src/http/openapi/transform.ts)`);
+    throw new Error(
+      `${methods.join(',')} ${route.url} declares no ${missing.join(', ')}: every route declares its schemas (src/http/openapi/transform.ts)`,
+    );
   }
 }
 
@@ -172,7 +176,8 @@ function hoistJsonValues(document: Json, schemas: Record<string, Json>): void {
     const defs = (schemas[pseudo]?.['$defs'] ?? {}) as Record<string, Json>;
     for (const [name, def] of Object.entries(defs)) {
       const text = JSON.stringify(def).replaceAll(`#/components/schemas/${pseudo}#/$defs/${name}`, SCHEMAS + JSON_VALUE);
-      if (definition !== undefined && text !== definition) throw new Error(`a recursive schema without an id (${pseudo} ${name}): give it one with .meta({ id })`);
+      if (definition !== undefined && text !== definition)
+        throw new Error(`a recursive schema without an id (${pseudo} ${name}): give it one with .meta({ id })`);
       definition = text;
     }
     delete schemas[pseudo];
@@ -199,7 +204,7 @@ function tidySchemas(document: Json, generated: Record<string, Json>): Record<st
     rewriteRefs(copies, rename);
     return JSON.stringify(copies[0]) === JSON.stringify(copies[1]);
   };
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const name of Object.keys(schemas)) {
       const output = name.replace(/Input$/, '');
@@ -268,7 +273,8 @@ function nameMergedResponses(paths: Json, document: OpenapiObject): Json {
   const responses: Json = {};
   for (const [name, doc] of Object.entries(docs)) {
     responses[name] = responseObject(merged.get(name) ?? doc, document);
-    for (const [mergedName, mergedDoc] of merged) if (mergedName.startsWith(`${name}Or`)) responses[mergedName] = responseObject(mergedDoc, document);
+    for (const [mergedName, mergedDoc] of merged)
+      if (mergedName.startsWith(`${name}Or`)) responses[mergedName] = responseObject(mergedDoc, document);
   }
   return responses;
 }

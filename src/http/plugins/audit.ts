@@ -46,8 +46,12 @@ function triedTarget(request: FastifyRequest): string | null {
   const params = request.params as Record<string, unknown> | undefined;
   const body = request.body;
   const fromBody = (key: string): unknown =>
-    typeof body === 'object' && body !== null && !Array.isArray(body) && Object.hasOwn(body, key) ? (body as Record<string, unknown>)[key] : undefined;
-  const tried = [params?.['name'], params?.['id'], fromBody('name'), fromBody('id')].find((v): v is string => typeof v === 'string' && v !== '');
+    typeof body === 'object' && body !== null && !Array.isArray(body) && Object.hasOwn(body, key)
+      ? (body as Record<string, unknown>)[key]
+      : undefined;
+  const tried = [params?.['name'], params?.['id'], fromBody('name'), fromBody('id')].find(
+    (v): v is string => typeof v === 'string' && v !== '',
+  );
   if (tried === undefined) return null;
   const escaped = tried.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return escaped.length > MAX_TARGET ? `${escaped.slice(0, MAX_TARGET)}...` : escaped;

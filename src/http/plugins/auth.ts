@@ -166,13 +166,19 @@ export default fp<AuthPluginOptions>(
           decoded = (await verifyElsewhere(token)) as CompleteToken;
         } catch (err) {
           // As for requests: a bad signature under a known kid refetches (once per cooldown).
-          if (!(jwks && (err as { code?: unknown }).code === 'FAST_JWT_INVALID_SIGNATURE' && (await jwks.refreshAfterBadSignature(version)))) throw err;
+          if (!(
+            jwks &&
+            (err as { code?: unknown }).code === 'FAST_JWT_INVALID_SIGNATURE' &&
+            (await jwks.refreshAfterBadSignature(version))
+          ))
+            throw err;
           decoded = (await verifyElsewhere(token)) as CompleteToken;
         }
       } catch (err) {
         throw tokenRefused(err, acceptedTyp);
       }
-      if (!acceptsTyp(decoded.header.typ)) throw tokenRefused(Object.assign(new Error('untrusted typ'), { code: 'FST_JWT_AUTHORIZATION_TOKEN_UNTRUSTED' }), acceptedTyp);
+      if (!acceptsTyp(decoded.header.typ))
+        throw tokenRefused(Object.assign(new Error('untrusted typ'), { code: 'FST_JWT_AUTHORIZATION_TOKEN_UNTRUSTED' }), acceptedTyp);
       const problem = identityClaimProblem(decoded.payload);
       if (problem) throw problem;
       return callerFromClaims(decoded.payload, roleScopes);
@@ -185,7 +191,8 @@ export default fp<AuthPluginOptions>(
       request.jwtVerify(PLUGIN_VERIFY_OPTIONS, (err: (Error & { code?: unknown }) | null) => {
         if (!err) {
           // Not when the keys changed meanwhile: the next lookup starts the cache afresh.
-          if (cacheAs !== undefined && (jwks === undefined || jwks.version === keysVersion)) verified.set(cacheAs, request.caller, Date.now());
+          if (cacheAs !== undefined && (jwks === undefined || jwks.version === keysVersion))
+            verified.set(cacheAs, request.caller, Date.now());
           done();
           return;
         }
@@ -197,7 +204,9 @@ export default fp<AuthPluginOptions>(
         if (jwks && !retried && code === 'FAST_JWT_INVALID_SIGNATURE') {
           // A bad signature under a known kid: the server may have re-keyed under it. Verified
           // again once, and only when the refetch (once per cooldown) brought another key set.
-          jwks.refreshAfterBadSignature(version).then((changed) => (changed ? verifyRequest(request, cacheAs, true, done) : refuse()), refuse);
+          jwks
+            .refreshAfterBadSignature(version)
+            .then((changed) => (changed ? verifyRequest(request, cacheAs, true, done) : refuse()), refuse);
           return;
         }
         refuse();

@@ -30,7 +30,12 @@ function callBytes(limits: BusLimits): number {
  * is lower. When they cannot be read (a WebSocket proxy, no superuser token, the broker down),
  * says so and trusts the setting.
  */
-async function checkBrokerLimits(log: FastifyBaseLogger, bridge: Config['bridge'], url: string, signal: AbortSignal): Promise<BrokerLimits | undefined> {
+async function checkBrokerLimits(
+  log: FastifyBaseLogger,
+  bridge: Config['bridge'],
+  url: string,
+  signal: AbortSignal,
+): Promise<BrokerLimits | undefined> {
   const { pulsarToken, connectTimeoutMs, maxFrameBytes } = bridge;
   let broker: BrokerLimits;
   try {
@@ -38,16 +43,30 @@ async function checkBrokerLimits(log: FastifyBaseLogger, bridge: Config['bridge'
   } catch (err) {
     if (!signal.aborted) {
       const bytes = callBytes(effectiveLimits(maxFrameBytes, undefined));
-      log.warn({ reason: (err as Error).message }, `cannot read the broker's webSocketMaxTextFrameSize; trusting PULSAR_WS_MAX_FRAME_BYTES=${maxFrameBytes}: message-bus calls up to ${bytes} bytes of JSON`);
+      log.warn(
+        { reason: (err as Error).message },
+        `cannot read the broker's webSocketMaxTextFrameSize; trusting PULSAR_WS_MAX_FRAME_BYTES=${maxFrameBytes}: message-bus calls up to ${bytes} bytes of JSON`,
+      );
     }
     return undefined;
   }
   const limits = effectiveLimits(maxFrameBytes, broker);
-  const facts = { webSocketMaxTextFrameSize: broker.maxTextFrameBytes, maxMessageSize: broker.maxMessageBytes, maxFrameBytes, callBytes: callBytes(limits) };
+  const facts = {
+    webSocketMaxTextFrameSize: broker.maxTextFrameBytes,
+    maxMessageSize: broker.maxMessageBytes,
+    maxFrameBytes,
+    callBytes: callBytes(limits),
+  };
   if (limits.frameFrom === 'broker') {
-    log.warn(facts, `the broker's webSocketMaxTextFrameSize (${broker.maxTextFrameBytes}) is below PULSAR_WS_MAX_FRAME_BYTES (${maxFrameBytes}); using the broker's: message-bus calls up to ${facts.callBytes} bytes of JSON`);
+    log.warn(
+      facts,
+      `the broker's webSocketMaxTextFrameSize (${broker.maxTextFrameBytes}) is below PULSAR_WS_MAX_FRAME_BYTES (${maxFrameBytes}); using the broker's: message-bus calls up to ${facts.callBytes} bytes of JSON`,
+    );
   } else {
-    log.info(facts, `message-bus calls up to ${facts.callBytes} bytes of JSON (PULSAR_WS_MAX_FRAME_BYTES=${maxFrameBytes}; the broker takes frames up to ${broker.maxTextFrameBytes})`);
+    log.info(
+      facts,
+      `message-bus calls up to ${facts.callBytes} bytes of JSON (PULSAR_WS_MAX_FRAME_BYTES=${maxFrameBytes}; the broker takes frames up to ${broker.maxTextFrameBytes})`,
+    );
   }
   return broker;
 }

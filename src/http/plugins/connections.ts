@@ -86,9 +86,13 @@ export default fp<{ config: Config }>(
         return;
       }
       done(
-        new RegistryError('TR_ERR_UNAVAILABLE', 'this client address holds its share of connections, or the registry holds as many as it takes; only health probes are answered on this one', {
-          retryAfterS: 5,
-        }),
+        new RegistryError(
+          'TR_ERR_UNAVAILABLE',
+          'this client address holds its share of connections, or the registry holds as many as it takes; only health probes are answered on this one',
+          {
+            retryAfterS: 5,
+          },
+        ),
       );
     });
 
@@ -117,7 +121,11 @@ export function serverTimeouts(config: Config) {
   const headersTimeout = Math.min(headersTimeoutMs, requestTimeoutMs);
   return {
     fastify: { requestTimeout: requestTimeoutMs, keepAliveTimeout: keepAliveTimeoutMs, connectionTimeout: idleTimeoutMs },
-    http: { headersTimeout, requestTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(headersTimeout / 4))) },
+    http: {
+      headersTimeout,
+      requestTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(headersTimeout / 4))),
+    },
   };
 }
 

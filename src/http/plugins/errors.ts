@@ -68,7 +68,9 @@ function validationProblem(err: FastifyError & { validation: FastifySchemaValida
       // `?limit=1&limit=2` reaches the schema as an array: "expected number, received NaN" (or,
       // for `?format=a&format=b`, "expected one of ...") hid that.
       const given = query?.[error.path];
-      return Array.isArray(given) && REPEAT_HIDDEN_BY.has(issue.keyword) ? { path: error.path, message: `is given ${given.length} times; give it once` } : error;
+      return Array.isArray(given) && REPEAT_HIDDEN_BY.has(issue.keyword)
+        ? { path: error.path, message: `is given ${given.length} times; give it once` }
+        : error;
     }),
   );
   const invalidRequest = request.routeOptions.config.invalidRequest;
@@ -98,7 +100,8 @@ function bodyTooLarge(request: FastifyRequest): string {
 
 /** Turns any thrown value into a catalogue code and a safe detail (5xx details stay hidden). */
 export function problemOf(err: unknown, request?: FastifyRequest): { code: ErrorCode; detail: string; error?: RegistryError } {
-  if (request && hasZodFastifySchemaValidationErrors(err)) err = validationProblem(err as FastifyError & { validation: FastifySchemaValidationError[] }, request);
+  if (request && hasZodFastifySchemaValidationErrors(err))
+    err = validationProblem(err as FastifyError & { validation: FastifySchemaValidationError[] }, request);
   if (err instanceof RegistryError) return { code: err.code, detail: err.message, error: err };
   const fastifyError = err as Partial<FastifyError> | undefined;
   const mapped = fastifyError?.code ? FASTIFY_CODES[fastifyError.code] : undefined;
@@ -131,7 +134,10 @@ export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string
     const resourceMetadata = reply.request.routeOptions.config.resourceMetadataUrl ?? reply.server.resourceMetadataUrl;
     reply.header('www-authenticate', bearerChallenge(error.challenge, resourceMetadata));
   }
-  return reply.code(ERRORS[code].status).type(PROBLEM_CONTENT_TYPE).send(problemBody(code, detail, error));
+  return reply
+    .code(ERRORS[code].status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(problemBody(code, detail, error));
 }
 
 /**
@@ -206,7 +212,11 @@ export default fp<{ resourceMetadataUrl?: string }>(
       const allowed = routeMethods.allowed(path);
       if (allowed.length > 0 && !allowed.includes(request.method)) {
         reply.header('allow', allowed.join(', '));
-        return sendProblem(reply, 'TR_ERR_METHOD_NOT_ALLOWED', `${request.method} is not a method of this path; it takes ${allowed.join(', ')}`);
+        return sendProblem(
+          reply,
+          'TR_ERR_METHOD_NOT_ALLOWED',
+          `${request.method} is not a method of this path; it takes ${allowed.join(', ')}`,
+        );
       }
       const shown = path.length > ECHOED_PATH ? `${path.slice(0, ECHOED_PATH)}…` : path;
       return sendProblem(reply, 'TR_ERR_ROUTE_NOT_FOUND', `no route ${request.method} ${shown}`);

@@ -20,9 +20,15 @@ declare module 'fastify' {
  */
 export default fp<{ config: Config }>(
   async (app, { config }) => {
-    const metrics = new RegistryMetrics({ catalog: app.catalog, waiters: app.waiters, bridge: app.bridge, jwks: app.jwks, replication: app.replication }, config.metrics);
+    const metrics = new RegistryMetrics(
+      { catalog: app.catalog, waiters: app.waiters, bridge: app.bridge, jwks: app.jwks, replication: app.replication },
+      config.metrics,
+    );
     app.decorate('metrics', metrics);
-    const stopObserving = [app.usage.observe((call) => metrics.observeCall(call)), app.registry.observeCommits((commit) => metrics.observeCommit(commit))];
+    const stopObserving = [
+      app.usage.observe((call) => metrics.observeCall(call)),
+      app.registry.observeCommits((commit) => metrics.observeCommit(commit)),
+    ];
     // Every answer passes here, 304 revalidations included: a callback-style hook, and an
     // observation in plain numbers (src/http/metrics/request-histogram.ts), not prom-client's.
     app.addHook('onResponse', (request, reply, done) => {

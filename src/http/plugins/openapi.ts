@@ -18,7 +18,8 @@ export default fp<{ config: Config }>(
   async (app, { config }) => {
     const version = packageVersion();
     app.addHook('onRoute', (route) => {
-      if (route.url === DOCS_PREFIX || route.url.startsWith(`${DOCS_PREFIX}/`)) route.config = { ...route.config, auth: false, rateLimit: false };
+      if (route.url === DOCS_PREFIX || route.url.startsWith(`${DOCS_PREFIX}/`))
+        route.config = { ...route.config, auth: false, rateLimit: false };
     });
     await app.register(swagger, { openapi: documentBase(config, version), transform, transformObject });
   },

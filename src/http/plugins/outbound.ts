@@ -26,7 +26,13 @@ export interface OutboundPluginOptions {
  */
 export default fp<OutboundPluginOptions>(
   async (app, { config, resolve }) => {
-    const policy = new OutboundPolicy({ allow: config.outbound.allow, deny: config.outbound.deny, host: config.host, publicUrl: config.publicUrl, ...(resolve && { resolve }) });
+    const policy = new OutboundPolicy({
+      allow: config.outbound.allow,
+      deny: config.outbound.deny,
+      host: config.host,
+      publicUrl: config.publicUrl,
+      ...(resolve && { resolve }),
+    });
     const guarded = new GuardedFetch(policy);
     app.decorate('outbound', { policy, fetch: guarded.fetch });
     app.addHook('onListen', async () => {

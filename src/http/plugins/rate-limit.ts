@@ -20,7 +20,8 @@ export default fp<{ config: Config }>(
     }
     // Writes share one stricter budget per caller, counted apart from reads so that reads never
     // use it up: a key of their own and a max of their own, in the one store.
-    const isWrite = (request: FastifyRequest) => request.routeOptions.config.admin !== undefined && request.method !== 'GET' && request.method !== 'HEAD';
+    const isWrite = (request: FastifyRequest) =>
+      request.routeOptions.config.admin !== undefined && request.method !== 'GET' && request.method !== 'HEAD';
     await app.register(rateLimit, {
       global: true,
       max: (request) => (isWrite(request) && writeMax > 0 ? writeMax : max),
@@ -29,9 +30,15 @@ export default fp<{ config: Config }>(
       enableDraftSpec: true,
       cache: 100_000,
       errorResponseBuilder: (_request, context) =>
-        Object.assign(new RegistryError('TR_ERR_TOO_MANY_REQUESTS', `rate limit of ${context.max} requests per ${windowS} s exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`), {
-          statusCode: 429,
-        }),
+        Object.assign(
+          new RegistryError(
+            'TR_ERR_TOO_MANY_REQUESTS',
+            `rate limit of ${context.max} requests per ${windowS} s exceeded; retry in ${Math.ceil(context.ttl / 1000)} s`,
+          ),
+          {
+            statusCode: 429,
+          },
+        ),
     });
     const limitUnknownPath = app.rateLimit();
     app.addHook('onRequest', (request, reply, done) => {

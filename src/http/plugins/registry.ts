@@ -139,7 +139,10 @@ async function startReplication(
   try {
     broker = await readBrokerLimits(replication.url, config.bridge.pulsarToken, config.bridge.connectTimeoutMs);
   } catch (err) {
-    log.warn({ reason: (err as Error).message }, "replication: the broker's message limits could not be read; PULSAR_WS_MAX_FRAME_BYTES alone bounds a write");
+    log.warn(
+      { reason: (err as Error).message },
+      "replication: the broker's message limits could not be read; PULSAR_WS_MAX_FRAME_BYTES alone bounds a write",
+    );
   }
   const limits = effectiveLimits(config.bridge.maxFrameBytes, broker);
   try {

@@ -60,7 +60,8 @@ export default fp<{ config: Config }>(
     // Only the documentation and dashboard routes serve HTML, so only they pay for the content-type check.
     const addCsp = (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
       const type = reply.getHeader('content-type');
-      if (typeof type === 'string' && /^\s*(?:text\/html|image\/svg\+xml|application\/xhtml\+xml)/i.test(type)) reply.header('content-security-policy', csp);
+      if (typeof type === 'string' && /^\s*(?:text\/html|image\/svg\+xml|application\/xhtml\+xml)/i.test(type))
+        reply.header('content-security-policy', csp);
       done(null, payload);
     };
     app.addHook('onRoute', (route) => {

@@ -34,8 +34,14 @@ export default fp<{ config: Config }>(
     });
     const log = app.log.child({ component: 'trustgraph-config', workspace: trustgraph.workspace });
     // A request is one message on the bus: what one frame of PULSAR_WS_MAX_FRAME_BYTES carries.
-    const maxRequestBytes = payloadLimit(effectiveLimits(bridge.maxFrameBytes, undefined), { id: '00000000-0000-4000-8000-000000000000' }, '1000000').bytes;
-    const sync = trustgraph.sync ? new ConfigSync(client, catalogSource(app.catalog), { workspace: trustgraph.workspace, maxRequestBytes, log }) : null;
+    const maxRequestBytes = payloadLimit(
+      effectiveLimits(bridge.maxFrameBytes, undefined),
+      { id: '00000000-0000-4000-8000-000000000000' },
+      '1000000',
+    ).bytes;
+    const sync = trustgraph.sync
+      ? new ConfigSync(client, catalogSource(app.catalog), { workspace: trustgraph.workspace, maxRequestBytes, log })
+      : null;
     app.configSync = sync;
     app.metrics.watchConfigSync(() => sync?.figures ?? null);
     let unsubscribe = () => undefined as void;
@@ -43,9 +49,21 @@ export default fp<{ config: Config }>(
     app.addHook('onReady', async () => {
       if (trustgraph.adopt) {
         try {
-          const adopted = await adoptTrustGraphConfig(client, app.registry, app.catalog, { workspace: trustgraph.workspace, maxDepth: config.jsonMaxDepth });
+          const adopted = await adoptTrustGraphConfig(client, app.registry, app.catalog, {
+            workspace: trustgraph.workspace,
+            maxDepth: config.jsonMaxDepth,
+          });
           for (const skipped of adopted.skipped) log.warn(skipped, "an item of TrustGraph's config was not adopted");
-          log.info({ index: adopted.index, toolServices: adopted.toolServices, tools: adopted.tools, held: adopted.held, skipped: adopted.skipped.length }, "adopted TrustGraph's tool config");
+          log.info(
+            {
+              index: adopted.index,
+              toolServices: adopted.toolServices,
+              tools: adopted.tools,
+              held: adopted.held,
+              skipped: adopted.skipped.length,
+            },
+            "adopted TrustGraph's tool config",
+          );
         } catch (err) {
           log.error({ err }, "TrustGraph's tool config was not adopted; the registry starts without it");
         }

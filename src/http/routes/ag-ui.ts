@@ -48,7 +48,15 @@ const agUiRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
   const app = fastify.withTypeProvider<ZodTypeProvider>();
 
   const recordFailedCall = (request: FastifyRequest, tool: string, code: string, status: number) => {
-    app.auditLog.recordRefusal({ ...actorOf(request), at: new Date().toISOString(), action: 'tool.invoke', target: tool, outcome: outcomeOf(status), status, detail: code });
+    app.auditLog.recordRefusal({
+      ...actorOf(request),
+      at: new Date().toISOString(),
+      action: 'tool.invoke',
+      target: tool,
+      outcome: outcomeOf(status),
+      status,
+      detail: code,
+    });
   };
 
   app.post(

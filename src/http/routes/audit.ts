@@ -16,14 +16,14 @@ const auditRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { co
         operationId: 'listAuditEntries',
         summary: 'Read the audit log (admin)',
         description:
-          'Every registry write (logged in the write\'s own transaction), every refused write, and every tool call answered with an error status (action `tool.invoke`), newest first. Keyset pagination: pass `nextCursor` back as `cursor`. Entries older than `AUDIT_RETENTION_DAYS` are pruned. An unknown query parameter is `400`.',
+          "Every registry write (logged in the write's own transaction), every refused write, and every tool call answered with an error status (action `tool.invoke`), newest first. Keyset pagination: pass `nextCursor` back as `cursor`. Entries older than `AUDIT_RETENTION_DAYS` are pruned. An unknown query parameter is `400`.",
         security: adminOnly(config.adminScope),
         querystring: AuditQuerySchema,
         response: {
           200: json(AuditPageSchema, 'One page of entries.'),
           ...adminReadProblems,
           400: problem(
-            'A query parameter is malformed, out of range or unknown (`TR_ERR_BAD_REQUEST`, with one entry in `errors` per problem, `path` being the parameter\'s name, unknown ones included), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).',
+            "A query parameter is malformed, out of range or unknown (`TR_ERR_BAD_REQUEST`, with one entry in `errors` per problem, `path` being the parameter's name, unknown ones included), or the `Authorization` header is malformed (`TR_ERR_INVALID_REQUEST`, with a `WWW-Authenticate` challenge).",
             {
               headers: { 'WWW-Authenticate': headers.MalformedAuthorizationChallenge },
               example: {

@@ -133,10 +133,13 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
           ),
           401: problems.ViewUnauthorized,
           429: problems.TooManyRequests,
-          503: problem('`MAX_WAITERS` blocking queries and change streams are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.', {
-            headers: { 'Retry-After': headers['Retry-After'] },
-            example: waitersFullExample,
-          }),
+          503: problem(
+            '`MAX_WAITERS` blocking queries and change streams are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.',
+            {
+              headers: { 'Retry-After': headers['Retry-After'] },
+              example: waitersFullExample,
+            },
+          ),
         },
       },
     },

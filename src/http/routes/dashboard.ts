@@ -57,11 +57,18 @@ let files: DashboardFiles | undefined;
 function dashboardFiles(): DashboardFiles {
   if (files) return files;
   const dir = join(packageRoot(), 'src', 'http', 'dashboard');
-  const sources = new Map<string, string>([...OWN_FILES.map((name) => [name, join(dir, name)] as const), ...uplotFiles(createRequire(import.meta.url))]);
+  const sources = new Map<string, string>([
+    ...OWN_FILES.map((name) => [name, join(dir, name)] as const),
+    ...uplotFiles(createRequire(import.meta.url)),
+  ]);
   const assets = new Map<string, Asset>();
   for (const [name, path] of sources) {
     const body = readFileSync(path);
-    assets.set(name, { body, type: CONTENT_TYPES.get(name.slice(name.lastIndexOf('.') + 1)) ?? 'application/octet-stream', etag: `"${hash(body).slice(0, 27)}"` });
+    assets.set(name, {
+      body,
+      type: CONTENT_TYPES.get(name.slice(name.lastIndexOf('.') + 1)) ?? 'application/octet-stream',
+      etag: `"${hash(body).slice(0, 27)}"`,
+    });
   }
   const version = hash([...assets.values()].map((a) => a.etag).join('')).slice(0, 16);
   files = { template: readFileSync(join(dir, 'index.html'), 'utf8'), assets, version };
@@ -69,8 +76,14 @@ function dashboardFiles(): DashboardFiles {
 }
 
 const AssetParamsSchema = z.strictObject({
-  version: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/).describe('The assets\' hash, as the page names it.'),
-  file: z.string().regex(/^[a-z0-9-]{1,32}\.(?:js|css)$/).describe('One of the page\'s scripts or stylesheets.'),
+  version: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,32}$/)
+    .describe("The assets' hash, as the page names it."),
+  file: z
+    .string()
+    .regex(/^[a-z0-9-]{1,32}\.(?:js|css)$/)
+    .describe("One of the page's scripts or stylesheets."),
 });
 
 const notModified = { description: 'The copy the client holds (`If-None-Match`) is current.' };
@@ -113,7 +126,10 @@ const dashboardRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         hide: true,
         params: AssetParamsSchema,
         response: {
-          200: { description: 'A script or stylesheet of the page.', content: { 'text/javascript': { schema: z.string() }, 'text/css': { schema: z.string() } } },
+          200: {
+            description: 'A script or stylesheet of the page.',
+            content: { 'text/javascript': { schema: z.string() }, 'text/css': { schema: z.string() } },
+          },
           304: notModified,
         },
       },

@@ -4,7 +4,14 @@ import { z } from 'zod';
 import type { CatalogView } from '../../catalog/catalog.js';
 import { exportOf, exportPageOf } from '../../catalog/exports.js';
 import type { Config } from '../../config.js';
-import { DiscoveryPageSchema, DiscoveryQuerySchema, DiscoveryResponseSchema, MAX_CURSOR_LENGTH, MAX_PAGE_SIZE, MAX_WAIT_MS } from '../../model/api.js';
+import {
+  DiscoveryPageSchema,
+  DiscoveryQuerySchema,
+  DiscoveryResponseSchema,
+  MAX_CURSOR_LENGTH,
+  MAX_PAGE_SIZE,
+  MAX_WAIT_MS,
+} from '../../model/api.js';
 import {
   AgUiToolSchema,
   AnthropicToolSchema,
@@ -25,7 +32,8 @@ import { documentedOnly, withFastPath } from '../validation.js';
 const viewHeaders = {
   ETag: headers.ViewETag,
   Link: {
-    description: 'Exports (`format`) with `limit`, `cursor`, `q`, `scope` or `updated_since` only, and not on the last page: the next page\'s URL, `<...>; rel="next"` (RFC 8288).',
+    description:
+      'Exports (`format`) with `limit`, `cursor`, `q`, `scope` or `updated_since` only, and not on the last page: the next page\'s URL, `<...>; rel="next"` (RFC 8288).',
     required: false,
     schema: z.string().regex(/^<[^>]+>; rel="next"$/),
   },
@@ -39,7 +47,9 @@ const DiscoveryHeadersSchema = z.object({
   'If-None-Match': z
     .string()
     .optional()
-    .describe('Entity tags from earlier answers (comma-separated), or `*`. A `W/` prefix is ignored (weak comparison). When one matches the current view\'s `ETag`, the answer is `304`.'),
+    .describe(
+      "Entity tags from earlier answers (comma-separated), or `*`. A `W/` prefix is ignored (weak comparison). When one matches the current view's `ETag`, the answer is `304`.",
+    ),
 });
 
 /** A page's size as zod's `z.coerce.number().int().min(1).max(MAX_PAGE_SIZE)` takes it, written plainly. */
@@ -182,7 +192,11 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
                   z.array(AgUiToolSchema).describe('`format=ag-ui`'),
                 ]),
               },
-              'text/plain': { schema: z.string().describe('`format=prompt`: "Available tools:", then one `- name(parameters): description` line per tool.') },
+              'text/plain': {
+                schema: z
+                  .string()
+                  .describe('`format=prompt`: "Available tools:", then one `- name(parameters): description` line per tool.'),
+              },
             },
           },
           304: empty('The view still matches an entity tag given in `If-None-Match`; no body.', { ...viewHeaders, ETag: headers.ETag }),
@@ -205,7 +219,13 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
           503: problem(
             'A blocking query would be held while `MAX_WAITERS` blocking queries and change streams are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`, with `Retry-After`).',
             {
-              headers: { 'Retry-After': { ...headers['Retry-After'], required: false, description: 'Seconds to wait before retrying; sent when `MAX_WAITERS` or `MAX_WAITERS_PER_CALLER` was reached.' } },
+              headers: {
+                'Retry-After': {
+                  ...headers['Retry-After'],
+                  required: false,
+                  description: 'Seconds to wait before retrying; sent when `MAX_WAITERS` or `MAX_WAITERS_PER_CALLER` was reached.',
+                },
+              },
               example: waitersFullExample,
             },
           ),
@@ -221,7 +241,13 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       const tokenView = request.caller.kind === 'token';
       const query = request.query;
       const format = query.format;
-      const listed = query.limit !== undefined || query.cursor !== undefined || query.q !== undefined || query.scope !== undefined || query.updated_since !== undefined || query.passing === true;
+      const listed =
+        query.limit !== undefined ||
+        query.cursor !== undefined ||
+        query.q !== undefined ||
+        query.scope !== undefined ||
+        query.updated_since !== undefined ||
+        query.passing === true;
       if (listed && format === undefined) {
         return whenSearchable(query, () => {
           // The entries' bytes as they were serialised once per write, the body kept until the
@@ -233,7 +259,8 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         });
       }
       if (query.index !== undefined) return heldQuery(request, reply, key, query, query.index, tokenView, listed);
-      if (listed && format !== undefined) return whenSearchable(query, () => sendExportPage(reply, key, query, format, tokenView, request.headers['if-none-match']));
+      if (listed && format !== undefined)
+        return whenSearchable(query, () => sendExportPage(reply, key, query, format, tokenView, request.headers['if-none-match']));
       // Without `index`, the plain rediscovery call: the hot path.
       sendView(reply, app.catalog.view(key), key.kind, tokenView, request.headers['if-none-match'], format);
     },
@@ -250,7 +277,15 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
   }
 
   /** A blocking query (`index`): held until the caller's view changes after it, or `wait` ends. */
-  async function heldQuery(request: FastifyRequest, reply: FastifyReply, key: ViewKey, query: DiscoveryQuery, index: number, tokenView: boolean, listed: boolean) {
+  async function heldQuery(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    key: ViewKey,
+    query: DiscoveryQuery,
+    index: number,
+    tokenView: boolean,
+    listed: boolean,
+  ) {
     // Consul adds up to wait/16 of jitter so that many clients do not return in step.
     const waitMs = (query.wait ?? 5 * 60_000) * (1 + Math.random() / 16);
     // A held query is answered by the time the caller's token stops being accepted.
@@ -277,7 +312,14 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
    * A page, search or filter in a format: the same listing as the plain answer's (src/catalog/
    * listing.ts), its tools in the format's shape, built for the request, with an ETag of its own.
    */
-  function sendExportPage(reply: FastifyReply, key: ViewKey, query: DiscoveryQuery, format: ExportFormat, tokenView: boolean, ifNoneMatchHeader: string | undefined) {
+  function sendExportPage(
+    reply: FastifyReply,
+    key: ViewKey,
+    query: DiscoveryQuery,
+    format: ExportFormat,
+    tokenView: boolean,
+    ifNoneMatchHeader: string | undefined,
+  ) {
     const listing = app.listing.list(key, listingQuery(query));
     // What chose the page, as the next page's URL repeats it (never `index` or `wait`).
     const chosen = new URLSearchParams({ format });
@@ -297,9 +339,17 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
     return reply.type(sent.contentType).send(sent.body);
   }
 
-  function sendView(reply: FastifyReply, view: CatalogView, kind: ViewKey['kind'], tokenView: boolean, ifNoneMatchHeader: string | undefined, format: ExportFormat | undefined) {
+  function sendView(
+    reply: FastifyReply,
+    view: CatalogView,
+    kind: ViewKey['kind'],
+    tokenView: boolean,
+    ifNoneMatchHeader: string | undefined,
+    format: ExportFormat | undefined,
+  ) {
     // An export's bytes are built once per view and format (src/catalog/exports.ts).
-    const sent = format === undefined ? { body: view.body, etag: view.etag, contentType: 'application/json; charset=utf-8' } : exportOf(view, format);
+    const sent =
+      format === undefined ? { body: view.body, etag: view.etag, contentType: 'application/json; charset=utf-8' } : exportOf(view, format);
     reply.header('etag', sent.etag).header('x-registry-index', String(view.index));
     // Tells an agent its token hides tools, so it knows to ask for more scopes.
     if (tokenView) reply.header('x-hidden-tools', String(view.hidden));
@@ -314,6 +364,13 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
 
 type DiscoveryQuery = z.infer<typeof DiscoveryQuerySchema>;
 
-const listingQuery = (query: DiscoveryQuery) => ({ limit: query.limit, cursor: query.cursor, q: query.q, scope: query.scope, updatedSince: query.updated_since, passing: query.passing === true });
+const listingQuery = (query: DiscoveryQuery) => ({
+  limit: query.limit,
+  cursor: query.cursor,
+  q: query.q,
+  scope: query.scope,
+  updatedSince: query.updated_since,
+  passing: query.passing === true,
+});
 
 export default discoveryRoutes;

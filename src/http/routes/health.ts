@@ -55,19 +55,32 @@ const healthRoutes: FastifyPluginAsync = async (fastify) => {
       }
       if (!probeOk) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', 'the database does not take writes');
       const replication = app.replication?.state;
-      if (replication?.failed !== undefined) return sendProblem(reply, 'TR_ERR_UNAVAILABLE', `this replica stopped applying the replication topic: ${replication.failed}`);
+      if (replication?.failed !== undefined)
+        return sendProblem(reply, 'TR_ERR_UNAVAILABLE', `this replica stopped applying the replication topic: ${replication.failed}`);
       if (replication && !replication.caughtUp) {
         // The state goes with the 503, when an operator needs it most.
         const detail =
-          replication.broker === 'connected' ? 'this replica is catching up with the replication topic' : 'this replica cannot reach the broker to catch up with the replication topic';
-        return sendProblem(reply, 'TR_ERR_UNAVAILABLE', detail, new RegistryError('TR_ERR_UNAVAILABLE', detail, { extra: { replication }, retryAfterS: 1 }));
+          replication.broker === 'connected'
+            ? 'this replica is catching up with the replication topic'
+            : 'this replica cannot reach the broker to catch up with the replication topic';
+        return sendProblem(
+          reply,
+          'TR_ERR_UNAVAILABLE',
+          detail,
+          new RegistryError('TR_ERR_UNAVAILABLE', detail, { extra: { replication }, retryAfterS: 1 }),
+        );
       }
       // With a JWKS and no keys every token gets 401: not ready, and why (a probe asking also
       // starts a fetch, once per JWKS_COOLDOWN_S).
       const missingKeys = app.jwks?.missingKeys();
       if (missingKeys !== undefined) {
         const detail = `${missingKeys}; every token is refused with 401 until they are`;
-        return sendProblem(reply, 'TR_ERR_UNAVAILABLE', detail, new RegistryError('TR_ERR_UNAVAILABLE', detail, { extra: { signingKeys: 'unavailable' } }));
+        return sendProblem(
+          reply,
+          'TR_ERR_UNAVAILABLE',
+          detail,
+          new RegistryError('TR_ERR_UNAVAILABLE', detail, { extra: { signingKeys: 'unavailable' } }),
+        );
       }
       // The bridge's state is reported apart: discovery and writes work while the broker is down.
       return {

@@ -2,9 +2,21 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
 import { z } from 'zod';
-import { ExportBundleSchema, ExportQuerySchema, ImportBodySchema, ImportSummarySchema, type StoredToolDescriptor } from '../../model/api.js';
+import {
+  ExportBundleSchema,
+  ExportQuerySchema,
+  ImportBodySchema,
+  ImportSummarySchema,
+  type StoredToolDescriptor,
+} from '../../model/api.js';
 import { RegistryError } from '../../model/errors.js';
-import { importOfTrustGraph, inDumpTerms, trustGraphDumpOf, trustGraphItemsOf, TrustGraphDumpSchema } from '../../model/trustgraph-config.js';
+import {
+  importOfTrustGraph,
+  inDumpTerms,
+  trustGraphDumpOf,
+  trustGraphItemsOf,
+  TrustGraphDumpSchema,
+} from '../../model/trustgraph-config.js';
 import { adminOnly, adminReadProblems, headers, json, writeProblems } from '../openapi/responses.js';
 import { readBodyInPlace } from '../body-in-place.js';
 import { charsetProblem } from '../json-body.js';
@@ -69,9 +81,13 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
         if (!(err instanceof RegistryError) || err.fieldErrors === undefined) throw err;
         const errors = inDumpTerms(err.fieldErrors, converted.paths);
         const first = errors[0];
-        throw new RegistryError(err.code, `invalid TrustGraph config dump: ${errors.length} problem(s)${first ? `, first ${first.path}: ${first.message}` : ''}`, {
-          fieldErrors: errors,
-        });
+        throw new RegistryError(
+          err.code,
+          `invalid TrustGraph config dump: ${errors.length} problem(s)${first ? `, first ${first.path}: ${first.message}` : ''}`,
+          {
+            fieldErrors: errors,
+          },
+        );
       }
     },
   );
@@ -90,14 +106,18 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
         security,
         querystring: ExportQuerySchema,
         response: {
-          200: json(z.union([ExportBundleSchema, TrustGraphDumpSchema]), "The registry's content: an `ExportBundle`, or with `format=trustgraph` a `TrustGraphConfigDump`."),
+          200: json(
+            z.union([ExportBundleSchema, TrustGraphDumpSchema]),
+            "The registry's content: an `ExportBundle`, or with `format=trustgraph` a `TrustGraphConfigDump`.",
+          ),
           ...adminReadProblems,
         },
       },
     },
     async (request) => {
       const bundle = app.registry.exportBundle();
-      if (request.query.format === 'trustgraph') return trustGraphDumpOf(bundle['tool-services'], bundle.tools, config.trustgraph.workspace, app.catalog.index);
+      if (request.query.format === 'trustgraph')
+        return trustGraphDumpOf(bundle['tool-services'], bundle.tools, config.trustgraph.workspace, app.catalog.index);
       // Descriptors as stored (see StoredToolDescriptor).
       return { ...bundle, tools: bundle.tools as StoredToolDescriptor[] };
     },

@@ -15,7 +15,9 @@ import { documentedOnly } from '../validation.js';
 const CallEventsSchema = z
   .string()
   .regex(/^(?:event: (?:chunk|result|error)\ndata: [^\n]*\n\n)+$/)
-  .describe('Server-sent events: zero or more `chunk` events (`InvokeChunk`), then one `result` event (`InvokeResult`) or one `error` event (`Problem`).');
+  .describe(
+    'Server-sent events: zero or more `chunk` events (`InvokeChunk`), then one `result` event (`InvokeResult`) or one `error` event (`Problem`).',
+  );
 
 const DESCRIPTION = `The body is the arguments object, as an agent would POST it to an HTTP tool's endpoint
 (an absent body means \`{}\`). The registry checks the caller again at call time,
@@ -126,7 +128,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
             },
           ),
           401: problem(
-            "No bearer token (`TR_ERR_UNAUTHENTICATED`; calling a tool always needs one, and the challenge names the tool's scopes when it has any and anonymous callers may list it), or the token is not valid (`TR_ERR_INVALID_TOKEN`, `error=\"invalid_token\"`). Callers without a token get this answer for every name, also for names never registered or deleted, so they learn nothing about which tools exist.",
+            'No bearer token (`TR_ERR_UNAUTHENTICATED`; calling a tool always needs one, and the challenge names the tool\'s scopes when it has any and anonymous callers may list it), or the token is not valid (`TR_ERR_INVALID_TOKEN`, `error="invalid_token"`). Callers without a token get this answer for every name, also for names never registered or deleted, so they learn nothing about which tools exist.',
             {
               headers: challenge,
               example: {
@@ -139,7 +141,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
             },
           ),
           403: problem(
-            "The token holds none of the tool's scopes (`TR_ERR_INSUFFICIENT_SCOPE`, `error=\"insufficient_scope\"`; the challenge's `scope` lists those that would do).",
+            'The token holds none of the tool\'s scopes (`TR_ERR_INSUFFICIENT_SCOPE`, `error="insufficient_scope"`; the challenge\'s `scope` lists those that would do).',
             {
               headers: challenge,
               example: {
@@ -151,18 +153,30 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
               },
             },
           ),
-          404: problem('No tool of that name was ever registered, or none the caller may know of (`TR_ERR_NOT_FOUND`; callers with a token only).', {
-            example: { type: 'urn:tool-registry:error:not-found', title: 'Not found', status: 404, detail: 'no tool "calculator"', code: 'TR_ERR_NOT_FOUND' },
-          }),
-          410: problem('The tool was deleted (or is deprecated) and can no longer be called (`TR_ERR_GONE`; callers with a token that could have known of the tool only).', {
-            example: {
-              type: 'urn:tool-registry:error:gone',
-              title: 'The tool was deleted',
-              status: 410,
-              detail: 'tool "calculator" was deleted and can no longer be called',
-              code: 'TR_ERR_GONE',
+          404: problem(
+            'No tool of that name was ever registered, or none the caller may know of (`TR_ERR_NOT_FOUND`; callers with a token only).',
+            {
+              example: {
+                type: 'urn:tool-registry:error:not-found',
+                title: 'Not found',
+                status: 404,
+                detail: 'no tool "calculator"',
+                code: 'TR_ERR_NOT_FOUND',
+              },
             },
-          }),
+          ),
+          410: problem(
+            'The tool was deleted (or is deprecated) and can no longer be called (`TR_ERR_GONE`; callers with a token that could have known of the tool only).',
+            {
+              example: {
+                type: 'urn:tool-registry:error:gone',
+                title: 'The tool was deleted',
+                status: 410,
+                detail: 'tool "calculator" was deleted and can no longer be called',
+                code: 'TR_ERR_GONE',
+              },
+            },
+          ),
           413: problem(
             'The body is larger than `BODY_LIMIT` (`TR_ERR_BODY_TOO_LARGE`), or the call is larger than the message bus takes in one message (`TR_ERR_REQUEST_TOO_LARGE`).',
           ),
@@ -224,7 +238,15 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
       if (request.query.stream === 'ag-ui') {
         // Failures once the stream has started answer 200: the audit hook would not see them.
         return invokeAsAgUi(app.bridge, request, reply, invoke, (tool, code, status) =>
-          app.auditLog.recordRefusal({ ...actorOf(request), at: new Date().toISOString(), action: 'tool.invoke', target: tool, outcome: outcomeOf(status), status, detail: code }),
+          app.auditLog.recordRefusal({
+            ...actorOf(request),
+            at: new Date().toISOString(),
+            action: 'tool.invoke',
+            target: tool,
+            outcome: outcomeOf(status),
+            status,
+            detail: code,
+          }),
         );
       }
       if (!(request.headers.accept ?? '').includes('text/event-stream')) {

@@ -96,14 +96,16 @@ const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
 
 const refusals = {
   401: problem(
-    'No bearer token (`TR_ERR_UNAUTHENTICATED`), or one that is not valid (`TR_ERR_INVALID_TOKEN`); the challenge links the MCP endpoint\'s protected-resource metadata.',
+    "No bearer token (`TR_ERR_UNAUTHENTICATED`), or one that is not valid (`TR_ERR_INVALID_TOKEN`); the challenge links the MCP endpoint's protected-resource metadata.",
     { headers: challenge },
   ),
   403: problem(
     'A browser `Origin` not in `MCP_ALLOWED_ORIGINS` (`TR_ERR_ORIGIN_NOT_ALLOWED`), or a `tools/call` for a tool the token may see but holds none of the scopes of (`TR_ERR_INSUFFICIENT_SCOPE`, `error="insufficient_scope"` with the scopes that would do).',
     { headers: challenge },
   ),
-  404: problem('No session with that `Mcp-Session-Id` held by this caller (`TR_ERR_NOT_FOUND`): it ended, or never was. Start a new one with `initialize`.'),
+  404: problem(
+    'No session with that `Mcp-Session-Id` held by this caller (`TR_ERR_NOT_FOUND`): it ended, or never was. Start a new one with `initialize`.',
+  ),
   429: problems.TooManyRequests,
 };
 
@@ -149,7 +151,10 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   const enter = (request: FastifyRequest) => {
     const origin = request.headers.origin;
     if (origin !== undefined && !allowedOrigins.has(origin)) {
-      throw new RegistryError('TR_ERR_ORIGIN_NOT_ALLOWED', `requests from origin ${JSON.stringify(origin).slice(0, 200)} are not allowed on /mcp (MCP_ALLOWED_ORIGINS)`);
+      throw new RegistryError(
+        'TR_ERR_ORIGIN_NOT_ALLOWED',
+        `requests from origin ${JSON.stringify(origin).slice(0, 200)} are not allowed on /mcp (MCP_ALLOWED_ORIGINS)`,
+      );
     }
     if (request.caller.kind === 'anonymous' && !mcp.allowAnonymous) {
       throw new RegistryError('TR_ERR_UNAUTHENTICATED', 'the MCP endpoint needs a bearer token', { challenge: {} });
@@ -161,9 +166,11 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   /** The session a request names, if its caller holds it. */
   const sessionOf = (request: FastifyRequest): McpSession => {
     const id = request.headers['mcp-session-id'];
-    if (typeof id !== 'string') throw new RegistryError('TR_ERR_BAD_REQUEST', 'this request needs the Mcp-Session-Id header that initialize gave');
+    if (typeof id !== 'string')
+      throw new RegistryError('TR_ERR_BAD_REQUEST', 'this request needs the Mcp-Session-Id header that initialize gave');
     const session = sessions.get(id, callerKey(request));
-    if (!session) throw new RegistryError('TR_ERR_NOT_FOUND', 'no such MCP session: it ended or never was; start a new one with initialize');
+    if (!session)
+      throw new RegistryError('TR_ERR_NOT_FOUND', 'no such MCP session: it ended or never was; start a new one with initialize');
     return session;
   };
 
@@ -192,7 +199,15 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   };
 
   const recordFailedCall = (request: FastifyRequest, tool: string, code: string, status: number) => {
-    app.auditLog.recordRefusal({ ...actorOf(request), at: new Date().toISOString(), action: 'tool.invoke', target: tool, outcome: outcomeOf(status), status, detail: code });
+    app.auditLog.recordRefusal({
+      ...actorOf(request),
+      at: new Date().toISOString(),
+      action: 'tool.invoke',
+      target: tool,
+      outcome: outcomeOf(status),
+      status,
+      detail: code,
+    });
   };
 
   /** A new session: its own SDK server and transport, held once `initialize` succeeds. */
@@ -229,21 +244,29 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     '/mcp',
     {
       config: routeConfig,
-      schema: schema('mcpPost', 'Send MCP messages (JSON-RPC over Streamable HTTP)', {
-        200: {
-          description: 'The answer to the request: one JSON-RPC response (`application/json`), or a stream ending with it (`text/event-stream`, with progress notifications before it).',
-          content: { 'application/json': { schema: JsonRpcMessageSchema }, 'text/event-stream': { schema: McpEventsSchema } },
+      schema: schema(
+        'mcpPost',
+        'Send MCP messages (JSON-RPC over Streamable HTTP)',
+        {
+          200: {
+            description:
+              'The answer to the request: one JSON-RPC response (`application/json`), or a stream ending with it (`text/event-stream`, with progress notifications before it).',
+            content: { 'application/json': { schema: JsonRpcMessageSchema }, 'text/event-stream': { schema: McpEventsSchema } },
+          },
+          202: empty('The message was a notification or a response: nothing to answer.'),
+          400: problem(
+            "`TR_ERR_BAD_REQUEST`: a message that is no JSON-RPC message of MCP's (the JSON-RPC `error` names the field: `-32602` in params, `-32600` elsewhere), a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (with the SDK's JSON-RPC `error`), or a batch that is empty, is sent under `MCP-Protocol-Version` 2025-06-18 or later (which have none), or has two requests of one id (`-32600`; nothing in it runs).",
+          ),
+          409: problem('A request with the id of one still being answered on this session (`TR_ERR_CONFLICT`).'),
+          406: problem('`Accept` must list both `application/json` and `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).'),
+          413: problems.PayloadTooLarge,
+          415: problems.UnsupportedMediaType,
+          503: problem('`MCP_MAX_SESSIONS` sessions are held already (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.', {
+            headers: { 'Retry-After': headers['Retry-After'] },
+          }),
         },
-        202: empty('The message was a notification or a response: nothing to answer.'),
-        400: problem("`TR_ERR_BAD_REQUEST`: a message that is no JSON-RPC message of MCP's (the JSON-RPC `error` names the field: `-32602` in params, `-32600` elsewhere), a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (with the SDK's JSON-RPC `error`), or a batch that is empty, is sent under `MCP-Protocol-Version` 2025-06-18 or later (which have none), or has two requests of one id (`-32600`; nothing in it runs)."),
-        409: problem('A request with the id of one still being answered on this session (`TR_ERR_CONFLICT`).'),
-        406: problem('`Accept` must list both `application/json` and `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).'),
-        413: problems.PayloadTooLarge,
-        415: problems.UnsupportedMediaType,
-        503: problem('`MCP_MAX_SESSIONS` sessions are held already (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.', {
-          headers: { 'Retry-After': headers['Retry-After'] },
-        }),
-      }, { body: documentedOnly(z.union([JsonRpcMessageSchema, z.array(JsonRpcMessageSchema)])) }),
+        { body: documentedOnly(z.union([JsonRpcMessageSchema, z.array(JsonRpcMessageSchema)])) },
+      ),
     },
     async (request, reply) => {
       const key = enter(request);
@@ -254,7 +277,11 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       let session: McpSession;
       let opened = false;
       if (request.headers['mcp-session-id'] === undefined) {
-        if (!isInitializeRequest(body)) throw new RegistryError('TR_ERR_BAD_REQUEST', 'start a session with initialize; every other request needs the Mcp-Session-Id header it gave');
+        if (!isInitializeRequest(body))
+          throw new RegistryError(
+            'TR_ERR_BAD_REQUEST',
+            'start a session with initialize; every other request needs the Mcp-Session-Id header it gave',
+          );
         session = await openSession(request, key);
         opened = true;
       } else {
@@ -277,7 +304,11 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   const holdRequestIds = (session: McpSession, body: unknown, reply: FastifyReply) => {
     const ids = (Array.isArray(body) ? body : [body]).flatMap((message: unknown) => requestIdOf(message) ?? []);
     const taken = ids.find((id) => session.inflight.has(id));
-    if (taken !== undefined) throw new RegistryError('TR_ERR_CONFLICT', `a request with id ${taken.slice(0, 100)} is still being answered on this session; JSON-RPC ids must be unique`);
+    if (taken !== undefined)
+      throw new RegistryError(
+        'TR_ERR_CONFLICT',
+        `a request with id ${taken.slice(0, 100)} is still being answered on this session; JSON-RPC ids must be unique`,
+      );
     for (const id of ids) session.inflight.add(id);
     if (ids.length > 0) reply.raw.once('close', () => ids.forEach((id) => session.inflight.delete(id)));
   };
@@ -313,7 +344,10 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     if (body.length === 0) throw new RegistryError('TR_ERR_BAD_REQUEST', 'an empty JSON-RPC batch is not a request');
     const version = request.headers['mcp-protocol-version'];
     if (typeof version === 'string' && version >= BATCHLESS_REVISION) {
-      throw new RegistryError('TR_ERR_BAD_REQUEST', `MCP ${version} has no JSON-RPC batches (removed in ${BATCHLESS_REVISION}); send one message per request`);
+      throw new RegistryError(
+        'TR_ERR_BAD_REQUEST',
+        `MCP ${version} has no JSON-RPC batches (removed in ${BATCHLESS_REVISION}); send one message per request`,
+      );
     }
   };
 
@@ -328,7 +362,9 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       const malformed = describeMalformedMessage(message);
       if (malformed === undefined) continue;
       const detail = Array.isArray(body) ? `message ${i + 1} of the batch: ${malformed.message}` : malformed.message;
-      throw new RegistryError('TR_ERR_BAD_REQUEST', detail, { extra: { jsonrpc: '2.0', error: { code: malformed.code, message: detail }, id: null } });
+      throw new RegistryError('TR_ERR_BAD_REQUEST', detail, {
+        extra: { jsonrpc: '2.0', error: { code: malformed.code, message: detail }, id: null },
+      });
     }
   };
 
@@ -344,7 +380,9 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       if (id === undefined) continue;
       if (seen.has(id)) {
         const detail = `Invalid Request: more than one request of the batch has id ${id.slice(0, 100)}; each request needs an id of its own`;
-        throw new RegistryError('TR_ERR_BAD_REQUEST', detail, { extra: { jsonrpc: '2.0', error: { code: -32600, message: detail }, id: null } });
+        throw new RegistryError('TR_ERR_BAD_REQUEST', detail, {
+          extra: { jsonrpc: '2.0', error: { code: -32600, message: detail }, id: null },
+        });
       }
       seen.add(id);
     }
@@ -356,13 +394,19 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       config: routeConfig,
       exposeHeadRoute: false,
       schema: schema('mcpStream', "Open the session's stream of server notifications", {
-        200: { description: 'The stream; it stays open until the session ends, the token expires or the client stops reading.', content: { 'text/event-stream': { schema: McpEventsSchema } } },
+        200: {
+          description: 'The stream; it stays open until the session ends, the token expires or the client stops reading.',
+          content: { 'text/event-stream': { schema: McpEventsSchema } },
+        },
         400: problem('No `Mcp-Session-Id` (`TR_ERR_BAD_REQUEST`).'),
         406: problem('`Accept` must list `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).'),
         409: problem('The session has a stream open already (`TR_ERR_CONFLICT`).'),
-        503: problem('`MAX_WAITERS` streams and blocking queries are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`).', {
-          headers: { 'Retry-After': headers['Retry-After'] },
-        }),
+        503: problem(
+          '`MAX_WAITERS` streams and blocking queries are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`).',
+          {
+            headers: { 'Retry-After': headers['Retry-After'] },
+          },
+        ),
       }),
     },
     async (request, reply) => {
@@ -415,7 +459,8 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         tags: ['mcp'],
         operationId: 'mcpPreflight',
         summary: 'CORS preflight for browser MCP clients',
-        description: 'Answers a browser\'s preflight for `/mcp` from an origin in `MCP_ALLOWED_ORIGINS` (default: the origin of `PUBLIC_URL`): the methods and request headers the MCP transport uses. Other origins get `403`.',
+        description:
+          "Answers a browser's preflight for `/mcp` from an origin in `MCP_ALLOWED_ORIGINS` (default: the origin of `PUBLIC_URL`): the methods and request headers the MCP transport uses. Other origins get `403`.",
         security: [],
         response: {
           204: empty('The origin may call `/mcp` with these methods and headers.', {
@@ -434,7 +479,10 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         throw new RegistryError('TR_ERR_ORIGIN_NOT_ALLOWED', 'only origins in MCP_ALLOWED_ORIGINS may call /mcp from a browser');
       }
       reply.header('access-control-allow-methods', 'GET, POST, DELETE');
-      reply.header('access-control-allow-headers', 'Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID');
+      reply.header(
+        'access-control-allow-headers',
+        'Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID',
+      );
       reply.header('access-control-max-age', '600');
       return (reply as FastifyReply).code(204).send();
     },
@@ -479,7 +527,9 @@ async function answer(reply: FastifyReply, response: Response): Promise<FastifyR
   if (allow !== null) reply.header('allow', allow);
   const code = SDK_STATUS_CODES[response.status] ?? 'TR_ERR_INTERNAL';
   const message = typeof error?.message === 'string' ? error.message : response.statusText;
-  throw new RegistryError(code, message, { extra: { jsonrpc: '2.0', error: { code: typeof error?.code === 'number' ? error.code : -32000, message }, id: null } });
+  throw new RegistryError(code, message, {
+    extra: { jsonrpc: '2.0', error: { code: typeof error?.code === 'number' ? error.code : -32000, message }, id: null },
+  });
 }
 
 export default mcpRoutes;

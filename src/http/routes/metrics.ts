@@ -25,7 +25,7 @@ const metricsRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
         operationId: 'getMetrics',
         summary: 'Prometheus metrics (operators)',
         description:
-          'The registry\'s metrics in the Prometheus text format (0.0.4): requests by route pattern and status, discovery views and 304s, tools by kind, held queries, streams and MCP sessions, tool calls by tool and outcome with their latency, the message bus state, key-set fetches, group commits, and the process\'s own figures. Counters count from process start. Needs a token with the admin scope or `STATS_READ_SCOPE`; with `METRICS_PORT` set this route is not served here but on that port, to anyone who reaches it.',
+          "The registry's metrics in the Prometheus text format (0.0.4): requests by route pattern and status, discovery views and 304s, tools by kind, held queries, streams and MCP sessions, tool calls by tool and outcome with their latency, the message bus state, key-set fetches, group commits, and the process's own figures. Counters count from process start. Needs a token with the admin scope or `STATS_READ_SCOPE`; with `METRICS_PORT` set this route is not served here but on that port, to anyone who reaches it.",
         security: scopes.map((scope) => ({ bearerAuth: [scope] })),
         response: {
           200: {
@@ -33,10 +33,16 @@ const metricsRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
             content: { 'text/plain': { schema: z.string().describe('The Prometheus text exposition format, version 0.0.4.') } },
           },
           400: problems.BadRequest,
-          401: problem('No bearer token (`TR_ERR_UNAUTHENTICATED`; the challenge names the scopes that would do), or the token is not valid (`TR_ERR_INVALID_TOKEN`).', {
-            headers: challenge,
-          }),
-          403: problem('The token holds neither the admin scope nor `STATS_READ_SCOPE` (`TR_ERR_INSUFFICIENT_SCOPE`, `error="insufficient_scope"`).', { headers: challenge }),
+          401: problem(
+            'No bearer token (`TR_ERR_UNAUTHENTICATED`; the challenge names the scopes that would do), or the token is not valid (`TR_ERR_INVALID_TOKEN`).',
+            {
+              headers: challenge,
+            },
+          ),
+          403: problem(
+            'The token holds neither the admin scope nor `STATS_READ_SCOPE` (`TR_ERR_INSUFFICIENT_SCOPE`, `error="insufficient_scope"`).',
+            { headers: challenge },
+          ),
           429: problems.TooManyRequests,
         },
       },

@@ -39,10 +39,14 @@ const openapiRoutes: FastifyPluginAsync = async (fastify) => {
         tags: ['operations'],
         operationId: 'getOpenApiDocument',
         summary: 'This document, as YAML',
-        description: 'Serves this OpenAPI document as YAML (the repository keeps a copy made with a default config: `openapi.yaml`). Ignores credentials.',
+        description:
+          'Serves this OpenAPI document as YAML (the repository keeps a copy made with a default config: `openapi.yaml`). Ignores credentials.',
         security: [],
         response: {
-          200: { description: 'The OpenAPI document.', content: { 'application/yaml': { schema: z.string().describe('OpenAPI 3.1 as YAML.') } } },
+          200: {
+            description: 'The OpenAPI document.',
+            content: { 'application/yaml': { schema: z.string().describe('OpenAPI 3.1 as YAML.') } },
+          },
         },
       },
     },

@@ -32,7 +32,11 @@ function toolRecordBody(record: ToolRecord) {
 
 const written = (description: string, location: boolean, etag = false) =>
   json(ToolRecordSchema, description, {
-    headers: { 'X-Registry-Index': headers['X-Registry-Index'], ...(location && { Location: headers.ToolLocation }), ...(etag && { ETag: headers.RecordETag }) },
+    headers: {
+      'X-Registry-Index': headers['X-Registry-Index'],
+      ...(location && { Location: headers.ToolLocation }),
+      ...(etag && { ETag: headers.RecordETag }),
+    },
   });
 
 /** Preconditions of a tool's writes, checked by the registry in the write's batch. */
@@ -41,8 +45,13 @@ const WriteConditionHeaders = documentedOnly(
     'If-Match': z
       .string()
       .optional()
-      .describe("`*` (the tool must exist) or entity tags from `GET /tools/{name}` as an admin reads it (or from an earlier write's `ETag`): the write happens only if the tool's stored record still has one of them, else `412`. Keeps two operators from overwriting each other's changes."),
-    'If-None-Match': z.string().optional().describe('`*`: the write happens only if no live tool has this name, else `412` (create, never replace).'),
+      .describe(
+        "`*` (the tool must exist) or entity tags from `GET /tools/{name}` as an admin reads it (or from an earlier write's `ETag`): the write happens only if the tool's stored record still has one of them, else `412`. Keeps two operators from overwriting each other's changes.",
+      ),
+    'If-None-Match': z
+      .string()
+      .optional()
+      .describe('`*`: the write happens only if no live tool has this name, else `412` (create, never replace).'),
   }),
 );
 
@@ -60,7 +69,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         operationId: 'registerTool',
         summary: 'Register or replace a tool (either form)',
         description:
-          "The article's runtime registration. The body is an HTTP tool or a message-bus tool (`type: \"tool-service\"`); a message-bus tool is checked against its tool service (the service must exist, its required config values must be given, and every top-level key that is not a tool field must be one of its config params). Every JSON Schema the tool carries (`inputSchema`, `outputSchema`, or the input schema its `parameters` make, `items` included) is checked too: valid against its meta-schema, keywords and formats the registry knows, local `$ref`s only, at most 64 KiB and 32 subschemas deep; a problem is a `400` whose `errors` name its path (`inputSchema.properties.x.items.type`). Answers `201` when the name is new (or was deleted) and `200` when an existing tool was replaced.",
+          'The article\'s runtime registration. The body is an HTTP tool or a message-bus tool (`type: "tool-service"`); a message-bus tool is checked against its tool service (the service must exist, its required config values must be given, and every top-level key that is not a tool field must be one of its config params). Every JSON Schema the tool carries (`inputSchema`, `outputSchema`, or the input schema its `parameters` make, `items` included) is checked too: valid against its meta-schema, keywords and formats the registry knows, local `$ref`s only, at most 64 KiB and 32 subschemas deep; a problem is a `400` whose `errors` name its path (`inputSchema.properties.x.items.type`). Answers `201` when the name is new (or was deleted) and `200` when an existing tool was replaced.',
         security: admin,
         body: DescriptorBody,
         response: {
@@ -94,14 +103,25 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         params: ToolNameParamsSchema,
         headers: documentedOnly(
           z.object({
-            'If-None-Match': z.string().optional().describe('Entity tags from earlier answers (comma-separated), or `*`; `304` when one matches.'),
+            'If-None-Match': z
+              .string()
+              .optional()
+              .describe('Entity tags from earlier answers (comma-separated), or `*`; `304` when one matches.'),
           }),
         ),
         response: {
           200: json(z.union([ToolRecordSchema, PublicToolSchema]), 'The stored record (admin) or the discovery entry (everyone else).', {
-            headers: { ETag: headers.ETag, 'X-Registry-Index': headers['X-Registry-Index'], 'Cache-Control': headers.DiscoveryCacheControl, Vary: headers.VaryAuthorization },
+            headers: {
+              ETag: headers.ETag,
+              'X-Registry-Index': headers['X-Registry-Index'],
+              'Cache-Control': headers.DiscoveryCacheControl,
+              Vary: headers.VaryAuthorization,
+            },
           }),
-          304: empty('The tool still matches an entity tag given in `If-None-Match`; no body.', { ETag: headers.ETag, 'X-Registry-Index': headers['X-Registry-Index'] }),
+          304: empty('The tool still matches an entity tag given in `If-None-Match`; no body.', {
+            ETag: headers.ETag,
+            'X-Registry-Index': headers['X-Registry-Index'],
+          }),
           400: problems.BadRequest,
           401: problems.ViewUnauthorized,
           404: problems.NotFound,
@@ -193,7 +213,12 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       },
     },
     async (request, reply) => {
-      const { record, created } = await app.registry.putTool(request.body, request.params.name, actorOf(request), writeConditionOf(request.headers));
+      const { record, created } = await app.registry.putTool(
+        request.body,
+        request.params.name,
+        actorOf(request),
+        writeConditionOf(request.headers),
+      );
       reply.header('x-registry-index', String(record.index));
       reply.header('etag', toolRecordRepresentation(record).etag);
       return reply.code(created ? 201 : 200).send(toolRecordBody(record));

@@ -43,7 +43,7 @@ const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       operationId,
       summary: 'OAuth protected-resource metadata (RFC 9728)',
       description:
-        "Where to get a token and which scopes exist, built from the live catalogue (every scope a live tool requires, plus the admin scope). When `RESOURCE_URL` has a path, the same document is also served at `/.well-known/oauth-protected-resource{path}` (RFC 9728 section 3.1). Ignores credentials and is not rate limited.",
+        'Where to get a token and which scopes exist, built from the live catalogue (every scope a live tool requires, plus the admin scope). When `RESOURCE_URL` has a path, the same document is also served at `/.well-known/oauth-protected-resource{path}` (RFC 9728 section 3.1). Ignores credentials and is not rate limited.',
       security: [],
       response: { 200: json(ProtectedResourceMetadataSchema, 'The metadata.') },
     },
@@ -59,7 +59,10 @@ const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
   if (config.authorizationServers.length === 0) {
     app.post(
       '/register',
-      { config: { auth: false }, schema: { hide: true, response: { 404: json(RegistrationRefusalSchema, 'No client registration here.') } } },
+      {
+        config: { auth: false },
+        schema: { hide: true, response: { 404: json(RegistrationRefusalSchema, 'No client registration here.') } },
+      },
       async (_request, reply) => reply.code(404).send({ error: 'invalid_request' as const, error_description: NO_OAUTH }),
     );
   }
@@ -76,7 +79,7 @@ const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         operationId: 'getMcpProtectedResourceMetadata',
         summary: 'OAuth protected-resource metadata of the MCP endpoint (RFC 9728)',
         description:
-          'The metadata MCP clients read (the `resource_metadata` link of every `/mcp` challenge): `resource` is the MCP endpoint\'s own identifier (`RESOURCE_URL` followed by `/mcp`), which clients name when they ask for a token (RFC 8707), and `scopes_supported` lists the scopes live tools require (not the admin scope: nothing on `/mcp` writes). Ignores credentials and is not rate limited.',
+          "The metadata MCP clients read (the `resource_metadata` link of every `/mcp` challenge): `resource` is the MCP endpoint's own identifier (`RESOURCE_URL` followed by `/mcp`), which clients name when they ask for a token (RFC 8707), and `scopes_supported` lists the scopes live tools require (not the admin scope: nothing on `/mcp` writes). Ignores credentials and is not rate limited.",
         security: [],
         response: { 200: json(ProtectedResourceMetadataSchema, 'The metadata.') },
       },
