@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Catalog } from '../src/catalog/catalog.js';
-import { LruByteCache } from '../src/catalog/lru-byte-cache.js';
+import { lruByteCache } from '../src/catalog/lru-byte-cache.js';
 import { parseTool } from '../src/model/resolve.js';
 import type { ToolRecord } from '../src/model/records.js';
 import { seed } from './helpers/fixtures.js';
@@ -61,22 +61,24 @@ describe('catalogue views', () => {
 
 describe('LRU byte cache', () => {
   it('evicts the least recently used entries past its byte bound', () => {
-    const cache = new LruByteCache<string>(100);
-    cache.set('a', 'A', 40);
-    cache.set('b', 'B', 40);
-    expect(cache.get('a')).toBe('A');
-    cache.set('c', 'C', 40);
-    expect(cache.get('b')).toBeUndefined();
-    expect(cache.get('a')).toBe('A');
-    expect(cache.get('c')).toBe('C');
-    expect(cache.bytes).toBe(80);
+    const cache = lruByteCache<{ bytes: number }>(100, (value) => value.bytes);
+    const [a, b, c] = [{ bytes: 40 }, { bytes: 40 }, { bytes: 40 }];
+    cache?.set('a', a);
+    cache?.set('b', b);
+    expect(cache?.get('a')).toBe(a);
+    cache?.set('c', c);
+    expect(cache?.get('b')).toBeUndefined();
+    expect(cache?.get('a')).toBe(a);
+    expect(cache?.get('c')).toBe(c);
+    expect(cache?.calculatedSize).toBe(80);
   });
 
-  it('does not keep an entry larger than the whole bound', () => {
-    const cache = new LruByteCache<string>(10);
-    cache.set('big', 'x', 11);
-    expect(cache.size).toBe(0);
-    expect(cache.bytes).toBe(0);
+  it('does not keep an entry larger than the whole bound, and keeps nothing under a bound of 0', () => {
+    const cache = lruByteCache<{ bytes: number }>(10, (value) => value.bytes);
+    cache?.set('big', { bytes: 11 });
+    expect(cache?.size).toBe(0);
+    expect(cache?.calculatedSize).toBe(0);
+    expect(lruByteCache(0, () => 1)).toBeUndefined();
   });
 });
 

@@ -4,12 +4,13 @@
  * by scope. Every page walks the catalogue's indexes from where the last one stopped, so its
  * cost is what the page holds (plus the writes made since its walk began), never the catalogue.
  */
+import type { LRUCache } from 'lru-cache';
 import { normaliseTool } from '../model/normalise.js';
 import { RegistryError } from '../model/errors.js';
 import type { ToolRecord } from '../model/records.js';
 import { viewKeyString, visibleScopes, type ViewKey } from '../model/visibility.js';
 import type { Catalog } from './catalog.js';
-import { LruByteCache } from './lru-byte-cache.js';
+import { lruByteCache } from './lru-byte-cache.js';
 import { discoveryBody } from './views.js';
 import { publicToolView, type PublicTool } from '../model/public-view.js';
 import { CatalogTool } from './snapshot.js';
@@ -80,6 +81,9 @@ function decodeCursor(text: string): Cursor {
   });
 }
 
+/** What a kept page body weighs: its bytes, its key, and about what its object takes besides. */
+const bodyBytes = (made: ListingBody, key: string): number => made.body.length + key.length + 64;
+
 /** A listing's plain answer (`DiscoveryPage`) as the bytes sent. */
 export interface ListingBody {
   body: Buffer;
@@ -96,7 +100,8 @@ export class CatalogListing {
    * most agents ask for; walking it and copying its entries into one body cost ~25% of a page
    * request's CPU at 10,000 tools (profile of `GET /?limit=100` under npm run bench's load).
    */
-  readonly #bodies: LruByteCache<ListingBody>;
+  #bodies: LRUCache<string, ListingBody> | undefined;
+  readonly #cacheBytes: number;
   #bodiesVersion = -1;
 
   /** `cacheBytes`: the most bytes of page bodies kept between writes (0: none). */
@@ -104,7 +109,8 @@ export class CatalogListing {
     this.#catalog = catalog;
     this.#publicUrl = publicUrl;
     this.#health = health;
-    this.#bodies = new LruByteCache(cacheBytes);
+    this.#cacheBytes = cacheBytes;
+    this.#bodies = lruByteCache(cacheBytes, bodyBytes);
   }
 
   /**
@@ -118,15 +124,16 @@ export class CatalogListing {
     if (!cacheable) return this.#render(this.list(key, query));
     const version = this.#catalog.version;
     if (version !== this.#bodiesVersion) {
-      this.#bodies.clear();
+      // A new cache (O(1)) rather than clear(), which walks every entry.
+      this.#bodies = lruByteCache(this.#cacheBytes, bodyBytes);
       this.#bodiesVersion = version;
     }
     const limit = Math.min(query.limit ?? DEFAULT_PAGE, MAX_PAGE);
     const cacheKey = `${viewKeyString(key)}\u0000${limit}\u0000${query.cursor ?? ''}\u0000${query.scope ?? '\u0000'}\u0000${query.updatedSince ?? ''}`;
-    const cached = this.#bodies.get(cacheKey);
+    const cached = this.#bodies?.get(cacheKey);
     if (cached) return cached;
     const made = this.#render(this.list(key, query));
-    this.#bodies.set(cacheKey, made, made.body.length + cacheKey.length + 64);
+    this.#bodies?.set(cacheKey, made);
     return made;
   }
 

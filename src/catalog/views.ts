@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { viewKeyString, type ViewKey } from '../model/visibility.js';
-import { LruByteCache } from './lru-byte-cache.js';
+import type { LRUCache } from 'lru-cache';
+import { lruByteCache } from './lru-byte-cache.js';
 import type { CatalogSnapshot, CatalogTool } from './snapshot.js';
 import { finish, type Steps } from './steps.js';
 import { walkView } from './walk.js';
@@ -46,27 +47,39 @@ export interface CatalogView {
   hidden: number;
 }
 
+/** What a cached view weighs: its body and about what its object and key take besides. */
+const viewBytes = (view: CatalogView): number => view.body.length + 256;
+
 /** Change marks kept for view keys; the oldest go first (a missing key only means an early answer). */
 const MAX_CHANGE_MARKS = 100_000;
 
 export class CatalogViews {
   readonly #snapshot: CatalogSnapshot;
   readonly #serviceName: string;
-  readonly #cache: LruByteCache<CatalogView>;
+  readonly #cacheBytes: number;
+  #cache: LRUCache<string, CatalogView> | undefined;
   /** The whole catalogue is the hottest view (anonymous rediscovery): one field, no key. */
   #allView: CatalogView | null = null;
-  /** Per view key: the ETag last seen and the index at which it last changed (bounded). */
+  /**
+   * Per view key: the ETag last seen and the index at which it last changed, the key last
+   * changed longest ago dropped first. Not an lru-cache: a read must not refresh a key (only a
+   * change does), and one bounded by count (`max`) allocates all its 100,000 slots up front.
+   */
   readonly #changes = new Map<string, { etag: string; changedAt: number }>();
 
   constructor(snapshot: CatalogSnapshot, options: { serviceName: string; cacheBytes: number }) {
     this.#snapshot = snapshot;
     this.#serviceName = options.serviceName;
-    this.#cache = new LruByteCache(options.cacheBytes);
+    this.#cacheBytes = options.cacheBytes;
+    this.#cache = lruByteCache(options.cacheBytes, viewBytes);
   }
 
-  /** Views are per catalogue version: a write drops them all at once (O(1)). */
+  /**
+   * Views are per catalogue version: a write drops them all at once, in O(1) (a new cache: the
+   * old one's clear() walks every entry it holds).
+   */
   invalidate(): void {
-    this.#cache.clear();
+    this.#cache = lruByteCache(this.#cacheBytes, viewBytes);
     this.#allView = null;
   }
 
@@ -75,7 +88,7 @@ export class CatalogViews {
     const normalised = this.#normalise(key);
     const keyString = viewKeyString(normalised);
     // The cache is emptied on every write, so the key needs no index.
-    const cached = this.#cache.get(keyString);
+    const cached = this.#cache?.get(keyString);
     if (cached) return cached;
     const tools = normalised.kind === 'all' ? this.#snapshot.tools() : [...walkView(this.#snapshot, normalised)];
     const { body, etag } = finish(this.#serialise(tools));
@@ -101,7 +114,7 @@ export class CatalogViews {
   }
 
   #keep(keyString: string, view: CatalogView, full: boolean): void {
-    this.#cache.set(keyString, view, view.body.length + 256);
+    this.#cache?.set(keyString, view);
     if (full) this.#allView = view;
     this.#recordChange(keyString, view);
   }
