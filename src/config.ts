@@ -32,7 +32,7 @@ const JWT_ALGORITHMS = [
   'EdDSA',
 ] as const;
 
-/** What --help and the README say about a setting; `secret` values are never echoed in errors. */
+/** What --help and docs/configuration.md say about a setting; `secret` values are never echoed in errors. */
 interface SettingMeta {
   help: string;
   default?: string;
@@ -198,7 +198,7 @@ const roleScopes = z.string().transform((v, ctx) => {
   }
 });
 
-/** Every setting, in the order --help and the README list them. */
+/** Every setting, in the order --help and docs/configuration.md list them. */
 export const EnvSchema = z.object({
   PORT: setting(
     'TCP port to listen on (0: a free one, which the URLs the registry gives out then name, unless PUBLIC_URL is set)',
@@ -333,7 +333,7 @@ export const EnvSchema = z.object({
     replicationKeyFile,
   ),
   REPLICATION_ACCEPTED_SECRET_FILES: optional(
-    'replicated mode: more key files, comma-separated, whose messages and credentials are accepted too (REPLICATION_SECRET_FILE alone signs and seals): for rotating the key (README: Running replicas)',
+    'replicated mode: more key files, comma-separated, whose messages and credentials are accepted too (REPLICATION_SECRET_FILE alone signs and seals): for rotating the key (docs/replicas.md: Rotating the key)',
     list.pipe(z.array(replicationKeyFile)),
   ),
   REPLICATION_ACCEPT_UNSIGNED: setting(
@@ -356,7 +356,7 @@ export const EnvSchema = z.object({
     integer(1, 1_000_000),
   ),
   OUTBOUND_ALLOW: optional(
-    'CIDRs, addresses and host names the registry may connect to (tool hosts, MCP servers) though the outbound address policy refuses them by default, comma-separated, e.g. 169.254.170.2/32; the most specific rule wins (README: Outbound address policy)',
+    'CIDRs, addresses and host names the registry may connect to (tool hosts, MCP servers) though the outbound address policy refuses them by default, comma-separated, e.g. 169.254.170.2/32; the most specific rule wins (docs/security.md: Outbound address policy)',
     outboundRules,
   ),
   OUTBOUND_DENY: optional(
@@ -741,7 +741,7 @@ function settingInfo(name: SettingName): SettingInfo {
   return { help: meta.help, default: meta.default, secret: meta.secret === true };
 }
 
-/** Every setting's help, default and secrecy, read from EnvSchema (for --help and the README). */
+/** Every setting's help, default and secrecy, read from EnvSchema (for --help and docs/configuration.md). */
 export const SETTINGS = Object.fromEntries(SETTING_NAMES.map((name) => [name, settingInfo(name)])) as Readonly<
   Record<SettingName, SettingInfo>
 >;

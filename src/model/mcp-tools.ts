@@ -32,7 +32,7 @@ const MAX_PREFIX = 32;
  * `calculator` was named `calculator`, a name outside any namespace of its own: it took the name
  * the moment an operator's tool of that name was deleted. Derived when tools are listed, never
  * stored, so servers stored without a prefix need no migration (their tools are renamed on the
- * first sync after the upgrade; the README says so). Two long ids may derive the same prefix:
+ * first sync after the upgrade; docs/mcp.md says so). Two long ids may derive the same prefix:
  * the one whose tools were there first keeps a name, the other's tool is skipped as taken.
  */
 export function prefixOf(server: Pick<McpServer, 'id' | 'prefix'>): string {

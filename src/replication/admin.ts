@@ -4,7 +4,7 @@
  * keeps every message (retention without a time or size limit), since replicas read it whole
  * (see src/replication/topic.ts for why not compacted). Best effort: a broker that refuses (no
  * admin API there, no permission) is logged once, and replication runs with the namespace's
- * policy, which the README tells operators to set.
+ * policy, which docs/replicas.md tells operators to set.
  */
 import { topicPath } from '../bridge/pulsar-ws.js';
 

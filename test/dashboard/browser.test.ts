@@ -232,7 +232,7 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
         ['calculator', 'planner', 5],
       ],
     ];
-    // For the README's picture, a few more refreshes' worth of traffic in the activity chart.
+    // For the picture in the README and docs/running.md, a few more refreshes' worth of traffic in the activity chart.
     if (process.env['UPDATE_SCREENSHOT'] === '1') {
       for (const n of [9, 14, 6, 11, 18, 8, 13])
         bursts.push([

@@ -9,7 +9,7 @@
  * Every request carries an admin token, so the body is what decides the answer. The calls
  * (invoke, `/mcp`, `/ag-ui`) reach a real HTTP tool host and a real MCP server on loopback.
  * Only `POST /tools/{name}/invoke` may answer 502/503/504: those are the tool's failures (its
- * host down, slow or answering badly; a message-bus tool without a bus), which the README
+ * host down, slow or answering badly; a message-bus tool without a bus), which docs/agents.md
  * documents; a 500 is never one. Answers streamed as events (AG-UI, invoke's SSE) are read too:
  * a `RUN_ERROR` or an internal problem inside a stream is a 5xx that happened after the 200.
  *

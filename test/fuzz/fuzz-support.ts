@@ -128,7 +128,7 @@ export async function state(t: FuzzApp): Promise<State> {
   };
 }
 
-/** The gateway errors a tool call may answer with (README, "Limits and failures"). */
+/** The gateway errors a tool call may answer with (docs/agents.md, "Limits and failures"). */
 export const GATEWAY_STATUSES = new Set([502, 503, 504]);
 
 /**
