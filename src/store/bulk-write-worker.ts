@@ -9,7 +9,8 @@ import { RegistryError } from '../model/errors.js';
 import { AuditStore } from './audit-store.js';
 import { openDatabase, type SqliteDatabase } from './database.js';
 import type { BulkReply, BulkRequest } from './bulk-write.js';
-import { RegistryStore, type SlicedWrite } from './registry-store.js';
+import { RegistryStore } from './registry-store.js';
+import type { SlicedWrite } from './transactions.js';
 
 let db: SqliteDatabase | null = null;
 let write: SlicedWrite | null = null;

@@ -14,7 +14,8 @@ import { RegistryError, type ErrorCode } from '../model/errors.js';
 import type { AuditEntryInput, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
 import { startWorker } from '../package-root.js';
-import type { ReplicationPosition, ToolWrite } from './registry-store.js';
+import type { ReplicationPosition } from './replication-position-rows.js';
+import type { ToolWrite } from './tool-rows.js';
 
 /** One step of a bulk write, as the main thread asks it of the worker. */
 type BulkStep =

@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrations.js';
-import { CHANGE_LOG_READS, RegistryStore } from '../../src/store/registry-store.js';
+import { CHANGE_LOG_READS } from '../../src/store/change-rows.js';
+import { RegistryStore } from '../../src/store/registry-store.js';
 
 function migrated() {
   const db = openDatabase(':memory:');
