@@ -151,7 +151,7 @@ export class AnnouncementListener {
           throw new Error(`tool "${name}" names service "${String(tool.serviceId)}", not the announced "${serviceId}"`);
         const record = catalog.getTool(name)?.record;
         if (record && record.owner === owner && isDeepStrictEqual(record.descriptor, tool.descriptor)) continue;
-        await registry.putTool(input, name, actor);
+        await registry.putTool(input, { pathName: name, actor });
         wrote++;
       } catch (err) {
         log.warn({ serviceId, tool: name, reason: (err as Error).message }, 'announced tool refused');

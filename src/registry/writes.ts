@@ -10,9 +10,17 @@ import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } fro
 import type { CommitObserver } from './commit-telemetry.js';
 import type { ImportSummary, McpSyncResult } from './registry-service.js';
 
+/** A tool write's optional parts: POST /tools/register gives none but the actor. */
+export interface ToolWriteOptions {
+  /** From a PUT's URL: must match the body's name, if it gives one. */
+  pathName?: string | undefined;
+  actor?: Actor | undefined;
+  /** If-Match / If-None-Match, checked against the stored tool where the write is applied. */
+  condition?: WriteCondition | undefined;
+}
+
 export interface RegistryWrites {
-  /** `condition`: If-Match / If-None-Match, checked against the stored tool where the write is applied. */
-  putTool(input: unknown, pathName?: string, actor?: Actor, condition?: WriteCondition): Promise<PutResult<ToolRecord>>;
+  putTool(input: unknown, options?: ToolWriteOptions): Promise<PutResult<ToolRecord>>;
   deleteTool(name: string, actor?: Actor, condition?: WriteCondition): Promise<ToolRecord>;
   putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>>;
   deleteService(id: string, actor?: Actor): Promise<ServiceRecord>;

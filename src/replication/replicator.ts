@@ -43,7 +43,7 @@ import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord,
 import type { WriteCondition } from '../model/write-condition.js';
 import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
 import type { CommitObserver } from '../registry/commit-telemetry.js';
-import type { RegistryWrites } from '../registry/writes.js';
+import type { RegistryWrites, ToolWriteOptions } from '../registry/writes.js';
 import type { RegistryStore } from '../store/registry-store.js';
 import { TimeSlices } from '../registry/time-slices.js';
 import { ensureTopic } from './admin.js';
@@ -226,7 +226,7 @@ export class Replicator implements RegistryWrites {
   }
 
   // A condition travels with the write and is checked where it is applied, on every replica alike.
-  putTool(input: unknown, pathName?: string, actor?: Actor, condition?: WriteCondition): Promise<PutResult<ToolRecord>> {
+  putTool(input: unknown, { pathName, actor, condition }: ToolWriteOptions = {}): Promise<PutResult<ToolRecord>> {
     return this.#write('tool.put', () => ({ target: pathName, body: input, ...(condition && { condition }) }), actor);
   }
 

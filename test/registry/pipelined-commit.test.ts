@@ -62,7 +62,7 @@ function setup(fdatasync?: Fdatasync, now?: () => string) {
   const bus = new ChangeBus();
   const heard: number[] = [];
   bus.subscribe((index) => heard.push(index));
-  const service = new RegistryService(store, catalog, bus, now);
+  const service = new RegistryService(store, catalog, bus, { now });
   return { db, store, audit, catalog, bus, heard, service };
 }
 
@@ -77,7 +77,7 @@ describe('pipelined group commit', () => {
     const sync = heldFdatasync();
     const { store, audit, catalog, heard, service } = setup(sync.fdatasync);
     let answered = false;
-    const write = service.putTool(tool('held'), undefined, ACTOR).then((r) => {
+    const write = service.putTool(tool('held'), { actor: ACTOR }).then((r) => {
       answered = true;
       return r;
     });
@@ -281,7 +281,7 @@ describe('write times', () => {
     let tick = 0;
     const { store, audit, service } = setup(undefined, () => clock[Math.min(tick++, clock.length - 1)] ?? '');
     const records: ToolRecord[] = [];
-    for (const name of ['t1', 't2', 't3', 't4']) records.push((await service.putTool(tool(name), undefined, ACTOR)).record);
+    for (const name of ['t1', 't2', 't3', 't4']) records.push((await service.putTool(tool(name), { actor: ACTOR })).record);
     expect(records.map((r) => r.updatedAt)).toEqual([
       '2026-11-30T10:00:02.000Z',
       '2026-11-30T10:00:02.000Z',

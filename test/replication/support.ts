@@ -46,13 +46,10 @@ export function openReplica(options: { dir?: string; limits?: ImportPartLimits }
   const catalog = new Catalog({ publicUrl: new URL('http://registry.test'), serviceName: 'tool-registry', viewCacheBytes: 1 << 20 });
   catalog.load(store.loadSnapshot());
   // The local clock is never used for replicated writes: a wrong one shows if it is.
-  const service = new RegistryService(
-    store,
-    catalog,
-    new ChangeBus(),
-    () => '1999-01-01T00:00:00.000Z',
-    options.limits ?? IMPORT_PART_LIMITS,
-  );
+  const service = new RegistryService(store, catalog, new ChangeBus(), {
+    now: () => '1999-01-01T00:00:00.000Z',
+    partLimits: options.limits ?? IMPORT_PART_LIMITS,
+  });
   const position = store.replicationPosition();
   if (position) service.restoreStamp(position.lastAt);
   const stagedRows = () =>

@@ -85,7 +85,7 @@ export default fp<RegistryPluginOptions>(
     // Replicas decide writes alike, and each listens at its own address: the self rule of the
     // outbound address policy holds at call time there, not at registration.
     const outboundCheck = config.replication ? app.outbound.policy.checkRules : app.outbound.policy.check;
-    const service = new RegistryService(store, catalog, changes, undefined, undefined, outboundCheck);
+    const service = new RegistryService(store, catalog, changes, { outbound: outboundCheck });
     const replication = config.replication && (await startReplication(service, store, config, app.log));
     app.decorate('registry', (replication ?? service) as RegistryWrites);
     app.decorate('replication', (replication ?? null) as Replicator | null);

@@ -80,7 +80,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       },
     },
     async (request, reply) => {
-      const { record, created } = await app.registry.putTool(request.body, undefined, actorOf(request));
+      const { record, created } = await app.registry.putTool(request.body, { actor: actorOf(request) });
       reply.header('x-registry-index', String(record.index)).header('location', `/tools/${encodeURIComponent(record.name)}`);
       return reply.code(created ? 201 : 200).send(toolRecordBody(record));
     },
@@ -213,12 +213,11 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       },
     },
     async (request, reply) => {
-      const { record, created } = await app.registry.putTool(
-        request.body,
-        request.params.name,
-        actorOf(request),
-        writeConditionOf(request.headers),
-      );
+      const { record, created } = await app.registry.putTool(request.body, {
+        pathName: request.params.name,
+        actor: actorOf(request),
+        condition: writeConditionOf(request.headers),
+      });
       reply.header('x-registry-index', String(record.index));
       reply.header('etag', toolRecordRepresentation(record).etag);
       return reply.code(created ? 201 : 200).send(toolRecordBody(record));
