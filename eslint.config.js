@@ -6,8 +6,8 @@ import tseslint from 'typescript-eslint';
 
 /**
  * The rooms of src/ (architecture.md) and the rooms each may import: a folder imports only
- * folders below it, and model/ is imported by all. The README's "Layers" table states the same
- * rules; keep the two in step.
+ * folders below it, and model/ is imported by all. The "Layers" table of docs/development.md
+ * states the same rules (test/readme.test.ts checks that it names every room); keep the two in step.
  */
 const MAY_IMPORT = {
   portable: [], //                     pure code without imports, run by the server and the fetch-only client alike
