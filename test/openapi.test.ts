@@ -131,6 +131,8 @@ function appOperations(app: FastifyInstance): Set<string> {
   const ops = new Set<string>();
   for (const { method, path } of found) {
     if (path === '/docs' || path.startsWith('/docs/') || path === '/docs*') continue;
+    // @fastify/cors's catch-all, which answers 404 there (src/http/routes/mcp.ts).
+    if (path === '/mcp*') continue;
     // The dashboard's page and assets (src/http/routes/dashboard.ts): pages, not API.
     if (path === '/dashboard' || path.startsWith('/dashboard/')) continue;
     // OAuth clients' refusal where no authorization server is named (src/http/routes/well-known.ts): RFC 7591's, not API.

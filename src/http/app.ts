@@ -113,7 +113,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(toolRoutes, { config });
   await app.register(invokeRoutes);
   await app.register(agUiRoutes, { config });
-  await app.register(mcpRoutes, { config });
+  // Its own prefix, so that the catch-all @fastify/cors adds stays under /mcp (routes/mcp.ts).
+  await app.register(mcpRoutes, { config, prefix: '/mcp' });
   await app.register(toolServiceRoutes, { config });
   await app.register(mcpServerRoutes, { config });
   await app.register(importExportRoutes, { config });

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError, HTTPMethods } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ERRORS, RegistryError, problemType, type BearerChallenge, type ErrorCode, type FieldError } from '../../model/errors.js';
@@ -162,40 +162,25 @@ declare module 'fastify' {
 /** Up to this much of a path is echoed in a 404's detail. */
 const ECHOED_PATH = 200;
 
-/**
- * Which methods each route path takes, for 405s: RFC 9110 section 15.5.6 has a path that exists
- * answer a method it does not take with 405 and an `Allow` header, where Fastify answers 404.
- * Patterns are few (tens), and only requests no route matched are checked against them.
- */
-class RouteMethods {
-  /** By the pattern's source text (RegExp.source escapes `/`, so it cannot be the key). */
-  readonly #routes = new Map<string, { pattern: RegExp; methods: Set<string> }>();
-
-  add(url: string, methods: readonly string[]): void {
-    const source = url
-      .split('/')
-      .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-      .join('/');
-    const key = `^${source}/?$`;
-    let entry = this.#routes.get(key);
-    if (!entry) this.#routes.set(key, (entry = { pattern: new RegExp(key), methods: new Set<string>() }));
-    // Fastify's HEAD routes for GET ones come through onRoute too (not /mcp's: it has none).
-    for (const method of methods) entry.methods.add(method);
-  }
-
-  /** The methods the path takes, sorted; empty when no route has it. */
-  allowed(path: string): string[] {
-    const methods = new Set<string>();
-    for (const route of this.#routes.values()) if (route.pattern.test(path)) for (const method of route.methods) methods.add(method);
-    return [...methods].sort();
-  }
-}
-
 export default fp<{ resourceMetadataUrl?: string }>(
   async (app, options) => {
     app.decorate('resourceMetadataUrl', options.resourceMetadataUrl);
-    const routeMethods = new RouteMethods();
-    app.addHook('onRoute', (route) => routeMethods.add(route.url, Array.isArray(route.method) ? route.method : [route.method]));
+    // RFC 9110 section 15.5.6: a path that exists answers a method it does not take with 405 and
+    // an `Allow` header, where Fastify answers 404. Fastify's own router says which methods the
+    // path takes; only the methods some route declares are asked (HEAD ones for GET come here too).
+    const methods = new Set<HTTPMethods>();
+    app.addHook('onRoute', (route) => {
+      for (const method of Array.isArray(route.method) ? route.method : [route.method]) methods.add(method);
+    });
+    /** The methods the path takes, sorted; empty when no route has it. */
+    const allowedMethods = (url: string): string[] =>
+      [...methods]
+        .filter((method) => {
+          const found = app.findRoute({ method, url });
+          // A catch-all (swagger-ui's /docs*, @fastify/cors's under /mcp) does not make a path exist.
+          return found !== null && !('*' in found.params);
+        })
+        .sort();
     app.setErrorHandler((err, request: FastifyRequest, reply) => {
       const { code, detail, error } = problemOf(err, request);
       const status = ERRORS[code].status;
@@ -209,7 +194,7 @@ export default fp<{ resourceMetadataUrl?: string }>(
     });
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0] ?? '';
-      const allowed = routeMethods.allowed(path);
+      const allowed = allowedMethods(path);
       if (allowed.length > 0 && !allowed.includes(request.method)) {
         reply.header('allow', allowed.join(', '));
         return sendProblem(

@@ -6,6 +6,7 @@
  * which session hears of which write is src/http/mcp/sessions.ts.
  */
 import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
@@ -26,6 +27,13 @@ import { exemptFromIdleTimeout } from '../plugins/connections.js';
 import { ANYONE, BEARER, empty, headers, problem, problems } from '../openapi/responses.js';
 import { documentedOnly } from '../validation.js';
 import { resourceMetadataUrl } from './well-known.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** @fastify/cors's per-route switch, which its types do not declare. */
+    cors?: false;
+  }
+}
 
 /** Request headers the SDK's transport reads; nothing else (no credentials) is handed to it. */
 const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'] as const;
@@ -136,15 +144,22 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   const routeConfig = { resourceMetadataUrl: resourceMetadataUrl(mcp.resource) };
   const allowedOrigins = new Set(mcp.allowedOrigins);
 
-  // Browser clients on an allowed origin may read the answers (CORS), the session id included.
-  app.addHook('onRequest', (request, reply, done) => {
-    const origin = request.headers.origin;
-    if (origin !== undefined && allowedOrigins.has(origin)) {
-      reply.header('access-control-allow-origin', origin);
-      reply.header('access-control-expose-headers', 'Mcp-Session-Id, WWW-Authenticate, Retry-After');
-      reply.header('vary', 'Origin');
-    }
-    done();
+  // @fastify/cors also adds `OPTIONS /mcp*` so that preflights reach a route; /mcp has its own,
+  // so that catch-all answers as if it were not there (404, and 405s ignore it: errors.ts).
+  app.addHook('onRoute', (route) => {
+    if (route.url.endsWith('*')) route.config = { ...route.config, cors: false };
+  });
+  // Browser clients on an allowed origin may read the answers, the session id included. Its hook
+  // runs on onRequest, before the auth and rate-limit refusals, so that those are readable too;
+  // a preflight goes on to the OPTIONS route below, rate limited as any request.
+  await app.register(cors, {
+    origin: (origin, done) => done(null, origin !== undefined && allowedOrigins.has(origin)),
+    methods: ['GET', 'POST', 'DELETE'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'Accept', 'Mcp-Session-Id', 'Mcp-Protocol-Version', 'Last-Event-ID'],
+    exposedHeaders: ['Mcp-Session-Id', 'WWW-Authenticate', 'Retry-After'],
+    maxAge: 600,
+    preflightContinue: true,
+    strictPreflight: false,
   });
 
   /** Who may come in: an allowed origin (DNS rebinding), and a token unless anonymous use is on. */
@@ -241,7 +256,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   });
 
   app.post(
-    '/mcp',
+    '/',
     {
       config: routeConfig,
       schema: schema(
@@ -389,7 +404,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   };
 
   app.get(
-    '/mcp',
+    '/',
     {
       config: routeConfig,
       exposeHeadRoute: false,
@@ -452,7 +467,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
 
   // A browser's preflight carries no credentials: it is answered for allowed origins only.
   app.options(
-    '/mcp',
+    '/',
     {
       config: { ...routeConfig, auth: false },
       schema: {
@@ -478,18 +493,13 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       if (origin === undefined || !allowedOrigins.has(origin)) {
         throw new RegistryError('TR_ERR_ORIGIN_NOT_ALLOWED', 'only origins in MCP_ALLOWED_ORIGINS may call /mcp from a browser');
       }
-      reply.header('access-control-allow-methods', 'GET, POST, DELETE');
-      reply.header(
-        'access-control-allow-headers',
-        'Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID',
-      );
-      reply.header('access-control-max-age', '600');
+      // @fastify/cors has set the preflight's headers.
       return (reply as FastifyReply).code(204).send();
     },
   );
 
   app.delete(
-    '/mcp',
+    '/',
     {
       config: routeConfig,
       schema: schema('mcpEndSession', 'End an MCP session', {
