@@ -1,15 +1,15 @@
 # ---------------------------------------------------------------------------------------------
 # Node 26, the Active LTS line on 2026-11-30: Node 20 reached end of life in April 2026, and
 # Node 24 moved to Maintenance LTS when 26 became Active LTS in October 2026 (security fixes only
-# from then on). The code and its tests also run on Node 20.19+ and 22.12+ (package.json
-# "engines"); better-sqlite3 12 lists 26.x among its supported Node versions. Both stages use
-# the same tag, so the native module is built for the ABI that runs it. Debian 13 (trixie) is
+# from then on). package.json "engines" (>=22.15.0 <27) is what the lockfile needs (OpenTelemetry
+# 3 needs 22.15; better-sqlite3 12 lists 26.x as its newest), and CI runs the suite on Node 26.
+# Both stages use the same tag, so the native module is built for the ABI that runs it. Debian 13 (trixie) is
 # the base the node:26 images default to.
 ARG NODE_IMAGE=node:26-trixie-slim
 
 # ---------------------------------------------------------------------------------------------
 # Build stage: install every dependency (compiling better-sqlite3 if no prebuilt binary fits),
-# compile TypeScript to dist/ (npm ci runs the `prepare` script), then drop dev dependencies.
+# compile TypeScript to dist/, then drop dev and optional dependencies.
 FROM ${NODE_IMAGE} AS build
 
 # Toolchain for node-gyp, used only when better-sqlite3 has no prebuilt binary for this
@@ -20,17 +20,25 @@ RUN apt-get update \
 
 WORKDIR /app
 
-# What `npm ci` and its `prepare` (tsc -p tsconfig.build.json) need, and nothing else.
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
-COPY src ./src
-
-# better-sqlite3 (its prebuilt binary, or node-gyp with the toolchain above) and esbuild run
-# their install scripts here: package.json "allowScripts" approves both, so this holds whether
-# the bundled npm only warns about unreviewed install scripts (npm 11) or blocks them.
-RUN npm ci \
- && npm prune --omit=dev \
- && test -f dist/src/cli/main.js \
+# Dependencies first, in a layer of their own: it depends on the manifest and the lockfile only,
+# so a change to the code reuses it and does not rebuild the native module. `--ignore-scripts`
+# holds back `prepare` (the TypeScript build, which needs src/); the rebuild then runs the install
+# scripts of the two packages that have one (package.json "allowScripts": better-sqlite3, with
+# its prebuilt binary or node-gyp and the toolchain above, and esbuild), whether the bundled npm
+# only warns about unreviewed install scripts (npm 11) or blocks them.
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts \
+ && npm rebuild better-sqlite3 esbuild \
  && rm -rf /root/.npm
+
+# Then the code: compile TypeScript to dist/ and drop what the runtime does not need (dev
+# dependencies, and pino-pretty, optional: the server writes JSON lines when it is missing).
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build \
+ && npm prune --omit=dev --omit=optional \
+ && test -f dist/src/cli/main.js \
+ && node -e "require('better-sqlite3')(':memory:').close()"
 
 # ---------------------------------------------------------------------------------------------
 # Runtime stage: the compiled registry and its production dependencies only. The files stay

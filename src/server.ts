@@ -2,11 +2,25 @@
  * The process: build the app, listen, and close gracefully on SIGTERM/SIGINT (in-flight
  * requests finish, the database closes, exit 0).
  */
+import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './http/app.js';
 import { redactText, redactUrl } from './http/redact-url.js';
 import { listenProblem, type Config } from './config.js';
 import { startTelemetry } from './telemetry.js';
+
+/**
+ * Whether pino-pretty is installed: it is an optional dependency (left out of the Docker image,
+ * `npm ci --omit=optional`), and pino would fail at startup on a transport it cannot load.
+ */
+function prettyInstalled(): boolean {
+  try {
+    createRequire(import.meta.url).resolve('pino-pretty');
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Headers that carry credentials, wherever a log line might hold a copy of them. */
 const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key', 'x-auth-token'];
@@ -59,7 +73,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   let app: FastifyInstance;
   try {
     app = await buildApp(config, {
-      logger: loggerOptions(config, Boolean(process.stdout.isTTY)),
+      logger: loggerOptions(config, Boolean(process.stdout.isTTY) && prettyInstalled()),
       ...(telemetry && { tracing: telemetry }),
     });
   } catch (err) {
