@@ -1,7 +1,7 @@
 /**
  * Who hears of a write: every front (waiters, the change feed, MCP sessions, the dashboard)
  * subscribes here. The registry service publishes a write only once its commit is on disk
- * (src/registry/registry-service.ts stages a batch until its fsync returns), so a write whose
+ * (src/registry/group-commit.ts stages a batch until its fsync returns), so a write whose
  * commit fails is never published and nobody hears of a write a crash could still lose.
  */
 import type { Change, ChangeListener } from '../model/records.js';

@@ -136,7 +136,9 @@ export class ImportJobs {
     // builds the catalogue's entries of the one before.
     const inFlight: Promise<PutResult<ToolRecord>[]>[] = [];
     const take = async () => {
-      for (const result of await (inFlight.shift() as Promise<PutResult<ToolRecord>[]>)) {
+      const next = inFlight.shift();
+      if (next === undefined) return;
+      for (const result of await next) {
         toolResults.push(result);
         // The catalogue's entry (and its bytes), built now so that the swap is only a swap.
         entries.set(result.record.name, this.#catalog.prepare(result.record));

@@ -36,6 +36,11 @@ interface RegistryServiceOptions {
   outbound?: OutboundCheck;
 }
 
+/** A local write is made under its actor's announcer, if it has one (a replicated write's owner comes with its message). */
+function writer(actor: Actor | undefined): { actor: Actor | undefined; owner: string | null } {
+  return { actor, owner: actor?.announcer ?? null };
+}
+
 export class RegistryService implements RegistryWrites {
   readonly #store: RegistryStore;
   readonly #catalog: Catalog;
@@ -58,23 +63,19 @@ export class RegistryService implements RegistryWrites {
 
   /** `POST /tools/register` and `PUT /tools/{name}`; `pathName` must match the body's name. */
   putTool(input: unknown, { pathName, actor, condition }: ToolWriteOptions = {}): Promise<PutResult<ToolRecord>> {
-    const owner = actor?.announcer ?? null;
-    return this.#commit.enqueue(() => this.#commands.putTool(input, { pathName, condition, actor, owner }));
+    return this.#commit.enqueue(() => this.#commands.putTool(input, { pathName, condition, ...writer(actor) }));
   }
 
   deleteTool(name: string, actor?: Actor, condition?: WriteCondition): Promise<ToolRecord> {
-    const owner = actor?.announcer ?? null;
-    return this.#commit.enqueue(() => this.#commands.deleteTool(name, { condition, actor, owner }));
+    return this.#commit.enqueue(() => this.#commands.deleteTool(name, { condition, ...writer(actor) }));
   }
 
   putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>> {
-    const owner = actor?.announcer ?? null;
-    return this.#commit.enqueue(() => this.#commands.putService(input, { pathId, actor, owner }));
+    return this.#commit.enqueue(() => this.#commands.putService(input, { pathId, ...writer(actor) }));
   }
 
   deleteService(id: string, actor?: Actor): Promise<ServiceRecord> {
-    const owner = actor?.announcer ?? null;
-    return this.#commit.enqueue(() => this.#commands.deleteService(id, { actor, owner }));
+    return this.#commit.enqueue(() => this.#commands.deleteService(id, writer(actor)));
   }
 
   /** `PUT /mcp-servers/{id}`; its tools follow with the server's next sync. */

@@ -1,5 +1,5 @@
 /**
- * The pipelined group commit (src/registry/registry-service.ts, src/store/wal-sync.ts): a batch
+ * The pipelined group commit (src/registry/group-commit.ts, src/store/wal-sync.ts): a batch
  * commits without waiting for the disk, and until the fdatasync of the WAL returns nobody hears
  * of it: its writers, the catalogue, the change bus, the change and audit logs. Here the
  * fdatasync is a fake the test holds or fails, on a real SQLite file.

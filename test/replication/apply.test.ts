@@ -1,6 +1,6 @@
 /**
- * Replicated mode's apply path without a broker (src/registry/registry-service.ts
- * applyReplicated, src/store/registry-store.ts): the same messages applied to two replicas'
+ * Replicated mode's apply path without a broker (src/registry/replicated-apply.ts
+ * ReplicatedApply.apply, src/store/registry-store.ts): the same messages applied to two replicas'
  * databases give the same records, indexes, times and discovery bytes; refusals are decided the
  * same way and still move the position; the position is saved with the writes and survives a
  * reopen. The broker-level behaviour is in test/bus/replication.broker.test.ts.
