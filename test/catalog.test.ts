@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { Catalog } from '../src/catalog/catalog.js';
 import { lruByteCache } from '../src/catalog/lru-byte-cache.js';
+import { finish } from '../src/catalog/steps.js';
 import { parseTool } from '../src/model/resolve.js';
 import type { ToolRecord } from '../src/model/records.js';
 import { seed } from './helpers/fixtures.js';
@@ -56,6 +57,29 @@ describe('catalogue views', () => {
     catalog.apply(3, { tools: [{ ...record('a', 3), status: 'deleted' }] });
     expect(catalog.tools().map((t) => t.tool.name)).toEqual(['b']);
     expect(catalog.stats({ kind: 'all' }).total_tools).toBe(1);
+  });
+});
+
+describe('view invalidation (issue 32)', () => {
+  it('drops cached views after every change of the catalogue: load, apply, and a prepared write swapped or applied afresh', () => {
+    const catalog = catalogWith(record('a', 1));
+    const names = () => JSON.parse(catalog.view({ kind: 'all' }).body.toString()).tools.map((t: { name: string }) => t.name);
+    const etags = new Set([catalog.view({ kind: 'all' }).etag]);
+    catalog.apply(2, { tools: [record('b', 2)] });
+    expect(names()).toEqual(['a', 'b']);
+    catalog.applyPrepared(finish(catalog.prepareWrite(3, { tools: [record('c', 3)] })));
+    expect(names()).toEqual(['a', 'b', 'c']);
+    // Prepared on a catalogue that moved on: applied afresh, in place, and still no stale view.
+    const stale = finish(catalog.prepareWrite(5, { tools: [record('e', 5)] }));
+    catalog.apply(4, { tools: [record('d', 4)] });
+    expect(names()).toEqual(['a', 'b', 'c', 'd']);
+    expect(catalog.applyPrepared(stale).swapped).toBe(false);
+    expect(names()).toEqual(['a', 'b', 'c', 'd', 'e']);
+    etags.add(catalog.view({ kind: 'public' }).etag);
+    catalog.load({ index: 6, services: [], tools: [record('z', 6)] });
+    expect(names()).toEqual(['z']);
+    expect(catalog.view({ kind: 'public' }).index).toBe(6);
+    expect(etags.has(catalog.view({ kind: 'all' }).etag)).toBe(false);
   });
 });
 

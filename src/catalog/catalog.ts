@@ -1,16 +1,25 @@
 /**
  * The read model every front serves from: the snapshot of live descriptors (snapshot.ts) with
- * its discovery views (views.ts). Reads never touch SQLite. A write applies committed records
- * here and drops every cached view at once; who hears of the write is the change bus's job
+ * its discovery views (views.ts). Reads never touch SQLite. The catalogue holds the snapshot
+ * rather than extending it: the snapshot reports every change of its state (its one #changed),
+ * and that drops every cached view at once, so no write, present or added later, can leave a
+ * stale view or ETag behind. Who hears of the write is the change bus's job
  * (src/registry/change-bus.ts), not the catalogue's.
  */
-import type { Change } from '../model/records.js';
+import type { Change, McpServerRecord, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { ToolService } from '../model/schemas.js';
 import type { ViewKey } from '../model/visibility.js';
-import { CatalogSnapshot, type CatalogTool, type CatalogWrite, type PreparedWrite, type SnapshotData } from './snapshot.js';
+import type { CatalogTool } from './catalog-tool.js';
+import type { History } from './history.js';
+import type { LiveIndexes } from './indexes.js';
+import type { SearchFeeder } from './search-feeder.js';
+import { CatalogSnapshot, type CatalogWrite, type PreparedWrite, type SnapshotData } from './snapshot.js';
+import type { SortedNames } from './sorted-names.js';
 import type { Steps } from './steps.js';
 import { CatalogViews, type CatalogView } from './views.js';
 
-export type { CatalogTool, PreparedWrite } from './snapshot.js';
+export type { CatalogTool } from './catalog-tool.js';
+export type { PreparedWrite } from './snapshot.js';
 export type { CatalogView } from './views.js';
 
 export interface CatalogOptions {
@@ -37,16 +46,27 @@ export interface ServiceStats {
   tools_by_mcp_server: Record<string, number>;
 }
 
-export class Catalog extends CatalogSnapshot {
+export class Catalog {
+  readonly #snapshot: CatalogSnapshot;
+  /** The snapshot's parts, held here so that a read is one call away from its data. */
+  readonly #live: LiveIndexes;
+  readonly #history: History;
+  readonly #feeder: SearchFeeder;
   readonly #views: CatalogViews;
   readonly #serviceName: string;
   /** The whole catalogue's view after each prepared write, built with it. */
   readonly #preparedViews = new WeakMap<PreparedWrite, CatalogView>();
 
   constructor(options: CatalogOptions) {
-    super(options.publicUrl);
     this.#serviceName = options.serviceName;
-    this.#views = new CatalogViews(this, { serviceName: options.serviceName, cacheBytes: options.viewCacheBytes });
+    this.#snapshot = new CatalogSnapshot(options.publicUrl, () => this.#views.invalidate());
+    this.#live = this.#snapshot.live;
+    this.#history = this.#snapshot.history;
+    this.#feeder = this.#snapshot.feeder;
+    this.#views = new CatalogViews(this.#snapshot, { serviceName: options.serviceName, cacheBytes: options.viewCacheBytes });
+    this.getTool = this.#live.getTool;
+    this.existedAt = this.#history.existedAt;
+    this.lookupService = this.#snapshot.lookupService;
   }
 
   /** The article's `service` field of discovery responses. */
@@ -54,30 +74,158 @@ export class Catalog extends CatalogSnapshot {
     return this.#serviceName;
   }
 
-  override load(data: SnapshotData): void {
-    super.load(data);
-    this.#views.invalidate();
+  get index(): number {
+    return this.#snapshot.index;
   }
 
-  override apply(index: number, change: CatalogWrite, prepared?: ReadonlyMap<string, CatalogTool>): Change[] {
-    const changes = super.apply(index, change, prepared);
-    this.#views.invalidate();
-    return changes;
+  /** Changes with every write and load: what is cached from the catalogue is valid while it stays. */
+  get version(): number {
+    return this.#snapshot.version;
+  }
+
+  /** Where agents reach this registry: part of every message-bus tool's discovery entry. */
+  get publicUrl(): URL {
+    return this.#snapshot.publicUrl;
+  }
+
+  get scopeSetChangedAt(): number {
+    return this.#snapshot.scopeSetChangedAt;
+  }
+
+  get serviceCount(): number {
+    return this.#snapshot.serviceCount;
+  }
+
+  get toolCount(): number {
+    return this.#live.size;
+  }
+
+  /** Written tools not yet searchable: indexed in slices after a big write. */
+  get searchBacklog(): number {
+    return this.#feeder.pending;
+  }
+
+  load(data: SnapshotData): void {
+    this.#snapshot.load(data);
+  }
+
+  /** A live record's entry built ahead of a big write (see CatalogSnapshot.prepare). */
+  prepare(record: ToolRecord): CatalogTool {
+    return this.#snapshot.prepare(record);
+  }
+
+  /** Applies one committed write in place (see CatalogSnapshot.apply); returns its changes. */
+  apply(index: number, change: CatalogWrite, prepared?: ReadonlyMap<string, CatalogTool>): Change[] {
+    return this.#snapshot.apply(index, change, prepared);
   }
 
   /** A big write prepared in steps (see CatalogSnapshot), with the full view it will show. */
-  override *prepareWrite(index: number, change: CatalogWrite, entries?: ReadonlyMap<string, CatalogTool>): Steps<PreparedWrite> {
-    const write = yield* super.prepareWrite(index, change, entries);
-    this.#preparedViews.set(write, yield* this.#views.prepareFullView(write.sorted, index));
+  *prepareWrite(index: number, change: CatalogWrite, entries?: ReadonlyMap<string, CatalogTool>): Steps<PreparedWrite> {
+    const write = yield* this.#snapshot.prepareWrite(index, change, entries);
+    this.#preparedViews.set(write, yield* this.#views.prepareFullView(write.indexes.sorted, index));
     return write;
   }
 
-  override applyPrepared(write: PreparedWrite): { changes: Change[]; swapped: boolean } {
-    const applied = super.applyPrepared(write);
-    this.#views.invalidate();
+  /** Swaps in a prepared write (see CatalogSnapshot.applyPrepared), with its full view when it swapped. */
+  applyPrepared(write: PreparedWrite): { changes: Change[]; swapped: boolean } {
+    const applied = this.#snapshot.applyPrepared(write);
     const view = this.#preparedViews.get(write);
     if (applied.swapped && view) this.#views.installFullView(view);
     return applied;
+  }
+
+  /** A live tool by name: the live indexes' own lookup, handed out as it is (the hottest read). */
+  readonly getTool: (name: string) => CatalogTool | undefined;
+
+  /** Descriptor lookup for validation of message-bus tools. */
+  readonly lookupService: (id: string) => ToolService | undefined;
+
+  getService(id: string): ServiceRecord | undefined {
+    return this.#snapshot.getService(id);
+  }
+
+  services(): ServiceRecord[] {
+    return this.#snapshot.services();
+  }
+
+  getMcpServer(id: string): McpServerRecord | undefined {
+    return this.#snapshot.getMcpServer(id);
+  }
+
+  /** Live MCP servers, sorted by id. */
+  mcpServers(): McpServerRecord[] {
+    return this.#snapshot.mcpServers();
+  }
+
+  /** How many live tools each tool service and each MCP server carries (0 for none), in id order. */
+  toolCountsByService(): { services: Map<string, number>; mcpServers: Map<string, number> } {
+    return this.#snapshot.toolCountsByService();
+  }
+
+  /** Every live tool in name order. */
+  tools(): readonly CatalogTool[] {
+    return this.#live.tools();
+  }
+
+  /** Live names in order: every tool, or those needing no scope. */
+  names(which: 'all' | 'public'): SortedNames {
+    return this.#live.names(which);
+  }
+
+  /** Live names in order of the tools that list this scope among theirs (undefined: none). */
+  namesWithScope(scope: string): SortedNames | undefined {
+    return this.#live.namesWithScope(scope);
+  }
+
+  toolsUsingService(id: string): string[] {
+    return this.#live.toolsUsingService(id);
+  }
+
+  /** Names of the live tools of an MCP server, in name order. */
+  toolsOfMcpServer(id: string): string[] {
+    return this.#live.toolsOfMcpServer(id);
+  }
+
+  /** Every scope any live tool requires, with how many tools require it, in name order. */
+  knownScopes(): ReadonlyMap<string, number> {
+    return this.#live.knownScopes();
+  }
+
+  /**
+   * The names of every scope some live tool requires: what the visibility rules list in the
+   * challenge under ANONYMOUS_DISCOVERY=none. Bound once, so a request passes it without
+   * allocating a closure.
+   */
+  readonly knownScopeNames = (): Iterable<string> => this.#live.knownScopes().keys();
+
+  getTombstone(name: string): ToolRecord | undefined {
+    return this.#history.getTombstone(name);
+  }
+
+  /** Whether a tool by this name was live at `index`: History's own (a pinned walk asks it of every entry). */
+  readonly existedAt: (name: string, index: number) => boolean;
+
+  /** Tombstones whose deletion came after `index`, oldest deletion first. */
+  deletedAfter(index: number): Generator<ToolRecord> {
+    return this.#history.deletedAfter(index);
+  }
+
+  /** Tools (live, or tombstones) in the order of their latest change (see History.changedSince). */
+  changedSince(
+    since: string | undefined,
+    after: { index: number; name: string } | undefined,
+  ): Generator<{ record: ToolRecord; entry: CatalogTool | undefined }> {
+    return this.#history.changedSince(since, after);
+  }
+
+  /** Live tools matching `query`, best first (see SearchFeeder.search). */
+  search(query: string, limit: number, accept: (entry: CatalogTool) => boolean): CatalogTool[] {
+    return this.#feeder.search(query, limit, accept);
+  }
+
+  /** Null when every written tool is searchable; else a promise that resolves once they are. */
+  searchable(): Promise<void> | null {
+    return this.#feeder.searchable();
   }
 
   view(key: ViewKey): CatalogView {
@@ -109,7 +257,7 @@ export class Catalog extends CatalogSnapshot {
       scope_usage: nullPrototype(scopeUsage),
       unique_scopes: scopeUsage.size,
       tools_by_kind: nullPrototype(byKind),
-      total_tool_services: this.serviceCount,
+      total_tool_services: this.#snapshot.serviceCount,
     };
   }
 

@@ -13,7 +13,7 @@ import type { Catalog } from './catalog.js';
 import { lruByteCache } from './lru-byte-cache.js';
 import { discoveryBody } from './views.js';
 import { publicToolView, type PublicTool } from '../model/public-view.js';
-import { CatalogTool } from './snapshot.js';
+import { CatalogTool } from './catalog-tool.js';
 import { walkView } from './walk.js';
 import type { ServiceHealth } from './service-health.js';
 

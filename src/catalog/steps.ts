@@ -1,9 +1,12 @@
 /**
  * Work that can stop part-way: a generator that `yield`s wherever it may be interrupted (every
- * few hundred items) and returns its result at its end. The catalogue writes its big steps this
- * way (an import's new indexes, a full view's bytes) without a clock of its own: the registry
- * runs them a few milliseconds per turn of the event loop (src/registry/time-slices.ts), and a
- * small write or a test runs them to their end at once with `finish`.
+ * one to eight thousand items) and returns its result at its end. The catalogue has no clock of
+ * its own: what a write costs in proportion to its size or to the catalogue's is written this
+ * way (its plan, write-plan.ts; an import's new indexes and change marks, indexes.ts and
+ * history.ts; a full view's bytes, views.ts). The registry runs an import's steps with
+ * TimeSlices (src/registry/time-slices.ts), which gives the event loop back between them once
+ * its slice is used up; a small write (CatalogSnapshot.apply) and tests run them to their end at
+ * once with `finish`.
  */
 export type Steps<T> = Generator<void, T, void>;
 

@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import { viewKeyString, type ViewKey } from '../model/visibility.js';
 import type { LRUCache } from 'lru-cache';
 import { lruByteCache } from './lru-byte-cache.js';
-import type { CatalogSnapshot, CatalogTool } from './snapshot.js';
+import type { CatalogTool } from './catalog-tool.js';
+import type { CatalogSnapshot } from './snapshot.js';
 import { finish, type Steps } from './steps.js';
 import { walkView } from './walk.js';
 
@@ -90,9 +91,10 @@ export class CatalogViews {
     // The cache is emptied on every write, so the key needs no index.
     const cached = this.#cache?.get(keyString);
     if (cached) return cached;
-    const tools = normalised.kind === 'all' ? this.#snapshot.tools() : [...walkView(this.#snapshot, normalised)];
+    const live = this.#snapshot.live;
+    const tools = normalised.kind === 'all' ? live.tools() : [...walkView(live, normalised)];
     const { body, etag } = finish(this.#serialise(tools));
-    const view: CatalogView = { body, etag, index: this.#snapshot.index, tools, hidden: this.#snapshot.toolCount - tools.length };
+    const view: CatalogView = { body, etag, index: this.#snapshot.index, tools, hidden: live.size - tools.length };
     this.#keep(keyString, view, normalised.kind === 'all');
     return view;
   }
@@ -172,7 +174,7 @@ export class CatalogViews {
    */
   #normalise(key: ViewKey): ViewKey {
     if (key.kind !== 'scopes') return key;
-    const known = this.#snapshot.knownScopes();
+    const known = this.#snapshot.live.knownScopes();
     return { kind: 'scopes', scopes: new Set([...key.scopes].filter((s) => known.has(s))) };
   }
 

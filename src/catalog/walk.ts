@@ -4,11 +4,15 @@
  * that a page costs what the page holds, not what the catalogue holds.
  */
 import { visibleScopes, type ViewKey } from '../model/visibility.js';
-import type { CatalogSnapshot, CatalogTool } from './snapshot.js';
+import type { CatalogTool } from './catalog-tool.js';
+import type { LiveIndexes } from './indexes.js';
 import type { SortedNames } from './sorted-names.js';
 
 /** The name indexes whose union (filtered by the view) holds the view's tools with this scope. */
-function sources(snapshot: CatalogSnapshot, key: ViewKey, scope: string | undefined): SortedNames[] {
+/** What a walk reads: the live indexes, or the catalogue that serves them. */
+type Walkable = Pick<LiveIndexes, 'names' | 'namesWithScope' | 'getTool'>;
+
+function sources(snapshot: Walkable, key: ViewKey, scope: string | undefined): SortedNames[] {
   if (scope !== undefined) {
     // Tools listing `scope`; under a token that lacks it, only those another scope of it grants.
     if (key.kind === 'public') return [];
@@ -29,7 +33,7 @@ function sources(snapshot: CatalogSnapshot, key: ViewKey, scope: string | undefi
  * `after`, in name order, each once.
  */
 export function* walkView(
-  snapshot: CatalogSnapshot,
+  snapshot: Walkable,
   key: ViewKey,
   options: { after?: string | undefined; scope?: string | undefined } = {},
 ): Generator<CatalogTool> {

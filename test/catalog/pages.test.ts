@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Catalog } from '../../src/catalog/catalog.js';
 import { CatalogListing } from '../../src/catalog/listing.js';
-import type { ToolLifeEvent } from '../../src/catalog/snapshot.js';
+import type { ToolLifeEvent } from '../../src/catalog/history.js';
 import { SortedNames } from '../../src/catalog/sorted-names.js';
 import { finish } from '../../src/catalog/steps.js';
 import { walkView } from '../../src/catalog/walk.js';
