@@ -5,28 +5,25 @@
  * and problem body; a failure after that is the call's TOOL_CALL_RESULT.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { InvokeRequest, ToolBridge } from '../../bridge/bridge.js';
 import type { ErrorCode } from '../../model/errors.js';
-import { SSE_HEADERS } from '../sse.js';
+import type { EventStream } from '../event-stream.js';
 import { agUiEncoder, AgUiRun, reportFailure, type AgUiToolCall } from './run.js';
 
 export async function invokeAsAgUi(
   bridge: ToolBridge,
   request: FastifyRequest,
-  reply: FastifyReply,
+  stream: EventStream,
   invoke: InvokeRequest,
   onCallFailed: (toolName: string, code: ErrorCode, status: number) => void,
-): Promise<FastifyReply> {
+): Promise<void> {
   // The caller made the call itself: the run and the call get ids of the registry's making.
-  const run = new AgUiRun(randomUUID(), randomUUID(), await agUiEncoder(), (text) => {
-    if (!reply.raw.destroyed) reply.raw.write(text);
-  });
+  const run = new AgUiRun(randomUUID(), randomUUID(), await agUiEncoder(), (text) => stream.write(text));
   let call: AgUiToolCall | undefined;
   const started = (): AgUiToolCall => {
     if (call) return call;
-    reply.hijack();
-    reply.raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id });
+    stream.start();
     run.started();
     return (call = run.call(randomUUID(), invoke.toolName, JSON.stringify(invoke.arguments ?? {})));
   };
@@ -38,6 +35,5 @@ export async function invokeAsAgUi(
     reportFailure({ onCallFailed, log: request.log }, call, err);
   }
   run.finished();
-  reply.raw.end();
-  return reply;
+  stream.end();
 }

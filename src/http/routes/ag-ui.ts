@@ -10,9 +10,9 @@ import { AgUiEventSchema, AgUiRunInputSchema, MAX_AG_UI_TOOL_CALLS, pendingToolC
 import { RegistryError } from '../../model/errors.js';
 import { agUiEncoder, AgUiEventsSchema, AgUiRun, runToolCall } from '../ag-ui/run.js';
 import { callerKey } from '../caller-key.js';
+import { eventStreams } from '../event-stream.js';
 import { actorOf, outcomeOf } from '../plugins/audit.js';
 import { BEARER, headers, problem } from '../openapi/responses.js';
-import { SSE_HEADERS } from '../sse.js';
 
 const DESCRIPTION = `Runs tool calls for an AG-UI client or agent: the body is an AG-UI \`RunAgentInput\`, and the
 registry acts as the agent that executes the tool calls of the conversation's last assistant
@@ -46,6 +46,8 @@ before the stream starts.`;
 
 const agUiRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
+  // Not held: a run ends with its last call, at most MAX_AG_UI_TOOL_CALLS calls of bounded time.
+  const streams = eventStreams(fastify);
 
   const recordFailedCall = (request: FastifyRequest, tool: string, code: string, status: number) => {
     app.auditLog.recordRefusal({
@@ -110,21 +112,15 @@ const agUiRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       const { parentMessageId, calls } = pendingToolCalls(input.messages);
       const encoder = await agUiEncoder();
       // A caller that hangs up cancels the call in flight, and the run makes no more.
-      const callerGone = new AbortController();
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) callerGone.abort();
-      });
-      reply.hijack();
-      reply.raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id });
-      const run = new AgUiRun(input.threadId, input.runId, encoder, (text) => {
-        if (!reply.raw.destroyed) reply.raw.write(text);
-      });
+      const stream = streams.open(request, reply);
+      stream.start();
+      const run = new AgUiRun(input.threadId, input.runId, encoder, (text) => stream.write(text));
       const context = {
         bridge: app.bridge,
         caller: request.caller,
         callerKey: callerKey(request),
         authorization: request.headers.authorization,
-        signal: callerGone.signal,
+        signal: stream.signal,
         jsonMaxDepth: config.jsonMaxDepth,
         onCallFailed: (tool: string, code: string, status: number) => recordFailedCall(request, tool, code, status),
         log: request.log,
@@ -132,13 +128,13 @@ const agUiRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       const withArgs = streamsToolCallArgs(input.forwardedProps);
       run.started(input.parentRunId);
       for (const call of calls) {
-        if (callerGone.signal.aborted) break;
+        if (stream.signal.aborted) break;
         // ARGS unless the client asked not to (it applies events to the conversation it sent; src/http/ag-ui/run.ts).
         const opened = run.call(call.id, call.function.name, withArgs ? call.function.arguments : undefined, parentMessageId);
         if (!(await runToolCall(context, opened, call.function.arguments))) break;
       }
-      if (!callerGone.signal.aborted) run.finished();
-      reply.raw.end();
+      if (!stream.signal.aborted) run.finished();
+      stream.end();
       return reply;
     },
   );

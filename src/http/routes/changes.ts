@@ -1,5 +1,3 @@
-import { once } from 'node:events';
-import type { ServerResponse } from 'node:http';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -7,16 +5,12 @@ import type { Config } from '../../config.js';
 import { ChangeEventSchema, ChangesHeadersSchema, ChangesQuerySchema } from '../../model/api.js';
 import { isAdmin, type ViewChange, viewKeyFor } from '../../model/visibility.js';
 import { callerKey } from '../caller-key.js';
-import { exemptFromIdleTimeout } from '../plugins/connections.js';
+import { eventStreams } from '../event-stream.js';
 import { ANYONE, headers, problem, problems, waitersFullExample } from '../openapi/responses.js';
-import { SSE_HEADERS, sseChanges, sseEvent } from '../sse.js';
+import { sseChanges, sseEvent } from '../sse.js';
 import { tokenExpiresAt } from '../token-expiry.js';
 
 const HEARTBEAT_MS = 15_000;
-/** During replay, wait for the client to drain past this many buffered bytes. */
-const REPLAY_HIGH_WATER = 64 * 1024;
-/** setTimeout's longest delay (about 24.8 days); a later expiry re-arms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const ChangeStreamSchema = z
   .string()
@@ -62,7 +56,7 @@ when the token expires (with a closing comment). In every case the client reconn
  */
 const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const streams = new Set<ServerResponse>();
+  const streams = eventStreams(fastify, { heartbeat: { everyMs: HEARTBEAT_MS, text: ': heartbeat\n\n' }, endOnClose: true });
   /**
    * A live write's text, made once for every stream with the same view (the feed hands them the
    * same array): an import of 5,000 services to 24 admin streams was 120,000 serialisations.
@@ -76,14 +70,6 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
     }
     return text;
   };
-  const heartbeat = setInterval(() => {
-    for (const stream of streams) stream.write(': heartbeat\n\n');
-  }, HEARTBEAT_MS).unref();
-  app.addHook('preClose', async () => {
-    clearInterval(heartbeat);
-    for (const stream of streams) stream.end();
-    streams.clear();
-  });
 
   // No automatic HEAD route: it would hold a stream slot with nothing to send.
   app.get(
@@ -148,95 +134,39 @@ const changesRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { 
       if (request.validationError) throw request.validationError;
       const admin = isAdmin(request.caller, config);
       const from = request.headers['last-event-id'] ?? request.query.since;
-      const expiresAt = tokenExpiresAt(request, config.jwt.clockToleranceS);
       const caller = callerKey(request);
-      const release = app.waiters.reserve(caller);
-      reply.hijack();
-      const raw = reply.raw;
-      exemptFromIdleTimeout(request);
-      let close = () => undefined as unknown;
-      let expiry: NodeJS.Timeout | undefined;
-      let done = false;
-      const cleanup = () => {
-        if (done) return;
-        done = true;
-        clearTimeout(expiry);
-        close();
-        streams.delete(raw);
-        release();
-      };
-      // Registered first, so that the slot is released however the stream ends.
-      raw.once('close', cleanup);
-      /**
-       * Ends the stream: at once by dropping the socket (`graceMs` 0: the client is not reading,
-       * and an ended response would keep its bytes until it did), or with a closing comment,
-       * dropping the socket only if that has not reached the client within `graceMs`.
-       */
-      const endStream = (comment: string, graceMs: number) => {
-        if (done) return;
-        cleanup();
-        // Until the response has finished it holds the socket: destroying it drops the socket.
-        if (graceMs === 0) {
-          raw.destroy();
-          return;
-        }
-        raw.end(`: ${comment}\n\n`);
-        setTimeout(() => {
-          if (!raw.writableFinished) raw.destroy();
-        }, graceMs).unref();
-      };
-      const maxBuffered = config.changeStreamBufferBytes;
-      const highWater = Math.min(REPLAY_HIGH_WATER, maxBuffered / 4);
-      /**
-       * A client that stops reading must not make the registry buffer without bound. A write's
-       * events go out whole onto a nearly drained stream (so that a write larger than the limit
-       * cannot stop a stream for good); otherwise a stream whose buffer would pass the limit is
-       * cut off and its socket dropped at once (an `end` would keep the buffer until the client
-       * read it), and the client resumes from its Last-Event-ID. The bound is therefore the
-       * larger of CHANGE_STREAM_BUFFER_BYTES and one write's events.
-       */
-      const send = (text: string) => {
-        if (done) return;
-        const buffered = raw.writableLength;
-        if (buffered > highWater && buffered + Buffer.byteLength(text) > maxBuffered) {
-          endStream('the client is not reading', 0);
-          return;
-        }
-        raw.write(text);
-      };
+      const stream = streams.open(request, reply, {
+        hold: {
+          slots: app.waiters,
+          holder: caller,
+          expiresAt: tokenExpiresAt(request, config.jwt.clockToleranceS),
+          onExpired: (expired) =>
+            expired.end(': the token has expired; reconnect with a fresh token and Last-Event-ID to resume\n\n', 1000),
+        },
+        // A write's events go out whole, so the bound is the larger of this and one write's events.
+        maxBufferedBytes: config.changeStreamBufferBytes,
+      });
       try {
-        raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id, 'x-registry-index': String(app.catalog.index) });
-        raw.write(': connected\n\n');
-        const onFellBehind = () => endStream('the stream fell behind the live changes', 0);
+        stream.start({ 'x-registry-index': String(app.catalog.index) });
+        stream.write(': connected\n\n');
+        // Dropped at once: a client that fell this far behind resumes from its Last-Event-ID.
+        const onFellBehind = () => stream.cut();
         const subscription = app.changeFeed.subscribe({ from, key, admin, caller, onFellBehind }, async (events, phase, complete) => {
           if (phase === 'live') {
-            send(liveText(events));
+            stream.write(liveText(events));
             return;
           }
           // During the replay the registry waits for the client instead of cutting it off.
-          if (raw.writableLength > highWater && !done) await Promise.race([once(raw, 'drain'), once(raw, 'close')]);
-          send(sseChanges(events, complete));
+          await stream.drained();
+          stream.write(sseChanges(events, complete));
         });
-        close = subscription.close;
-        if (done) subscription.close();
-        // A token's stream lasts as long as the token is accepted.
-        if (expiresAt !== undefined) {
-          const arm = () => {
-            const left = expiresAt - Date.now();
-            if (left <= 0) endStream('the token has expired; reconnect with a fresh token and Last-Event-ID to resume', 1000);
-            else expiry = setTimeout(arm, Math.min(left, MAX_TIMER_MS)).unref();
-          };
-          arm();
-        }
+        stream.onEnd(subscription.close);
         // An index from the future (a reset or restored registry): the client must start over.
-        if (subscription.reset && !done) raw.write(sseEvent('reset', { index: subscription.index }));
-        // Not when the stream already ended (an expired token, a replay that fell behind).
-        if (!done) streams.add(raw);
+        if (subscription.reset) stream.write(sseEvent('reset', { index: subscription.index }));
         await subscription.caughtUp;
       } catch (err) {
         request.log.error({ err }, 'change stream failed');
-        raw.destroy();
-        cleanup();
+        stream.cut();
       }
       return reply;
     },

@@ -6,10 +6,11 @@ import { InvokeArgumentsSchema, InvokeChunkSchema, InvokeResultSchema, ProblemSc
 import { invokeAsAgUi } from '../ag-ui/invoke.js';
 import { AgUiEventsSchema } from '../ag-ui/run.js';
 import { callerKey } from '../caller-key.js';
+import { eventStreams } from '../event-stream.js';
 import { actorOf, outcomeOf } from '../plugins/audit.js';
 import { BEARER, headers, problem, problems } from '../openapi/responses.js';
 import { problemBody, problemOf } from '../plugins/errors.js';
-import { SSE_HEADERS, sseEvent as sse } from '../sse.js';
+import { sseEvent as sse } from '../sse.js';
 import { documentedOnly } from '../validation.js';
 
 const CallEventsSchema = z
@@ -82,6 +83,8 @@ const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
  */
 const invokeRoutes: FastifyPluginAsync = async (fastify) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
+  // Not held: a call's stream ends with the call, bounded by its timeout and the bridge's limits.
+  const streams = eventStreams(fastify);
   app.post(
     '/tools/:name/invoke',
     {
@@ -222,22 +225,18 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
     },
     async (request, reply) => {
       // A caller that hangs up cancels its call: the bridge aborts it and frees its slot.
-      const callerGone = new AbortController();
-      const onClose = () => {
-        if (!reply.raw.writableFinished) callerGone.abort();
-      };
-      reply.raw.once('close', onClose);
+      const stream = streams.open(request, reply);
       const invoke = {
         toolName: request.params.name,
         arguments: request.body,
         caller: request.caller,
         authorization: request.headers.authorization,
         callerKey: callerKey(request),
-        signal: callerGone.signal,
+        signal: stream.signal,
       };
       if (request.query.stream === 'ag-ui') {
         // Failures once the stream has started answer 200: the audit hook would not see them.
-        return invokeAsAgUi(app.bridge, request, reply, invoke, (tool, code, status) =>
+        await invokeAsAgUi(app.bridge, request, stream, invoke, (tool, code, status) =>
           app.auditLog.recordRefusal({
             ...actorOf(request),
             at: new Date().toISOString(),
@@ -248,6 +247,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
             detail: code,
           }),
         );
+        return reply;
       }
       if (!(request.headers.accept ?? '').includes('text/event-stream')) {
         const result = await app.bridge.invoke(invoke);
@@ -256,29 +256,22 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
 
       // Streaming: chunks are written as they come; the response starts with the first chunk or
       // the end, so that refusals before the call (401, 403, 404) keep their status codes.
-      let started = false;
-      const start = () => {
-        if (started) return;
-        started = true;
-        reply.hijack();
-        reply.raw.writeHead(200, { ...SSE_HEADERS, 'x-request-id': request.id });
-      };
       try {
         const result = await app.bridge.invoke({
           ...invoke,
           onChunk: (text) => {
-            start();
-            reply.raw.write(sse('chunk', { text }));
+            stream.start();
+            stream.write(sse('chunk', { text }));
           },
         });
-        start();
-        reply.raw.end(sse('result', result));
+        stream.start();
+        stream.end(sse('result', result));
       } catch (err) {
-        if (!started) throw err;
+        if (!stream.started) throw err;
         // Once streaming, the failure is an event in the one problem shape.
         const { code, detail, error } = problemOf(err);
         if (!error) request.log.error({ err }, 'streamed call failed');
-        reply.raw.end(sse('error', problemBody(code, detail, error)));
+        stream.end(sse('error', problemBody(code, detail, error)));
       }
       return reply;
     },

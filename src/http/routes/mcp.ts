@@ -18,13 +18,14 @@ import { RegistryError, type ErrorCode } from '../../model/errors.js';
 import { viewKeyFor } from '../../model/visibility.js';
 import { packageVersion } from '../../package-root.js';
 import { callerKey } from '../caller-key.js';
+import { eventStreams } from '../event-stream.js';
 import { endResponsesOfCancelledRequests } from '../mcp/cancellation.js';
 import { describeMalformedMessage } from '../mcp/invalid-params.js';
 import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
 import { actorOf, outcomeOf } from '../plugins/audit.js';
-import { exemptFromIdleTimeout } from '../plugins/connections.js';
 import { ANYONE, BEARER, empty, headers, problem, problems } from '../openapi/responses.js';
+import { tokenExpiresAt } from '../token-expiry.js';
 import { documentedOnly } from '../validation.js';
 import { resourceMetadataUrl } from './well-known.js';
 
@@ -51,9 +52,6 @@ const SDK_STATUS_CODES: Readonly<Record<number, ErrorCode>> = {
 
 /** The protocol revision that removed JSON-RPC batching. */
 const BATCHLESS_REVISION = '2025-06-18';
-
-/** setTimeout's longest delay; a later token expiry re-arms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const DESCRIPTION = `The Model Context Protocol's Streamable HTTP transport, served by the official
 TypeScript SDK at its newest protocol revision (older revisions it supports are negotiated at
@@ -119,6 +117,8 @@ const refusals = {
 
 const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
+  // The session stream ends with its session (sessions.closeAll on close), not here.
+  const streams = eventStreams(fastify);
   const { mcp } = config;
   const sessions = new McpSessions({ maxSessions: mcp.maxSessions, perCaller: mcp.sessionsPerCaller, idleMs: mcp.sessionIdleMs });
   app.metrics.watchMcpSessions(() => sessions.size);
@@ -428,39 +428,34 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       const key = enter(request);
       const session = sessionOf(request);
       session.view = key;
-      const release = app.waiters.reserve(callerKey(request));
+      const stream = streams.open(request, reply, {
+        hold: {
+          slots: app.waiters,
+          holder: callerKey(request),
+          // A stream lasts as long as its token is accepted; the client reconnects with a fresh one.
+          expiresAt: tokenExpiresAt(request, config.jwt.clockToleranceS),
+          onExpired: () => session.transport.closeStandaloneSSEStream(),
+        },
+      });
       let response: Response;
       try {
         response = await handOver(request, reply, session);
       } catch (err) {
-        release();
+        stream.release();
         throw err;
       }
       if (response.status !== 200) {
-        release();
+        stream.release();
         return answer(reply, response);
       }
+      // The SDK writes the head and the events (through reply.send, so Fastify's hooks add the headers).
       const raw = reply.raw;
-      exemptFromIdleTimeout(request);
-      session.stream = raw;
-      let expiry: NodeJS.Timeout | undefined;
-      raw.once('close', () => {
-        clearTimeout(expiry);
+      stream.held();
+      if (!stream.ended) session.stream = raw;
+      stream.onEnd(() => {
         if (session.stream === raw) session.stream = null;
         session.lastSeen = Date.now();
-        release();
       });
-      // A stream lasts as long as its token is accepted; the client reconnects with a fresh one.
-      const expiresAt = request.caller.kind === 'token' ? request.caller.expiresAt : undefined;
-      if (expiresAt !== undefined) {
-        const endsAt = expiresAt + config.jwt.clockToleranceS * 1000;
-        const arm = () => {
-          const left = endsAt - Date.now();
-          if (left <= 0) session.transport.closeStandaloneSSEStream();
-          else expiry = setTimeout(arm, Math.min(left, MAX_TIMER_MS)).unref();
-        };
-        arm();
-      }
       return answer(reply, response);
     },
   );
