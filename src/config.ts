@@ -206,6 +206,10 @@ export const EnvSchema = z.object({
     integer(0, 65535),
   ),
   HOST: setting('address to listen on (0.0.0.0 for every interface)', '127.0.0.1', listenHost),
+  PORT_FILE: optional(
+    'once listening, write the bound port to this file (with PORT=0, how a supervisor, a script or a test learns which port was chosen)',
+    z.string().min(1),
+  ),
   DATABASE_PATH: setting('SQLite database file (":memory:" for a throwaway one)', './data/registry.db', z.string().min(1)),
   PUBLIC_URL: optional(
     'base URL agents reach this registry at (default http://HOST:PORT); message-bus tools point at its invoke route',
@@ -601,6 +605,7 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
   return {
     port: env.PORT,
     host,
+    portFile: env.PORT_FILE,
     databasePath: env.DATABASE_PATH,
     publicUrl,
     anonymousDiscovery: env.ANONYMOUS_DISCOVERY,

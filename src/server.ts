@@ -2,6 +2,7 @@
  * The process: build the app, listen, and close gracefully on SIGTERM/SIGINT (in-flight
  * requests finish, the database closes, exit 0).
  */
+import { renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './http/app.js';
@@ -20,6 +21,18 @@ function prettyInstalled(): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Writes the bound port to PORT_FILE, whole or not at all (written beside it, then renamed), so a
+ * reader that sees the file reads a port the server already listens on.
+ */
+function reportPort(file: string, app: FastifyInstance): void {
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') return;
+  const partial = `${file}.${process.pid}.tmp`;
+  writeFileSync(partial, `${address.port}\n`);
+  renameSync(partial, file);
 }
 
 /** Headers that carry credentials, wherever a log line might hold a copy of them. */
@@ -111,6 +124,14 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   } catch (err) {
     await app.close();
     throw listenProblem(err, { port: config.port, host: config.host, portSetting: 'PORT', hostSetting: 'HOST' }) ?? err;
+  }
+  if (config.portFile !== undefined) {
+    try {
+      reportPort(config.portFile, app);
+    } catch (err) {
+      await app.close();
+      throw new Error(`PORT_FILE: cannot write ${config.portFile}: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
   app.log.info(
     { publicUrl: config.publicUrl.href, anonymousDiscovery: config.anonymousDiscovery, tracing: telemetry !== null },

@@ -27,6 +27,7 @@ import {
   REPO_ROOT,
   runCli,
   spawnCli,
+  startServer,
   stopProcess,
 } from './helpers/process.js';
 
@@ -322,7 +323,7 @@ describe('bad configuration or usage stops the CLI with one line', () => {
 
   it('serve with ANONYMOUS_DISCOVERY=bogus exits 2 naming ANONYMOUS_DISCOVERY', async () => {
     const databasePath = join(processTempDir(), 'registry.db');
-    const result = await run(['serve'], { databasePath, env: { PORT: String(await freePort()), ANONYMOUS_DISCOVERY: 'bogus' } });
+    const result = await run(['serve'], { databasePath, env: { PORT: '0', ANONYMOUS_DISCOVERY: 'bogus' } });
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     const lines = linesOf(result.stderr);
@@ -443,7 +444,7 @@ describe('migrate applies the schema once and refuses a newer one', () => {
     expect(migrateLines[0]).toContain('999');
 
     // The app refuses while it is built, before it listens or takes signals.
-    const serve = await run(['serve'], { databasePath, env: { PORT: String(await freePort()) } });
+    const serve = await run(['serve'], { databasePath, env: { PORT: '0' } });
     expect(serve.code).toBe(1);
     const serveLines = linesOf(serve.stderr);
     expect(serveLines).toHaveLength(1);
@@ -491,6 +492,22 @@ describe.concurrent('the real process (child processes)', () => {
     expect(lines[0]).toMatch(/\bPORT\b/);
     expect(lines[0]).toContain('abc');
     expect(existsSync(databasePath)).toBe(false);
+  });
+
+  it('serve writes the port it bound to PORT_FILE, and stops with one line naming PORT_FILE when it cannot', async ({ expect }) => {
+    const dir = processTempDir();
+    const server = await startServer({ env: { PORT_FILE: join(dir, 'bound-port') } });
+    try {
+      expect(readFileSync(join(dir, 'bound-port'), 'utf8')).toBe(`${server.port}\n`);
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    } finally {
+      await stopProcess(server);
+    }
+    const refused = await runCli(['serve'], { port: 0, env: { PORT_FILE: join(dir, 'no-such-folder', 'port') } });
+    expect(refused.code).toBe(1);
+    const lines = linesOf(refused.stderr);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^tool-registry: PORT_FILE: cannot write .*no-such-folder/);
   });
 
   it('serve with PORT=0 and no PUBLIC_URL listens on a free port and gives out URLs naming it', async ({ expect }) => {
