@@ -155,6 +155,38 @@ describe('event streams (src/http/event-stream.ts)', () => {
     response.destroy();
   });
 
+  it('does not abort a stream that ended before the client went away', async () => {
+    const { streams, open } = await serve({ body: (stream) => stream.end() });
+    await text(await open());
+    await until(() => streams[0]?.ended === true);
+    expect(streams[0]?.signal.aborted).toBe(false);
+  });
+
+  it('holds a stream whose head another writes (held), and gives back the slot of one that never started (release)', async () => {
+    const pool = slots();
+    app = Fastify();
+    const registry = eventStreams(app);
+    const hold = { slots: pool, holder: 'caller', expiresAt: undefined, onExpired: () => undefined };
+    app.get('/refused', async (request, reply) => {
+      const stream = registry.open(request, reply, { hold });
+      // As GET /mcp does when the SDK refuses: an ordinary reply, and the slot back.
+      stream.release();
+      return reply.code(409).send({ refused: true });
+    });
+    app.get('/sent', async (request, reply) => {
+      const stream = registry.open(request, reply, { hold });
+      stream.held();
+      expect(stream.started).toBe(true);
+      return reply.header('content-type', 'text/event-stream').send(': sent by another\n\n');
+    });
+    const refused = await app.inject({ method: 'GET', url: '/refused' });
+    expect(refused.statusCode).toBe(409);
+    expect(pool.held('caller')).toBe(0);
+    const sent = await app.inject({ method: 'GET', url: '/sent' });
+    expect(sent.body).toBe(': sent by another\n\n');
+    await until(() => pool.held('caller') === 0);
+  });
+
   it('ends open streams when the server closes', async () => {
     const { pool, open } = await serve();
     const response = await open();
