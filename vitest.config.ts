@@ -10,6 +10,10 @@ const BROKER_SUITES = ['test/bus/broker.test.ts', 'test/bus/*.broker.test.ts'];
 // file at a time. Run beside the rest of the suite on two cores, other files' CPU showed up as
 // 50-150 ms answers that had nothing to do with the registry.
 const TIMING_SUITES = ['test/hardening/schema-stalls.test.ts', 'test/mcp/churn.test.ts'];
+// Files that spawn processes (the CLI, real servers killed with SIGKILL) or drive a browser:
+// `*.process.test.ts`, plus the wire test that runs a tool service in a child. Kept out of `unit`
+// so `npm run test:unit` stays in-process and fast.
+const PROCESS_SUITES = ['test/**/*.process.test.ts', 'test/bus/issue-15-wire.test.ts'];
 
 export default defineConfig({
   test: {
@@ -19,8 +23,17 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        // Unit, HTTP (app.inject), CLI and process-level tests; the bus contract against the fake.
-        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...BROKER_SUITES, ...TIMING_SUITES] },
+        // In-process: unit, HTTP (app.inject) and CLI (main() in-process) tests; the bus contract against the fake.
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...BROKER_SUITES, ...TIMING_SUITES, ...PROCESS_SUITES],
+        },
+      },
+      {
+        extends: true,
+        // Child processes and Chromium, beside the unit project.
+        test: { name: 'process', include: PROCESS_SUITES },
       },
       {
         extends: true,

@@ -2,7 +2,7 @@
  * The /dashboard page (issue 13) through app.inject: the HTML under its Content-Security-Policy,
  * its assets from this repository and uPlot from node_modules with long-cache headers and ETags,
  * 304s, the DASHBOARD switch, and the per-service figures /stats gives operators only. The page
- * itself runs in a real browser in browser.test.ts.
+ * itself runs in a real browser in browser.process.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seed } from './helpers/fixtures.js';
+import { seed } from '../helpers/fixtures.js';
 import {
   killAll,
   mintTokenWithCli,
@@ -18,7 +18,7 @@ import {
   startServer,
   stopProcess,
   type ServerProcess,
-} from './helpers/process.js';
+} from '../helpers/process.js';
 
 const SERVICES = ['joke-service', 'custom-rag'] as const;
 const SEED_TOOLS = [

@@ -11,11 +11,11 @@ import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../src/cli/main.js';
-import { HELP } from '../src/cli/help.js';
-import { loadConfig } from '../src/config.js';
-import { buildApp } from '../src/http/app.js';
-import { seed } from './helpers/fixtures.js';
+import { main } from '../../src/cli/main.js';
+import { HELP } from '../../src/cli/help.js';
+import { loadConfig } from '../../src/config.js';
+import { buildApp } from '../../src/http/app.js';
+import { seed } from '../helpers/fixtures.js';
 import {
   freePort,
   jwtPayload,
@@ -29,7 +29,7 @@ import {
   spawnCli,
   startServer,
   stopProcess,
-} from './helpers/process.js';
+} from '../helpers/process.js';
 
 const SEED_DIR = join(REPO_ROOT, 'test', 'fixtures', 'seed');
 const HTTP_TOOLS = ['calculator', 'file_reader', 'database_query', 'simulation_data', 'weather_forecast'] as const;

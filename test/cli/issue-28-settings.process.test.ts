@@ -7,10 +7,10 @@
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from '../src/cli/main.js';
-import { misspeltSettings } from '../src/cli/misspelt-settings.js';
-import { SETTING_NAMES } from '../src/config.js';
-import { linesOf, LOOPBACK, processTempDir, removeTempDirs } from './helpers/process.js';
+import { main } from '../../src/cli/main.js';
+import { misspeltSettings } from '../../src/cli/misspelt-settings.js';
+import { SETTING_NAMES } from '../../src/config.js';
+import { linesOf, LOOPBACK, processTempDir, removeTempDirs } from '../helpers/process.js';
 
 afterAll(() => removeTempDirs());
 
