@@ -135,14 +135,18 @@ export class LiveIndexes {
     // Name-order index updates are gathered, so that a big write merges once per index.
     const added: IndexChanges = new Map();
     const removed: IndexChanges = new Map();
-    for (const { record, previous, entry } of steps) {
+    for (let i = 0; i < steps.length; i++) {
+      const { record, previous, entry } = steps[i] as ToolStep;
+      // A name written twice in one write (its steps sit together) leaves the name indexes it
+      // was in before its first step and joins those of its last: noting every step kept it in
+      // its first entry's indexes, or, deleted by its last step, left it in all of them.
       if (previous) {
-        this.#note(previous, removed);
+        if (steps[i - 1]?.record.name !== record.name) this.#note(previous, removed);
         this.#indexService(previous, 'out');
       }
       if (entry) {
         this.#tools.set(record.name, entry);
-        this.#note(entry, added);
+        if (steps[i + 1]?.record.name !== record.name) this.#note(entry, added);
         this.#indexService(entry, 'in');
       } else this.#tools.delete(record.name);
     }

@@ -65,7 +65,7 @@ export class CatalogSnapshot {
   readonly #source: PlanSource;
 
   /** `onChange`: called after every change of the state (load, apply, applyPrepared). */
-  constructor(publicUrl: URL, onChange: () => void = () => {}) {
+  constructor(publicUrl: URL, onChange: () => void) {
     this.#publicUrl = publicUrl;
     this.#onChange = onChange;
     this.#source = {
