@@ -19,6 +19,9 @@ import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { FakePulsar } from './helpers/fake-pulsar.js';
 import { seed } from './helpers/fixtures.js';
 
+/** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 5000 ms. */
+const polling = { timeout: 5000, interval: 10 };
+
 type Event = BaseEvent & Record<string, unknown>;
 
 const toolCall = (id: string, name: string, args: unknown) => ({
@@ -463,9 +466,9 @@ describe('AG-UI', () => {
       let received = '';
       req.on('response', (res) => res.on('data', (chunk: Buffer) => (received += chunk.toString())));
       req.end(JSON.stringify(runInput([toolCall('h', 'hang', {}), toolCall('after', 'echo', { text: 'never' })])));
-      await until(() => t.app.bridge.inflight === 1 && received.includes('TOOL_CALL_END'));
+      await vi.waitUntil(() => t.app.bridge.inflight === 1 && received.includes('TOOL_CALL_END'), polling);
       req.destroy();
-      await until(() => t.app.bridge.inflight === 0);
+      await vi.waitUntil(() => t.app.bridge.inflight === 0, polling);
       await new Promise((resolve) => setTimeout(resolve, 50));
       const after = await stats();
       expect((after.errors_by_class['cancelled'] ?? 0) - (before.errors_by_class['cancelled'] ?? 0)).toBe(1);
@@ -571,11 +574,3 @@ describe('AG-UI', () => {
     expect(String(await outcome)).toMatch(/No active tool call found with ID 'c'/);
   });
 });
-
-async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${check.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

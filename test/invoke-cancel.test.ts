@@ -5,9 +5,12 @@
  */
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, createTestApp, type TestApp } from './helpers/app.js';
 import { seed } from './helpers/fixtures.js';
+
+/** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 3000 ms. */
+const polling = { timeout: 3000, interval: 10 };
 
 describe('a caller that hangs up', () => {
   let t: TestApp;
@@ -56,18 +59,10 @@ describe('a caller that hangs up', () => {
     });
     req.on('error', () => undefined);
     req.end('{}');
-    await until(() => t.app.bridge.inflight === 1);
+    await vi.waitUntil(() => t.app.bridge.inflight === 1, polling);
     req.destroy();
-    await until(() => t.app.bridge.inflight === 0);
+    await vi.waitUntil(() => t.app.bridge.inflight === 0, polling);
     const stats = await t.app.inject({ method: 'GET', url: '/stats' });
     expect(stats.json().errors_by_class).toEqual({ cancelled: 1 });
   });
 });
-
-async function until(check: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${check.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

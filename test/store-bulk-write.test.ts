@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RegistryError } from '../src/model/errors.js';
 import { parseTool, parseToolService } from '../src/model/resolve.js';
 import { AuditStore } from '../src/store/audit-store.js';
@@ -15,6 +15,9 @@ import { openDatabase } from '../src/store/database.js';
 import { migrate } from '../src/store/migrations.js';
 import { RegistryStore } from '../src/store/registry-store.js';
 import { seed } from './helpers/fixtures.js';
+
+/** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 10_000 ms. */
+const polling = { timeout: 10_000, interval: 10 };
 
 const NOW = '2026-11-30T00:00:00.000Z';
 const dirs: string[] = [];
@@ -39,13 +42,6 @@ const tools = (n: number) =>
   Array.from({ length: n }, (_, i) =>
     parseTool({ ...seed('calculator'), name: `bulk_${i}`, description: `Tool ${i} ${'x'.repeat(500)}` }, () => undefined),
   );
-
-async function until(check: () => boolean): Promise<void> {
-  for (let waited = 0; !check(); waited += 10) {
-    if (waited > 10_000) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('a bulk write on the worker thread', () => {
   it('shows nothing before its commit, holds the write gate, and is checkpointed by the worker', async () => {
@@ -82,7 +78,7 @@ describe('a bulk write on the worker thread', () => {
     expect(store.getTool('bulk_2999')?.index).toBe(2);
     // Its pages reach the database file by the worker's checkpoint; until then SQLite does
     // not checkpoint on this connection.
-    await until(() => db.pragma('wal_autocheckpoint', { simple: true }) === 1000);
+    await vi.waitUntil(() => db.pragma('wal_autocheckpoint', { simple: true }) === 1000, polling);
     expect(statSync(path).size).toBeGreaterThan(before + 1_000_000);
   });
 

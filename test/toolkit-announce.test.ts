@@ -7,11 +7,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { topicPath } from '../src/bridge/pulsar-ws.js';
 import { AnnouncementSchema } from '../src/model/announcement.js';
 import { runToolService, type RunningToolService, type ToolServiceLogger, type ToolServiceOptions } from '../src/toolkit/tool-service.js';
 import { FakePulsar } from './helpers/fake-pulsar.js';
+
+/** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 5000 ms. */
+const polling = { timeout: 5000, interval: 10 };
 
 const fake = new FakePulsar();
 beforeAll(() => fake.start());
@@ -30,16 +33,6 @@ function recorder(): ToolServiceLogger & { lines: Line[] } {
   const lines: Line[] = [];
   const at = (level: string) => (obj: object, msg: string) => void lines.push({ level, msg, obj: obj as Record<string, unknown> });
   return { lines, info: at('info'), warn: at('warn'), error: at('error') };
-}
-
-async function waitFor<T>(fn: () => T | undefined | false, what: string, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = fn();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -121,13 +114,13 @@ describe('a tool service that announces itself', () => {
       announce: { topic: announceTopic, token: TOKEN, service: serviceDescriptor, tools, heartbeatIntervalS: 1 },
     });
     await service.ready;
-    const first = await waitFor(() => watcher.seen[0], 'the first announcement');
+    const first = await vi.waitUntil(() => watcher.seen[0], polling);
     // Published after the subscription was ready, at once (not a heartbeat later).
     expect(state).toBe('listening');
     expect(first.message).toEqual({ v: 1, token: TOKEN, service: serviceDescriptor, tools, heartbeatIntervalS: 1, goodbye: false });
     expect(AnnouncementSchema.safeParse(first.message).success).toBe(true);
     // Heartbeats: the same whole message every second.
-    await waitFor(() => watcher.seen.length >= 3, 'two heartbeats', 4000);
+    await vi.waitUntil(() => watcher.seen.length >= 3, { ...polling, timeout: 4000 });
     const gaps = watcher.seen.slice(1, 3).map((s, i) => s.at - (watcher.seen[i] as Seen).at);
     for (const gap of gaps) {
       expect(gap).toBeGreaterThan(700);
@@ -150,11 +143,11 @@ describe('a tool service that announces itself', () => {
       announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 60 },
     });
     await service.ready;
-    await waitFor(() => watcher.seen[0], 'the first announcement');
+    await vi.waitUntil(() => watcher.seen[0], polling);
     const changed = [tool(`${id}-a`, id), tool(`${id}-c`, id)];
     const started = Date.now();
     expect(await service.announce(changed)).toBe(true);
-    const second = await waitFor(() => watcher.seen[1], 'the changed announcement');
+    const second = await vi.waitUntil(() => watcher.seen[1], polling);
     expect(second.at - started).toBeLessThan(1000);
     expect(second.message).toMatchObject({ v: 1, tools: changed, goodbye: false });
     expect(() => service.announce('nope' as unknown as Record<string, unknown>[])).toThrow(TypeError);
@@ -170,9 +163,9 @@ describe('a tool service that announces itself', () => {
       announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 1 },
     });
     await service.ready;
-    await waitFor(() => watcher.seen[0], 'the first announcement');
+    await vi.waitUntil(() => watcher.seen[0], polling);
     await service.close();
-    const last = await waitFor(() => watcher.seen.find((s) => s.message['goodbye'] === true), 'the goodbye');
+    const last = await vi.waitUntil(() => watcher.seen.find((s) => s.message['goodbye'] === true), polling);
     expect(last.message).toEqual({
       v: 1,
       token: TOKEN,
@@ -201,10 +194,10 @@ describe('a tool service that announces itself', () => {
       announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [], heartbeatIntervalS: 30 },
     });
     await service.ready;
-    await waitFor(() => watcher.seen[0], 'the first announcement');
+    await vi.waitUntil(() => watcher.seen[0], polling);
     controller.abort();
     await service.stopped;
-    await waitFor(() => watcher.seen.find((s) => s.message['goodbye'] === true), 'the goodbye');
+    await vi.waitUntil(() => watcher.seen.find((s) => s.message['goodbye'] === true), polling);
   });
 
   it('announces again, at once, when it is back after the broker dropped it', async () => {
@@ -216,11 +209,11 @@ describe('a tool service that announces itself', () => {
     });
     await service.ready;
     const mine = () => fake.published.filter((m) => m.topic === announceTopic);
-    await waitFor(() => mine().length === 1, 'the first announcement');
+    await vi.waitUntil(() => mine().length === 1, polling);
     fake.dropConnections();
-    await waitFor(() => service.state === 'reconnecting', 'the service to notice');
+    await vi.waitUntil(() => service.state === 'reconnecting', polling);
     // Well before the 60 s heartbeat: the announcement follows the service's return.
-    await waitFor(() => mine().length === 2, 'the announcement after the reconnection', 5000);
+    await vi.waitUntil(() => mine().length === 2, { ...polling, timeout: 5000 });
     expect(service.state).toBe('listening');
     const message = JSON.parse(Buffer.from((mine()[1] as { payload: string }).payload, 'base64').toString('utf8')) as Record<
       string,

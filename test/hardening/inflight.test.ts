@@ -5,9 +5,12 @@
  */
 import { createServer, type ServerResponse, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
+
+/** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 3000 ms. */
+const polling = { timeout: 3000, interval: 10 };
 
 describe('issue 9: each caller gets a bounded share of the in-flight calls', () => {
   let t: TestApp;
@@ -59,7 +62,7 @@ describe('issue 9: each caller gets a bounded share of the in-flight calls', () 
   it('refuses a caller past its share with 503 and Retry-After, while other callers get through', async () => {
     const greedy = t.token([], { sub: 'greedy', iss: 'https://issuer.one' });
     const first = [call(greedy), call(greedy)];
-    await until(() => held.length === 2);
+    await vi.waitUntil(() => held.length === 2, polling);
 
     const refused = await call(greedy);
     expect(refused.status).toBe(503);
@@ -71,7 +74,7 @@ describe('issue 9: each caller gets a bounded share of the in-flight calls', () 
       call(t.token([], { sub: 'polite', iss: 'https://issuer.one' })),
       call(t.token([], { sub: 'greedy', iss: 'https://issuer.two' })),
     ];
-    await until(() => held.length === 4);
+    await vi.waitUntil(() => held.length === 4, polling);
     expect(t.app.bridge.inflight).toBe(4);
 
     release();
@@ -80,16 +83,8 @@ describe('issue 9: each caller gets a bounded share of the in-flight calls', () 
 
     // The share is free again once the calls are done.
     const again = call(greedy);
-    await until(() => held.length === 1);
+    await vi.waitUntil(() => held.length === 1, polling);
     release();
     expect((await again).status).toBe(200);
   });
 });
-
-async function until(check: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${check.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -8,9 +8,12 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { createSigner } from 'fast-jwt';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, createTestApp, TEST_SECRET, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
+
+/** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 5000 ms. */
+const polling = { timeout: 5000, interval: 10 };
 
 const LOOPBACK = '127.0.0.1';
 
@@ -72,14 +75,6 @@ function rawSocket(port: number): Promise<{ socket: Socket; received: () => stri
   });
 }
 
-async function until(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 const tool = (name: string, scopes: string[] = []) => ({ ...seed('calculator'), name, scopes, description: `Tool ${name}` });
 
 describe('held blocking queries and change streams are capped per caller (MAX_WAITERS_PER_CALLER)', () => {
@@ -94,7 +89,7 @@ describe('held blocking queries and change streams are capped per caller (MAX_WA
   it('one address holding its share gets 503 for the next one; a token caller and the probes are unaffected', async () => {
     const index = t.app.catalog.index;
     const drops = [hold(port, `/?index=${index}&wait=60s`), hold(port, `/?index=${index}&wait=60s`), hold(port, '/changes')];
-    await until(() => t.app.waiters.size === 3, 'three held requests');
+    await vi.waitUntil(() => t.app.waiters.size === 3, polling);
 
     for (const path of [`/?index=${index}&wait=60s`, '/changes']) {
       const refused = await get(port, path);
@@ -108,7 +103,7 @@ describe('held blocking queries and change streams are capped per caller (MAX_WA
     // Another caller (a token's subject) still gets a held query: answered by a write.
     const token = bearer(t.token([], { sub: 'patient-agent' }));
     const held = get(port, `/?index=${index}&wait=60s`, token);
-    await until(() => t.app.waiters.size === 4, "the token caller's held query");
+    await vi.waitUntil(() => t.app.waiters.size === 4, polling);
     expect((await get(port, '/healthz')).status).toBe(200);
     expect((await get(port, '/readyz')).status).toBe(200);
     await t.app.inject({ method: 'POST', url: '/tools/register', headers: bearer(t.token(['registry:write'])), payload: tool('wake-up') });
@@ -118,11 +113,11 @@ describe('held blocking queries and change streams are capped per caller (MAX_WA
     // The write answered the address's two held queries too; its stream is left.
     expect(t.app.waiters.size).toBe(1);
     drops[2]?.();
-    await until(() => t.app.waiters.size === 0, 'the dropped stream to give its slot back');
+    await vi.waitUntil(() => t.app.waiters.size === 0, polling);
     const reopened = await get(port, `/?index=${t.app.catalog.index}&wait=50ms`);
     expect(reopened.status).toBe(200);
     for (const drop of drops) drop();
-    await until(() => t.app.waiters.size === 0, 'every slot back');
+    await vi.waitUntil(() => t.app.waiters.size === 0, polling);
   });
 });
 
@@ -138,7 +133,7 @@ describe('connections: a share per client address, and a headroom where only pro
   it('cuts a hog off at its share while /healthz and /readyz keep answering, and serves it again once it lets go', async () => {
     // On loopback every client is 127.0.0.1: the hog is whoever holds the share.
     const hog = await Promise.all(Array.from({ length: 5 }, () => rawSocket(port)));
-    await until(() => t.app.connections.heldBy(LOOPBACK) === 5, 'the hog to hold its share');
+    await vi.waitUntil(() => t.app.connections.heldBy(LOOPBACK) === 5, polling);
 
     const refused = await get(port, '/');
     expect(refused.status).toBe(503);
@@ -150,14 +145,14 @@ describe('connections: a share per client address, and a headroom where only pro
 
     // The headroom is bounded too: past it a new connection is closed before a byte is read.
     const headroom = await Promise.all([rawSocket(port), rawSocket(port)]);
-    await until(() => t.app.connections.probeOnly === 2, 'the headroom to fill');
+    await vi.waitUntil(() => t.app.connections.probeOnly === 2, polling);
     const extra = await rawSocket(port);
     await extra.closed;
     expect(extra.received()).toBe('');
     expect(t.app.connections.heldBy(LOOPBACK)).toBe(5);
 
     for (const { socket } of [...hog, ...headroom]) socket.destroy();
-    await until(() => t.app.connections.heldBy(LOOPBACK) === 0 && t.app.connections.probeOnly === 0, 'the hog to let go');
+    await vi.waitUntil(() => t.app.connections.heldBy(LOOPBACK) === 0 && t.app.connections.probeOnly === 0, polling);
     expect((await get(port, '/')).status).toBe(200);
   });
 });
@@ -183,7 +178,7 @@ describe('socket timeouts (HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, IDLE_TIMEO
   it('closes an idle keep-alive connection after its request', async () => {
     const client = await rawSocket(port);
     client.socket.write('GET /healthz HTTP/1.1\r\nHost: registry\r\nConnection: keep-alive\r\n\r\n');
-    await until(() => client.received().includes('"status":"ok"'), 'the answer');
+    await vi.waitUntil(() => client.received().includes('"status":"ok"'), polling);
     const answeredAt = Date.now();
     await client.closed;
     expect(Date.now() - answeredAt).toBeLessThan(1500);
@@ -213,7 +208,7 @@ describe('change streams whose client does not read (CHANGE_STREAM_BUFFER_BYTES)
     t.app.server.on('connection', onConnection);
     const reader = await rawSocket(port);
     reader.socket.write('GET /changes HTTP/1.1\r\nHost: registry\r\n\r\n');
-    await until(() => reader.received().includes(': connected'), 'the stream to open');
+    await vi.waitUntil(() => reader.received().includes(': connected'), polling);
     // From here on the client reads nothing at all.
     reader.socket.pause();
     t.app.server.off('connection', onConnection);
@@ -247,7 +242,7 @@ describe('change streams whose client does not read (CHANGE_STREAM_BUFFER_BYTES)
     // The limit, plus at most one write's events (about 13 KB here).
     expect(maxBuffered).toBeLessThanOrEqual(LIMIT + 16 * 1024);
     await reader.closed;
-    await until(() => t.app.waiters.size === 0, 'the stream slot to be given back');
+    await vi.waitUntil(() => t.app.waiters.size === 0, polling);
   }, 30_000);
 });
 
@@ -295,16 +290,16 @@ describe('a change stream ends when the token that opened it expires', () => {
     const token = shortLived(2);
     const stream = await rawSocket(port);
     stream.socket.write(`GET /changes HTTP/1.1\r\nHost: registry\r\nAuthorization: Bearer ${token}\r\n\r\n`);
-    await until(() => stream.received().includes(': connected'), 'the stream to open');
+    await vi.waitUntil(() => stream.received().includes(': connected'), polling);
     const admin = bearer(t.token(['registry:write']));
     await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('before-expiry') });
-    await until(() => stream.received().includes('before-expiry'), 'the change before expiry');
+    await vi.waitUntil(() => stream.received().includes('before-expiry'), polling);
     // The response ends (the last chunk of a chunked body); the connection may stay for keep-alive.
-    await until(() => stream.received().endsWith('0\r\n\r\n'), 'the stream to end', 5000);
+    await vi.waitUntil(() => stream.received().endsWith('0\r\n\r\n'), { ...polling, timeout: 5000 });
     expect(stream.received()).toContain(': the token has expired');
     await t.app.inject({ method: 'POST', url: '/tools/register', headers: admin, payload: tool('after-expiry') });
     expect(stream.received()).not.toContain('after-expiry');
-    await until(() => t.app.waiters.size === 0, 'the stream slot to be given back');
+    await vi.waitUntil(() => t.app.waiters.size === 0, polling);
   }, 15_000);
 
   it('answers a blocking query by the time its token expires', async () => {
@@ -343,7 +338,7 @@ describe('change streams replaying a long log share the event loop with other re
     const events: string[] = [];
     const replayed = readers.map(async (reader) => {
       reader.socket.write(`GET /changes?since=0 HTTP/1.1\r\nHost: registry\r\nAuthorization: Bearer ${admin}\r\n\r\n`);
-      await until(() => reader.received().includes(`id: ${last}\n`), 'the replay to reach the last write', 30_000);
+      await vi.waitUntil(() => reader.received().includes(`id: ${last}\n`), { ...polling, timeout: 30_000 });
       events.push('replayed');
       reader.socket.destroy();
     });

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { vi } from 'vitest';
 import { SETTINGS } from '../../src/config.js';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..', '..');
@@ -190,23 +191,22 @@ export async function runCli(args: readonly string[], options: SpawnOptions & { 
 
 /** Polls GET /healthz until it answers 200; fails early if the child exits. */
 async function waitForHealthy(proc: SpawnedProcess, url: string, deadlineMs = STARTUP_DEADLINE_MS): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    if (proc.done) {
-      const { code, signal } = await proc.exited;
-      throw new Error(`the server exited (code ${code}, signal ${signal}) before answering /healthz; stderr: ${proc.stderr()}`);
-    }
-    try {
-      const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
-      if (response.status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`the server did not answer /healthz within ${deadlineMs} ms; stderr: ${proc.stderr()}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+  const outcome = await vi
+    .waitFor(
+      async () => {
+        if (proc.done) return 'exited';
+        const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
+        if (response.status !== 200) throw new Error(`/healthz answered ${response.status}`);
+        return 'healthy';
+      },
+      { timeout: deadlineMs, interval: 100 },
+    )
+    .catch(() => 'late' as const);
+  if (outcome === 'exited') {
+    const { code, signal } = await proc.exited;
+    throw new Error(`the server exited (code ${code}, signal ${signal}) before answering /healthz; stderr: ${proc.stderr()}`);
   }
+  if (outcome === 'late') throw new Error(`the server did not answer /healthz within ${deadlineMs} ms; stderr: ${proc.stderr()}`);
 }
 
 /**

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { createSigner } from 'fast-jwt';
+import { vi } from 'vitest';
 import { seed } from './fixtures.js';
 import { freePort, processTempDir, startServer, stopProcess, type EnvOverrides, type ExitInfo, type ServerProcess } from './process.js';
 import { replicationKeyFile } from './replication-key.js';
@@ -256,17 +257,21 @@ export async function barrier(via: Replica, token: string, timeoutMs = 90_000): 
 
 /** Waits until every replica's GET / shows at least `index`; returns the last views. */
 export async function waitForIndex(replicas: readonly Replica[], index: number, timeoutMs = 60_000): Promise<View[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const seen = await views(replicas);
-    if (seen.every((v) => v.status === 200 && Number(v.index) >= index)) return seen;
-    if (Date.now() > deadline) {
-      const states = await Promise.all(replicas.map((r) => r.readiness()));
-      throw new Error(
-        `not every replica reached index ${index} within ${timeoutMs} ms: ${seen.map((v, i) => `${v.replica}=${v.index} (${v.status}; readyz ${JSON.stringify(states[i])})`).join(', ')}\n${replicas.map((r) => r.logs(15)).join('\n')}`,
-      );
-    }
-    await sleep(200);
+  let seen: View[] = [];
+  try {
+    return await vi.waitFor(
+      async () => {
+        seen = await views(replicas);
+        if (!seen.every((v) => v.status === 200 && Number(v.index) >= index)) throw new Error('not there yet');
+        return seen;
+      },
+      { timeout: timeoutMs, interval: 200 },
+    );
+  } catch {
+    const states = await Promise.all(replicas.map((r) => r.readiness()));
+    throw new Error(
+      `not every replica reached index ${index} within ${timeoutMs} ms: ${seen.map((v, i) => `${v.replica}=${v.index} (${v.status}; readyz ${JSON.stringify(states[i])})`).join(', ')}\n${replicas.map((r) => r.logs(15)).join('\n')}`,
+    );
   }
 }
 
