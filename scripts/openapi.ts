@@ -1,7 +1,7 @@
 /**
  * Writes openapi.yaml, the OpenAPI document the routes' schemas make, for readers of the
  * repository and of the npm package. Built from the default config on an in-memory database,
- * so the same code always writes the same bytes; test/openapi.test.ts fails when the committed
+ * so the same code always writes the same bytes; test/http/openapi.test.ts fails when the committed
  * file is out of date.
  *
  *   npx tsx scripts/openapi.ts           write openapi.yaml

@@ -2,7 +2,7 @@
  * The documents' generated parts: the configuration table in docs/configuration.md (from
  * SETTINGS, which EnvSchema's metadata fills), the CLI usage in docs/cli.md (from HELP) and the
  * error-code table in docs/errors.md (from ERRORS). `npx tsx scripts/readme-tables.ts` rewrites
- * them; test/readme.test.ts fails when they drift from the code, and when a relative link
+ * them; test/docs/readme.test.ts fails when they drift from the code, and when a relative link
  * between README.md, BENCHMARKS.md and docs/*.md points at a file or heading that is not there.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -98,7 +98,7 @@ function leavesEmptyAlone(validate: (data: unknown) => unknown): boolean {
 
 /**
  * Answers are not parsed by their zod schemas on the way out: the schemas type the handlers and
- * make the document, and test/openapi.test.ts checks real answers against it. Parsing every
+ * make the document, and test/http/openapi.test.ts checks real answers against it. Parsing every
  * answer cost 4.5 times the serialisation (a 1000-tool page: 5 ms with JSON.stringify, 23 ms
  * with zod parse and stringify) and would rebuild objects in schema key order.
  */

@@ -36,11 +36,11 @@ const LOOPBACK = '127.0.0.1';
 const HEALTH_BUDGET_MS = 50;
 /**
  * A worst answer at or above this is a stall, not a slow machine, and is not tried again: this
- * machine's CPU is at times several times slower for a while (see test/import-slices.test.ts),
+ * machine's CPU is at times several times slower for a while (see test/registry/import-slices.test.ts),
  * which turns a 50 ms budget's misses into a few hundred ms, never into seconds.
  */
 const NOT_NOISE_MS = 500;
-/** Attempts of a case that misses the budget by less than NOT_NOISE_MS (as test/import-slices.test.ts tries three registries). */
+/** Attempts of a case that misses the budget by less than NOT_NOISE_MS (as test/registry/import-slices.test.ts tries three registries). */
 const ATTEMPTS = 3;
 /** A retry waits (up to QUIET_WAIT_MS) for a window of QUIET_WINDOW_MS whose worst idle /healthz answer is under QUIET_MS. */
 const QUIET_MS = 15;

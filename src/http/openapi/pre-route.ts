@@ -10,7 +10,7 @@ import type { HeaderDoc, MediaDoc, problems, ResponseDoc } from './responses.js'
 
 /**
  * The routes a probe-only connection still answers: PROBE_ROUTES in
- * src/http/plugins/connections.ts, which does not export it (test/openapi.test.ts checks the
+ * src/http/plugins/connections.ts, which does not export it (test/http/openapi.test.ts checks the
  * two agree over a real socket).
  */
 const PROBE_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz']);

@@ -7,10 +7,10 @@
  */
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Change, ChangeRecord } from '../src/model/records.js';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { connect, listAll, mcpUrl } from './mcp/support.js';
-import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from './helpers/mcp-upstream.js';
+import type { Change, ChangeRecord } from '../../src/model/records.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { connect, listAll, mcpUrl } from './support.js';
+import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from '../helpers/mcp-upstream.js';
 
 const CREDENTIAL = 'upstream-secret-4f1c9e2a7b';
 

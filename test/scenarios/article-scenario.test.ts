@@ -3,8 +3,8 @@
  * at runtime, three agents with their tokens, the anonymous caller, and /stats.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { ARTICLE_TOOLS, seed } from './helpers/fixtures.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { ARTICLE_TOOLS, seed } from '../helpers/fixtures.js';
 
 const names = (body: string) => (JSON.parse(body) as { tools: { name: string }[] }).tools.map((t) => t.name);
 

@@ -3,8 +3,8 @@
  * with config values, validation across kinds, and what discovery shows of them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 describe('two-tier message-bus tools', () => {
   let t: TestApp;

@@ -3,8 +3,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { bearer, createTestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+import { bearer, createTestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 describe('POST /import', () => {
   it('imports services and tools under one registry index, and export gives them back', async () => {
@@ -86,7 +86,7 @@ describe('POST /import', () => {
   it('imports examples/seed.json, the seed descriptors ready to import', async () => {
     const t = await createTestApp();
     try {
-      const bundle = JSON.parse(readFileSync(new URL('../examples/seed.json', import.meta.url), 'utf8'));
+      const bundle = JSON.parse(readFileSync(new URL('../../examples/seed.json', import.meta.url), 'utf8'));
       const res = await t.app.inject({ method: 'POST', url: '/import', headers: bearer(t.token(['registry:write'])), payload: bundle });
       expect(res.statusCode, res.body).toBe(200);
       expect(res.json()).toMatchObject({ toolServices: { created: 2 }, tools: { created: 8 } });

@@ -15,16 +15,16 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { generateOpenapi, OPENAPI_PATH } from '../scripts/openapi.js';
-import { MAX_PAGE } from '../src/catalog/listing.js';
-import { documentYaml } from '../src/http/openapi/document.js';
-import { json } from '../src/http/openapi/responses.js';
-import { MAX_PAGE_SIZE } from '../src/model/api.js';
-import { ERRORS, problemType } from '../src/model/errors.js';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+import { generateOpenapi, OPENAPI_PATH } from '../../scripts/openapi.js';
+import { MAX_PAGE } from '../../src/catalog/listing.js';
+import { documentYaml } from '../../src/http/openapi/document.js';
+import { json } from '../../src/http/openapi/responses.js';
+import { MAX_PAGE_SIZE } from '../../src/model/api.js';
+import { ERRORS, problemType } from '../../src/model/errors.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
-const ROOT = join(import.meta.dirname, '..');
+const ROOT = join(import.meta.dirname, '..', '..');
 const REGENERATE = 'npx tsx scripts/openapi.ts';
 const DOC_ID = 'https://tool-registry.test/openapi.json';
 // ajv-formats is CommonJS with `exports.default`, which NodeNext types as the module itself.

@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { brokenLinks, GENERATED, README_PATH, regenerate, ROOT } from '../scripts/readme-tables.js';
+import { brokenLinks, GENERATED, README_PATH, regenerate, ROOT } from '../../scripts/readme-tables.js';
 
 describe('README and docs/', () => {
   it('hold the configuration table, CLI usage and error codes the code gives (run: npx tsx scripts/readme-tables.ts)', () => {

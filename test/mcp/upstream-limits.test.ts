@@ -4,8 +4,8 @@
  * for a server that is down and picks it up when it comes back.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from './helpers/mcp-upstream.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from '../helpers/mcp-upstream.js';
 
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
 const tool = (name: string, handler: UpstreamToolDef['handler'] = () => text(name)): UpstreamToolDef => ({

@@ -5,8 +5,8 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { createSigner } from 'fast-jwt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createTestApp, TEST_SECRET, type TestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+import { bearer, createTestApp, TEST_SECRET, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const now = () => Math.floor(Date.now() / 1000);

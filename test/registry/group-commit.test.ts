@@ -3,9 +3,9 @@
  * savepoint, so a failing write rolls back alone and every write keeps its own index.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RegistryError } from '../src/model/errors.js';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+import { RegistryError } from '../../src/model/errors.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 describe('group commit', () => {
   let t: TestApp;

@@ -3,12 +3,12 @@
  * their credential apart from their descriptor, and a server's delete takes its tools along.
  */
 import { describe, expect, it } from 'vitest';
-import { parseMcpServer, type McpTool } from '../src/model/mcp-schemas.js';
-import { parseTool, parseToolService } from '../src/model/resolve.js';
-import { openDatabase } from '../src/store/database.js';
-import { loadMigrations, migrate } from '../src/store/migrations.js';
-import { RegistryStore } from '../src/store/registry-store.js';
-import { seed } from './helpers/fixtures.js';
+import { parseMcpServer, type McpTool } from '../../src/model/mcp-schemas.js';
+import { parseTool, parseToolService } from '../../src/model/resolve.js';
+import { openDatabase } from '../../src/store/database.js';
+import { loadMigrations, migrate } from '../../src/store/migrations.js';
+import { RegistryStore } from '../../src/store/registry-store.js';
+import { seed } from '../helpers/fixtures.js';
 
 const NOW = '2026-11-30T00:00:00.000Z';
 

@@ -6,13 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/store/database.js';
-import { loadMigrations, migrate, MigrationError } from '../src/store/migrations.js';
-import { RegistryStore } from '../src/store/registry-store.js';
-import { UsageStore } from '../src/store/usage-store.js';
-import { parseTool, parseToolService } from '../src/model/resolve.js';
-import { bearer, createTestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+import { openDatabase } from '../../src/store/database.js';
+import { loadMigrations, migrate, MigrationError } from '../../src/store/migrations.js';
+import { RegistryStore } from '../../src/store/registry-store.js';
+import { UsageStore } from '../../src/store/usage-store.js';
+import { parseTool, parseToolService } from '../../src/model/resolve.js';
+import { bearer, createTestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 function memoryStore() {
   const db = openDatabase(':memory:');

@@ -6,12 +6,14 @@
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createTestApp, type TestApp } from './helpers/app.js';
-import { openedDatabases } from './helpers/opened-databases.js';
-import { seed } from './helpers/fixtures.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
+import { openedDatabases } from '../helpers/opened-databases.js';
+import { seed } from '../helpers/fixtures.js';
 
 // The app's own connections, so that a test can give one a tiny max_page_count (a full disk).
-vi.mock('../src/store/database.js', async (original) => (await import('./helpers/opened-databases.js')).recordingDatabaseModule(original));
+vi.mock('../../src/store/database.js', async (original) =>
+  (await import('../helpers/opened-databases.js')).recordingDatabaseModule(original),
+);
 
 let t: TestApp;
 afterEach(async () => t?.close());

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BatchWriter } from '../src/store/batch-writer.js';
+import { BatchWriter } from '../../src/store/batch-writer.js';
 
 describe('BatchWriter', () => {
   it('writes a full batch at once and the rest after the interval, in order', async () => {
