@@ -1,15 +1,16 @@
 /**
  * The life of a text/event-stream answer that outlives its handler (issue 32), in one place
  * rather than once per route: the change feed, a call's chunks (plain and AG-UI), an AG-UI run
- * and the MCP session stream each had their own copy of it, and a copy that forgot one step
- * leaked a slot or a timer.
+ * and the MCP session stream each had their own copy of it, so a step (a released slot, a
+ * cleared timer, a header) was written, and could be missed, four times.
  *
  * What a stream owns: for a held stream (one that lasts until the client, the server or the
  * token ends it), one of the caller's held-stream slots (MAX_WAITERS, MAX_WAITERS_PER_CALLER)
  * from the moment it is opened, the exemption from IDLE_TIMEOUT_MS, and an end when the token
- * expires; for every stream, the headers Fastify's hooks would have added (reply.hijack()
- * skips onSend), the cut-off of a client that stops reading, and one cleanup that runs
- * however the stream ends (the client hangs up, the server closes, a failure, the token).
+ * expires; for every stream, the headers Fastify would have sent (reply.hijack() bypasses the
+ * reply its hooks set them on), the cut-off of a client that stops reading (where the route
+ * sets a bound), and one cleanup that runs however the stream ends (the client hangs up, the
+ * server closes, a failure, the token).
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
@@ -210,6 +211,7 @@ export function eventStreams(fastify: FastifyInstance, options: EventStreamsOpti
     const timer =
       heartbeat &&
       setInterval(() => {
+        // Through the cut-off too: a heartbeat must not grow the buffer of a client that is not reading.
         for (const stream of open) stream.write(heartbeat.text);
       }, heartbeat.everyMs).unref();
     fastify.addHook('preClose', async () => {

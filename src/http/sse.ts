@@ -1,6 +1,10 @@
 /** Server-sent events framing (text/event-stream), shared by every streaming route. */
 import type { ViewChange } from '../model/visibility.js';
 
+/**
+ * An event stream's own headers, and nosniff, which reply.hijack() keeps Fastify's hooks from
+ * adding; src/http/event-stream.ts writes them with the request id.
+ */
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
