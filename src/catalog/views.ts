@@ -76,8 +76,8 @@ export class CatalogViews {
   }
 
   /**
-   * Views are per catalogue version: a write drops them all at once, in O(1) (a new cache: the
-   * old one's clear() walks every entry it holds).
+   * Views are per catalogue version: the snapshot's change hook (catalog.ts) drops them all at
+   * once after every change, in O(1) (a new cache: the old one's clear() walks every entry).
    */
   invalidate(): void {
     this.#cache = lruByteCache(this.#cacheBytes, viewBytes);

@@ -8,21 +8,21 @@ import type { CatalogTool } from './catalog-tool.js';
 import type { LiveIndexes } from './indexes.js';
 import type { SortedNames } from './sorted-names.js';
 
-/** The name indexes whose union (filtered by the view) holds the view's tools with this scope. */
 /** What a walk reads: the live indexes, or the catalogue that serves them. */
 type Walkable = Pick<LiveIndexes, 'names' | 'namesWithScope' | 'getTool'>;
 
-function sources(snapshot: Walkable, key: ViewKey, scope: string | undefined): SortedNames[] {
+/** The name indexes whose union (filtered by the view) holds the view's tools with this scope. */
+function sources(live: Walkable, key: ViewKey, scope: string | undefined): SortedNames[] {
   if (scope !== undefined) {
     // Tools listing `scope`; under a token that lacks it, only those another scope of it grants.
     if (key.kind === 'public') return [];
-    const names = snapshot.namesWithScope(scope);
+    const names = live.namesWithScope(scope);
     return names ? [names] : [];
   }
-  if (key.kind !== 'scopes') return [snapshot.names(key.kind)];
-  const indexes = [snapshot.names('public')];
+  if (key.kind !== 'scopes') return [live.names(key.kind)];
+  const indexes = [live.names('public')];
   for (const held of key.scopes) {
-    const names = snapshot.namesWithScope(held);
+    const names = live.namesWithScope(held);
     if (names) indexes.push(names);
   }
   return indexes;
@@ -33,11 +33,11 @@ function sources(snapshot: Walkable, key: ViewKey, scope: string | undefined): S
  * `after`, in name order, each once.
  */
 export function* walkView(
-  snapshot: Walkable,
+  live: Walkable,
   key: ViewKey,
   options: { after?: string | undefined; scope?: string | undefined } = {},
 ): Generator<CatalogTool> {
-  const indexes = sources(snapshot, key, options.scope);
+  const indexes = sources(live, key, options.scope);
   const positions = indexes.map((names) => names.firstAfter(options.after));
   const check = key.kind === 'scopes' || options.scope !== undefined;
   let last: string | undefined;
@@ -56,7 +56,7 @@ export function* walkView(
     positions[from] = (positions[from] as number) + 1;
     if (smallest === last) continue;
     last = smallest;
-    const entry = snapshot.getTool(smallest);
+    const entry = live.getTool(smallest);
     if (!entry) continue;
     if (check && !(visibleScopes(entry.tool.scopes, key) && (options.scope === undefined || entry.tool.scopes.includes(options.scope))))
       continue;
