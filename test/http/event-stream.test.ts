@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { eventStreams, type EventStream } from '../../src/http/event-stream.js';
 
 /** Slots as MAX_WAITERS_PER_CALLER counts them, with a limit of `max` per holder. */
@@ -78,10 +78,7 @@ const text = async (response: IncomingMessage): Promise<string> => {
   return body;
 };
 
-const until = async (check: () => boolean) => {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  expect(check()).toBe(true);
-};
+const until = (check: () => boolean) => vi.waitUntil(check, { interval: 10, timeout: 2000 });
 
 describe('event streams (src/http/event-stream.ts)', () => {
   it("answers 200 with the event-stream and security headers that hijacking skips Fastify's hooks for", async () => {
