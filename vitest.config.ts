@@ -3,7 +3,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // The files that need a real Apache Pulsar broker: test/bus/broker.test.ts and every
 // test/bus/*.broker.test.ts. Only their project has the broker's global setup, and Vitest runs a
 // project's global setup only when that project has a file to run: `npx vitest run
-// test/catalog.test.ts` starts no broker (3.5 s wall instead of 28 s).
+// test/catalog/catalog.test.ts` starts no broker (3.5 s wall instead of 28 s).
 const BROKER_SUITES = ['test/bus/broker.test.ts', 'test/bus/*.broker.test.ts'];
 // Files that hold /healthz to a latency bound while hostile work runs (issues 28 and 29): they
 // measure the registry's event loop, so they run on their own, after the other projects, one

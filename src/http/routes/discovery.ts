@@ -268,7 +268,7 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
 
   /**
    * Answers at once, or, for a search, once every tool written before it is searchable: a big
-   * write is indexed in slices after it (CatalogSnapshot.searchable), and a search should find
+   * write is indexed in slices after it (Catalog.searchable), and a search should find
    * what was written before it was asked. A second or two at most.
    */
   function whenSearchable<T>(query: DiscoveryQuery, answer: () => T): T | Promise<T> {

@@ -6,8 +6,8 @@
  */
 import { ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { EXPORT_FORMATS, type ExportFormat } from '../src/model/exports.js';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
+import { EXPORT_FORMATS, type ExportFormat } from '../../src/model/exports.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;
 let admin: Record<string, string>;

@@ -3,12 +3,12 @@
  * view cache, and invalidation on write.
  */
 import { describe, expect, it } from 'vitest';
-import { Catalog } from '../src/catalog/catalog.js';
-import { lruByteCache } from '../src/catalog/lru-byte-cache.js';
-import { finish } from '../src/catalog/steps.js';
-import { parseTool } from '../src/model/resolve.js';
-import type { ToolRecord } from '../src/model/records.js';
-import { seed } from './helpers/fixtures.js';
+import { Catalog } from '../../src/catalog/catalog.js';
+import { lruByteCache } from '../../src/catalog/lru-byte-cache.js';
+import { finish } from '../../src/catalog/steps.js';
+import { parseTool } from '../../src/model/resolve.js';
+import type { ToolRecord } from '../../src/model/records.js';
+import { seed } from '../helpers/fixtures.js';
 
 function record(name: string, index: number, overrides: Record<string, unknown> = {}): ToolRecord {
   const parsed = parseTool({ ...seed('calculator'), name, ...overrides }, () => undefined);

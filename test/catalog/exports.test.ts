@@ -8,7 +8,7 @@ import { ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import type OpenAI from 'openai';
 import { toStrictJsonSchema } from 'openai/lib/transform';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportOf } from '../src/catalog/exports.js';
+import { exportOf } from '../../src/catalog/exports.js';
 import {
   EXPORT_FORMATS,
   openAiStrictToolOf,
@@ -17,10 +17,10 @@ import {
   type OpenAiChatTool,
   type OpenAiResponsesTool,
   type SkippedTool,
-} from '../src/model/exports.js';
-import type { Tool } from '../src/model/normalise.js';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+} from '../../src/model/exports.js';
+import type { Tool } from '../../src/model/normalise.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 let handle: TestApp;
 let calcUser: Record<string, string>;
@@ -292,7 +292,7 @@ describe('GET /?format= (issue 12)', () => {
     expect((await get('/?format=anthropic', fileUser)).json<AnthropicTool[]>().map((t) => t.name)).not.toContain('added');
   });
 
-  it('refuses an unknown format, naming the formats (paging: test/exports-pages.test.ts)', async () => {
+  it('refuses an unknown format, naming the formats (paging: exports-pages.test.ts)', async () => {
     const unknown = await get('/?format=gemini', calcUser);
     expect(unknown.statusCode).toBe(400);
     expect(unknown.json()).toMatchObject({ errors: [{ path: 'format' }] });
