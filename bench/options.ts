@@ -20,6 +20,7 @@ export const GROUPS = [
   'mcp',
   'replication',
   'validation',
+  'search-index',
 ] as const;
 export type Group = (typeof GROUPS)[number];
 

@@ -11,7 +11,7 @@
  *   --no-<group>            leave one group out (--no-scenarios, --no-growth, --no-bridge,
  *                           --no-waiters, --no-pages, --no-lookup, --no-search, --no-filters,
  *                           --no-import, --no-writes, --no-cores, --no-mcp, --no-replication,
- *                           --no-validation)
+ *                           --no-validation, --no-search-index)
  *   --sizes=1000,10000      catalogue sizes of the classic scenarios (default 1000,10000); given
  *                           alone, also the sizes of pages, lookup, search, filters and writes
  *   --scale-sizes=...       sizes of pages, lookup, search, filters and writes (default
@@ -74,6 +74,10 @@
  *              examples/descriptors/ tools, patterns and formats, an order, arrays of objects):
  *              plain Ajv with V8's regular expressions (before) against the registry's
  *              ArgumentValidators (after), and the ratio after / before.
+ *   Issue 32 (bench/search.ts; in this process, no server):
+ *   search-index  The registry's full-text index against MiniSearch and Orama on the generated
+ *              tools at --sizes: build time, memory, median microseconds per query, agreement
+ *              of the top 10, and the index unit tests' ranking cases each passes.
  *
  * Runs alternate registry and ceiling after a warm-up of each; every figure is the median of the
  * runs. Prints tables (ratios, and each goal with pass/miss), and writes the raw results to
@@ -92,6 +96,7 @@ import { log, opts, TARGETS } from './options.js';
 import { f0, machine, table, type Section } from './report.js';
 import { scale, scaleSections, type ScaleGroup, type ScaleRow } from './scale.js';
 import { scenarios, scenariosSection, type Comparison } from './scenarios.js';
+import { searchIndexBench, searchIndexSections, type SearchIndexResult } from './search.js';
 import { validationBench, validationSection, type ValidationResult } from './validation.js';
 import { runWaitersBench, type WaitersResult } from './waiters.js';
 
@@ -129,6 +134,7 @@ async function main(): Promise<void> {
     mcp: McpResult | Failed | null;
     replication: ReplicationResult | Failed | null;
     validation: ValidationResult | Failed | null;
+    searchIndex: SearchIndexResult | Failed | null;
     elapsedS?: number;
   } = {
     date: startedAt.toISOString(),
@@ -146,6 +152,7 @@ async function main(): Promise<void> {
     mcp: null,
     replication: null,
     validation: null,
+    searchIndex: null,
   };
   const g = opts.groups;
   log(`options: ${JSON.stringify(opts)}`);
@@ -223,6 +230,14 @@ async function main(): Promise<void> {
       log(`validation: ${results.validation.skipped}`);
     }
   }
+  if (g['search-index']) {
+    try {
+      results.searchIndex = await searchIndexBench();
+    } catch (err) {
+      results.searchIndex = failed(err);
+      log(`search-index: ${results.searchIndex.skipped}`);
+    }
+  }
   if (g.growth) {
     results.growth.push(await growth(0));
     for (const n of opts.growthSizes) results.growth.push(await growth(n));
@@ -274,6 +289,10 @@ async function main(): Promise<void> {
   if (results.validation) {
     const r = results.validation;
     sections.push('skipped' in r ? skippedSection('Per-call validation', r) : validationSection(r));
+  }
+  if (results.searchIndex) {
+    const r = results.searchIndex;
+    sections.push(...('skipped' in r ? [skippedSection('Search index', r)] : searchIndexSections(r)));
   }
   if (results.bridge) sections.push(bridgeSection(results.bridge));
   if (results.waiters) {
