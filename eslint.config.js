@@ -20,11 +20,12 @@ const MAY_IMPORT = {
   usage: ['store', 'model'],
   auth: ['config', 'model'],
   registry: ['catalog', 'json-schema', 'store', 'model'], // the write side feeds the catalogue after commit
-  bridge: ['catalog', 'json-schema', 'usage', 'model'], //   plus store types only, below
-  toolkit: ['bridge', 'model'], //             a tool service in TypeScript, over the bridge's client
-  trustgraph: ['registry', 'catalog', 'bridge', 'model'], // TrustGraph's config service: live sync and adoption, over the bridge's Pulsar pieces
-  replication: ['registry', 'bridge', 'model'],
-  announce: ['registry', 'catalog', 'bridge', 'model'], // tool services announcing themselves: writes under the announcer, liveness // replicas over a Pulsar topic: the write side's applyReplicated, the bridge's Pulsar pieces; store types only, below
+  pulsar: ['model'], //                the one reconnecting Pulsar WebSocket, with a producer and a consumer on it
+  bridge: ['catalog', 'json-schema', 'usage', 'pulsar', 'model'], //   plus store types only, below
+  toolkit: ['pulsar', 'model'], //             a tool service in TypeScript, on the Pulsar socket
+  trustgraph: ['registry', 'catalog', 'pulsar', 'model'], // TrustGraph's config service: live sync and adoption
+  replication: ['registry', 'pulsar', 'model'], // replicas over a Pulsar topic: the write side's applyReplicated; store types only, below
+  announce: ['registry', 'catalog', 'pulsar', 'model'], // tool services announcing themselves: writes under the announcer, liveness
   http: [
     'registry',
     'catalog',
@@ -55,6 +56,7 @@ const FOLDERS = [
   'registry',
   'auth',
   'bridge',
+  'pulsar',
   'usage',
   'http',
   'cli',

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { topicPath } from '../src/bridge/pulsar-ws.js';
+import { topicPath } from '../src/pulsar/wire.js';
 import { AnnouncementSchema } from '../src/model/announcement.js';
 import { runToolService, type RunningToolService, type ToolServiceLogger, type ToolServiceOptions } from '../src/toolkit/tool-service.js';
 import { FakePulsar } from './helpers/fake-pulsar.js';

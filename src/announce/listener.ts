@@ -16,8 +16,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import type WebSocket from 'ws';
-import { Backoff, keepAlive, openSocket, payloadText, topicPath } from '../bridge/pulsar-ws.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ServiceHealth } from '../catalog/service-health.js';
 import { AnnouncementSchema, type Announcement } from '../model/announcement.js';
@@ -25,6 +23,8 @@ import type { Caller } from '../model/caller.js';
 import { RegistryError } from '../model/errors.js';
 import type { Actor, AuditEntryInput } from '../model/records.js';
 import { parseTool, parseToolService } from '../model/resolve.js';
+import { Consumer } from '../pulsar/consumer.js';
+import { consumerUrl } from '../pulsar/wire.js';
 import type { RegistryWrites } from '../registry/writes.js';
 
 export interface AnnounceOptions {
@@ -52,12 +52,7 @@ export interface AnnouncementOutcome {
 export class AnnouncementListener {
   readonly #options: AnnounceOptions;
   readonly #syncing = new Set<string>();
-  readonly #backoff = new Backoff(250, 5_000);
-  #ws: WebSocket | null = null;
-  #stopPing: (() => void) | null = null;
-  #timer: NodeJS.Timeout | null = null;
-  #stopped = false;
-  readonly #subscription = `tool-registry-announce-${randomUUID()}`;
+  readonly #consumer: Consumer;
   #connected: ((value: void) => void) | null = null;
   /** Resolves once subscribed the first time. */
   readonly ready: Promise<void>;
@@ -65,20 +60,32 @@ export class AnnouncementListener {
   constructor(options: AnnounceOptions) {
     this.#options = options;
     this.ready = new Promise((resolve) => (this.#connected = resolve));
+    const { url, token, topic, connectTimeoutMs, log } = options;
+    const subscription = `tool-registry-announce-${randomUUID()}`;
+    // Every process hears every heartbeat: a subscription of its own, gone with the connection.
+    this.#consumer = new Consumer(
+      {
+        url: consumerUrl(url, topic, subscription, { subscriptionType: 'Exclusive', subscriptionMode: 'NonDurable' }),
+        token,
+        connectTimeoutMs,
+        backoff: { minMs: 250, maxMs: 5_000 },
+      },
+      (message) => void this.handle(message.text),
+      {
+        open: () => {
+          log.info({ topic }, 'listening for tool services announcing themselves');
+          this.#connected?.();
+        },
+      },
+    );
   }
 
   start(): void {
-    void this.#connect();
+    this.#consumer.socket.start();
   }
 
   close(): void {
-    this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#stopPing?.();
-    this.#ws?.removeAllListeners();
-    this.#ws?.on('error', () => undefined);
-    this.#ws?.terminate();
-    this.#ws = null;
+    this.#consumer.socket.close();
   }
 
   /** Handles one message's payload; exported for tests through the class. */
@@ -186,55 +193,5 @@ export class AnnouncementListener {
       detail: code,
       requestId: null,
     });
-  }
-
-  async #connect(): Promise<void> {
-    this.#timer = null;
-    if (this.#stopped) return;
-    const { url, token, topic, connectTimeoutMs, log } = this.#options;
-    let ws: WebSocket;
-    try {
-      ws = await openSocket(
-        `${url.replace(/\/+$/, '')}/ws/v2/consumer/${topicPath(topic)}/${encodeURIComponent(this.#subscription)}?subscriptionType=Exclusive&subscriptionMode=NonDurable`,
-        token,
-        connectTimeoutMs,
-      );
-    } catch {
-      this.#schedule();
-      return;
-    }
-    if (this.#stopped) {
-      ws.terminate();
-      return;
-    }
-    this.#ws = ws;
-    this.#backoff.reset();
-    log.info({ topic }, 'listening for tool services announcing themselves');
-    this.#connected?.();
-    this.#stopPing = keepAlive(ws, 30_000);
-    ws.on('message', (data) => {
-      let frame: { messageId?: unknown; payload?: unknown };
-      try {
-        frame = JSON.parse(String(data)) as typeof frame;
-      } catch {
-        return;
-      }
-      if (typeof frame.messageId !== 'string') return;
-      ws.send(JSON.stringify({ messageId: frame.messageId }));
-      void this.handle(payloadText(String(frame.payload ?? '')));
-    });
-    ws.on('error', () => undefined);
-    ws.on('close', () => {
-      if (this.#ws !== ws) return;
-      this.#ws = null;
-      this.#stopPing?.();
-      this.#schedule();
-    });
-  }
-
-  #schedule(): void {
-    if (this.#stopped || this.#timer) return;
-    this.#timer = setTimeout(() => void this.#connect(), this.#backoff.next());
-    this.#timer.unref();
   }
 }

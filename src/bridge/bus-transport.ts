@@ -4,7 +4,8 @@
  */
 import { configValuesOf } from '../model/resolve.js';
 import type { BusTool, ToolService } from '../model/schemas.js';
-import { BridgeUnavailableError, RequestTooLargeError, type MessageSizeFacts } from './errors.js';
+import type { MessageSizeFacts } from '../pulsar/limits.js';
+import { BridgeUnavailableError, RequestTooLargeError } from './errors.js';
 import type { PulsarWsClient } from './pulsar-ws.js';
 import { traceTransport } from './tracing.js';
 import type { ToolTransport, TransportCall, TransportState } from './transport.js';

@@ -2,6 +2,7 @@
  * How a call through the bridge can fail, independent of transport. The bridge maps these onto
  * the error catalogue (src/model/errors.ts) and records them as usage outcome classes.
  */
+import type { MessageSizeFacts } from '../pulsar/limits.js';
 
 /** The bus or the tool cannot be reached now (503), quickly, never after a long wait. */
 export class BridgeUnavailableError extends Error {
@@ -26,21 +27,6 @@ export class ToolServiceError extends Error {
 /** No complete answer within the tool's timeout (504). */
 export class CallTimeoutError extends Error {
   override readonly name = 'CallTimeoutError';
-}
-
-/** What bounds one message on the bus, and by how much a call missed it. */
-export interface MessageSizeFacts {
-  /** The call's payload: bytes of JSON. */
-  bytes: number;
-  /** The most bytes of JSON one message can carry here. */
-  limitBytes: number;
-  /** What sets that limit: the WebSocket text frame (base64 inside), or the broker's maxMessageSize. */
-  boundBy: 'frame' | 'message';
-  /** The frame limit in force, and whether the setting or the broker's lower value set it. */
-  maxFrameBytes: number;
-  frameFrom: 'setting' | 'broker';
-  /** The broker's maxMessageSize, when read from it. */
-  maxMessageBytes: number | undefined;
 }
 
 /** The request cannot be carried: too large for the bus (413). */

@@ -6,7 +6,7 @@
  * admin API there, no permission) is logged once, and replication runs with the namespace's
  * policy, which docs/replicas.md tells operators to set.
  */
-import { topicPath } from '../bridge/pulsar-ws.js';
+import { topicPath } from '../pulsar/wire.js';
 
 export interface AdminOptions {
   adminUrl: string;

@@ -51,7 +51,8 @@ import { openCredential, sealCredential, WrongKeyError } from './credential-seal
 import { importParts } from './import-parts.js';
 import { ReplicationKeys, stampRefusal, type Refusal } from './message-auth.js';
 import { indexOf } from './message-id.js';
-import { MessageTooLargeError, TopicProducer, TopicReader, TopicUnavailableError, type TopicMessage } from './topic.js';
+import type { ReceivedMessage as TopicMessage } from '../pulsar/wire.js';
+import { MessageTooLargeError, TopicProducer, TopicReader, TopicUnavailableError } from './topic.js';
 
 export interface ReplicatorOptions {
   /** Pulsar's WebSocket API. */

@@ -20,21 +20,13 @@
  * close() publishes the same message with `goodbye: true` before it lets go of its subscription.
  * The token travels only inside the message: it is never logged.
  */
-import WebSocket from 'ws';
-import {
-  Backoff,
-  DEFAULT_MAX_FRAME_BYTES,
-  effectiveLimits,
-  keepAlive,
-  openSocket,
-  oversize,
-  oversizeMessage,
-  payloadText,
-  publishFrame,
-  topicPath,
-  type BusLimits,
-} from '../bridge/pulsar-ws.js';
 import { ANNOUNCEMENT_VERSION, AnnouncementSchema, type Announcement } from '../model/announcement.js';
+import { Consumer } from '../pulsar/consumer.js';
+import { DEFAULT_MAX_FRAME_BYTES, effectiveLimits, oversize, oversizeMessage, type BusLimits } from '../pulsar/limits.js';
+import { Producer } from '../pulsar/producer.js';
+import type { RetryInfo } from '../pulsar/socket.js';
+import { consumerUrl, producerUrl, publishFrame, topicPath, type ReceivedMessage } from '../pulsar/wire.js';
+import { Announcer } from './announcer.js';
 
 export type ToolHandler = (
   user: string,
@@ -174,29 +166,6 @@ function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** Closes a socket without waiting; whatever it says afterwards is ignored. */
-function drop(ws: WebSocket): void {
-  ws.removeAllListeners();
-  ws.on('error', () => undefined);
-  ws.terminate();
-}
-
-/** Closes a socket politely, then for good after 2 s. */
-function closeGently(ws: WebSocket): Promise<void> {
-  if (ws.readyState === WebSocket.CLOSED) return Promise.resolve();
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(() => {
-      drop(ws);
-      resolve();
-    }, 2000).unref();
-    ws.once('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    ws.close();
-  });
-}
-
 /** A promise with its settlers; never reported as an unhandled rejection. */
 function deferred(): { promise: Promise<void>; resolve: () => void; reject: (err: Error) => void } {
   let resolve = () => undefined as void;
@@ -242,465 +211,260 @@ function checkedTools(tools: Record<string, unknown>[]): Record<string, unknown>
   return result.data;
 }
 
-/** What the announcer needs from its service. */
-interface AnnouncerContext {
-  /** The producer URL on the announcement topic. */
-  url: string;
-  /** The broker's token (`Authorization` on the WebSocket), not the announcement's. */
-  brokerToken: string | undefined;
-  connectTimeoutMs: number;
-  pingIntervalMs: number;
-  limits: BusLimits;
-  backoff: Backoff;
-  log: ToolServiceLogger;
-  /** Whether the service takes requests now; heartbeats go out only then, as they claim it does. */
-  listening: () => boolean;
+/** A response frame with the context the broker's answer will repeat. */
+interface ResponseFrame {
+  text: string;
+  context: string;
 }
 
 /**
- * Publishes a service's announcement on its own producer: at once when the service (again)
- * listens or its tools change, then every heartbeat while the service listens; a goodbye when it
- * stops. Reconnects with backoff after any close, until stopped.
+ * One running service: a producer on the response queue whose socket counts as open only once
+ * the request subscription is open too (so the two come and go as one session, with one backoff
+ * and one count of failed attempts), the handler between them, and the announcer beside.
  */
-class Announcer {
-  #ws: WebSocket | undefined;
-  #connecting = false;
-  #retryTimer: NodeJS.Timeout | undefined;
-  #heartbeat: NodeJS.Timeout | undefined;
-  #stopPings = () => undefined as void;
-  readonly #acks = new Map<string, (ok: boolean) => void>();
-  #context = 0;
-  #stopped = false;
-  /** An announcement has gone out since the last goodbye (or ever): a goodbye is worth sending. */
-  #live = false;
-  /** Log the next announcement the broker takes (after a connection, or a change of tools). */
-  #logNext = true;
-  /** The current announcement was found too large, and that was logged. */
-  #tooLarge = false;
-  #message: Announcement;
+class ToolService {
+  readonly #options: ToolServiceOptions;
+  readonly #log: ToolServiceLogger;
+  readonly #requestQueue: string;
+  readonly #responseQueue: string;
+  readonly #limits: BusLimits;
+  readonly #responses: Producer;
+  readonly #requests: Consumer;
+  readonly #announcer: Announcer | undefined;
+  readonly #ready = deferred();
+  readonly #stopped = deferred();
+  readonly #queued: ResponseFrame[] = [];
+  #state: ToolServiceState = 'connecting';
+  #lostAt = 0;
 
-  constructor(
-    private readonly ctx: AnnouncerContext,
-    private readonly topic: string,
-    announcement: Announcement,
-  ) {
-    this.#message = announcement;
-  }
-
-  get #facts(): Record<string, unknown> {
-    const id = this.#message.service['id'];
-    return { topic: this.topic, service: typeof id === 'string' ? id : undefined, tools: this.#message.tools.length };
-  }
-
-  /** The service listens (the first time or again): announce now, connecting first if needed. */
-  listening(): void {
-    if (this.#stopped) return;
-    if (this.#ws?.readyState === WebSocket.OPEN) {
-      void this.#publish(false);
-      return;
-    }
-    if (this.#connecting) return;
-    // The service just reached the broker: try now rather than after the backoff's delay.
-    clearTimeout(this.#retryTimer);
-    this.ctx.backoff.reset();
-    void this.#connect();
-  }
-
-  update(tools: Record<string, unknown>[]): Promise<boolean> {
-    this.#message = { ...this.#message, tools };
-    this.#tooLarge = false;
-    this.#logNext = true;
-    return this.#publish(false);
-  }
-
-  /** Stops heartbeats, publishes a goodbye (waiting up to `timeoutMs` for the broker to take it), and closes. */
-  async goodbye(timeoutMs: number): Promise<void> {
-    if (this.#stopped) return;
-    this.#stopped = true;
-    this.#stopTimers();
-    const ws = this.#ws;
-    if (ws?.readyState === WebSocket.OPEN) {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), timeoutMs);
-      });
-      const taken = await Promise.race([this.#publish(true), timeout]);
-      clearTimeout(timer);
-      if (taken) this.ctx.log.info(this.#facts, `said goodbye on ${this.topic}`);
-      else
-        this.ctx.log.warn(
-          this.#facts,
-          `the broker did not take the goodbye on ${this.topic}; registries mark the service unavailable after missed heartbeats`,
-        );
-    } else if (this.#live) {
-      this.ctx.log.warn(
-        this.#facts,
-        `cannot say goodbye on ${this.topic}: the broker is away; registries mark the service unavailable after missed heartbeats`,
-      );
-    }
-    this.#detach();
-    if (ws) await closeGently(ws);
-  }
-
-  /** Stops at once, without a goodbye (the service gave up on the broker). */
-  stop(): void {
-    this.#stopped = true;
-    this.#stopTimers();
-    const ws = this.#ws;
-    this.#detach();
-    if (ws) drop(ws);
-  }
-
-  #stopTimers(): void {
-    clearTimeout(this.#retryTimer);
-    this.#retryTimer = undefined;
-    clearInterval(this.#heartbeat);
-    this.#heartbeat = undefined;
-  }
-
-  /** Forgets the socket: pings stop and waiting publishes resolve false. */
-  #detach(): void {
-    this.#ws = undefined;
-    this.#stopPings();
-    this.#stopPings = () => undefined;
-    clearInterval(this.#heartbeat);
-    this.#heartbeat = undefined;
-    for (const settle of this.#acks.values()) settle(false);
-    this.#acks.clear();
-  }
-
-  #retryLater(reason: string, what: string): void {
-    const delayMs = this.ctx.backoff.next();
-    this.#retryTimer = setTimeout(() => void this.#connect(), delayMs);
-    this.ctx.log.warn({ ...this.#facts, delayMs, reason }, `${what}; retrying in ${delayMs} ms`);
-  }
-
-  async #connect(): Promise<void> {
-    this.#retryTimer = undefined;
-    if (this.#stopped || this.#connecting) return;
-    this.#connecting = true;
-    let ws: WebSocket;
-    try {
-      // The broker's token on the upgrade request; the announcement's own rides in the message.
-      ws = await openSocket(this.ctx.url, this.ctx.brokerToken, this.ctx.connectTimeoutMs);
-    } catch (err) {
-      this.#connecting = false;
-      if (!this.#stopped) this.#retryLater(reasonOf(err), `cannot open the announcement producer on ${this.topic}`);
-      return;
-    }
-    this.#connecting = false;
-    if (this.#stopped) {
-      drop(ws);
-      return;
-    }
-    this.#ws = ws;
-    this.ctx.backoff.reset();
-    this.#logNext = true;
-    this.#stopPings = keepAlive(ws, this.ctx.pingIntervalMs);
-    // Pulsar closes with codes ws reports as errors; the close that follows is what counts.
-    ws.on('error', () => undefined);
-    ws.on('close', () => this.#lost(ws));
-    ws.on('message', (data) => this.#acked(data.toString()));
-    this.#heartbeat = setInterval(() => void this.#publish(false), this.#message.heartbeatIntervalS * 1000);
-    void this.#publish(false);
-  }
-
-  #lost(ws: WebSocket): void {
-    if (this.#ws !== ws) return;
-    this.#detach();
-    if (this.#stopped) return;
-    this.#retryLater('the connection dropped', `lost the announcement producer on ${this.topic}`);
-  }
-
-  #acked(text: string): void {
-    let ack: { result?: unknown; errorMsg?: unknown; context?: unknown };
-    try {
-      ack = JSON.parse(text) as typeof ack;
-    } catch {
-      return;
-    }
-    if (typeof ack.context !== 'string') return;
-    const settle = this.#acks.get(ack.context);
-    if (!settle) return;
-    this.#acks.delete(ack.context);
-    if (ack.result === 'ok') settle(true);
-    else {
-      this.ctx.log.warn({ ...this.#facts, result: ack.result, errorMsg: ack.errorMsg }, 'the broker did not take an announcement');
-      settle(false);
-    }
-  }
-
-  /** Publishes the whole announcement; resolves whether the broker took it. */
-  #publish(goodbye: boolean): Promise<boolean> {
-    const ws = this.#ws;
-    if (ws?.readyState !== WebSocket.OPEN) return Promise.resolve(false);
-    // A heartbeat says the service takes requests: none while it does not.
-    if (!goodbye && (this.#stopped || !this.ctx.listening())) return Promise.resolve(false);
-    const message: Announcement = { ...this.#message, goodbye };
-    const payload = JSON.stringify(message);
-    const context = String(++this.#context);
-    const facts = oversize(payload, this.ctx.limits, {}, context);
-    if (facts) {
-      if (!this.#tooLarge) {
-        this.#tooLarge = true;
-        this.ctx.log.error(
-          { ...this.#facts, bytes: facts.bytes, limitBytes: facts.limitBytes },
-          `cannot announce on ${this.topic}: ${oversizeMessage(facts)}`,
-        );
-      }
-      return Promise.resolve(false);
-    }
-    return new Promise<boolean>((resolve) => {
-      this.#acks.set(context, (ok) => {
-        if (ok) {
-          this.#live = !goodbye;
-          if (!goodbye && this.#logNext) {
-            this.#logNext = false;
-            this.ctx.log.info({ ...this.#facts, heartbeatIntervalS: message.heartbeatIntervalS }, `announced the service on ${this.topic}`);
-          }
-        }
-        resolve(ok);
-      });
-      ws.send(publishFrame(payload, {}, context));
+  constructor(options: ToolServiceOptions) {
+    this.#options = options;
+    this.#requestQueue = options.requestQueue ?? `non-persistent://tg/request/${options.topic ?? options.id}`;
+    this.#responseQueue = options.responseQueue ?? `non-persistent://tg/response/${options.topic ?? options.id}`;
+    this.#log = options.logger ?? stderrLogger(`tool-service ${options.id}`);
+    this.#limits = effectiveLimits(options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, undefined);
+    const socket = {
+      token: options.token,
+      connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+      pingIntervalMs: options.pingIntervalMs ?? 30_000,
+    };
+    const backoff = { minMs: options.retryDelayMs?.min, maxMs: options.retryDelayMs?.max };
+    const responsesUrl = producerUrl(options.url, this.#responseQueue);
+    // Shared: replicas of a service split its requests between them.
+    const requestsUrl = consumerUrl(options.url, this.#requestQueue, `${options.id}-request`, { subscriptionType: 'Shared' });
+    const announcement = options.announce && checkedAnnouncement(options.announce);
+    this.#requests = new Consumer({ ...socket, url: requestsUrl, reconnect: 'on-demand' }, (message) => void this.#handle(message), {
+      drop: () => this.#requestsDropped(),
     });
+    this.#responses = new Producer(
+      {
+        ...socket,
+        url: responsesUrl,
+        backoff,
+        maxRetries: options.maxRetries ?? Infinity,
+        holdsProcess: true,
+        whenOpen: () => this.#requests.socket.ready(),
+      },
+      {
+        open: () => this.#listening(),
+        drop: () => this.#lost(),
+        retry: (info) => this.#retrying(info),
+        giveUp: (err, attempts) => this.#giveUp(err, attempts),
+      },
+    );
+    this.#announcer =
+      options.announce && announcement
+        ? new Announcer(
+            {
+              ...socket,
+              url: options.url,
+              brokerToken: options.token,
+              retryDelayMs: backoff,
+              limits: this.#limits,
+              log: this.#log,
+              listening: () => this.#state === 'listening',
+            },
+            options.announce.topic,
+            announcement,
+          )
+        : undefined;
+    if (announcement) this.#checkAnnouncedQueue(announcement);
   }
-}
 
-/** Starts a tool service; it connects, and reconnects, in the background (see `ready`). */
-export function runToolService(options: ToolServiceOptions): RunningToolService {
-  const requestQueue = options.requestQueue ?? `non-persistent://tg/request/${options.topic ?? options.id}`;
-  const responseQueue = options.responseQueue ?? `non-persistent://tg/response/${options.topic ?? options.id}`;
-  const base = options.url.replace(/\/+$/, '');
-  const producerUrl = `${base}/ws/v2/producer/${topicPath(responseQueue)}`;
-  const consumerUrl = `${base}/ws/v2/consumer/${topicPath(requestQueue)}/${encodeURIComponent(`${options.id}-request`)}?subscriptionType=Shared`;
-  const log = options.logger ?? stderrLogger(`tool-service ${options.id}`);
-  const maxRetries = options.maxRetries ?? Infinity;
-  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
-  const pingIntervalMs = options.pingIntervalMs ?? 30_000;
-  const limits = effectiveLimits(options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES, undefined);
-  const backoff = new Backoff(options.retryDelayMs?.min ?? 250, options.retryDelayMs?.max ?? 10_000);
-  const announcement = options.announce && checkedAnnouncement(options.announce);
-  const ready = deferred();
-  const stopped = deferred();
-  const queued: string[] = [];
-  let state: ToolServiceState = 'connecting';
-  let session: { producer: WebSocket; consumer: WebSocket; stopPings: () => void } | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let failures = 0;
-  let lostAt = 0;
-  let context = 0;
-  // A function, not a comparison: close() may run during any await below.
-  const isStopped = () => state === 'stopped';
-  const announcer =
-    options.announce && announcement
-      ? new Announcer(
-          {
-            url: `${base}/ws/v2/producer/${topicPath(options.announce.topic)}`,
-            brokerToken: options.token,
-            connectTimeoutMs,
-            pingIntervalMs,
-            limits,
-            backoff: new Backoff(options.retryDelayMs?.min ?? 250, options.retryDelayMs?.max ?? 10_000),
-            log,
-            listening: () => state === 'listening',
-          },
-          options.announce.topic,
-          announcement,
-        )
-      : undefined;
-  if (announcement) {
+  get ready(): Promise<void> {
+    return this.#ready.promise;
+  }
+
+  get stopped(): Promise<void> {
+    return this.#stopped.promise;
+  }
+
+  get state(): ToolServiceState {
+    return this.#state;
+  }
+
+  start(): void {
+    const signal = this.#options.signal;
+    if (signal?.aborted) {
+      void this.close();
+      return;
+    }
+    signal?.addEventListener('abort', () => void this.close(), { once: true });
+    this.#responses.socket.start();
+  }
+
+  async close(): Promise<void> {
+    if (this.#state !== 'stopped') {
+      this.#state = 'stopped';
+      this.#log.info({ requestQueue: this.#requestQueue }, 'stopped');
+    }
+    // No reconnection from here on; an open session stays for the goodbye.
+    if (!this.#responses.socket.open) this.#responses.close();
+    this.#ready.reject(new Error(`the tool service ${this.#options.id} was closed before it connected`));
+    // Before the subscription goes: registries stop routing calls here first.
+    await this.#announcer?.goodbye(GOODBYE_TIMEOUT_MS);
+    await Promise.all([this.#requests.socket.closeGently(2000), this.#responses.closeGently(2000)]);
+    this.#stopped.resolve();
+  }
+
+  announce(tools: Record<string, unknown>[]): Promise<boolean> {
+    if (!this.#announcer) throw new Error(`the tool service ${this.#options.id} was started without the announce option`);
+    return this.#announcer.update(checkedTools(tools));
+  }
+
+  #checkAnnouncedQueue(announcement: Announcement): void {
     const announced = announcedRequestQueue(announcement.service);
-    if (announced !== undefined && announced !== requestQueue) {
-      log.warn(
-        { requestQueue, announced },
-        `the announced service descriptor names ${announced} as its request queue, but this service listens on ${requestQueue}`,
+    if (announced !== undefined && announced !== this.#requestQueue) {
+      this.#log.warn(
+        { requestQueue: this.#requestQueue, announced },
+        `the announced service descriptor names ${announced} as its request queue, but this service listens on ${this.#requestQueue}`,
       );
     }
   }
 
-  const publish = (message: ResponseMessage, id: string) => {
-    const payload = JSON.stringify(message);
-    const properties = { id };
-    const ctx = String(++context);
-    const facts = oversize(payload, limits, properties, ctx);
-    if (facts) throw new ResponseTooLargeError(oversizeMessage(facts));
-    const frame = publishFrame(payload, properties, ctx);
-    if (session?.producer.readyState === WebSocket.OPEN) session.producer.send(frame);
-    else if (queued.length < MAX_QUEUED_RESPONSES) queued.push(frame);
-    else log.warn({ id, queued: queued.length }, 'dropped a response: the broker is away and the queue of responses is full');
-  };
+  #listening(): void {
+    if (this.#state === 'stopped') return;
+    const again = this.#state === 'reconnecting';
+    this.#state = 'listening';
+    const requestQueue = this.#requestQueue;
+    if (again)
+      this.#log.info(
+        { requestQueue, downMs: Date.now() - this.#lostAt, queued: this.#queued.length },
+        `listening again on ${requestQueue}`,
+      );
+    else this.#log.info({ requestQueue, responseQueue: this.#responseQueue }, `listening on ${requestQueue}`);
+    for (const frame of this.#queued.splice(0)) this.#send(frame);
+    this.#ready.resolve();
+    this.#announcer?.listening();
+  }
 
-  const publishError = (type: string, message: string, id: string) => {
-    try {
-      publish({ error: { type, message }, response: '', end_of_stream: true }, id);
-    } catch (err) {
-      log.error({ id, reason: reasonOf(err) }, 'cannot send an error response');
+  /** The response producer dropped (or was restarted for its subscription): the session goes. */
+  #lost(): void {
+    this.#requests.socket.restart();
+    if (this.#state === 'stopped') return;
+    this.#state = 'reconnecting';
+    this.#lostAt = Date.now();
+  }
+
+  #requestsDropped(): void {
+    if (this.#state === 'listening') this.#responses.socket.restart();
+  }
+
+  #retrying({ dropped, attempt, delayMs, reason }: RetryInfo): void {
+    if (this.#state === 'stopped') return;
+    if (dropped) {
+      this.#log.warn({ requestQueue: this.#requestQueue, delayMs }, `lost the connection to the broker; reconnecting in ${delayMs} ms`);
+      return;
     }
-  };
+    // A subscription that opened for an attempt that failed all the same.
+    this.#requests.socket.restart();
+    this.#log.warn({ attempt, delayMs, reason }, `cannot reach the broker; retrying in ${delayMs} ms`);
+  }
 
-  const handle = async (frame: { payload?: string; properties?: Record<string, string> }) => {
-    const id = frame.properties?.['id'] ?? 'unknown';
+  #giveUp(err: unknown, attempts: number): void {
+    this.#state = 'stopped';
+    this.#requests.socket.close();
+    this.#announcer?.stop();
+    const reason = reasonOf(err);
+    const maxRetries = this.#options.maxRetries ?? Infinity;
+    this.#log.error(
+      { attempts, reason },
+      `gave up connecting to the broker after ${attempts} failed attempts in a row (maxRetries ${maxRetries})`,
+    );
+    if (!process.exitCode) process.exitCode = 1;
+    const error = new Error(`the tool service ${this.#options.id} gave up connecting to the broker: ${reason}`);
+    this.#ready.reject(error);
+    this.#stopped.reject(error);
+  }
+
+  async #handle(message: ReceivedMessage): Promise<void> {
+    const id = message.properties.get('id') ?? 'unknown';
     // Never decoded leniently: U+FFFD would hand the handler text nobody sent.
-    const text = payloadText(frame.payload ?? '');
+    const text = message.text;
     if (text === undefined) {
-      publishError('invalid-request', 'the request is not valid UTF-8', id);
+      this.#respondError('invalid-request', 'the request is not valid UTF-8', id);
       return;
     }
     try {
       const request = JSON.parse(text) as Record<string, unknown>;
       const user = typeof request['user'] === 'string' ? request['user'] : '';
-      const result = options.handler(user, parseJsonText(request['config']), parseJsonText(request['arguments']));
+      const result = this.#options.handler(user, parseJsonText(request['config']), parseJsonText(request['arguments']));
       if (isAsyncIterable(result)) {
-        for await (const chunk of result) publish({ error: null, response: chunk, end_of_stream: false }, id);
-        publish({ error: null, response: '', end_of_stream: true }, id);
+        for await (const chunk of result) this.#respond({ error: null, response: chunk, end_of_stream: false }, id);
+        this.#respond({ error: null, response: '', end_of_stream: true }, id);
       } else {
-        publish({ error: null, response: await result, end_of_stream: true }, id);
+        this.#respond({ error: null, response: await result, end_of_stream: true }, id);
       }
     } catch (err) {
-      options.onError?.(err);
-      if (err instanceof ResponseTooLargeError) publishError('response-too-large', err.message, id);
-      else publishError(options.errorType ?? 'tool-service-error', reasonOf(err), id);
+      this.#options.onError?.(err);
+      if (err instanceof ResponseTooLargeError) this.#respondError('response-too-large', err.message, id);
+      else this.#respondError(this.#options.errorType ?? 'tool-service-error', reasonOf(err), id);
     }
-  };
-
-  const listen = (producer: WebSocket, consumer: WebSocket) => {
-    const current = { producer, consumer, stopPings: () => undefined as void };
-    const stops = [keepAlive(producer, pingIntervalMs), keepAlive(consumer, pingIntervalMs)];
-    current.stopPings = () => stops.forEach((stop) => stop());
-    session = current;
-    for (const ws of [producer, consumer]) {
-      // Pulsar closes with codes ws reports as errors; the close that follows is what counts.
-      ws.on('error', () => undefined);
-      ws.on('close', () => lost(current));
-    }
-    producer.on('message', (data) => {
-      let ack: { result?: unknown; errorMsg?: unknown };
-      try {
-        ack = JSON.parse(data.toString()) as typeof ack;
-      } catch {
-        return;
-      }
-      if (ack.result !== 'ok') log.warn({ result: ack.result, errorMsg: ack.errorMsg }, 'the broker did not take a response');
-    });
-    consumer.on('message', (data) => {
-      let frame: { messageId?: string; payload?: string; properties?: Record<string, string> };
-      try {
-        frame = JSON.parse(data.toString()) as typeof frame;
-      } catch {
-        return;
-      }
-      if (frame.messageId !== undefined) consumer.send(JSON.stringify({ messageId: frame.messageId }));
-      void handle(frame);
-    });
-    const again = state === 'reconnecting';
-    state = 'listening';
-    failures = 0;
-    backoff.reset();
-    if (again) log.info({ requestQueue, downMs: Date.now() - lostAt, queued: queued.length }, `listening again on ${requestQueue}`);
-    else log.info({ requestQueue, responseQueue }, `listening on ${requestQueue}`);
-    for (const frame of queued.splice(0)) producer.send(frame);
-    ready.resolve();
-    announcer?.listening();
-  };
-
-  const giveUp = (err: unknown) => {
-    state = 'stopped';
-    announcer?.stop();
-    const reason = reasonOf(err);
-    log.error(
-      { attempts: failures, reason },
-      `gave up connecting to the broker after ${failures} failed attempts in a row (maxRetries ${maxRetries})`,
-    );
-    if (!process.exitCode) process.exitCode = 1;
-    const error = new Error(`the tool service ${options.id} gave up connecting to the broker: ${reason}`);
-    ready.reject(error);
-    stopped.reject(error);
-  };
-
-  const retryLater = () => {
-    const delayMs = backoff.next();
-    retryTimer = setTimeout(() => void attempt(), delayMs);
-    return delayMs;
-  };
-
-  const attempt = async (): Promise<void> => {
-    retryTimer = undefined;
-    if (isStopped()) return;
-    let producer: WebSocket | undefined;
-    try {
-      producer = await openSocket(producerUrl, options.token, connectTimeoutMs);
-      // Until listen() takes over: an error event without a listener would end the process.
-      producer.on('error', () => undefined);
-      const consumer = await openSocket(consumerUrl, options.token, connectTimeoutMs);
-      if (isStopped() || producer.readyState !== WebSocket.OPEN) {
-        drop(consumer);
-        if (isStopped()) {
-          drop(producer);
-          return;
-        }
-        throw new Error('the connection to the broker dropped while the subscription opened');
-      }
-      listen(producer, consumer);
-    } catch (err) {
-      if (producer) drop(producer);
-      if (isStopped()) return;
-      failures++;
-      if (failures > maxRetries) {
-        giveUp(err);
-        return;
-      }
-      const delayMs = retryLater();
-      log.warn({ attempt: failures, delayMs, reason: reasonOf(err) }, `cannot reach the broker; retrying in ${delayMs} ms`);
-    }
-  };
-
-  const lost = (current: NonNullable<typeof session>) => {
-    if (session !== current) return;
-    session = undefined;
-    current.stopPings();
-    drop(current.producer);
-    drop(current.consumer);
-    if (state === 'stopped') return;
-    state = 'reconnecting';
-    lostAt = Date.now();
-    const delayMs = retryLater();
-    log.warn({ requestQueue, delayMs }, `lost the connection to the broker; reconnecting in ${delayMs} ms`);
-  };
-
-  const close = async () => {
-    if (state !== 'stopped') {
-      state = 'stopped';
-      log.info({ requestQueue }, 'stopped');
-    }
-    clearTimeout(retryTimer);
-    ready.reject(new Error(`the tool service ${options.id} was closed before it connected`));
-    // Before the subscription goes: registries stop routing calls here first.
-    await announcer?.goodbye(GOODBYE_TIMEOUT_MS);
-    const current = session;
-    session = undefined;
-    if (current) {
-      current.stopPings();
-      await Promise.all([closeGently(current.consumer), closeGently(current.producer)]);
-    }
-    stopped.resolve();
-  };
-
-  if (options.signal?.aborted) void close();
-  else {
-    options.signal?.addEventListener('abort', () => void close(), { once: true });
-    void attempt();
   }
 
+  /** Sends one response message now, or once the broker is back; throws when it is too large for one message. */
+  #respond(message: ResponseMessage, id: string): void {
+    const payload = JSON.stringify(message);
+    const properties = { id };
+    const context = this.#responses.nextContext();
+    const facts = oversize(payload, this.#limits, properties, context);
+    if (facts) throw new ResponseTooLargeError(oversizeMessage(facts));
+    const frame = { text: publishFrame(payload, properties, context), context };
+    if (this.#responses.socket.open) this.#send(frame);
+    else if (this.#queued.length < MAX_QUEUED_RESPONSES) this.#queued.push(frame);
+    else this.#log.warn({ id, queued: this.#queued.length }, 'dropped a response: the broker is away and the queue of responses is full');
+  }
+
+  #respondError(type: string, message: string, id: string): void {
+    try {
+      this.#respond({ error: { type, message }, response: '', end_of_stream: true }, id);
+    } catch (err) {
+      this.#log.error({ id, reason: reasonOf(err) }, 'cannot send an error response');
+    }
+  }
+
+  #send(frame: ResponseFrame): void {
+    this.#responses.send(frame.text, frame.context).then(
+      (ack) => {
+        if (!ack.ok) this.#log.warn({ result: ack.result, errorMsg: ack.errorMsg }, 'the broker did not take a response');
+      },
+      () => undefined,
+    );
+  }
+}
+
+/** Starts a tool service; it connects, and reconnects, in the background (see `ready`). */
+export function runToolService(options: ToolServiceOptions): RunningToolService {
+  const service = new ToolService(options);
+  service.start();
+  // A plain object, as before the class: its methods may be passed around unbound.
   return {
-    ready: ready.promise,
-    stopped: stopped.promise,
+    ready: service.ready,
+    stopped: service.stopped,
     get state() {
-      return state;
+      return service.state;
     },
-    close,
-    announce(tools) {
-      if (!announcer) throw new Error(`the tool service ${options.id} was started without the announce option`);
-      return announcer.update(checkedTools(tools));
-    },
+    close: () => service.close(),
+    announce: (tools) => service.announce(tools),
   };
 }

@@ -12,7 +12,7 @@
  * long as the process runs. At start every live item is marked once, so that TrustGraph gets
  * what changed while the registry was not syncing; deletions made meanwhile are not replayed.
  */
-import { Backoff } from '../bridge/pulsar-ws.js';
+import { Backoff } from '../pulsar/socket.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Change } from '../model/records.js';
 import type { BusTool, ToolService } from '../model/schemas.js';

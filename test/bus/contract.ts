@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { topicPath } from '../../src/bridge/pulsar-ws.js';
+import { topicPath } from '../../src/pulsar/wire.js';
 import { runToolService, type RunningToolService, type ToolHandler } from '../../src/toolkit/tool-service.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';

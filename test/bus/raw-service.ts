@@ -4,7 +4,7 @@
  * plain strings. Works against the in-process fake and a real broker alike.
  */
 import WebSocket from 'ws';
-import { topicPath } from '../../src/bridge/pulsar-ws.js';
+import { topicPath } from '../../src/pulsar/wire.js';
 
 export interface RawService {
   close(): void;

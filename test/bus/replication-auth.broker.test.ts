@@ -12,7 +12,7 @@
 import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import WebSocket from 'ws';
 import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
-import { topicPath } from '../../src/bridge/pulsar-ws.js';
+import { topicPath } from '../../src/pulsar/wire.js';
 import { ReplicationKeys } from '../../src/replication/message-auth.js';
 import { killAll, removeTempDirs } from '../helpers/process.js';
 import { replicationKey } from '../helpers/replication-key.js';
