@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTool } from '../../src/model/resolve.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
-import { ORDER_INPUT, ORDER_OUTPUT, startToolHost, VALID_ORDER, type ToolHost } from './support.js';
+import { ORDER_INPUT, ORDER_OUTPUT, startToolHost, VALID_ORDER, type ToolHost } from '../schemas/support.js';
 
 describe('arguments checked against the input schema (issue 12)', () => {
   let t: TestApp;

@@ -7,18 +7,18 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../src/cli/main.js';
-import { loadConfig } from '../src/config.js';
-import { topicOfQueueId } from '../src/model/schemas.js';
+import { main } from '../../src/cli/main.js';
+import { loadConfig } from '../../src/config.js';
+import { topicOfQueueId } from '../../src/model/schemas.js';
 import {
   importOfTrustGraph,
   inDumpTerms,
   trustGraphDumpOf,
   trustGraphItemsOf,
   type TrustGraphDump,
-} from '../src/model/trustgraph-config.js';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+} from '../../src/model/trustgraph-config.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 let t: TestApp;
 let admin: Record<string, string>;

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from '../helpers/mcp-upstream.js';
-import { connect, mcpUrl, type McpTestClient } from '../mcp/support.js';
-import { ORDER_INPUT, startToolHost, type ToolHost } from './support.js';
+import { connect, mcpUrl, type McpTestClient } from './support.js';
+import { ORDER_INPUT, startToolHost, type ToolHost } from '../schemas/support.js';
 
 const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
 
