@@ -7,6 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance } from 'fastify';
+import { vi } from 'vitest';
 
 export interface McpTestClient {
   client: Client;
@@ -64,6 +65,5 @@ export async function listAll(client: Client): Promise<{ tools: Tool[]; pages: n
 
 /** Waits until `count` notification streams (GET /mcp) are held open by the server. */
 export async function untilStreamsOpen(app: FastifyInstance, count: number): Promise<void> {
-  for (let i = 0; i < 300 && app.waiters.size < count; i++) await new Promise((r) => setTimeout(r, 10));
-  if (app.waiters.size < count) throw new Error(`${app.waiters.size} notification streams open, expected ${count}`);
+  await vi.waitUntil(() => app.waiters.size >= count, { timeout: 3000, interval: 10 });
 }

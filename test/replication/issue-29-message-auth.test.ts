@@ -6,13 +6,13 @@
  * topic (fake-topic.ts); the same over a real broker: test/bus/replication-auth.broker.test.ts.
  */
 import { createSecretKey, randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RegistryError } from '../../src/model/errors.js';
 import { ReplicationKeys } from '../../src/replication/message-auth.js';
 import { indexOf } from '../../src/replication/message-id.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { replicationKey, replicationKeyFile } from '../helpers/replication-key.js';
-import { KEY, Replicas, until, type Running } from './running.js';
+import { KEY, POLLING, Replicas, type Running } from './running.js';
 import { TOPIC, tool } from './support.js';
 
 const replicas = new Replicas();
@@ -41,7 +41,7 @@ describe('replication messages authenticated (issue 29)', () => {
     const lastRefused = lastIndex();
     const after = await a.replicator.putTool(tool('after'));
     expect(after.created).toBe(true);
-    await until(() => b.catalog.getTool('after') !== undefined, 'b applies the write after them');
+    await vi.waitUntil(() => b.catalog.getTool('after') !== undefined, POLLING);
     for (const r of [a, b]) {
       const id = r.replicator.state.replica;
       for (const name of ['forged', 'unsigned', 'altered', 'original', 'ahead'])
@@ -91,12 +91,12 @@ describe('replication messages authenticated (issue 29)', () => {
       code: 'TR_ERR_UNAVAILABLE',
       message: expect.stringMatching(/^every replica refused this write: .*600 s ahead of when the broker took it.*fix the clock/),
     });
-    await until(() => b.replicator.state.refused.count === 1, 'b refuses it too');
+    await vi.waitUntil(() => b.replicator.state.refused.count === 1, POLLING);
     for (const r of [a, b]) expect(r.catalog.getTool('early')).toBeUndefined();
     // Within the bound, writes go.
     replicas.topic.clockOffsetMs = -60_000;
     await expect(a.replicator.putTool(tool('on-time'))).resolves.toMatchObject({ created: true });
-    await until(() => b.catalog.getTool('on-time') !== undefined, 'b applies it');
+    await vi.waitUntil(() => b.catalog.getTool('on-time') !== undefined, POLLING);
   });
 
   it('applies messages without a MAC only as REPLICATION_ACCEPT_UNSIGNED says: up to an index, all, or none', async () => {
@@ -111,8 +111,7 @@ describe('replication messages authenticated (issue 29)', () => {
     const through = await replicas.start('through', { acceptUnsignedThrough: upgrade });
     const all = await replicas.start('all', { acceptUnsignedThrough: Infinity });
     const none = await replicas.start('none');
-    for (const r of [through, all, none])
-      await until(() => r.store.replicationPosition()?.index === end, `${r.replicator.state.replica} reads to the end`);
+    for (const r of [through, all, none]) await vi.waitUntil(() => r.store.replicationPosition()?.index === end, POLLING);
     const names = (r: Running) => ['history', 'signed', 'late', 'late-forged'].filter((n) => r.catalog.getTool(n) !== undefined);
     expect(names(through)).toEqual(['history', 'signed']);
     expect(names(all)).toEqual(['history', 'signed', 'late']);
@@ -131,13 +130,10 @@ describe('replication messages authenticated (issue 29)', () => {
     await a.replicator.putTool(tool('by-old'));
     await b.replicator.putTool(tool('by-next'));
     for (const r of [a, b])
-      await until(
-        () => r.catalog.getTool('by-old') !== undefined && r.catalog.getTool('by-next') !== undefined,
-        'both writes apply on both',
-      );
+      await vi.waitUntil(() => r.catalog.getTool('by-old') !== undefined && r.catalog.getTool('by-next') !== undefined, POLLING);
     // A replica that holds only the new key refuses what the old one signed (the retired key's messages on the topic).
     const retired = await replicas.start('retired', { secretKey: next });
-    await until(() => retired.catalog.getTool('by-next') !== undefined, "retired applies the new key's write");
+    await vi.waitUntil(() => retired.catalog.getTool('by-next') !== undefined, POLLING);
     expect(retired.catalog.getTool('by-old')).toBeUndefined();
     expect(retired.replicator.state.refused.last?.reason).toBe('unknown-key');
   });
@@ -154,7 +150,7 @@ describe('replication messages authenticated (issue 29)', () => {
     await t.app.replication?.caughtUp();
     replicas.append(put('forged'), createSecretKey(randomBytes(32)));
     replicas.append(put('ahead', new Date(Date.now() + YEAR_MS).toISOString()), replicationKey());
-    await until(() => t.app.replication?.state.refused.count === 2, 'both refused');
+    await vi.waitUntil(() => t.app.replication?.state.refused.count === 2, POLLING);
     const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode, 'refusals do not make a replica unready').toBe(200);
     expect(ready.json()).toMatchObject({

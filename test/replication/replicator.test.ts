@@ -7,11 +7,11 @@
  * or stamp: issue-29-message-auth.test.ts. The real broker: test/bus/replication*.broker.test.ts.
  */
 import { createSecretKey, randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RegistryError } from '../../src/model/errors.js';
 import { indexOf } from '../../src/replication/message-id.js';
 import { sealCredential } from '../../src/replication/credential-seal.js';
-import { KEY, Replicas, until } from './running.js';
+import { KEY, POLLING, Replicas } from './running.js';
 import { bundle, type TestReplica } from './support.js';
 
 const BEARER = 'upstream-bearer-0123456789abcdef';
@@ -39,7 +39,7 @@ describe('the replicator', () => {
     // Answered at the last part: its position is the import's index.
     expect(summary).toEqual({ index: lastIndex(), toolServices: { created: 1, replaced: 0 }, tools: { created: 401, replaced: 0 } });
     expect(a.catalog.index).toBe(summary.index);
-    await until(() => b.catalog.index === summary.index, 'b applies the import');
+    await vi.waitUntil(() => b.catalog.index === summary.index, POLLING);
     expect(view(b).etag).toBe(view(a).etag);
     expect(Buffer.compare(view(a).body, view(b).body)).toBe(0);
     for (const r of [a, b]) expect(r.stagedRows()).toEqual([]);
@@ -102,15 +102,15 @@ describe('the replicator', () => {
       body: { credential: { sealed: expect.any(String), kid: expect.any(String) } },
     });
     expect(a.store.mcpServerCredential('github')).toBe(BEARER);
-    await until(() => b.catalog.getMcpServer('github') !== undefined, 'b applies the server');
+    await vi.waitUntil(() => b.catalog.getMcpServer('github') !== undefined, POLLING);
     expect(b.store.mcpServerCredential('github')).toBe(BEARER);
     // Keeping the stored credential carries no secret, and keeps it everywhere.
     await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { set: true }, prefix: 'hub_' }, 'github');
-    await until(() => b.catalog.getMcpServer('github')?.descriptor.prefix === 'hub_', 'b applies the change');
+    await vi.waitUntil(() => b.catalog.getMcpServer('github')?.descriptor.prefix === 'hub_', POLLING);
     expect(b.store.mcpServerCredential('github')).toBe(BEARER);
 
     // Another key: a's messages are not its to authenticate, so it applies none of them (and says so).
-    await until(() => wrong.replicator.state.refused.last?.index === lastIndex(), "wrong refuses a's messages");
+    await vi.waitUntil(() => wrong.replicator.state.refused.last?.index === lastIndex(), POLLING);
     // a's and b's markers, and a's two writes.
     expect(wrong.replicator.state.refused).toMatchObject({ count: 4, last: { reason: 'unknown-key' } });
     expect(wrong.replicator.state.failed).toBeUndefined();
@@ -134,7 +134,7 @@ describe('the replicator', () => {
         body: { url: 'http://127.0.0.1:9/mcp', credential: sealed },
       }),
     );
-    await until(() => a.replicator.state.failed !== undefined, 'a stops');
+    await vi.waitUntil(() => a.replicator.state.failed !== undefined, POLLING);
     expect(a.replicator.state.failed).toMatch(/REPLICATION_SECRET_FILE, REPLICATION_ACCEPTED_SECRET_FILES/);
     // Not applied, and its position before the message: applied once restarted with the key.
     expect(a.catalog.getMcpServer('github')).toBeUndefined();
@@ -143,7 +143,7 @@ describe('the replicator', () => {
     // Restarted holding that key too (rotation), it opens the credential and goes on.
     replicas.stop(a);
     const again = await start('a', { dir: a.dir, acceptedKeys: [other] });
-    await until(() => again.catalog.getMcpServer('github') !== undefined, 'a applies the server once it holds the key');
+    await vi.waitUntil(() => again.catalog.getMcpServer('github') !== undefined, POLLING);
     expect(again.store.mcpServerCredential('github')).toBe(BEARER);
   });
 
@@ -169,7 +169,7 @@ describe('the replicator', () => {
     replicas.append(event('malformed', { sealed: 42, kid: 'nope' }));
     const last = lastIndex();
     for (const r of [a, b]) {
-      await until(() => r.store.replicationPosition()?.index === last, 'the messages are applied');
+      await vi.waitUntil(() => r.store.replicationPosition()?.index === last, POLLING);
       expect(r.replicator.state.failed).toBeUndefined();
       for (const id of ['github', 'gitlab', 'malformed']) expect(r.catalog.getMcpServer(id)).toBeUndefined();
     }

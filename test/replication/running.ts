@@ -87,11 +87,5 @@ export class Replicas {
   }
 }
 
-/** Waits until `predicate` holds (a replica following the topic). */
-export async function until(predicate: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** vi.waitUntil's options for a replica following the topic (its default, 50 ms for 1 s, is too short). */
+export const POLLING = { timeout: 10_000, interval: 20 };
