@@ -6,7 +6,7 @@
  * test worker as a last resort), so a failing test never leaves a server behind.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -189,6 +189,20 @@ export async function runCli(args: readonly string[], options: SpawnOptions & { 
   }
 }
 
+/** The port the child wrote to PORT_FILE once listening; fails early if the child exits. */
+async function boundPort(proc: SpawnedProcess, portFile: string, deadlineMs = STARTUP_DEADLINE_MS): Promise<number> {
+  const port = await vi.waitFor(
+    () => {
+      if (proc.done) return undefined;
+      if (!existsSync(portFile)) throw new Error(`no ${portFile} yet`);
+      return Number(readFileSync(portFile, 'utf8'));
+    },
+    { timeout: deadlineMs, interval: 50 },
+  );
+  if (port === undefined) throw new Error(`the server exited before listening; stderr: ${proc.stderr()}`);
+  return port;
+}
+
 /** Polls GET /healthz until it answers 200; fails early if the child exits. */
 async function waitForHealthy(proc: SpawnedProcess, url: string, deadlineMs = STARTUP_DEADLINE_MS): Promise<void> {
   const outcome = await vi
@@ -215,17 +229,25 @@ async function waitForHealthy(proc: SpawnedProcess, url: string, deadlineMs = ST
  */
 export async function startServer(options: Omit<SpawnOptions, 'input'> & { startupDeadlineMs?: number } = {}): Promise<ServerProcess> {
   const { startupDeadlineMs, ...spawnOptions } = options;
-  const port = spawnOptions.port ?? (await freePort());
   const databasePath = spawnOptions.databasePath ?? join(processTempDir(), 'registry.db');
-  const proc = spawnCli(['serve'], { ...spawnOptions, port, databasePath });
-  const url = `http://${LOOPBACK}:${port}`;
+  // Without a port of the test's choosing the server takes a free one (PORT=0) and says which in
+  // PORT_FILE: no port is probed here and released for another process to take first.
+  const portFile = spawnOptions.env?.['PORT_FILE'] ?? join(processTempDir(), 'port');
+  const proc = spawnCli(['serve'], {
+    ...spawnOptions,
+    port: spawnOptions.port ?? 0,
+    databasePath,
+    env: { ...spawnOptions.env, PORT_FILE: portFile },
+  });
   try {
+    const port = spawnOptions.port ?? (await boundPort(proc, portFile, startupDeadlineMs));
+    const url = `http://${LOOPBACK}:${port}`;
     await waitForHealthy(proc, url, startupDeadlineMs);
+    return Object.assign(proc, { port, url, databasePath });
   } catch (err) {
     await stopProcess(proc, 'SIGKILL');
     throw err;
   }
-  return Object.assign(proc, { port, url, databasePath });
 }
 
 /**

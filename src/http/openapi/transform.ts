@@ -183,7 +183,10 @@ function hoistJsonValues(document: Json, schemas: Record<string, Json>): void {
     delete schemas[pseudo];
   }
   if (definition === undefined) return;
-  schemas[JSON_VALUE] = { ...(JSON.parse(definition) as Json), description: 'Any JSON value.' };
+  // The empty schema, which any JSON value satisfies, rather than zod's recursive union: clients
+  // generated from the document type it as `unknown`, where openapi-typescript's recursive alias
+  // does not compile (TS2502: referenced directly or indirectly in its own type annotation).
+  schemas[JSON_VALUE] = { description: 'Any JSON value: a string, number, boolean, null, array or object.' };
   walk([document, schemas], (object) => {
     const ref = object['$ref'];
     if (typeof ref === 'string' && SHARED.test(ref)) object['$ref'] = SCHEMAS + JSON_VALUE;
