@@ -3,7 +3,7 @@
  * on that route and on `POST /tools/{name}/invoke?stream=ag-ui`. The shapes follow the
  * protocol's `RunAgentInput` and events (@ag-ui/core, protocol 1.0); the registry acts as an
  * agent that executes the tool calls of the conversation's last assistant message.
- * test/ag-ui.test.ts checks both against the official SDK's schemas and event verifier.
+ * test/http/ag-ui.test.ts checks both against the official SDK's schemas and event verifier.
  */
 import { z } from 'zod';
 import { ProblemSchema } from './api.js';

@@ -8,13 +8,13 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RegistryError } from '../src/model/errors.js';
-import { parseTool, parseToolService } from '../src/model/resolve.js';
-import { AuditStore } from '../src/store/audit-store.js';
-import { openDatabase } from '../src/store/database.js';
-import { migrate } from '../src/store/migrations.js';
-import { RegistryStore } from '../src/store/registry-store.js';
-import { seed } from './helpers/fixtures.js';
+import { RegistryError } from '../../src/model/errors.js';
+import { parseTool, parseToolService } from '../../src/model/resolve.js';
+import { AuditStore } from '../../src/store/audit-store.js';
+import { openDatabase } from '../../src/store/database.js';
+import { migrate } from '../../src/store/migrations.js';
+import { RegistryStore } from '../../src/store/registry-store.js';
+import { seed } from '../helpers/fixtures.js';
 
 /** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 10_000 ms. */
 const polling = { timeout: 10_000, interval: 10 };

@@ -13,11 +13,11 @@ import { HttpAgent, runHttpRequest, transformHttpEventStream, verifyEvents, type
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { EventEncoder } from '@ag-ui/encoder';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AgUiEventSchema, MAX_AG_UI_TOOL_CALLS } from '../src/model/ag-ui.js';
-import { runToolService } from '../src/toolkit/tool-service.js';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { FakePulsar } from './helpers/fake-pulsar.js';
-import { seed } from './helpers/fixtures.js';
+import { AgUiEventSchema, MAX_AG_UI_TOOL_CALLS } from '../../src/model/ag-ui.js';
+import { runToolService } from '../../src/toolkit/tool-service.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { FakePulsar } from '../helpers/fake-pulsar.js';
+import { seed } from '../helpers/fixtures.js';
 
 /** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 5000 ms. */
 const polling = { timeout: 5000, interval: 10 };

@@ -5,8 +5,8 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 interface Seen {
   url: string;

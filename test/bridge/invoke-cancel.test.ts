@@ -6,8 +6,8 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 /** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 3000 ms. */
 const polling = { timeout: 3000, interval: 10 };
