@@ -19,8 +19,6 @@ const config: KnipConfig = {
   // An exported interface or type that names a parameter or result of an export in the same
   // file is part of that module's surface, even when no other file names it.
   ignoreExportsUsedInFile: { interface: true, type: true },
-  // Loaded by name, not imported: pino starts it as the log transport (src/server.ts).
-  ignoreDependencies: ['pino-pretty'],
 };
 
 export default config;
