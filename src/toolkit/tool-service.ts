@@ -360,10 +360,11 @@ class ToolService {
 
   /** The response producer dropped (or was restarted for its subscription): the session goes. */
   #lost(): void {
+    if (this.#state !== 'stopped') {
+      this.#state = 'reconnecting';
+      this.#lostAt = Date.now();
+    }
     this.#requests.socket.restart();
-    if (this.#state === 'stopped') return;
-    this.#state = 'reconnecting';
-    this.#lostAt = Date.now();
   }
 
   #requestsDropped(): void {
