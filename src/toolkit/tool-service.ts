@@ -276,9 +276,10 @@ class ToolService {
       options.announce && announcement
         ? new Announcer(
             {
-              ...socket,
               url: options.url,
               brokerToken: options.token,
+              connectTimeoutMs: socket.connectTimeoutMs,
+              pingIntervalMs: socket.pingIntervalMs,
               retryDelayMs: backoff,
               limits: this.#limits,
               log: this.#log,
