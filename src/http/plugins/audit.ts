@@ -63,6 +63,22 @@ export function outcomeOf(status: number): AuditOutcome {
 }
 
 /**
+ * Audits a tool call that failed where the audit hook cannot see it: inside an answer that has
+ * already started (a stream, an AG-UI run) or inside a 200 (an MCP `tools/call` result).
+ */
+export function recordFailedCall(request: FastifyRequest, tool: string, code: string, status: number): void {
+  request.server.auditLog.recordRefusal({
+    ...actorOf(request),
+    at: new Date().toISOString(),
+    action: 'tool.invoke',
+    target: tool,
+    outcome: outcomeOf(status),
+    status,
+    detail: code,
+  });
+}
+
+/**
  * Records refused writes and calls on audited routes (successful writes are logged by the
  * store, inside their transaction); the log itself is src/registry/audit-log.ts.
  */

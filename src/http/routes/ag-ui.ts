@@ -3,7 +3,7 @@
  * `RunAgentInput` and runs the tool calls of the last assistant message through the bridge, in
  * order, answering the run's events as they happen (src/http/ag-ui/run.ts says which).
  */
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
 import { AgUiEventSchema, AgUiRunInputSchema, MAX_AG_UI_TOOL_CALLS, pendingToolCalls, streamsToolCallArgs } from '../../model/ag-ui.js';
@@ -11,7 +11,7 @@ import { RegistryError } from '../../model/errors.js';
 import { agUiEncoder, AgUiEventsSchema, AgUiRun, runToolCall } from '../ag-ui/run.js';
 import { callerKey } from '../caller-key.js';
 import { eventStreams } from '../event-stream.js';
-import { actorOf, outcomeOf } from '../plugins/audit.js';
+import { recordFailedCall } from '../plugins/audit.js';
 import { BEARER, headers, problem } from '../openapi/responses.js';
 
 const DESCRIPTION = `Runs tool calls for an AG-UI client or agent: the body is an AG-UI \`RunAgentInput\`, and the
@@ -48,18 +48,6 @@ const agUiRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   // Not held: a run ends with its last call, at most MAX_AG_UI_TOOL_CALLS calls of bounded time.
   const streams = eventStreams(fastify);
-
-  const recordFailedCall = (request: FastifyRequest, tool: string, code: string, status: number) => {
-    app.auditLog.recordRefusal({
-      ...actorOf(request),
-      at: new Date().toISOString(),
-      action: 'tool.invoke',
-      target: tool,
-      outcome: outcomeOf(status),
-      status,
-      detail: code,
-    });
-  };
 
   app.post(
     '/ag-ui',

@@ -7,7 +7,7 @@ import { invokeAsAgUi } from '../ag-ui/invoke.js';
 import { AgUiEventsSchema } from '../ag-ui/run.js';
 import { callerKey } from '../caller-key.js';
 import { eventStreams } from '../event-stream.js';
-import { actorOf, outcomeOf } from '../plugins/audit.js';
+import { recordFailedCall } from '../plugins/audit.js';
 import { BEARER, headers, problem, problems } from '../openapi/responses.js';
 import { problemBody, problemOf } from '../plugins/errors.js';
 import { sseEvent as sse } from '../sse.js';
@@ -236,17 +236,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
       };
       if (request.query.stream === 'ag-ui') {
         // Failures once the stream has started answer 200: the audit hook would not see them.
-        await invokeAsAgUi(app.bridge, request, stream, invoke, (tool, code, status) =>
-          app.auditLog.recordRefusal({
-            ...actorOf(request),
-            at: new Date().toISOString(),
-            action: 'tool.invoke',
-            target: tool,
-            outcome: outcomeOf(status),
-            status,
-            detail: code,
-          }),
-        );
+        await invokeAsAgUi(app.bridge, request, stream, invoke, (tool, code, status) => recordFailedCall(request, tool, code, status));
         return reply;
       }
       if (!(request.headers.accept ?? '').includes('text/event-stream')) {

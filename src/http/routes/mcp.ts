@@ -23,7 +23,7 @@ import { endResponsesOfCancelledRequests } from '../mcp/cancellation.js';
 import { describeMalformedMessage } from '../mcp/invalid-params.js';
 import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
-import { actorOf, outcomeOf } from '../plugins/audit.js';
+import { recordFailedCall } from '../plugins/audit.js';
 import { ANYONE, BEARER, empty, headers, problem, problems } from '../openapi/responses.js';
 import { tokenExpiresAt } from '../token-expiry.js';
 import { documentedOnly } from '../validation.js';
@@ -211,18 +211,6 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     }
     const webRequest = new Request(new URL('/mcp', config.publicUrl), { method: request.method, headers: forwarded });
     return session.transport.handleRequest(webRequest, body === undefined ? { authInfo } : { authInfo, parsedBody: body });
-  };
-
-  const recordFailedCall = (request: FastifyRequest, tool: string, code: string, status: number) => {
-    app.auditLog.recordRefusal({
-      ...actorOf(request),
-      at: new Date().toISOString(),
-      action: 'tool.invoke',
-      target: tool,
-      outcome: outcomeOf(status),
-      status,
-      detail: code,
-    });
   };
 
   /** A new session: its own SDK server and transport, held once `initialize` succeeds. */
