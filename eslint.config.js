@@ -31,6 +31,7 @@ const MAY_IMPORT = {
     'catalog',
     'auth',
     'bridge',
+    'pulsar', // broker limits and frame sizes, for the plugins that build the bus clients
     'usage',
     'store',
     'trustgraph',

@@ -22,10 +22,6 @@ import { Producer } from '../pulsar/producer.js';
 import { BrokerUnavailableError, consumerUrl, producerUrl, publishFrame, type ReceivedMessage } from '../pulsar/wire.js';
 import { BridgeUnavailableError, RequestTooLargeError, ToolServiceError } from './errors.js';
 
-// What src/http/plugins and test/bridge/open-socket.test.ts still import from here (issue 32).
-export { effectiveLimits, payloadLimit, type BusLimits } from '../pulsar/limits.js';
-export { openSocket } from '../pulsar/socket.js';
-
 export interface PulsarWsOptions {
   /** e.g. ws://127.0.0.1:8080 */
   url: string;

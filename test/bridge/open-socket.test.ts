@@ -1,5 +1,5 @@
 /**
- * openSocket (src/bridge/pulsar-ws.ts): a reader or consumer may be sent frames right after the
+ * openSocket (src/pulsar/socket.ts): a reader or consumer may be sent frames right after the
  * upgrade, in the same network read as its answer. None may be lost between the socket opening
  * and the caller adding its 'message' listener after its `await`.
  */
@@ -7,7 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
-import { openSocket } from '../../src/bridge/pulsar-ws.js';
+import { openSocket } from '../../src/pulsar/socket.js';
 
 const FRAMES = 200;
 let server: ReturnType<typeof createServer>;

@@ -57,7 +57,7 @@ function triedTarget(request: FastifyRequest): string | null {
   return escaped.length > MAX_TARGET ? `${escaped.slice(0, MAX_TARGET)}...` : escaped;
 }
 
-export function outcomeOf(status: number): AuditOutcome {
+function outcomeOf(status: number): AuditOutcome {
   if (status === 401 || status === 403 || status === 429) return 'denied';
   return status >= 500 ? 'error' : 'invalid';
 }

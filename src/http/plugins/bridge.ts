@@ -1,11 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
-import { readBrokerLimits, type BrokerLimits } from '../../bridge/broker-limits.js';
+import { readBrokerLimits, type BrokerLimits } from '../../pulsar/broker-limits.js';
 import { ToolBridge } from '../../bridge/bridge.js';
 import { BusTransport } from '../../bridge/bus-transport.js';
 import { HttpTransport } from '../../bridge/http-transport.js';
 import { McpTransport } from '../../bridge/mcp-transport.js';
-import { effectiveLimits, payloadLimit, PulsarWsClient, type BusLimits } from '../../bridge/pulsar-ws.js';
+import { PulsarWsClient } from '../../bridge/pulsar-ws.js';
+import { effectiveLimits, payloadLimit, type BusLimits } from '../../pulsar/limits.js';
 import type { Config } from '../../config.js';
 import { UsageTracker } from '../../usage/tracker.js';
 

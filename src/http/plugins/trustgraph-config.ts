@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import { effectiveLimits, payloadLimit } from '../../bridge/pulsar-ws.js';
+import { effectiveLimits, payloadLimit } from '../../pulsar/limits.js';
 import type { Config } from '../../config.js';
 import { adoptTrustGraphConfig } from '../../trustgraph/adopt.js';
 import { ConfigServiceClient } from '../../trustgraph/config-client.js';
