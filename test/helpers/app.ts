@@ -1,6 +1,7 @@
 /**
- * Builds the same app the server runs (src/app.ts), on a real SQLite file in a temp folder,
- * with an HS256 secret so tests can mint tokens. Tests use app.inject and never listen.
+ * Builds the app the server runs (buildApp, src/http/app.ts) on a real SQLite file in a temp
+ * folder, with an HS256 secret so tests can mint tokens; restart reopens it on the same file.
+ * Most tests use app.inject; those that need a socket (streams, the bus) call app.listen.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
