@@ -14,13 +14,15 @@ import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { JsonRpcMessageSchema, McpHeadersSchema } from '../../model/api.js';
-import { RegistryError, type ErrorCode } from '../../model/errors.js';
+import { RegistryError } from '../../model/errors.js';
 import { viewKeyFor } from '../../model/visibility.js';
 import { packageVersion } from '../../package-root.js';
 import { callerKey } from '../caller-key.js';
 import { eventStreams } from '../event-stream.js';
 import { endResponsesOfCancelledRequests } from '../mcp/cancellation.js';
-import { describeMalformedMessage } from '../mcp/invalid-params.js';
+import { answer } from '../mcp/answer.js';
+import { calledToolOf, messagesOf, refuseBatch, refuseMalformedMessages, refuseRepeatedIds, requestIdOf } from '../mcp/messages.js';
+import { DESCRIPTION, McpEventsSchema, refusals } from '../mcp/openapi.js';
 import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
 import { recordFailedCall } from '../plugins/audit.js';
@@ -38,82 +40,6 @@ declare module 'fastify' {
 
 /** Request headers the SDK's transport reads; nothing else (no credentials) is handed to it. */
 const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'] as const;
-
-/** The SDK's HTTP refusals, by status, in the registry's error catalogue. */
-const SDK_STATUS_CODES: Readonly<Record<number, ErrorCode>> = {
-  400: 'TR_ERR_BAD_REQUEST',
-  404: 'TR_ERR_NOT_FOUND',
-  405: 'TR_ERR_METHOD_NOT_ALLOWED',
-  406: 'TR_ERR_NOT_ACCEPTABLE',
-  409: 'TR_ERR_CONFLICT',
-  413: 'TR_ERR_BODY_TOO_LARGE',
-  415: 'TR_ERR_UNSUPPORTED_MEDIA_TYPE',
-};
-
-/** The protocol revision that removed JSON-RPC batching. */
-const BATCHLESS_REVISION = '2025-06-18';
-
-const DESCRIPTION = `The Model Context Protocol's Streamable HTTP transport, served by the official
-TypeScript SDK at its newest protocol revision (older revisions it supports are negotiated at
-\`initialize\`). \`POST\` carries JSON-RPC messages, \`GET\` opens the session's stream of
-server notifications, \`DELETE\` ends the session.
-
-**Authorization.** Every request needs a bearer token (unless \`MCP_ALLOW_ANONYMOUS\` is on):
-without one, or with one that is not valid, the answer is \`401\` with
-\`WWW-Authenticate: Bearer resource_metadata="…/.well-known/oauth-protected-resource/mcp"\`,
-where MCP clients find the authorization server. Tokens must be issued for this registry
-(its \`RESOURCE_URL\`, or the MCP endpoint's own identifier, \`RESOURCE_URL/mcp\`). A session
-belongs to the caller that opened it (token issuer and subject): it answers no one else.
-
-**Tools.** \`tools/list\` returns exactly the tools \`GET /\` shows the same token, in pages of
-\`MCP_PAGE_SIZE\` with \`nextCursor\`. \`tools/call\` goes through the same bridge as
-\`POST /tools/{name}/invoke\` (scopes checked again, usage and audit recorded): a call the
-token holds none of the tool's scopes for is answered \`403\` with
-\`error="insufficient_scope"\` and the scopes that would do; a tool that fails gives a result
-with \`isError: true\`; streamed output becomes \`notifications/progress\` when the request
-carries a \`progressToken\`. The client's token is not forwarded to tool hosts unless
-\`MCP_FORWARD_AUTHORIZATION\` is on. \`notifications/tools/list_changed\` reaches a session's
-stream when a write changes what its token sees, and only then.
-
-**Batches and cancellation.** JSON-RPC batches exist in revision 2025-03-26 (the revision a
-request without \`MCP-Protocol-Version\` is taken to speak); 2025-06-18 and later have none. A
-batch with two requests of one id is refused whole (\`-32600\`), and nothing in it runs. A
-request cancelled by \`notifications/cancelled\` gets no answer: one cancelled in its own
-batch never runs, one cancelled from another POST is stopped, and the response it was in ends
-once the rest of that POST are answered (at once, and empty, when nothing is left to answer).
-A request whose params its method does not take is answered \`-32602\` with what is wrong
-(\`tools/call: "name" is required and must be a string\`).
-
-**Limits.** Each caller holds at most \`MCP_SESSIONS_PER_CALLER\` sessions (a new one ends
-its least recently used), the registry \`MCP_MAX_SESSIONS\`; a session unused for
-\`MCP_SESSION_IDLE_S\` without an open stream ends (requests naming it get \`404\`, and the
-client starts a new one). An open \`GET\` stream counts against \`MAX_WAITERS\` and
-\`MAX_WAITERS_PER_CALLER\`, ends when its token expires, and is cut off when its client stops
-reading. Requests from a browser \`Origin\` not in \`MCP_ALLOWED_ORIGINS\` get \`403\`.
-Refusals made before the SDK sees the request and the SDK's own are problem details; those
-of the SDK also carry the JSON-RPC \`error\`.`;
-
-const McpEventsSchema = z
-  .string()
-  .regex(/^(?:event: message\n(?:id: [^\n]*\n)?data: [^\n]+\n\n|: [^\n]*\n\n)*$/)
-  .describe('Server-sent events, each `event: message` with one JSON-RPC message as `data`, and `: keepalive` comments.');
-
-const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
-
-const refusals = {
-  401: problem(
-    "No bearer token (`TR_ERR_UNAUTHENTICATED`), or one that is not valid (`TR_ERR_INVALID_TOKEN`); the challenge links the MCP endpoint's protected-resource metadata.",
-    { headers: challenge },
-  ),
-  403: problem(
-    'A browser `Origin` not in `MCP_ALLOWED_ORIGINS` (`TR_ERR_ORIGIN_NOT_ALLOWED`), or a `tools/call` for a tool the token may see but holds none of the scopes of (`TR_ERR_INSUFFICIENT_SCOPE`, `error="insufficient_scope"` with the scopes that would do).',
-    { headers: challenge },
-  ),
-  404: problem(
-    'No session with that `Mcp-Session-Id` held by this caller (`TR_ERR_NOT_FOUND`): it ended, or never was. Start a new one with `initialize`.',
-  ),
-  429: problems.TooManyRequests,
-};
 
 const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
@@ -195,7 +121,11 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) gone.abort();
     });
-    const authInfo = { token: '', clientId: request.caller.kind === 'token' ? (request.caller.sub ?? '') : '', scopes: [] as string[] };
+    const authInfo = {
+      token: '',
+      clientId: request.caller.kind === 'token' ? (request.caller.sub ?? '') : '',
+      scopes: new Array<string>(),
+    };
     contexts.set(authInfo, {
       caller: request.caller,
       callerKey: callerKey(request),
@@ -232,7 +162,12 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     return session;
   };
 
-  const schema = (operationId: string, summary: string, response: Record<number, unknown>, extra: Record<string, unknown> = {}) => ({
+  const schema = <R extends Record<number, unknown>>(
+    operationId: string,
+    summary: string,
+    response: R,
+    extra: Record<string, unknown> = {},
+  ) => ({
     tags: ['mcp'],
     operationId,
     summary,
@@ -274,9 +209,9 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     async (request, reply) => {
       const key = enter(request);
       const body = request.body;
-      refuseBatch(request, body);
+      refuseBatch(request.headers['mcp-protocol-version'], body);
       refuseMalformedMessages(body);
-      if (Array.isArray(body)) refuseRepeatedIds(body);
+      refuseRepeatedIds(body);
       let session: McpSession;
       let opened = false;
       if (request.headers['mcp-session-id'] === undefined) {
@@ -305,7 +240,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
    * would never get its answer, and would hold its connection until the client gave up.
    */
   const holdRequestIds = (session: McpSession, body: unknown, reply: FastifyReply) => {
-    const ids = (Array.isArray(body) ? body : [body]).flatMap((message: unknown) => requestIdOf(message) ?? []);
+    const ids = messagesOf(body).flatMap((message) => requestIdOf(message) ?? []);
     const taken = ids.find((id) => session.inflight.has(id));
     if (taken !== undefined)
       throw new RegistryError(
@@ -323,71 +258,17 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
    */
   const refuseCallOutsideScopes = (request: FastifyRequest, body: unknown) => {
     // Each call of a batch (protocol revisions before 2025-06-18), as a single one.
-    for (const message of Array.isArray(body) ? (body as unknown[]) : [body]) {
-      const params = (message as { method?: unknown; params?: { name?: unknown } } | null)?.params;
-      if ((message as { method?: unknown } | null)?.method !== 'tools/call' || typeof params?.name !== 'string') continue;
+    for (const message of messagesOf(body)) {
+      const tool = calledToolOf(message);
+      if (tool === undefined) continue;
       try {
-        app.bridge.admit(params.name, request.caller);
+        app.bridge.admit(tool, request.caller);
       } catch (err) {
         if (err instanceof RegistryError && (err.code === 'TR_ERR_INSUFFICIENT_SCOPE' || err.code === 'TR_ERR_UNAUTHENTICATED')) {
-          recordFailedCall(request, params.name, err.code, err.status);
+          recordFailedCall(request, tool, err.code, err.status);
           throw err;
         }
       }
-    }
-  };
-
-  /**
-   * JSON-RPC batches: MCP 2025-06-18 removed them, so a request of that revision or later (its
-   * `MCP-Protocol-Version` header) may not send one; an empty batch is never a request
-   * (JSON-RPC 2.0 section 6).
-   */
-  const refuseBatch = (request: FastifyRequest, body: unknown) => {
-    if (!Array.isArray(body)) return;
-    if (body.length === 0) throw new RegistryError('TR_ERR_BAD_REQUEST', 'an empty JSON-RPC batch is not a request');
-    const version = request.headers['mcp-protocol-version'];
-    if (typeof version === 'string' && version >= BATCHLESS_REVISION) {
-      throw new RegistryError(
-        'TR_ERR_BAD_REQUEST',
-        `MCP ${version} has no JSON-RPC batches (removed in ${BATCHLESS_REVISION}); send one message per request`,
-      );
-    }
-  };
-
-  /**
-   * A message the SDK's transport cannot take, though its JSON parsed: the transport refuses the
-   * whole POST as `-32700` (Parse error), naming nothing. Refused here as it would be (400, the
-   * whole POST), with the field named and the JSON-RPC code for the fault.
-   */
-  const refuseMalformedMessages = (body: unknown) => {
-    const messages: unknown[] = Array.isArray(body) ? body : [body];
-    for (const [i, message] of messages.entries()) {
-      const malformed = describeMalformedMessage(message);
-      if (malformed === undefined) continue;
-      const detail = Array.isArray(body) ? `message ${i + 1} of the batch: ${malformed.message}` : malformed.message;
-      throw new RegistryError('TR_ERR_BAD_REQUEST', detail, {
-        extra: { jsonrpc: '2.0', error: { code: malformed.code, message: detail }, id: null },
-      });
-    }
-  };
-
-  /**
-   * Answers go by request id: of two requests of a batch with one id, the SDK ran both and
-   * answered one, and the second answer had nowhere to go. The batch is refused whole, before
-   * anything in it runs, as JSON-RPC's Invalid Request.
-   */
-  const refuseRepeatedIds = (batch: readonly unknown[]) => {
-    const seen = new Set<string>();
-    for (const message of batch) {
-      const id = requestIdOf(message);
-      if (id === undefined) continue;
-      if (seen.has(id)) {
-        const detail = `Invalid Request: more than one request of the batch has id ${id.slice(0, 100)}; each request needs an id of its own`;
-        throw new RegistryError('TR_ERR_BAD_REQUEST', detail, {
-          extra: { jsonrpc: '2.0', error: { code: -32600, message: detail }, id: null },
-        });
-      }
-      seen.add(id);
     }
   };
 
@@ -477,7 +358,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         throw new RegistryError('TR_ERR_ORIGIN_NOT_ALLOWED', 'only origins in MCP_ALLOWED_ORIGINS may call /mcp from a browser');
       }
       // @fastify/cors has set the preflight's headers.
-      return (reply as FastifyReply).code(204).send();
+      return reply.code(204).send();
     },
   );
 
@@ -496,33 +377,9 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       const response = await handOver(request, reply, session);
       sessions.close(session);
       // The SDK answers an empty 200; an ended session is no content.
-      return response.status === 200 ? (reply as FastifyReply).code(204).send() : answer(reply, response);
+      return response.status === 200 ? reply.code(204).send() : answer(reply, response);
     },
   );
 };
-
-/** A request's id as JSON text (1 and "1" are two ids); undefined for notifications and responses. */
-function requestIdOf(message: unknown): string | undefined {
-  const m = message as { id?: unknown; method?: unknown } | null;
-  return typeof m?.method === 'string' && (typeof m.id === 'string' || typeof m.id === 'number') ? JSON.stringify(m.id) : undefined;
-}
-
-/** The SDK's answer as the reply; its refusals become problem details that keep the JSON-RPC error. */
-async function answer(reply: FastifyReply, response: Response): Promise<FastifyReply> {
-  if (response.status < 400) return reply.send(response);
-  let error: { code?: unknown; message?: unknown } | undefined;
-  try {
-    error = ((await response.json()) as { error?: typeof error }).error;
-  } catch {
-    error = undefined;
-  }
-  const allow = response.headers.get('allow');
-  if (allow !== null) reply.header('allow', allow);
-  const code = SDK_STATUS_CODES[response.status] ?? 'TR_ERR_INTERNAL';
-  const message = typeof error?.message === 'string' ? error.message : response.statusText;
-  throw new RegistryError(code, message, {
-    extra: { jsonrpc: '2.0', error: { code: typeof error?.code === 'number' ? error.code : -32000, message }, id: null },
-  });
-}
 
 export default mcpRoutes;

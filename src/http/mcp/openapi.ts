@@ -1,0 +1,65 @@
+/** The OpenAPI side of `/mcp`: the description its operations share, its event stream, its refusals. */
+import { z } from 'zod';
+import { headers, problem, problems } from '../openapi/responses.js';
+
+export const DESCRIPTION = `The Model Context Protocol's Streamable HTTP transport, served by the official
+TypeScript SDK at its newest protocol revision (older revisions it supports are negotiated at
+\`initialize\`). \`POST\` carries JSON-RPC messages, \`GET\` opens the session's stream of
+server notifications, \`DELETE\` ends the session.
+
+**Authorization.** Every request needs a bearer token (unless \`MCP_ALLOW_ANONYMOUS\` is on):
+without one, or with one that is not valid, the answer is \`401\` with
+\`WWW-Authenticate: Bearer resource_metadata="…/.well-known/oauth-protected-resource/mcp"\`,
+where MCP clients find the authorization server. Tokens must be issued for this registry
+(its \`RESOURCE_URL\`, or the MCP endpoint's own identifier, \`RESOURCE_URL/mcp\`). A session
+belongs to the caller that opened it (token issuer and subject): it answers no one else.
+
+**Tools.** \`tools/list\` returns exactly the tools \`GET /\` shows the same token, in pages of
+\`MCP_PAGE_SIZE\` with \`nextCursor\`. \`tools/call\` goes through the same bridge as
+\`POST /tools/{name}/invoke\` (scopes checked again, usage and audit recorded): a call the
+token holds none of the tool's scopes for is answered \`403\` with
+\`error="insufficient_scope"\` and the scopes that would do; a tool that fails gives a result
+with \`isError: true\`; streamed output becomes \`notifications/progress\` when the request
+carries a \`progressToken\`. The client's token is not forwarded to tool hosts unless
+\`MCP_FORWARD_AUTHORIZATION\` is on. \`notifications/tools/list_changed\` reaches a session's
+stream when a write changes what its token sees, and only then.
+
+**Batches and cancellation.** JSON-RPC batches exist in revision 2025-03-26 (the revision a
+request without \`MCP-Protocol-Version\` is taken to speak); 2025-06-18 and later have none. A
+batch with two requests of one id is refused whole (\`-32600\`), and nothing in it runs. A
+request cancelled by \`notifications/cancelled\` gets no answer: one cancelled in its own
+batch never runs, one cancelled from another POST is stopped, and the response it was in ends
+once the rest of that POST are answered (at once, and empty, when nothing is left to answer).
+A request whose params its method does not take is answered \`-32602\` with what is wrong
+(\`tools/call: "name" is required and must be a string\`).
+
+**Limits.** Each caller holds at most \`MCP_SESSIONS_PER_CALLER\` sessions (a new one ends
+its least recently used), the registry \`MCP_MAX_SESSIONS\`; a session unused for
+\`MCP_SESSION_IDLE_S\` without an open stream ends (requests naming it get \`404\`, and the
+client starts a new one). An open \`GET\` stream counts against \`MAX_WAITERS\` and
+\`MAX_WAITERS_PER_CALLER\`, ends when its token expires, and is cut off when its client stops
+reading. Requests from a browser \`Origin\` not in \`MCP_ALLOWED_ORIGINS\` get \`403\`.
+Refusals made before the SDK sees the request and the SDK's own are problem details; those
+of the SDK also carry the JSON-RPC \`error\`.`;
+
+export const McpEventsSchema = z
+  .string()
+  .regex(/^(?:event: message\n(?:id: [^\n]*\n)?data: [^\n]+\n\n|: [^\n]*\n\n)*$/)
+  .describe('Server-sent events, each `event: message` with one JSON-RPC message as `data`, and `: keepalive` comments.');
+
+const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
+
+export const refusals = {
+  401: problem(
+    "No bearer token (`TR_ERR_UNAUTHENTICATED`), or one that is not valid (`TR_ERR_INVALID_TOKEN`); the challenge links the MCP endpoint's protected-resource metadata.",
+    { headers: challenge },
+  ),
+  403: problem(
+    'A browser `Origin` not in `MCP_ALLOWED_ORIGINS` (`TR_ERR_ORIGIN_NOT_ALLOWED`), or a `tools/call` for a tool the token may see but holds none of the scopes of (`TR_ERR_INSUFFICIENT_SCOPE`, `error="insufficient_scope"` with the scopes that would do).',
+    { headers: challenge },
+  ),
+  404: problem(
+    'No session with that `Mcp-Session-Id` held by this caller (`TR_ERR_NOT_FOUND`): it ended, or never was. Start a new one with `initialize`.',
+  ),
+  429: problems.TooManyRequests,
+};
