@@ -143,13 +143,22 @@ export class EventStream {
    * read it); it resumes as its protocol lets it (Last-Event-ID).
    */
   write(text: string): void {
-    if (this.#ended || this.#raw.destroyed) return;
+    if (this.admits(Buffer.byteLength(text))) this.#raw.write(text);
+  }
+
+  /**
+   * Whether `bytes` more may go out, for a writer of its own (the MCP SDK's transport, through
+   * reply.send): false once the stream has ended, and a client past `maxBufferedBytes` is cut
+   * off here as `write` would cut it.
+   */
+  admits(bytes: number): boolean {
+    if (this.#ended || this.#raw.destroyed) return false;
     const buffered = this.#raw.writableLength;
-    if (buffered > this.#highWater && buffered + Buffer.byteLength(text) > this.#maxBuffered) {
+    if (buffered > this.#highWater && buffered + bytes > this.#maxBuffered) {
       this.cut();
-      return;
+      return false;
     }
-    this.#raw.write(text);
+    return true;
   }
 
   /** Resolves once the client has read the buffer down to the high-water mark, or is gone. */

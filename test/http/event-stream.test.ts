@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -28,7 +28,7 @@ interface Setup {
   expiresInMs?: number;
   maxBufferedBytes?: number;
   /** What the handler does once the stream has started. */
-  body?: (stream: EventStream) => void | Promise<void>;
+  body?: (stream: EventStream, raw: ServerResponse) => void | Promise<void>;
 }
 
 let app: FastifyInstance | undefined;
@@ -57,7 +57,7 @@ async function serve(setup: Setup = {}) {
     stream.onEnd(() => ended.push(stream));
     stream.start({ 'x-extra': 'yes' });
     stream.write(': connected\n\n');
-    await setup.body?.(stream);
+    await setup.body?.(stream, reply.raw);
     return reply;
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -148,6 +148,29 @@ describe('event streams (src/http/event-stream.ts)', () => {
     const response = await open();
     response.pause();
     await until(() => streams[0]?.ended === true);
+    await until(() => pool.held('caller') === 0);
+    response.destroy();
+  });
+
+  it('tells a writer of its own (admits) to stop, and cuts it off, once the buffer would pass its limit', async () => {
+    const piece = 'x'.repeat(256 * 1024);
+    const answers: boolean[] = [];
+    const { pool, streams, open } = await serve({
+      maxBufferedBytes: 1024 * 1024,
+      body: async (stream, raw) => {
+        // What the MCP SDK's transport does: it writes to the response itself, asking first.
+        for (let i = 0; i < 200 && !stream.ended; i++) {
+          answers.push(stream.admits(100));
+          if (!stream.ended) raw.write(`data: ${piece}\n\n`);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      },
+    });
+    const response = await open();
+    response.pause();
+    await until(() => streams[0]?.ended === true);
+    expect(answers.at(-1)).toBe(false);
+    expect(streams[0]?.admits(1)).toBe(false);
     await until(() => pool.held('caller') === 0);
     response.destroy();
   });

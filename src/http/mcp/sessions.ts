@@ -4,12 +4,14 @@
  * ended when idle, and told `notifications/tools/list_changed` when a write changes the view of
  * the token that last used it, and never for writes outside that view.
  */
-import type { ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { RegistryError } from '../../model/errors.js';
 import type { Change } from '../../model/records.js';
 import { changeInView, viewKeyString, type ViewKey } from '../../model/visibility.js';
+
+/** About the size of one list_changed event as the SDK writes it. */
+const LIST_CHANGED_BYTES = 100;
 
 export interface McpSession {
   /** Given by the transport when `initialize` succeeds; empty until then. */
@@ -21,8 +23,11 @@ export interface McpSession {
   /** The view of the token that last used the session: list_changed follows it. */
   view: ViewKey;
   lastSeen: number;
-  /** The open standalone stream (GET /mcp) that carries notifications, if any. */
-  stream: ServerResponse | null;
+  /**
+   * The open standalone stream (GET /mcp) that carries notifications, if any: its event-stream
+   * helper (src/http/event-stream.ts), which cuts off a client that stopped reading.
+   */
+  stream: { admits(bytes: number): boolean } | null;
   /** Ids of the requests being answered (as JSON text): a second request with one would never be. */
   readonly inflight: Set<string>;
 }
@@ -149,12 +154,9 @@ export class McpSessions {
       const stream = session.stream;
       // Notifications go out on the session's standalone stream; without one there is no one to tell.
       if (stream === null) continue;
-      // A client that lets even these small notices pile up is not reading: its stream is cut
-      // off, and it reconnects (and lists again) when it reads.
-      if (stream.writableNeedDrain) {
-        stream.destroy();
-        continue;
-      }
+      // A client that lets even these small notices pile up is not reading: the stream's
+      // cut-off ends it, and it reconnects (and lists again) when it reads.
+      if (!stream.admits(LIST_CHANGED_BYTES)) continue;
       session.server.sendToolListChanged().catch(() => undefined);
     }
   }

@@ -38,6 +38,12 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * What a session stream's client may leave unread before list_changed cuts it off (the socket's
+ * own high-water mark, where the SDK's writes start to wait).
+ */
+const SESSION_STREAM_BUFFER_BYTES = 16 * 1024;
+
 /** Request headers the SDK's transport reads; nothing else (no credentials) is handed to it. */
 const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'] as const;
 
@@ -298,6 +304,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       const session = sessionOf(request);
       session.view = key;
       const stream = streams.open(request, reply, {
+        maxBufferedBytes: SESSION_STREAM_BUFFER_BYTES,
         hold: {
           slots: app.waiters,
           holder: callerKey(request),
@@ -318,11 +325,10 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         return answer(reply, response);
       }
       // The SDK writes the head and the events (through reply.send, so Fastify's hooks add the headers).
-      const raw = reply.raw;
       stream.held();
-      if (!stream.ended) session.stream = raw;
+      if (!stream.ended) session.stream = stream;
       stream.onEnd(() => {
-        if (session.stream === raw) session.stream = null;
+        if (session.stream === stream) session.stream = null;
         session.lastSeen = Date.now();
       });
       return answer(reply, response);
