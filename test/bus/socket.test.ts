@@ -3,7 +3,7 @@
  * the in-process fake broker: reconnection after a drop, a failed opening step counted as a
  * failed attempt, giving up after maxRetries, and on-demand sockets that stay closed until asked.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Consumer } from '../../src/pulsar/consumer.js';
 import { Producer } from '../../src/pulsar/producer.js';
 import { ReconnectingSocket, type RetryInfo } from '../../src/pulsar/socket.js';
@@ -18,11 +18,12 @@ const TOPIC = 'non-persistent://tg/request/socket-test';
 const fast = { connectTimeoutMs: 2000, backoff: { minMs: 10, maxMs: 20 } };
 
 async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await vi.waitFor(
+    () => {
+      if (!check()) throw new Error(`timed out waiting for ${what}`);
+    },
+    { interval: 10, timeout: 5000 },
+  );
 }
 
 describe('ReconnectingSocket', () => {
