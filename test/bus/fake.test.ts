@@ -3,7 +3,7 @@
  * connection-loss cases that are quick to stage on a fake.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PulsarWsClient } from '../../src/bridge/pulsar-ws.js';
 import { runToolService } from '../../src/toolkit/tool-service.js';
 import { FakePulsar } from '../helpers/fake-pulsar.js';
@@ -73,12 +73,14 @@ describe('connection loss (fake broker)', () => {
 
       const answering = runToolService({ url: fake.url, id: `${topic}-2`, topic, handler: () => 'back again' });
       await answering.ready;
-      let again = await t.app.inject({ method: 'POST', url: `/tools/${topic}/invoke`, headers: token, payload: { topic: 'x' } });
-      for (let i = 0; i < 50 && again.statusCode !== 200; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        again = await t.app.inject({ method: 'POST', url: `/tools/${topic}/invoke`, headers: token, payload: { topic: 'x' } });
-      }
-      expect(again.statusCode, again.body).toBe(200);
+      const again = await vi.waitFor(
+        async () => {
+          const res = await t.app.inject({ method: 'POST', url: `/tools/${topic}/invoke`, headers: token, payload: { topic: 'x' } });
+          expect(res.statusCode, res.body).toBe(200);
+          return res;
+        },
+        { interval: 100, timeout: 5000 },
+      );
       expect(again.json().result).toBe('back again');
       await Promise.all([silent.close(), answering.close()]);
     } finally {
