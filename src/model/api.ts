@@ -94,8 +94,24 @@ const BusToolSchema = BusToolFieldsSchema.catchall(ConfigValueSchema).meta({
 
 export const ToolDescriptorSchema = z.union([HttpToolSchema.in, BusToolSchema]).meta({
   id: 'ToolDescriptor',
-  description: 'Either tool form, as sent to `POST /tools/register`, `PUT /tools/{name}` and `POST /import`.',
+  description: 'Either tool form, as sent to `POST /tools/register` and `POST /import` (`PUT /tools/{name}` takes `ToolPutDescriptor`).',
 });
+
+/** `PUT /tools/{name}`: either form, the `name` optional (the path gives it). */
+export const ToolPutDescriptorSchema = z
+  .union([
+    HttpToolSchema.in.partial({ name: true }).meta({
+      id: 'HttpToolPutDescriptor',
+      title: 'HTTP tool',
+      description: 'An HTTP tool as `PUT /tools/{name}` takes it: `HttpToolDescriptor` with the `name` optional (the path gives it).',
+    }),
+    BusToolFieldsSchema.partial({ name: true }).catchall(ConfigValueSchema).meta({
+      id: 'MessageBusToolPutDescriptor',
+      title: 'Message-bus tool',
+      description: 'A message-bus tool as `PUT /tools/{name}` takes it: `MessageBusTool` with the `name` optional (the path gives it).',
+    }),
+  ])
+  .meta({ id: 'ToolPutDescriptor', description: 'Either tool form, as sent to `PUT /tools/{name}`.' });
 
 const McpToolDocSchema = McpToolSchema.meta({
   id: 'McpTool',
@@ -114,10 +130,16 @@ const StoredToolDescriptorSchema = z.union([StoredHttpToolSchema, BusToolSchema,
  */
 export type StoredToolDescriptor = z.input<typeof StoredToolDescriptorSchema>;
 
-export const ToolServiceDescriptorSchema = ToolServiceInputSchema.in.meta({
+const ToolServiceDescriptorSchema = ToolServiceInputSchema.in.meta({
   id: 'ToolServiceDescriptor',
   description:
     'A tool service as operators send it: the full queue form (`request-queue` and `response-queue`) or the short `topic` form (not both; `topic: T` expands to `non-persistent://tg/request/T` and `non-persistent://tg/response/T`), with config params as `{name, required}` objects or bare names (meaning not required), names unique. Stored in the full queue form (`ToolService`). On `PUT /tool-services/{id}` the `id` may be omitted.',
+});
+
+/** `PUT /tool-services/{id}`: the `id` optional (the path gives it). */
+export const ToolServicePutDescriptorSchema = z.strictObject({ ...ToolServiceInputSchema.in.shape, id: ServiceIdSchema.optional() }).meta({
+  id: 'ToolServicePutDescriptor',
+  description: 'A tool service as `PUT /tool-services/{id}` takes it: `ToolServiceDescriptor` with the `id` optional (the path gives it).',
 });
 
 name(ToolServiceSchema, 'ToolService', 'The stored, normalised tool service (always the full queue form).');
@@ -382,7 +404,7 @@ export const McpServerIdParamsSchema = z.object({
   id: z.string().describe("The MCP server's id (1 to 128 letters, digits, `_`, `.` or `-`; any other id is answered like an unknown one)."),
 });
 
-export const McpServerDescriptorSchema = McpServerInputSchema.meta({
+export const McpServerDescriptorSchema = McpServerInputSchema.partial({ id: true }).meta({
   id: 'McpServerDescriptor',
   description:
     'An upstream MCP server as operators send it: its Streamable HTTP `url`, and optionally a `credential` the registry sends as `Authorization: Bearer` to that URL only (`{"bearer": "..."}`; `{"set": true}`, as reads show it, keeps the stored one), a `prefix` for its tool names, `scopes` for all its tools and `toolScopes` per upstream tool name (an entry wins). On `PUT /mcp-servers/{id}` the `id` may be omitted.',

@@ -302,6 +302,7 @@ export const transformObject: SwaggerTransformObject = (input) => {
     headers: Object.fromEntries(Object.entries(sharedHeaderDocs).map(([name, doc]) => [name, headerObject(doc, document)])),
   };
   const schemas = tidySchemas({ paths, shared }, (components['schemas'] ?? {}) as Record<string, Json>);
+  describeRequestDefaults(paths, schemas);
   const { openapi, info, servers, tags, security } = withSchemas;
   // Written in the order a reader wants: what it is, then the operations, then the parts.
   return {
@@ -314,3 +315,52 @@ export const transformObject: SwaggerTransformObject = (input) => {
     components: { ...rest, ...shared, schemas },
   } as ReturnType<SwaggerTransformObject>;
 };
+
+const SCHEMA_LISTS = ['anyOf', 'oneOf', 'allOf', 'prefixItems'] as const;
+const SCHEMA_PARTS = ['items', 'additionalProperties', 'not', 'contains'] as const;
+
+/** The component names a schema refers to, directly or through its subschemas. */
+function referencedComponents(schema: unknown, into: Set<string>, schemas: Record<string, Json>): void {
+  if (Array.isArray(schema)) {
+    for (const item of schema) referencedComponents(item, into, schemas);
+    return;
+  }
+  if (!isObject(schema)) return;
+  const ref = schema['$ref'];
+  if (typeof ref === 'string' && ref.startsWith(SCHEMAS)) {
+    const name = ref.slice(SCHEMAS.length);
+    if (!into.has(name)) {
+      into.add(name);
+      referencedComponents(schemas[name], into, schemas);
+    }
+  }
+  for (const value of Object.values(schema)) referencedComponents(value, into, schemas);
+}
+
+/** Moves a schema's `default`, and its subschemas', into its description. */
+function describeDefaults(schema: unknown): void {
+  if (!isObject(schema)) return;
+  if (Object.hasOwn(schema, 'default')) {
+    const said = `Default: \`${JSON.stringify(schema['default'])}\`.`;
+    const description = schema['description'];
+    schema['description'] = typeof description === 'string' && description !== '' ? `${description} ${said}` : said;
+    delete schema['default'];
+  }
+  if (isObject(schema['properties'])) for (const property of Object.values(schema['properties'])) describeDefaults(property);
+  for (const key of SCHEMA_LISTS) if (Array.isArray(schema[key])) for (const item of schema[key]) describeDefaults(item);
+  for (const key of SCHEMA_PARTS) describeDefaults(schema[key]);
+}
+
+/**
+ * The component schemas of request bodies say their defaults in words, not as `default`:
+ * openapi-typescript (and other generators) make a field with a `default` required in a
+ * component, because an answer always has it; a client's request need not. The answers' own
+ * components (the output side) list those fields as required, so nothing is lost there. Inline
+ * request schemas keep `default`: the generators leave those optional already.
+ */
+function describeRequestDefaults(paths: Record<string, Record<string, Json>>, schemas: Record<string, Json>): void {
+  const reached = new Set<string>();
+  for (const item of Object.values(paths))
+    for (const operation of Object.values(item)) if (isObject(operation)) referencedComponents(operation['requestBody'], reached, schemas);
+  for (const name of reached) describeDefaults(schemas[name]);
+}

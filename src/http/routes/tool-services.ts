@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
-import { ServiceIdParamsSchema, ServiceRecordSchema, ToolServiceDescriptorSchema, ToolServiceListSchema } from '../../model/api.js';
+import { ServiceIdParamsSchema, ServiceRecordSchema, ToolServiceListSchema, ToolServicePutDescriptorSchema } from '../../model/api.js';
 import { RegistryError } from '../../model/errors.js';
 import { serviceRecordBody } from '../../model/record-bodies.js';
 import { adminOnly, adminReadProblems, headers, json, problem, problems, writeProblems } from '../openapi/responses.js';
@@ -64,7 +64,7 @@ const toolServiceRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify
         security,
         params: ServiceIdParamsSchema,
         // Checked by the registry service (src/model/resolve.ts), with the tools that use it.
-        body: documentedOnly(ToolServiceDescriptorSchema),
+        body: documentedOnly(ToolServicePutDescriptorSchema),
         response: {
           200: json(ServiceRecordSchema, 'An existing tool service was replaced.', { headers: writeIndex }),
           201: json(ServiceRecordSchema, 'The tool service was created.', { headers: writeIndex }),

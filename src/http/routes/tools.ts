@@ -8,6 +8,7 @@ import {
   PublicToolSchema,
   ToolDescriptorSchema,
   ToolNameParamsSchema,
+  ToolPutDescriptorSchema,
   ToolRecordSchema,
   type StoredToolDescriptor,
 } from '../../model/api.js';
@@ -23,6 +24,8 @@ import { documentedOnly } from '../validation.js';
 
 /** A descriptor, checked by the registry service against the catalogue (src/model/resolve.ts). */
 const DescriptorBody = documentedOnly(ToolDescriptorSchema);
+/** The same for `PUT /tools/{name}`, whose path gives the name. */
+const PutDescriptorBody = documentedOnly(ToolPutDescriptorSchema);
 
 /** The record as the answers declare it (see StoredToolDescriptor). */
 function toolRecordBody(record: ToolRecord) {
@@ -203,7 +206,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         security: admin,
         params: ToolNameParamsSchema,
         headers: WriteConditionHeaders,
-        body: DescriptorBody,
+        body: PutDescriptorBody,
         response: {
           200: written('An existing tool was replaced.', false, true),
           201: written('The tool was created.', false, true),
