@@ -159,6 +159,10 @@ export default fp<AuthPluginOptions>(
           : keys.key,
     });
     app.decorate('verifyToken', async (token: string): Promise<Caller> => {
+      // The one verified-token cache, keyed as the request's header would carry the token.
+      const cacheAs = `Bearer ${token}`;
+      const known = verifiedBefore(cacheAs);
+      if (known !== undefined) return known;
       let decoded: CompleteToken;
       try {
         const version = jwks?.version ?? 0;
@@ -181,7 +185,10 @@ export default fp<AuthPluginOptions>(
         throw tokenRefused(Object.assign(new Error('untrusted typ'), { code: 'FST_JWT_AUTHORIZATION_TOKEN_UNTRUSTED' }), acceptedTyp);
       const problem = identityClaimProblem(decoded.payload);
       if (problem) throw problem;
-      return callerFromClaims(decoded.payload, roleScopes);
+      const caller = callerFromClaims(decoded.payload, roleScopes);
+      // Not when the keys changed meanwhile, as for requests.
+      if (jwks === undefined || jwks.version === keysVersion) verified.set(cacheAs, caller, Date.now());
+      return caller;
     });
 
     app.decorateRequest('authError', null);
