@@ -144,7 +144,7 @@ export class AnnouncementListener {
     const stored = catalog.getService(serviceId);
     const service = parseToolService(announcement.service);
     if (!stored || stored.status === 'deleted' || stored.owner !== owner || !isDeepStrictEqual(stored.descriptor, service)) {
-      await registry.putService(announcement.service, serviceId, actor);
+      await registry.putService(announcement.service, { pathId: serviceId, actor });
       wrote++;
     }
     const announced = new Set<string>();
@@ -166,7 +166,7 @@ export class AnnouncementListener {
     }
     for (const name of catalog.toolsUsingService(serviceId)) {
       if (announced.has(name) || catalog.getTool(name)?.record.owner !== owner) continue;
-      await registry.deleteTool(name, actor);
+      await registry.deleteTool(name, { actor });
       wrote++;
     }
     return wrote;

@@ -11,12 +11,11 @@ import type { ToolService } from '../model/schemas.js';
 import type { McpTool } from '../model/mcp-schemas.js';
 import { IMPORT_PART_LIMITS, type ImportPartLimits, type ReplicationEvent } from '../model/replication.js';
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
-import type { WriteCondition } from '../model/write-condition.js';
 import type { RegistryStore } from '../store/registry-store.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ChangeBus } from './change-bus.js';
 import type { CommitObserver } from './commit-telemetry.js';
-import type { RegistryWrites, ToolWriteOptions } from './writes.js';
+import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from './writes.js';
 import { GroupCommit, isoNow, type Outcome, type Pin } from './group-commit.js';
 import { WriteCommands, type McpSyncResult } from './write-commands.js';
 import { ImportJobs, type ImportSummary } from './import-jobs.js';
@@ -66,11 +65,11 @@ export class RegistryService implements RegistryWrites {
     return this.#commit.enqueue(() => this.#commands.putTool(input, { pathName, condition, ...writer(actor) }));
   }
 
-  deleteTool(name: string, actor?: Actor, condition?: WriteCondition): Promise<ToolRecord> {
+  deleteTool(name: string, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
     return this.#commit.enqueue(() => this.#commands.deleteTool(name, { condition, ...writer(actor) }));
   }
 
-  putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>> {
+  putService(input: unknown, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
     return this.#commit.enqueue(() => this.#commands.putService(input, { pathId, ...writer(actor) }));
   }
 
@@ -79,7 +78,7 @@ export class RegistryService implements RegistryWrites {
   }
 
   /** `PUT /mcp-servers/{id}`; its tools follow with the server's next sync. */
-  putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>> {
+  putMcpServer(input: unknown, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<McpServerRecord>> {
     return this.#commit.enqueue(() => this.#commands.putMcpServer(input, pathId, actor));
   }
 

@@ -19,12 +19,25 @@ export interface ToolWriteOptions {
   condition?: WriteCondition | undefined;
 }
 
+/** A tool delete's optional parts. */
+export interface ToolDeleteOptions {
+  actor?: Actor | undefined;
+  /** If-Match, checked against the stored tool where the delete is applied. */
+  condition?: WriteCondition | undefined;
+}
+
+/** A service's or an MCP server's write: `pathId`, from a PUT's URL, must match the body's `id`, if it gives one. */
+export interface KeyedWriteOptions {
+  pathId?: string | undefined;
+  actor?: Actor | undefined;
+}
+
 export interface RegistryWrites {
   putTool(input: unknown, options?: ToolWriteOptions): Promise<PutResult<ToolRecord>>;
-  deleteTool(name: string, actor?: Actor, condition?: WriteCondition): Promise<ToolRecord>;
-  putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>>;
+  deleteTool(name: string, options?: ToolDeleteOptions): Promise<ToolRecord>;
+  putService(input: unknown, options?: KeyedWriteOptions): Promise<PutResult<ServiceRecord>>;
   deleteService(id: string, actor?: Actor): Promise<ServiceRecord>;
-  putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>>;
+  putMcpServer(input: unknown, options?: KeyedWriteOptions): Promise<PutResult<McpServerRecord>>;
   deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }>;
   syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult>;
   /**

@@ -40,10 +40,9 @@ import {
   type ReplicationOp,
 } from '../model/replication.js';
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
-import type { WriteCondition } from '../model/write-condition.js';
 import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
 import type { CommitObserver } from '../registry/commit-telemetry.js';
-import type { RegistryWrites, ToolWriteOptions } from '../registry/writes.js';
+import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from '../registry/writes.js';
 import type { RegistryStore } from '../store/registry-store.js';
 import { TimeSlices } from '../registry/time-slices.js';
 import { ensureTopic } from './admin.js';
@@ -231,11 +230,11 @@ export class Replicator implements RegistryWrites {
     return this.#write('tool.put', () => ({ target: pathName, body: input, ...(condition && { condition }) }), actor);
   }
 
-  deleteTool(name: string, actor?: Actor, condition?: WriteCondition): Promise<ToolRecord> {
+  deleteTool(name: string, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
     return this.#write('tool.delete', () => ({ target: name, ...(condition && { condition }) }), actor);
   }
 
-  putService(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<ServiceRecord>> {
+  putService(input: unknown, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
     return this.#write('tool-service.put', () => ({ target: pathId, body: input }), actor);
   }
 
@@ -248,7 +247,7 @@ export class Replicator implements RegistryWrites {
    * (bound to the write and the server), and refused without one. `{ set: true }` keeps the
    * stored credential and carries no secret.
    */
-  putMcpServer(input: unknown, pathId?: string, actor?: Actor): Promise<PutResult<McpServerRecord>> {
+  putMcpServer(input: unknown, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<McpServerRecord>> {
     const body = isObject(input) ? input : undefined;
     const credential = body?.['credential'];
     if (body === undefined || credential === undefined || credential === null || (isObject(credential) && credential['set'] === true)) {

@@ -144,7 +144,7 @@ describe('pipelined group commit', () => {
   it('checks a write against earlier writes of its batch that the catalogue does not show yet', async () => {
     const sync = heldFdatasync();
     const { store, catalog, service } = setup(sync.fdatasync);
-    service.putService(seed('joke-service'), 'joke-service').catch(() => undefined);
+    service.putService(seed('joke-service'), { pathId: 'joke-service' }).catch(() => undefined);
     await turns();
     sync.release();
     await turns();
@@ -160,7 +160,7 @@ describe('pipelined group commit', () => {
       ],
     };
     const put = service.putTool(seed('tell-joke'));
-    const replace = service.putService(stricter, 'joke-service');
+    const replace = service.putService(stricter, { pathId: 'joke-service' });
     const refused = replace.catch((err: unknown) => err);
     await turns();
     sync.release();

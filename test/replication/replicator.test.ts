@@ -92,7 +92,10 @@ describe('the replicator', () => {
     const a = await start('a');
     const b = await start('b');
     const wrong = await start('wrong', { secretKey: createSecretKey(randomBytes(32)) });
-    const put = await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { bearer: BEARER }, prefix: 'gh_' }, 'github');
+    const put = await a.replicator.putMcpServer(
+      { url: 'http://127.0.0.1:9/mcp', credential: { bearer: BEARER }, prefix: 'gh_' },
+      { pathId: 'github' },
+    );
     expect(put).toMatchObject({ created: true, record: { id: 'github', hasCredential: true } });
     const sent = topic.entries.at(-1)!;
     expect(sent.text).not.toContain(BEARER);
@@ -105,7 +108,7 @@ describe('the replicator', () => {
     await vi.waitUntil(() => b.catalog.getMcpServer('github') !== undefined, POLLING);
     expect(b.store.mcpServerCredential('github')).toBe(BEARER);
     // Keeping the stored credential carries no secret, and keeps it everywhere.
-    await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { set: true }, prefix: 'hub_' }, 'github');
+    await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { set: true }, prefix: 'hub_' }, { pathId: 'github' });
     await vi.waitUntil(() => b.catalog.getMcpServer('github')?.descriptor.prefix === 'hub_', POLLING);
     expect(b.store.mcpServerCredential('github')).toBe(BEARER);
 

@@ -98,7 +98,7 @@ const mcpServerRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       },
     },
     async (request, reply) => {
-      const { record, created } = await app.registry.putMcpServer(request.body, request.params.id, actorOf(request));
+      const { record, created } = await app.registry.putMcpServer(request.body, { pathId: request.params.id, actor: actorOf(request) });
       reply.header('x-registry-index', String(record.index));
       return reply.code(created ? 201 : 200).send(body(record));
     },

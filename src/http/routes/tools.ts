@@ -255,7 +255,10 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       },
     },
     async (request, reply) => {
-      const record = await app.registry.deleteTool(request.params.name, actorOf(request), writeConditionOf(request.headers));
+      const record = await app.registry.deleteTool(request.params.name, {
+        actor: actorOf(request),
+        condition: writeConditionOf(request.headers),
+      });
       reply.header('x-registry-index', String(record.index));
       return toolRecordBody(record);
     },
