@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { createSigner } from 'fast-jwt';
 import { vi } from 'vitest';
 import { seed } from './fixtures.js';
-import { freePort, processTempDir, startServer, stopProcess, type EnvOverrides, type ExitInfo, type ServerProcess } from './process.js';
+import { processTempDir, startServer, stopProcess, type EnvOverrides, type ExitInfo, type ServerProcess } from './process.js';
 import { replicationKeyFile } from './replication-key.js';
 import type { ReplicationState } from '../../src/replication/replicator.js';
 
@@ -110,31 +110,39 @@ export interface Readiness {
   code: string | undefined;
 }
 
-/** One replica: its name, port and database stay the same across restarts. */
+/**
+ * One replica: its name and database stay the same across restarts, and so does its port once
+ * it has one: the first start listens on port 0 and the server says which port it took.
+ */
 export class Replica {
   proc: ServerProcess | undefined;
+  #port: number | undefined;
 
   private constructor(
     readonly cluster: Cluster,
     readonly id: string,
-    readonly port: number,
     readonly databasePath: string,
     readonly env: EnvOverrides,
   ) {}
 
-  /** A replica on a free port and an empty database; not started. */
+  /** A replica with an empty database; not started. */
   static async create(cluster: Cluster, id: string, env: EnvOverrides = {}): Promise<Replica> {
-    return new Replica(cluster, id, await freePort(), join(processTempDir('tool-registry-replica-'), 'registry.db'), env);
+    return Promise.resolve(new Replica(cluster, id, join(processTempDir('tool-registry-replica-'), 'registry.db'), env));
+  }
+
+  get port(): number {
+    if (this.#port === undefined) throw new Error(`replica ${this.id} has not been started, so it has no port yet`);
+    return this.#port;
   }
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  /** Starts the process (on the same port and database as before) and waits for /healthz. */
+  /** Starts the process (on the port it took the first time, and the same database) and waits for /healthz. */
   async start(): Promise<void> {
     this.proc = await startServer({
-      port: this.port,
+      ...(this.#port !== undefined && { port: this.#port }),
       databasePath: this.databasePath,
       logLevel: 'info',
       // Three replicas starting at once (tsx, migrations) on a loaded 2-core machine.
@@ -153,6 +161,7 @@ export class Replica {
         ...this.env,
       },
     });
+    this.#port = this.proc.port;
   }
 
   async kill(): Promise<ExitInfo> {
@@ -163,7 +172,7 @@ export class Replica {
   /** The last lines the process wrote, for failure messages. */
   logs(lines = 30): string {
     const out = `${this.proc?.stdout() ?? ''}${this.proc?.stderr() ?? ''}`.trim().split('\n');
-    return `--- ${this.id} (${this.url}) ---\n${out.slice(-lines).join('\n')}`;
+    return `--- ${this.id} (port ${this.#port ?? 'none yet'}) ---\n${out.slice(-lines).join('\n')}`;
   }
 
   async readiness(): Promise<Readiness> {
