@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { createSigner } from 'fast-jwt';
 import WebSocket from 'ws';
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { openSocket } from '../../src/pulsar/socket.js';
 import { publishFrame, topicPath } from '../../src/pulsar/wire.js';
 import { runToolService, type RunningToolService, type ToolServiceLogger } from '../../src/toolkit/tool-service.js';
@@ -273,13 +273,14 @@ async function invokeOk(
   args: Record<string, unknown> = { topic: 'x' },
   timeoutMs = 20_000,
 ): Promise<unknown> {
-  const deadline = Date.now() + timeoutMs;
-  let res = await invoke(registry, tool, args);
-  while (res.status !== 200 && Date.now() < deadline) {
-    await sleep(250);
-    res = await invoke(registry, tool, args);
-  }
-  expect(res.status, `${tool}: ${res.text}\n${logsOf(registry)}`).toBe(200);
+  const res = await vi.waitFor(
+    async () => {
+      const answer = await invoke(registry, tool, args);
+      expect(answer.status, `${tool}: ${answer.text}\n${logsOf(registry)}`).toBe(200);
+      return answer;
+    },
+    { timeout: timeoutMs, interval: 250 },
+  );
   return (res.json as { result?: unknown }).result;
 }
 

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { runToolService } from '../../src/toolkit/tool-service.js';
 import { bearer, createTestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
@@ -162,13 +162,14 @@ if (pulsar.skip) {
         expect(restart.status, restart.stderr).toBe(0);
         service = runToolService({ url: pulsar.wsUrl, id: topic, topic, handler: () => 'after' });
         await service.ready;
-        const deadline = Date.now() + 60_000;
-        let again = await call();
-        while (again.statusCode !== 200 && Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, 500));
-          again = await call();
-        }
-        expect(again.statusCode, again.body).toBe(200);
+        const again = await vi.waitFor(
+          async () => {
+            const answer = await call();
+            expect(answer.statusCode, answer.body).toBe(200);
+            return answer;
+          },
+          { timeout: 60_000, interval: 500 },
+        );
         expect(again.json().result).toBe('after');
       } finally {
         await service.close();

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { killAll, processTempDir, removeTempDirs } from '../helpers/process.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
@@ -186,13 +186,13 @@ if (pulsar.skip) {
         expect(put.status, put.text).toBe(201);
         expect(put.text).not.toContain(bearer);
         // m2 lists the server's tools with its own connection, which needs the credential.
-        const deadline = Date.now() + 60_000;
-        let tool = await call(m2.url, 'GET', '/tools/gh_search');
-        while (tool.status !== 200 && Date.now() < deadline) {
-          await sleep(200);
-          tool = await call(m2.url, 'GET', '/tools/gh_search');
-        }
-        expect(tool.status, tool.text).toBe(200);
+        await vi.waitFor(
+          async () => {
+            const tool = await call(m2.url, 'GET', '/tools/gh_search');
+            expect(tool.status, tool.text).toBe(200);
+          },
+          { timeout: 60_000, interval: 200 },
+        );
         const server = await call(m2.url, 'GET', '/mcp-servers/gh', { token: ADMIN });
         expect(server.json).toMatchObject({ descriptor: { credential: { set: true } } });
         const before = upstream.calls.length;
