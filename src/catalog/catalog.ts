@@ -12,6 +12,7 @@ import type { ViewKey } from '../model/visibility.js';
 import type { CatalogTool } from './catalog-tool.js';
 import type { History } from './history.js';
 import type { LiveIndexes } from './indexes.js';
+import { Scheduler } from './scheduler.js';
 import type { SearchFeeder } from './search-feeder.js';
 import { CatalogSnapshot, type CatalogWrite, type PreparedWrite, type SnapshotData } from './snapshot.js';
 import type { SortedNames } from './sorted-names.js';
@@ -29,6 +30,8 @@ export interface CatalogOptions {
   serviceName: string;
   /** Upper bound on the bytes of cached views. */
   viewCacheBytes: number;
+  /** The app's one scheduler of background work (a new one when not given). */
+  scheduler?: Scheduler;
 }
 
 export interface CatalogStats {
@@ -47,6 +50,8 @@ export interface ServiceStats {
 }
 
 export class Catalog {
+  /** The app's scheduler of background work: the search backlog, imports and replays share it. */
+  readonly scheduler: Scheduler;
   readonly #snapshot: CatalogSnapshot;
   /** The snapshot's parts, held here so that a read is one call away from its data. */
   readonly #live: LiveIndexes;
@@ -59,7 +64,8 @@ export class Catalog {
 
   constructor(options: CatalogOptions) {
     this.#serviceName = options.serviceName;
-    this.#snapshot = new CatalogSnapshot(options.publicUrl, () => this.#views.invalidate());
+    this.scheduler = options.scheduler ?? new Scheduler();
+    this.#snapshot = new CatalogSnapshot(options.publicUrl, () => this.#views.invalidate(), this.scheduler);
     this.#live = this.#snapshot.live;
     this.#history = this.#snapshot.history;
     this.#feeder = this.#snapshot.feeder;

@@ -5,18 +5,20 @@
  */
 import type { CatalogTool } from './catalog-tool.js';
 import type { LiveIndexes } from './indexes.js';
+import type { Scheduler } from './scheduler.js';
 import { SearchIndex, type SearchDocument } from './search-index.js';
 import type { ToolStep } from './write-plan.js';
 
 /** A write of at most this many tools is indexed for search at once; a bigger one in slices. */
 const SEARCH_AT_ONCE = 2000;
 /**
- * Time spent indexing for search per turn of the event loop after a big write. A count (2,000
- * tools a turn) held the loop for 30-70 ms under load; documents go in 64 at a time until this
- * much time has passed.
+ * Documents indexed per step after a big write; the app's scheduler gives the loop back between
+ * steps once its slice (5 ms) is used up. A count (2,000 tools a turn) held the loop for 30-70 ms
+ * under load.
  */
-const SEARCH_SLICE_MS = 5;
 const SEARCH_CHUNK = 64;
+/** The feeder's name among the scheduler's owners. */
+const SEARCH_OWNER = 'search-feeder';
 
 /** What search sees of a tool: its name, description, title hint, and parameter names. */
 function searchDocument(entry: CatalogTool): SearchDocument {
@@ -31,6 +33,7 @@ function searchDocument(entry: CatalogTool): SearchDocument {
 
 export class SearchFeeder {
   readonly #live: LiveIndexes;
+  readonly #scheduler: Scheduler;
   #index = new SearchIndex();
   /** Names written but not yet (re)indexed: small writes'. */
   readonly #backlog = new Set<string>();
@@ -40,8 +43,10 @@ export class SearchFeeder {
   /** Searches waiting for the backlog to be indexed (searchable()). */
   #waiters: (() => void)[] = [];
 
-  constructor(live: LiveIndexes) {
+  /** `scheduler`: the app's one scheduler of background work, in which the backlog is one owner. */
+  constructor(live: LiveIndexes, scheduler: Scheduler) {
     this.#live = live;
+    this.#scheduler = scheduler;
   }
 
   /** Written tools not yet searchable. */
@@ -119,13 +124,16 @@ export class SearchFeeder {
       return;
     }
     this.#scheduled = true;
-    const slice = () => {
-      const until = performance.now() + SEARCH_SLICE_MS;
-      while (this.pending > 0 && performance.now() < until) this.#drain(SEARCH_CHUNK);
-      if (this.pending > 0) setImmediate(slice);
-      else this.#scheduled = false;
-    };
-    setImmediate(slice);
+    void this.#scheduler.run(this.#drainSteps(), SEARCH_OWNER);
+  }
+
+  /** Drains the written tools a chunk a step, until none are left (more may come meanwhile). */
+  *#drainSteps(): Generator<void, void, void> {
+    while (this.pending > 0) {
+      yield;
+      this.#drain(SEARCH_CHUNK);
+    }
+    this.#scheduled = false;
   }
 
   /** Indexes up to `max` written tools: the backlog of small writes first, then big writes'. */

@@ -15,6 +15,7 @@ import { ByteArena } from './byte-arena.js';
 import { CatalogTool } from './catalog-tool.js';
 import { History, type PreparedHistory, type ToolLifeEvent } from './history.js';
 import { LiveIndexes, type BuiltIndexes } from './indexes.js';
+import type { Scheduler } from './scheduler.js';
 import { SearchFeeder } from './search-feeder.js';
 import { compareNames } from './sorted-names.js';
 import { finish, type Steps } from './steps.js';
@@ -48,7 +49,7 @@ export class CatalogSnapshot {
   readonly #onChange: () => void;
   readonly live = new LiveIndexes();
   readonly history = new History(this.live);
-  readonly feeder = new SearchFeeder(this.live);
+  readonly feeder: SearchFeeder;
   readonly #services = new Map<string, ServiceRecord>();
   readonly #mcpServers = new Map<string, McpServerRecord>();
   #index = 0;
@@ -64,9 +65,13 @@ export class CatalogSnapshot {
   /** What a plan reads of this catalogue. */
   readonly #source: PlanSource;
 
-  /** `onChange`: called after every change of the state (load, apply, applyPrepared). */
-  constructor(publicUrl: URL, onChange: () => void) {
+  /**
+   * `onChange`: called after every change of the state (load, apply, applyPrepared);
+   * `scheduler`: the app's scheduler of background work, which drains the search backlog.
+   */
+  constructor(publicUrl: URL, onChange: () => void, scheduler: Scheduler) {
     this.#publicUrl = publicUrl;
+    this.feeder = new SearchFeeder(this.live, scheduler);
     this.#onChange = onChange;
     this.#source = {
       getTool: this.live.getTool,

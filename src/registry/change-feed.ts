@@ -7,7 +7,7 @@
 import type { Change, ChangeRecord } from '../model/records.js';
 import { changeInView, type ViewChange, type ViewKey, viewKeyString } from '../model/visibility.js';
 import type { ChangeBus } from './change-bus.js';
-import { TurnQueue } from './time-slices.js';
+import { Scheduler } from '../catalog/scheduler.js';
 
 /** Where the feed reads the past: the store's change log. */
 export interface ChangeLog {
@@ -73,11 +73,13 @@ export class ChangeFeed {
    * Replays share the event loop in turns, callers round-robin: 20 streams reopened with
    * `since=0` on a log of 100,000 rows held every other request for seconds.
    */
-  readonly #turns = new TurnQueue();
+  readonly #turns: Scheduler;
   /** One write's events per view, computed once for all its subscribers. */
   readonly #viewed = new WeakMap<readonly Change[], Map<string, readonly ViewChange[]>>();
 
-  constructor(log: ChangeLog, bus: ChangeBus, currentIndex: () => number) {
+  /** `scheduler`: the app's one scheduler of background work (a new one when not given). */
+  constructor(log: ChangeLog, bus: ChangeBus, currentIndex: () => number, scheduler = new Scheduler()) {
+    this.#turns = scheduler;
     this.#log = log;
     this.#bus = bus;
     this.#currentIndex = currentIndex;
@@ -157,7 +159,7 @@ export class ChangeFeed {
   }
 
   /**
-   * Delivers the change log after `from`, `REPLAY_PAGE` rows per turn of the shared TurnQueue.
+   * Delivers the change log after `from`, `REPLAY_PAGE` rows per turn of the app's Scheduler.
    * The last event seen is held until the next row shows whether its write goes on, so that
    * `complete` is exact even when a write spans pages or ends in rows outside the view. Returns
    * the registry index it has replayed through.

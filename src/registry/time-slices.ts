@@ -39,65 +39,6 @@ export class TimeSlices {
   }
 }
 
-/**
- * Fair turns for many long tasks at once (change-stream replays): a task that has used up the
- * current slice queues, and each later turn of the event loop resumes one queued task. Owners
- * (callers) take turns round-robin, and each owner's tasks in the order they queued, so that a
- * caller with a hundred streams replaying gets no more turns than one with a single stream.
- * However many tasks there are, one turn of the loop runs one slice of them (plus one step of
- * any task resumed by I/O), so requests keep their latency: with a private `TimeSlices` each,
- * 20 tasks resumed in the same turn would hold the loop for 20 slices.
- */
-export class TurnQueue {
-  readonly #sliceMs: number;
-  /** Waiting tasks by owner; the Map's order is the round-robin order. */
-  readonly #owners = new Map<string, (() => void)[]>();
-  #sliceStarted = Number.NEGATIVE_INFINITY;
-  #scheduled = false;
-
-  constructor(sliceMs = 5) {
-    this.#sliceMs = sliceMs;
-  }
-
-  /** Tasks waiting for a turn (for tests and metrics). */
-  get waiting(): number {
-    let n = 0;
-    for (const tasks of this.#owners.values()) n += tasks.length;
-    return n;
-  }
-
-  /** Resolves at once while the running task's slice has time left; at its turn otherwise. */
-  async turn(owner = ''): Promise<void> {
-    if (performance.now() - this.#sliceStarted < this.#sliceMs) return;
-    await new Promise<void>((resolve) => {
-      const tasks = this.#owners.get(owner);
-      if (tasks) tasks.push(resolve);
-      else this.#owners.set(owner, [resolve]);
-      this.#schedule();
-    });
-  }
-
-  #schedule(): void {
-    if (this.#scheduled || this.#owners.size === 0) return;
-    this.#scheduled = true;
-    setImmediate(() => {
-      this.#scheduled = false;
-      this.#sliceStarted = performance.now();
-      const next = this.#owners.entries().next();
-      if (!next.done) {
-        const [owner, tasks] = next.value;
-        const resume = tasks.shift();
-        // The owner goes to the back of the round.
-        this.#owners.delete(owner);
-        if (tasks.length > 0) this.#owners.set(owner, tasks);
-        resume?.();
-      }
-      // Queued during the check phase, so the next task runs in the next turn of the loop.
-      this.#schedule();
-    });
-  }
-}
-
 /** Items per merge step of sortInSlices (a few hundred microseconds of work). */
 const SORT_RUN = 1024;
 

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { finish } from '../../src/catalog/steps.js';
-import { sortInSlices, TimeSlices, TurnQueue } from '../../src/registry/time-slices.js';
+import { sortInSlices, TimeSlices } from '../../src/registry/time-slices.js';
 
 describe('sortInSlices', () => {
   it('sorts as a stable sort does (property)', () => {
@@ -52,49 +52,5 @@ describe('TimeSlices', () => {
     clearInterval(timer);
     expect(slices.yields).toBe(5);
     expect(turns).toBeGreaterThan(0);
-  });
-});
-
-describe('TurnQueue', () => {
-  /** A task that needs `steps` turns, each using up the whole slice. */
-  async function task(turns: TurnQueue, owner: string, steps: number, log: string[]): Promise<void> {
-    for (let i = 0; i < steps; i++) {
-      await turns.turn(owner);
-      log.push(owner);
-      // Uses up the slice, so the next turn() queues.
-      const until = performance.now() + 2;
-      while (performance.now() < until);
-    }
-  }
-
-  it('gives callers turns round-robin, however many tasks one of them queues', async () => {
-    const turns = new TurnQueue(1);
-    const log: string[] = [];
-    const greedy = Array.from({ length: 10 }, () => task(turns, 'greedy', 3, log));
-    const modest = task(turns, 'modest', 3, log);
-    await Promise.all([...greedy, modest]);
-    // The modest caller's three steps come within its first three rounds, not after 30 greedy steps.
-    const modestAt = log.flatMap((owner, i) => (owner === 'modest' ? [i] : []));
-    expect(modestAt).toHaveLength(3);
-    expect(modestAt.at(-1)).toBeLessThan(8);
-    expect(log).toHaveLength(33);
-    expect(turns.waiting).toBe(0);
-  });
-
-  it('runs one queued task per turn of the event loop', async () => {
-    const turns = new TurnQueue(1);
-    const log: string[] = [];
-    let ticks = 0;
-    let ticking = true;
-    const tick = () => {
-      ticks++;
-      if (ticking) setImmediate(tick);
-    };
-    setImmediate(tick);
-    await Promise.all(Array.from({ length: 5 }, (_, i) => task(turns, `c${i}`, 4, log)));
-    ticking = false;
-    expect(log).toHaveLength(20);
-    // Every step waited for a turn of its own.
-    expect(ticks).toBeGreaterThanOrEqual(19);
   });
 });

@@ -90,7 +90,7 @@ export default fp<RegistryPluginOptions>(
     app.decorate('registry', (replication ?? service) as RegistryWrites);
     app.decorate('replication', (replication ?? null) as Replicator | null);
     if (replication) await replication.start();
-    app.decorate('changeFeed', new ChangeFeed(store, changes, () => catalog.index));
+    app.decorate('changeFeed', new ChangeFeed(store, changes, () => catalog.index, catalog.scheduler));
     const waiters = new ViewWaiters(catalog, (listener) => changes.subscribe(listener), {
       maxWaiters: config.maxWaiters,
       maxPerCaller: config.maxWaitersPerCaller,
