@@ -25,12 +25,13 @@ const MAY_IMPORT = {
   toolkit: ['pulsar', 'model'], //             a tool service in TypeScript, on the Pulsar socket
   trustgraph: ['registry', 'catalog', 'pulsar', 'model'], // TrustGraph's config service: live sync and adoption
   replication: ['registry', 'pulsar', 'model'], // replicas over a Pulsar topic: the write side's applyReplicated; store types only, below
-  announce: ['registry', 'catalog', 'pulsar', 'model'], // tool services announcing themselves: writes under the announcer, liveness
+  announce: ['registry', 'catalog', 'json-schema', 'pulsar', 'model'], // tool services announcing themselves: writes under the announcer, liveness
   http: [
     'registry',
     'catalog',
     'auth',
     'bridge',
+    'json-schema', // the tool bodies' check, validated on their routes
     'pulsar', // broker limits and frame sizes, for the plugins that build the bus clients
     'usage',
     'store',

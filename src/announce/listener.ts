@@ -22,7 +22,9 @@ import { AnnouncementSchema, type Announcement } from '../model/announcement.js'
 import type { Caller } from '../model/caller.js';
 import { RegistryError } from '../model/errors.js';
 import type { Actor, AuditEntryInput } from '../model/records.js';
-import { parseTool, parseToolService } from '../model/resolve.js';
+import { parseToolServicePut } from '../model/descriptors.js';
+import { resolveTool } from '../model/resolve.js';
+import { parseToolBody } from '../json-schema/tool-schemas.js';
 import { Consumer } from '../pulsar/consumer.js';
 import { consumerUrl } from '../pulsar/wire.js';
 import type { RegistryWrites } from '../registry/writes.js';
@@ -142,9 +144,9 @@ export class AnnouncementListener {
     const { registry, catalog, log } = this.#options;
     let wrote = 0;
     const stored = catalog.getService(serviceId);
-    const service = parseToolService(announcement.service);
+    const service = parseToolServicePut(announcement.service, serviceId);
     if (!stored || stored.status === 'deleted' || stored.owner !== owner || !isDeepStrictEqual(stored.descriptor, service)) {
-      await registry.putService(announcement.service, { pathId: serviceId, actor });
+      await registry.putService(service, { pathId: serviceId, actor });
       wrote++;
     }
     const announced = new Set<string>();
@@ -153,12 +155,13 @@ export class AnnouncementListener {
       if (name === undefined) continue;
       announced.add(name);
       try {
-        const tool = parseTool(input, (id) => catalog.lookupService(id));
+        const body = parseToolBody(input);
+        const tool = resolveTool(body, (id) => catalog.lookupService(id));
         if (tool.serviceId !== serviceId)
           throw new Error(`tool "${name}" names service "${String(tool.serviceId)}", not the announced "${serviceId}"`);
         const record = catalog.getTool(name)?.record;
         if (record && record.owner === owner && isDeepStrictEqual(record.descriptor, tool.descriptor)) continue;
-        await registry.putTool(input, { pathName: name, actor });
+        await registry.putTool(body, { pathName: name, actor });
         wrote++;
       } catch (err) {
         log.warn({ serviceId, tool: name, reason: (err as Error).message }, 'announced tool refused');

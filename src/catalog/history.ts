@@ -70,9 +70,9 @@ export class History {
     const lives = this.#lives.get(name);
     if (lives) return lives.some(([from, until]) => from <= index && index < until);
     const live = this.#live.getTool(name);
-    if (live) return live.record.createIndex <= index;
+    if (live) return live.record.createdIndex <= index;
     const tombstone = this.#tombstones.get(name);
-    return tombstone !== undefined && tombstone.createIndex <= index && index < tombstone.index;
+    return tombstone !== undefined && tombstone.createdIndex <= index && index < tombstone.index;
   };
 
   /** Tombstones whose deletion came after `index`, oldest deletion first. */
@@ -140,11 +140,11 @@ export class History {
   commit(steps: readonly ToolStep[], prepared?: PreparedHistory): void {
     for (const { record, previous, entry, tombstone } of steps) {
       if (entry === undefined) {
-        if (previous) this.#endLife(record.name, previous.record.createIndex, record.index);
+        if (previous) this.#endLife(record.name, previous.record.createdIndex, record.index);
         this.#tombstones.set(record.name, record);
         this.#deletions.push({ name: record.name, index: record.index });
       } else if (tombstone) {
-        this.#startLife(record.name, tombstone, record.createIndex);
+        this.#startLife(record.name, tombstone, record.createdIndex);
         this.#tombstones.delete(record.name);
       }
       if (!prepared) this.#mark(record, previous !== undefined || tombstone !== undefined);
@@ -226,16 +226,16 @@ export class History {
   }
 
   /** A name deleted: its current life ends (recorded only for names with more than one life). */
-  #endLife(name: string, createIndex: number, deletedAt: number): void {
+  #endLife(name: string, createdIndex: number, deletedAt: number): void {
     const lives = this.#lives.get(name);
     const current = lives?.at(-1);
-    if (current && current[0] === createIndex) current[1] = deletedAt;
+    if (current && current[0] === createdIndex) current[1] = deletedAt;
   }
 
   /** A deleted name registered again: the life before is kept, so pinned walks still see it. */
-  #startLife(name: string, tombstone: ToolRecord, createIndex: number): void {
-    const lives = this.#lives.get(name) ?? [[tombstone.createIndex, tombstone.index]];
-    lives.push([createIndex, Infinity]);
+  #startLife(name: string, tombstone: ToolRecord, createdIndex: number): void {
+    const lives = this.#lives.get(name) ?? [[tombstone.createdIndex, tombstone.index]];
+    lives.push([createdIndex, Infinity]);
     this.#lives.set(name, lives);
   }
 }

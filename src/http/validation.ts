@@ -1,26 +1,59 @@
 /**
  * How route schemas validate and serialise. Requests are validated by the zod type provider,
- * with two exceptions made here; answers are written with JSON.stringify.
+ * descriptor bodies by their schema's parse function (validatedBy), and a few hot or ordered
+ * parts only documented (documentedOnly); answers are written with JSON.stringify.
  */
-import type { FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify';
+import type { FastifyRequest, FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify';
 import { validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { RegistryError } from '../model/errors.js';
+import { withPathKey } from '../model/descriptors.js';
 
 /** Route schema parts that only document the request, with the schema the document shows. */
 const documentedOnlyParts = new WeakMap<z.ZodType, z.ZodType>();
 
 /**
  * A request part the route documents with `documented` but passes on as it came (the handler
- * sees `unknown`), because something else must stay the one place that checks it: descriptors
- * are checked by the registry service against the catalogue (a bus tool's service must exist),
- * in write order, with the error texts every front of the registry gives; a call's arguments are
- * looked at by the bridge only after it has checked the caller's scopes (401/403/404/410 first);
- * and `If-None-Match` on the hot `GET /` is read by the handler, so no header is parsed there.
+ * sees `unknown`), because something else must stay the one place that checks it: a call's
+ * arguments are looked at by the bridge only after it has checked the caller's scopes
+ * (401/403/404/410 first); an import's items are parsed in slices by the import job (200,000
+ * tools in one parse would hold the event loop for seconds), with the same schemas; and
+ * conditional headers are read by the handlers, so that no header is parsed on the hot reads.
  */
 export function documentedOnly(documented: z.ZodType): z.ZodUnknown {
   const schema = z.unknown();
   documentedOnlyParts.set(schema, documented);
   return schema;
+}
+
+/** Parse functions of body schemas, by schema (see validatedBy). */
+const bodyParsers = new WeakMap<z.ZodType, (data: unknown) => unknown>();
+
+/**
+ * A body validated with `schema` through `parse`, which parses with that schema and throws the
+ * registry's own refusal (a RegistryError: `invalid HTTP tool: ...`, as every other front that
+ * parses the same body words it), and may check more than zod can (a tool's JSON Schemas).
+ * The handler gets the parsed value, typed by the schema; the document shows the schema.
+ */
+export function validatedBy<T extends z.ZodType>(schema: T, parse: (data: unknown) => z.output<T>): T {
+  bodyParsers.set(schema, parse);
+  return schema;
+}
+
+/**
+ * A PUT's hook that gives the body the path's key (`name` or `id`) before the body is validated,
+ * so that it parses as the same body with the key would (the stored form has the key where the
+ * schema puts it), or refuses a body that names something else (src/model/descriptors.ts).
+ */
+export function pathKeyIntoBody(key: 'name' | 'id'): (request: FastifyRequest) => Promise<void> {
+  return async (request) => {
+    const fromPath: unknown = isObject(request.params) ? request.params[key] : undefined;
+    request.body = withPathKey(request.body, key, typeof fromPath === 'string' ? fromPath : undefined);
+  };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
 }
 
 /** The schema the document shows for a route schema part. */
@@ -61,6 +94,18 @@ function plainStringParams(schema: z.ZodType): ReadonlySet<string> | null {
 export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = (route) => {
   // Left as it came: not even null for an absent body, so services see what they always saw.
   if (documentedOnlyParts.has(route.schema)) return () => true;
+  const parse = bodyParsers.get(route.schema);
+  if (parse) {
+    return (data) => {
+      try {
+        return { value: parse(data) };
+      } catch (err) {
+        // Fastify answers with the error as it is: the registry's problem, not a schema error.
+        if (err instanceof RegistryError) return { error: err };
+        throw err;
+      }
+    };
+  }
   const validate = zodValidatorCompiler(route);
   const fast = fastPaths.get(route.schema);
   if (fast) {

@@ -8,19 +8,36 @@
 import type { FieldError } from '../model/errors.js';
 import type { McpTool } from '../model/mcp-schemas.js';
 import { normaliseTool } from '../model/normalise.js';
-import { parseTool, validationError, type ParsedTool, type ServiceLookup } from '../model/resolve.js';
+import { parseToolInput, parseToolPutInput, type ToolBody, type ToolPutBody } from '../model/descriptors.js';
+import { resolveTool, validationError, type ParsedTool, type ServiceLookup } from '../model/resolve.js';
 import type { BusTool, HttpTool, ToolDescriptor, ToolKind } from '../model/schemas.js';
 import { schemaProblems, sizeProblems, type PathSegment, type SchemaProblem } from './check.js';
 
 /**
- * `parseTool` (src/model/resolve.ts), then the descriptor's schemas: what every write of a tool
- * passes. Throws `TR_ERR_VALIDATION` with the paths of the problems in the body.
+ * A tool body as sent (src/model/descriptors.ts), then the schemas it declares: what every front
+ * hands the write side (the routes validate with it). Throws `TR_ERR_VALIDATION` with the paths
+ * of the problems in the body.
  */
+export function parseToolBody(input: unknown, prefix: readonly PropertyKey[] = []): ToolBody {
+  return withCheckedSchemas(parseToolInput(input, prefix), prefix);
+}
+
+/** The same for `PUT /tools/{name}` and the replication topic, where the path gives the name. */
+export function parseToolPutBody(input: unknown, pathName?: string): ToolPutBody {
+  return withCheckedSchemas(parseToolPutInput(input, pathName), []);
+}
+
+/** A tool body, then what the catalogue says of it (resolveTool): an import's check of each tool. */
 export function parseCheckedTool(input: unknown, lookupService: ServiceLookup, prefix: readonly PropertyKey[] = []): ParsedTool {
-  const parsed = parseTool(input, lookupService, prefix);
-  const errors = toolSchemaErrors(parsed.kind, parsed.descriptor, prefix);
-  if (errors.length > 0) throw validationError(parsed.kind === 'http' ? 'HTTP tool' : 'message-bus tool', errors);
-  return parsed;
+  return resolveTool(parseToolBody(input, prefix), lookupService, prefix);
+}
+
+function withCheckedSchemas<T extends ToolPutBody>(tool: T, prefix: readonly PropertyKey[]): T {
+  const kind = 'service' in tool ? 'tool-service' : 'http';
+  // The schemas do not depend on the name, which a PUT's path gives later.
+  const errors = toolSchemaErrors(kind, { ...tool, name: tool.name ?? '' }, prefix);
+  if (errors.length > 0) throw validationError(kind === 'http' ? 'HTTP tool' : 'message-bus tool', errors);
+  return tool;
 }
 
 /** Field errors (dotted paths under `prefix`) of a descriptor's schemas; none when all pass. */

@@ -2,147 +2,16 @@
  * The HTTP API's wire shapes beyond the descriptors: query strings, answers and problems, one
  * zod schema each (house style 4). Routes declare them (src/http/routes), so they type the
  * handlers and generate the OpenAPI document; `id`s name the document's components, and
- * descriptions become its prose. The descriptor schemas of schemas.ts are named here too.
+ * descriptions become its prose. The descriptors (write bodies and stored forms) are
+ * descriptors.ts's.
  */
 import { z } from 'zod';
 import { ERRORS, type ErrorCode } from './errors.js';
-import {
-  ArgumentSchema,
-  BusToolFieldsSchema,
-  ConfigParamSchema,
-  ConfigValueSchema,
-  HttpToolSchema,
-  JsonTypeSchema,
-  ObjectJsonSchema,
-  ParameterSchema,
-  PulsarQueueSchema,
-  PulsarTopicSchema,
-  ScopeSchema,
-  ServiceIdSchema,
-  ToolNameSchema,
-  ToolServiceInputSchema,
-  ToolServiceSchema,
-  TopicLocalNameSchema,
-} from './schemas.js';
+import { JsonTypeSchema, ScopeSchema, ServiceIdSchema, ToolNameSchema, ToolServiceSchema } from './schemas.js';
 import { EXPORT_FORMATS } from './exports.js';
-import { McpServerInputSchema, McpServerSchema, McpToolSchema } from './mcp-schemas.js';
+import { McpServerSchema } from './mcp-schemas.js';
+import { StoredToolDescriptorSchema, ToolBodySchema, ToolServiceBodySchema } from './descriptors.js';
 import { REFUSAL_REASONS } from './replication.js';
-
-// ---------------------------------------------------------------------------------------------
-// Names for the descriptor schemas (they stay as schemas.ts defines them; this only documents)
-
-function name<T extends z.ZodType>(schema: T, id: string, description?: string): T {
-  z.globalRegistry.add(schema, description === undefined ? { id } : { id, description });
-  return schema;
-}
-
-name(ToolNameSchema, 'ToolName', "Valid as a function name for every model vendor's function calling.");
-name(ServiceIdSchema, 'ServiceId', '1 to 128 characters of letters, digits, `_`, `.` or `-`, not starting with `.` or `-`.');
-name(ScopeSchema, 'Scope', 'An OAuth scope token (RFC 6749 section 3.3) of at most 200 characters.');
-name(PulsarTopicSchema, 'PulsarTopic', 'A Pulsar topic name, e.g. `non-persistent://tg/request/joke`.');
-name(TopicLocalNameSchema, 'TopicLocalName', 'A Pulsar local topic name (no `/`).');
-name(JsonTypeSchema, 'JsonType', 'A JSON Schema type name.');
-name(
-  ConfigValueSchema,
-  'ConfigValue',
-  "A config value for one of the service's config params: any JSON value (a string of at most 8192 characters, or an object or list of at most 64 KiB of JSON), passed to the service as it is inside the request's `config` JSON text.",
-);
-name(
-  PulsarQueueSchema,
-  'PulsarQueue',
-  'A Pulsar topic name (`non-persistent://tg/request/joke`) or a TrustGraph queue id (`request:tg:joke`, `class:topicspace:topic`), stored as the topic it names.',
-);
-name(ArgumentSchema, 'Argument', 'One argument of a message-bus tool, as the model sees it.');
-name(ParameterSchema, 'HttpParameter', "One parameter of an HTTP tool, in the article's form.");
-name(
-  ObjectJsonSchema,
-  'ObjectJsonSchema',
-  'A JSON Schema whose top is `type: "object"`: draft 2020-12, or draft-07 when `$schema` says so. Checked when registered: it must be valid against its meta-schema, use only keywords and formats the registry knows, refer only to its own subschemas (`"$ref": "#/$defs/name"`; no `$id`, anchors or remote references), and be at most 64 KiB of JSON and 32 subschemas deep.',
-);
-name(
-  ConfigParamSchema,
-  'ConfigParam',
-  'A config value that tools on the service supply. Its name becomes a top-level key of message-bus tool descriptors, so it may not be one of the tool fields.',
-);
-
-// ---------------------------------------------------------------------------------------------
-// Descriptors as operators send them (documented on the write routes; resolve.ts validates)
-
-name(
-  HttpToolSchema.in,
-  'HttpToolDescriptor',
-  'The discovery article\'s tool form: the model\'s arguments are POSTed to `endpoint` on `host:port`. A descriptor without `type: "tool-service"` is an HTTP tool; `type: "http"` may mark it and is dropped when stored. The arguments are described by the article\'s `parameters` or by a full JSON Schema `inputSchema` (not both; with `inputSchema`, discovery\'s `parameters` are made from its top-level `properties`); calls through the registry are checked against the input schema discovery serves. On `PUT /tools/{name}` the `name` may be omitted.',
-);
-
-/** The stored HTTP tool: the form operators send without the optional `type` marker. */
-const StoredHttpToolSchema = HttpToolSchema.in.omit({ type: true }).meta({
-  id: 'HttpTool',
-  title: 'HTTP tool',
-  description: 'A stored HTTP tool descriptor, with every default filled in and no `type` marker.',
-});
-
-/**
- * A message-bus tool: its fields plus one top-level key per config value. Which keys are
- * allowed depends on the service, which resolve.ts checks; here the values' type is documented.
- */
-const BusToolSchema = BusToolFieldsSchema.catchall(ConfigValueSchema).meta({
-  id: 'MessageBusTool',
-  title: 'Message-bus tool',
-  description:
-    'A tool whose calls the registry carries over its tool service\'s queues. Config values are extra top-level keys, one per config param of the service (e.g. `"collection": "customers"`): each extra key must be a config param of the service named in `service`, and the service\'s required config params must be present. Argument names must be unique.',
-});
-
-export const ToolDescriptorSchema = z.union([HttpToolSchema.in, BusToolSchema]).meta({
-  id: 'ToolDescriptor',
-  description: 'Either tool form, as sent to `POST /tools/register` and `POST /import` (`PUT /tools/{name}` takes `ToolPutDescriptor`).',
-});
-
-/** `PUT /tools/{name}`: either form, the `name` optional (the path gives it). */
-export const ToolPutDescriptorSchema = z
-  .union([
-    HttpToolSchema.in.partial({ name: true }).meta({
-      id: 'HttpToolPutDescriptor',
-      title: 'HTTP tool',
-      description: 'An HTTP tool as `PUT /tools/{name}` takes it: `HttpToolDescriptor` with the `name` optional (the path gives it).',
-    }),
-    BusToolFieldsSchema.partial({ name: true }).catchall(ConfigValueSchema).meta({
-      id: 'MessageBusToolPutDescriptor',
-      title: 'Message-bus tool',
-      description: 'A message-bus tool as `PUT /tools/{name}` takes it: `MessageBusTool` with the `name` optional (the path gives it).',
-    }),
-  ])
-  .meta({ id: 'ToolPutDescriptor', description: 'Either tool form, as sent to `PUT /tools/{name}`.' });
-
-const McpToolDocSchema = McpToolSchema.meta({
-  id: 'McpTool',
-  title: 'MCP tool',
-  description:
-    "A tool of an upstream MCP server, written by the registry when it lists the server's tools (operators change it through the server, never through `/tools`): the prefixed `name`, the `upstreamName` calls use, and the upstream's `title`, `description`, `inputSchema` and `outputSchema` as given.",
-});
-
-const StoredToolDescriptorSchema = z.union([StoredHttpToolSchema, BusToolSchema, McpToolDocSchema]).meta({
-  id: 'StoredToolDescriptor',
-  description: 'Any tool form, as stored: every default filled in, no `type` marker on HTTP tools.',
-});
-/**
- * A stored descriptor as the answers declare it. resolve.ts lets only config values of the
- * service's params through, each a ConfigValue, which the `BusTool` type does not say.
- */
-export type StoredToolDescriptor = z.input<typeof StoredToolDescriptorSchema>;
-
-const ToolServiceDescriptorSchema = ToolServiceInputSchema.in.meta({
-  id: 'ToolServiceDescriptor',
-  description:
-    'A tool service as operators send it: the full queue form (`request-queue` and `response-queue`) or the short `topic` form (not both; `topic: T` expands to `non-persistent://tg/request/T` and `non-persistent://tg/response/T`), with config params as `{name, required}` objects or bare names (meaning not required), names unique. Stored in the full queue form (`ToolService`). On `PUT /tool-services/{id}` the `id` may be omitted.',
-});
-
-/** `PUT /tool-services/{id}`: the `id` optional (the path gives it). */
-export const ToolServicePutDescriptorSchema = z.strictObject({ ...ToolServiceInputSchema.in.shape, id: ServiceIdSchema.optional() }).meta({
-  id: 'ToolServicePutDescriptor',
-  description: 'A tool service as `PUT /tool-services/{id}` takes it: `ToolServiceDescriptor` with the `id` optional (the path gives it).',
-});
-
-name(ToolServiceSchema, 'ToolService', 'The stored, normalised tool service (always the full queue form).');
 
 // ---------------------------------------------------------------------------------------------
 // Query strings
@@ -404,12 +273,6 @@ export const McpServerIdParamsSchema = z.object({
   id: z.string().describe("The MCP server's id (1 to 128 letters, digits, `_`, `.` or `-`; any other id is answered like an unknown one)."),
 });
 
-export const McpServerDescriptorSchema = McpServerInputSchema.partial({ id: true }).meta({
-  id: 'McpServerDescriptor',
-  description:
-    'An upstream MCP server as operators send it: its Streamable HTTP `url`, and optionally a `credential` the registry sends as `Authorization: Bearer` to that URL only (`{"bearer": "..."}`; `{"set": true}`, as reads show it, keeps the stored one), a `prefix` for its tool names, `scopes` for all its tools and `toolScopes` per upstream tool name (an entry wins). On `PUT /mcp-servers/{id}` the `id` may be omitted.',
-});
-
 const McpServerViewSchema = McpServerSchema.extend({
   credential: z
     .strictObject({ set: z.literal(true) })
@@ -588,8 +451,8 @@ export const AuditPageSchema = z
 
 const ImportBundleDescriptorSchema = z
   .strictObject({
-    'tool-services': z.array(ToolServiceDescriptorSchema).max(200_000).default([]),
-    tools: z.array(ToolDescriptorSchema).max(200_000).default([]),
+    'tool-services': z.array(ToolServiceBodySchema).max(200_000).default([]),
+    tools: z.array(ToolBodySchema).max(200_000).default([]),
   })
   .meta({
     id: 'ImportBundle',

@@ -5,7 +5,6 @@
  * (migrations/008_mcp_servers.sql) and never part of any answer, log line or export.
  */
 import { z } from 'zod';
-import { fieldErrorsFrom, validationError } from './resolve.js';
 import {
   countedFirst,
   DescriptionSchema,
@@ -101,10 +100,10 @@ export const McpServerInputSchema = McpServerSchema.extend({ credential: Credent
 /** What a write does with the stored credential. */
 export type CredentialChange = { bearer: string } | 'keep' | 'none';
 
-/** Parses an operator's descriptor into what is stored and what happens to the credential. */
-export function parseMcpServer(input: unknown): { server: McpServer; credential: CredentialChange } {
-  const result = McpServerInputSchema.safeParse(input);
-  if (!result.success) throw validationError('MCP server', fieldErrorsFrom(result.error));
-  const { credential, ...server } = result.data;
+/** An operator's descriptor (parsed, with its id) as what is stored and what happens to the credential. */
+export function credentialOf({ credential, ...server }: z.output<typeof McpServerInputSchema>): {
+  server: McpServer;
+  credential: CredentialChange;
+} {
   return { server, credential: credential === undefined ? 'none' : 'bearer' in credential ? { bearer: credential.bearer } : 'keep' };
 }

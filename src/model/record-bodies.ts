@@ -7,7 +7,7 @@ export function toolRecordBody(record: ToolRecord) {
     kind: record.kind,
     status: record.status,
     index: record.index,
-    createdIndex: record.createIndex,
+    createdIndex: record.createdIndex,
     updatedAt: record.updatedAt,
     descriptor: record.descriptor,
   };
@@ -19,7 +19,7 @@ export function serviceRecordBody(record: ServiceRecord) {
     id: record.id,
     status: record.status,
     index: record.index,
-    createdIndex: record.createIndex,
+    createdIndex: record.createdIndex,
     updatedAt: record.updatedAt,
     descriptor: record.descriptor,
   };
@@ -34,7 +34,7 @@ export function mcpServerRecordBody(record: McpServerRecord) {
     id: record.id,
     status: record.status,
     index: record.index,
-    createdIndex: record.createIndex,
+    createdIndex: record.createdIndex,
     updatedAt: record.updatedAt,
     descriptor: { ...record.descriptor, ...(record.hasCredential && { credential: { set: true as const } }) },
   };

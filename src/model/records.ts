@@ -2,44 +2,40 @@
  * What the registry keeps: stored descriptors with their registry metadata, change-log rows,
  * tool-call records and audit entries. Storage fills these; every layer above reads them.
  */
+import type { z } from 'zod';
+import type { McpServerRecordSchema, ServiceRecordSchema, ToolRecordSchema } from './api.js';
 import type { McpServer } from './mcp-schemas.js';
-import type { ToolDescriptor, ToolKind, ToolService } from './schemas.js';
+import type { ToolDescriptor, ToolService } from './schemas.js';
 
-export type ToolStatus = 'active' | 'deprecated' | 'deleted';
+/**
+ * A record's registry metadata, as the admin answers spell it (ToolRecordSchema and the
+ * others in api.ts): one spelling of each field from the wire to the store.
+ */
+type Metadata<T extends Record<MetadataField, unknown>> = Pick<T, MetadataField>;
+type MetadataField = 'status' | 'index' | 'createdIndex' | 'updatedAt';
 
-export interface ServiceRecord {
+export type ToolStatus = z.output<typeof ToolRecordSchema>['status'];
+
+export interface ServiceRecord extends Metadata<z.output<typeof ServiceRecordSchema>> {
   id: string;
   descriptor: ToolService;
-  status: 'active' | 'deleted';
-  /** Registry index of the write that (re)created it. */
-  createIndex: number;
-  /** Registry index of the last write that touched it. */
-  index: number;
-  updatedAt: string;
   /** Who announced it (`announcer:<subject>`, src/announce/); absent for an operator's. */
   owner?: string;
 }
 
 /** An upstream MCP server; its credential stays in the store, only whether it has one is here. */
-export interface McpServerRecord {
+export interface McpServerRecord extends Metadata<z.output<typeof McpServerRecordSchema>> {
   id: string;
   descriptor: McpServer;
   hasCredential: boolean;
-  status: 'active' | 'deleted';
-  createIndex: number;
-  index: number;
-  updatedAt: string;
 }
 
-export interface ToolRecord {
+export interface ToolRecord extends Metadata<z.output<typeof ToolRecordSchema>> {
   name: string;
-  kind: ToolKind;
+  kind: z.output<typeof ToolRecordSchema>['kind'];
   serviceId: string | null;
+  /** As stored: the answers declare it as StoredToolDescriptor (src/model/descriptors.ts). */
   descriptor: ToolDescriptor;
-  status: ToolStatus;
-  createIndex: number;
-  index: number;
-  updatedAt: string;
   /** Who announced it (`announcer:<subject>`, src/announce/); absent for an operator's. */
   owner?: string;
 }

@@ -1,21 +1,12 @@
 /**
- * Parsing descriptors off the wire and checking them across kinds: a message-bus tool's service
- * must exist, its required config values must be given, and any other top-level key is a typo.
- * Plain functions: the service lookup is passed in.
+ * Checking parsed descriptors across kinds (descriptors.ts parses them): a message-bus tool's
+ * service must exist, its required config values must be given, and any other top-level key is
+ * a typo. Plain functions: the service lookup is passed in. And the wording of every refusal of
+ * a body: field errors with dotted paths, at most MAX_FIELD_ERRORS of them.
  */
 import { type z } from 'zod';
 import { RegistryError, type FieldError } from './errors.js';
-import {
-  BUS_TOOL_FIELDS,
-  BusToolInputSchema,
-  ConfigValueSchema,
-  HttpToolParseSchema,
-  ToolServiceInputSchema,
-  type BusTool,
-  type HttpTool,
-  type ToolKind,
-  type ToolService,
-} from './schemas.js';
+import { BUS_TOOL_FIELDS, type BusTool, type HttpTool, type ToolService } from './schemas.js';
 
 export type ParsedTool =
   | { kind: 'http'; name: string; descriptor: HttpTool; serviceId: null }
@@ -47,40 +38,14 @@ export function validationError(what: string, errors: FieldError[]): RegistryErr
   return new RegistryError('TR_ERR_VALIDATION', `invalid ${what}: ${summary}${more}`, { fieldErrors: errors.slice(0, MAX_FIELD_ERRORS) });
 }
 
-function requireObject(input: unknown, what: string, prefix: readonly PropertyKey[]): Record<string, unknown> {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw validationError(what, [{ path: prefix.map(String).join('.'), message: 'must be a JSON object' }]);
-  }
-  return input as Record<string, unknown>;
-}
-
-export function parseToolService(input: unknown, prefix: readonly PropertyKey[] = []): ToolService {
-  requireObject(input, 'tool service', prefix);
-  const result = ToolServiceInputSchema.safeParse(input);
-  if (!result.success) throw validationError('tool service', fieldErrorsFrom(result.error, prefix));
-  return result.data;
-}
-
-function toolKindOf(input: Record<string, unknown>): ToolKind {
-  return input['type'] === 'tool-service' ? 'tool-service' : 'http';
-}
-
 /**
- * Parses either tool form. A message-bus tool is checked against its service: the service must
- * exist, required config values must be present, and every top-level key that is not a known
- * field must be one of the service's config params.
+ * Either tool form, parsed (descriptors.ts), checked against the catalogue: a message-bus tool's
+ * service must exist, its required config values must be present, and every top-level key that
+ * is not a known field must be one of the service's config params. Stored descriptors pass
+ * again when their service is replaced (WriteCommands.toolsBrokenBy).
  */
-export function parseTool(input: unknown, lookupService: ServiceLookup, prefix: readonly PropertyKey[] = []): ParsedTool {
-  const object = requireObject(input, 'tool', prefix);
-  if (toolKindOf(object) === 'http') {
-    const result = HttpToolParseSchema.safeParse(object);
-    if (!result.success) throw validationError('HTTP tool', fieldErrorsFrom(result.error, prefix));
-    return { kind: 'http', name: result.data.name, descriptor: result.data, serviceId: null };
-  }
-
-  const result = BusToolInputSchema.safeParse(object);
-  if (!result.success) throw validationError('message-bus tool', fieldErrorsFrom(result.error, prefix));
-  const tool = result.data;
+export function resolveTool(tool: HttpTool | BusTool, lookupService: ServiceLookup, prefix: readonly PropertyKey[] = []): ParsedTool {
+  if (!isBusTool(tool)) return { kind: 'http', name: tool.name, descriptor: tool, serviceId: null };
   const path = (...p: PropertyKey[]) => [...prefix, ...p].map(String).join('.');
   const service = lookupService(tool.service);
   if (!service) {
@@ -88,23 +53,16 @@ export function parseTool(input: unknown, lookupService: ServiceLookup, prefix: 
   }
 
   const errors: FieldError[] = [];
-  const params = new Map(service['config-params'].map((p) => [p.name, p]));
-  const descriptor: BusTool = { ...tool };
-  for (const [key, value] of Object.entries(tool)) {
-    if (BUS_TOOL_FIELDS.has(key)) continue;
-    if (!params.has(key)) {
-      const known = [...params.keys()];
-      errors.push({
-        path: path(key),
-        message: `unknown field "${key}": not a tool field nor a config param of service "${service.id}"${
-          known.length ? ` (its config params: ${known.join(', ')})` : ' (it takes no config params)'
-        }`,
-      });
-      continue;
-    }
-    // Any JSON value, passed through as the reference agent does; only its size is bounded.
-    const checked = ConfigValueSchema.safeParse(value);
-    if (!checked.success) errors.push(...fieldErrorsFrom(checked.error, [...prefix, key]));
+  const params = new Set(service['config-params'].map((p) => p.name));
+  for (const key of Object.keys(tool)) {
+    if (BUS_TOOL_FIELDS.has(key) || params.has(key)) continue;
+    const known = [...params];
+    errors.push({
+      path: path(key),
+      message: `unknown field "${key}": not a tool field nor a config param of service "${service.id}"${
+        known.length ? ` (its config params: ${known.join(', ')})` : ' (it takes no config params)'
+      }`,
+    });
   }
   for (const param of service['config-params']) {
     // Own keys only: a param named like an Object.prototype member must still be given.
@@ -113,7 +71,12 @@ export function parseTool(input: unknown, lookupService: ServiceLookup, prefix: 
     }
   }
   if (errors.length > 0) throw validationError('message-bus tool', errors);
-  return { kind: 'tool-service', name: tool.name, descriptor, serviceId: service.id };
+  return { kind: 'tool-service', name: tool.name, descriptor: tool, serviceId: service.id };
+}
+
+/** A message-bus tool names its service; an HTTP tool has no such field. */
+function isBusTool(tool: HttpTool | BusTool): tool is BusTool {
+  return 'service' in tool;
 }
 
 /** The config values of a stored message-bus tool, as its service names them. */

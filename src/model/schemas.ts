@@ -297,11 +297,12 @@ export type ToolService = z.infer<typeof ToolServiceSchema>;
 
 /**
  * What operators send: either the full queue form or the short `topic` form, and config params
- * as `{name, required}` objects or bare strings (meaning not required).
+ * as `{name, required}` objects or bare strings (meaning not required). `id` is the id's schema:
+ * required, or optional where a PUT's path gives it.
  */
-export const ToolServiceInputSchema = z
-  .strictObject({
-    id: ServiceIdSchema,
+export function toolServiceInput<Id extends z.ZodType<string | undefined>>(id: Id, meta?: z.GlobalMeta) {
+  const object = z.strictObject({
+    id,
     /** Short form: expands to non-persistent://tg/request/{topic} and .../response/{topic}. */
     topic: TopicLocalNameSchema.optional(),
     /** A topic name, or a queue id (`request:tg:joke`) stored as the topic it names. */
@@ -311,36 +312,38 @@ export const ToolServiceInputSchema = z
       .array(z.union([ConfigParamSchema.shape.name, ConfigParamSchema]))
       .max(64)
       .default([]),
-  })
-  .superRefine((value, ctx) => {
-    const hasQueues = value['request-queue'] !== undefined || value['response-queue'] !== undefined;
-    if (value.topic !== undefined && hasQueues) {
-      ctx.addIssue({ code: 'custom', path: ['topic'], message: 'give either "topic" or the two queues, not both' });
-    } else if (value.topic === undefined) {
-      for (const key of ['request-queue', 'response-queue'] as const) {
-        if (value[key] === undefined) {
-          ctx.addIssue({ code: 'custom', path: [key], message: 'is required (or give the short "topic" form)' });
+  });
+  return (meta ? object.meta(meta) : object)
+    .superRefine((value, ctx) => {
+      const hasQueues = value['request-queue'] !== undefined || value['response-queue'] !== undefined;
+      if (value.topic !== undefined && hasQueues) {
+        ctx.addIssue({ code: 'custom', path: ['topic'], message: 'give either "topic" or the two queues, not both' });
+      } else if (value.topic === undefined) {
+        for (const key of ['request-queue', 'response-queue'] as const) {
+          if (value[key] === undefined) {
+            ctx.addIssue({ code: 'custom', path: [key], message: 'is required (or give the short "topic" form)' });
+          }
         }
       }
-    }
-    const seen = new Set<string>();
-    value['config-params'].forEach((param, i) => {
-      const name = typeof param === 'string' ? param : param.name;
-      if (seen.has(name)) ctx.addIssue({ code: 'custom', path: ['config-params', i], message: `duplicate config param "${name}"` });
-      if (RESERVED_TOOL_KEYS.has(name)) {
-        ctx.addIssue({ code: 'custom', path: ['config-params', i], message: `"${name}" is a tool field and cannot be a config param` });
-      }
-      seen.add(name);
-    });
-  })
-  .transform((value): ToolService => ({
-    id: value.id,
-    'request-queue': value['request-queue'] ?? `non-persistent://tg/request/${value.topic ?? ''}`,
-    'response-queue': value['response-queue'] ?? `non-persistent://tg/response/${value.topic ?? ''}`,
-    'config-params': value['config-params'].map((p) => (typeof p === 'string' ? { name: p, required: false } : p)),
-  }));
-/** @public */
-export type ToolServiceInput = z.input<typeof ToolServiceInputSchema>;
+      const seen = new Set<string>();
+      value['config-params'].forEach((param, i) => {
+        const name = typeof param === 'string' ? param : param.name;
+        if (seen.has(name)) ctx.addIssue({ code: 'custom', path: ['config-params', i], message: `duplicate config param "${name}"` });
+        if (RESERVED_TOOL_KEYS.has(name)) {
+          ctx.addIssue({ code: 'custom', path: ['config-params', i], message: `"${name}" is a tool field and cannot be a config param` });
+        }
+        seen.add(name);
+      });
+    })
+    .transform(({ topic, 'request-queue': request, 'response-queue': response, 'config-params': params, ...id }) => ({
+      // The id alone is left, first: the stored key order (ToolService) is the export's.
+      ...id,
+      'request-queue': request ?? `non-persistent://tg/request/${topic ?? ''}`,
+      'response-queue': response ?? `non-persistent://tg/response/${topic ?? ''}`,
+      'config-params': params.map((p): ConfigParam => (typeof p === 'string' ? { name: p, required: false } : p)),
+    }));
+}
+
 
 // ---------------------------------------------------------------------------------------------
 // Message-bus tool (tier 2)
@@ -439,22 +442,29 @@ function refuseUnsafeConfigValuesFirst(value: unknown, ctx: z.RefinementCtx): un
   return value;
 }
 
+/** Argument names are unique: a message-bus tool's arguments become one input schema's properties. */
+function refuseDuplicateArguments(value: { arguments: readonly Argument[] }, ctx: z.RefinementCtx): void {
+  const seen = new Set<string>();
+  value.arguments.forEach((arg, i) => {
+    if (seen.has(arg.name)) ctx.addIssue({ code: 'custom', path: ['arguments', i, 'name'], message: `duplicate argument "${arg.name}"` });
+    seen.add(arg.name);
+  });
+}
+
 /**
- * The message-bus tool as sent: known fields plus one top-level key per config value. Which
- * extra keys are allowed depends on the service, so resolve.ts finishes the check.
+ * The message-bus tool as sent: known fields plus one top-level key per config value, each a
+ * ConfigValue. Which extra keys are allowed depends on the service, so resolve.ts finishes the
+ * check against the catalogue. `name` is the name's schema: required, or optional where a
+ * PUT's path gives it.
  */
-export const BusToolInputSchema = z.preprocess(
-  refuseUnsafeConfigValuesFirst,
-  BusToolFieldsSchema.catchall(z.unknown().superRefine(refuseUnsafeCharacters)).superRefine((value, ctx) => {
-    const seen = new Set<string>();
-    value.arguments.forEach((arg, i) => {
-      if (seen.has(arg.name)) ctx.addIssue({ code: 'custom', path: ['arguments', i, 'name'], message: `duplicate argument "${arg.name}"` });
-      seen.add(arg.name);
-    });
-  }),
-);
+export function busToolInput<Name extends z.ZodType<string | undefined>>(name: Name, meta?: z.GlobalMeta) {
+  const object = BusToolFieldsSchema.extend({ name }).catchall(ConfigValueSchema);
+  return (meta ? object.meta(meta) : object).superRefine(refuseDuplicateArguments);
+}
+/** A message-bus tool as sent, with its name. */
+export const BusToolInputSchema = busToolInput(ToolNameSchema);
 /** @public */
-export type BusToolInput = z.infer<typeof BusToolInputSchema>;
+export type BusToolInput = z.output<typeof BusToolInputSchema>;
 
 /** The stored message-bus tool: fields plus validated config values, in the wire form. */
 export type BusTool = z.infer<typeof BusToolFieldsSchema> & { [configKey: string]: unknown };
@@ -479,7 +489,7 @@ export const ParameterSchema = z.strictObject({
   required: z.boolean().optional(),
   /**
    * Allowed values: checked for unsafe characters as one value, so that its issues are capped
-   * together; at most ENUM_MAX_VALUES of them, counted first (HttpToolParseSchema).
+   * together; at most ENUM_MAX_VALUES of them, counted first (httpToolBoundsFirst).
    */
   enum: z.array(z.json()).max(ENUM_MAX_VALUES).superRefine(refuseUnsafeCharacters).optional(),
   /** Item schema of an array parameter: JSON Schema, checked as part of the input schema (issue 12). */
@@ -490,57 +500,75 @@ export const ParameterSchema = z.strictObject({
 /** @public */
 export type Parameter = z.infer<typeof ParameterSchema>;
 
-export const HttpToolSchema = z
-  .strictObject({
-    /** Optional marker; a tool without `type: "tool-service"` is an HTTP tool. */
-    type: z.literal('http').optional(),
-    name: ToolNameSchema,
-    /** Path on the tool's host that takes a POST of the arguments. */
-    endpoint: z
-      .string()
-      .max(2048)
-      .regex(/^\/[\x21-\x7E]*$/, 'must be an absolute path starting with "/"'),
-    /** OAuth scopes any one of which grants the tool; none means every caller. */
-    scopes: z.array(ScopeSchema).max(64).default([]),
-    description: DescriptionSchema,
-    /** Parameter name to its JSON Schema type and description (or give `inputSchema`); default `{}`. */
-    parameters: z
-      .record(
-        z
-          .string()
-          .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'parameter names must be 1 to 64 letters, digits, "_" or "-"')
-          .refine(notProto, NOT_PROTO),
-        ParameterSchema,
-      )
-      .optional(),
-    /** The arguments as a full JSON Schema (draft 2020-12), instead of `parameters`. */
-    inputSchema: ObjectJsonSchema.optional(),
-    /** A JSON Schema of the tool's answer when it is a JSON object (MCP's `structuredContent`). */
-    outputSchema: ObjectJsonSchema.optional(),
-    /** What the tool gives back, in words. */
-    returns: text(8192).default(''),
-    host: z
-      .string()
-      .regex(/^(\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9]([a-zA-Z0-9.-]{0,251}[a-zA-Z0-9])?)$/, 'must be a host name or IP address')
-      .default('localhost'),
-    port: z.number().int().min(1).max(65535).default(8002),
-    /** How long a call may wait for its answer. */
-    timeoutMs: z.number().int().min(1).max(600_000).optional(),
-    /** Forward the caller's Authorization header to the tool (the article's tools check it). */
-    forwardAuthorization: z.boolean().default(true),
-  })
-  .transform((value, ctx) => {
-    if (value.parameters !== undefined && value.inputSchema !== undefined) {
-      for (const path of ['parameters', 'inputSchema']) {
-        ctx.addIssue({ code: 'custom', path: [path], message: 'give either "parameters" or "inputSchema", not both' });
-      }
-      return z.NEVER;
+/** Optional marker; a tool without `type: "tool-service"` is an HTTP tool. */
+const HTTP_MARKER = z.literal('http').optional();
+
+/** An HTTP tool's fields after its marker and name (httpToolInput adds the name's schema). */
+const HTTP_TOOL_FIELDS = {
+  /** Path on the tool's host that takes a POST of the arguments. */
+  endpoint: z
+    .string()
+    .max(2048)
+    .regex(/^\/[\x21-\x7E]*$/, 'must be an absolute path starting with "/"'),
+  /** OAuth scopes any one of which grants the tool; none means every caller. */
+  scopes: z.array(ScopeSchema).max(64).default([]),
+  description: DescriptionSchema,
+  /** Parameter name to its JSON Schema type and description (or give `inputSchema`); default `{}`. */
+  parameters: z
+    .record(
+      z
+        .string()
+        .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'parameter names must be 1 to 64 letters, digits, "_" or "-"')
+        .refine(notProto, NOT_PROTO),
+      ParameterSchema,
+    )
+    .optional(),
+  /** The arguments as a full JSON Schema (draft 2020-12), instead of `parameters`. */
+  inputSchema: ObjectJsonSchema.optional(),
+  /** A JSON Schema of the tool's answer when it is a JSON object (MCP's `structuredContent`). */
+  outputSchema: ObjectJsonSchema.optional(),
+  /** What the tool gives back, in words. */
+  returns: text(8192).default(''),
+  host: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9]([a-zA-Z0-9.-]{0,251}[a-zA-Z0-9])?)$/, 'must be a host name or IP address')
+    .default('localhost'),
+  port: z.number().int().min(1).max(65535).default(8002),
+  /** How long a call may wait for its answer. */
+  timeoutMs: z.number().int().min(1).max(600_000).optional(),
+  /** Forward the caller's Authorization header to the tool (the article's tools check it). */
+  forwardAuthorization: z.boolean().default(true),
+};
+
+/**
+ * The stored form of an HTTP tool as sent: `parameters` and `inputSchema` not both, the optional
+ * `type` marker dropped so the stored form is the article's shape, and `parameters` (`{}` by
+ * default) on a tool without an `inputSchema`, so that an export imports again as is.
+ */
+function finishHttpTool<T extends { type?: 'http' | undefined; parameters?: unknown; inputSchema?: unknown }>(
+  value: T,
+  ctx: z.RefinementCtx,
+) {
+  if (value.parameters !== undefined && value.inputSchema !== undefined) {
+    for (const path of ['parameters', 'inputSchema']) {
+      ctx.addIssue({ code: 'custom', path: [path], message: 'give either "parameters" or "inputSchema", not both' });
     }
-    // Drop the optional marker so the stored form is the article's shape; a tool without an
-    // `inputSchema` has `parameters`, `{}` by default, so that an export imports again as is.
-    const { type: _type, ...rest } = value;
-    return rest.inputSchema === undefined ? { ...rest, parameters: rest.parameters ?? {} } : rest;
-  });
+    return z.NEVER;
+  }
+  const { type: _type, ...rest } = value;
+  return rest.inputSchema === undefined ? { ...rest, parameters: rest.parameters ?? {} } : rest;
+}
+
+/**
+ * An HTTP tool as sent. `name` is the name's schema: required, or optional where a PUT's path
+ * gives it. Its `parameters` are bounded before any is parsed: parse it through toolBoundsFirst
+ * (as the tool bodies of descriptors.ts do).
+ */
+export function httpToolInput<Name extends z.ZodType<string | undefined>>(name: Name, meta?: z.GlobalMeta) {
+  const object = z.strictObject({ type: HTTP_MARKER, name, ...HTTP_TOOL_FIELDS });
+  return (meta ? object.meta(meta) : object).transform(finishHttpTool);
+}
+export const HttpToolSchema = httpToolInput(ToolNameSchema);
 export type HttpTool = z.output<typeof HttpToolSchema>;
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -579,8 +607,13 @@ function httpToolBoundsFirst(value: unknown, ctx: z.RefinementCtx): unknown {
   return value;
 }
 
-/** HttpToolSchema behind httpToolBoundsFirst: what parses a descriptor (the document shows HttpToolSchema). */
-export const HttpToolParseSchema = z.preprocess(httpToolBoundsFirst, HttpToolSchema);
+/**
+ * The bounds of a tool as sent, checked before any field is parsed: an HTTP tool's parameters
+ * (httpToolBoundsFirst), a message-bus tool's config values (refuseUnsafeConfigValuesFirst).
+ */
+export function toolBoundsFirst(value: unknown, ctx: z.RefinementCtx): unknown {
+  return isRecord(value) && value['type'] === 'tool-service' ? refuseUnsafeConfigValuesFirst(value, ctx) : httpToolBoundsFirst(value, ctx);
+}
 
 /** `mcp`: a tool of an upstream MCP server (src/model/mcp-schemas.ts), written by the registry's sync only. */
 export type ToolKind = 'http' | 'tool-service' | 'mcp';

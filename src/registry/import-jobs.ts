@@ -6,7 +6,8 @@
  * same way, so that once the commit is on disk, showing the import is one swap.
  */
 import { RegistryError, type FieldError } from '../model/errors.js';
-import { fieldErrorsFrom, parseToolService, type ParsedTool } from '../model/resolve.js';
+import { fieldErrorsFrom, type ParsedTool } from '../model/resolve.js';
+import { parseToolService } from '../model/descriptors.js';
 import { parseCheckedTool } from '../json-schema/tool-schemas.js';
 import { ImportBundleSchema, type ToolService } from '../model/schemas.js';
 import type { Actor, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';

@@ -8,6 +8,7 @@
 import type { RegistryError } from '../model/errors.js';
 import type { OutboundCheck } from '../model/outbound-address.js';
 import type { ToolService } from '../model/schemas.js';
+import type { McpServerPutBody, ToolPutBody, ToolServicePutBody } from '../model/descriptors.js';
 import type { McpTool } from '../model/mcp-schemas.js';
 import { IMPORT_PART_LIMITS, type ImportPartLimits, type ReplicationEvent } from '../model/replication.js';
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
@@ -61,7 +62,7 @@ export class RegistryService implements RegistryWrites {
   }
 
   /** `POST /tools/register` and `PUT /tools/{name}`; `pathName` must match the body's name. */
-  putTool(input: unknown, { pathName, actor, condition }: ToolWriteOptions = {}): Promise<PutResult<ToolRecord>> {
+  putTool(input: ToolPutBody, { pathName, actor, condition }: ToolWriteOptions = {}): Promise<PutResult<ToolRecord>> {
     return this.#commit.enqueue(() => this.#commands.putTool(input, { pathName, condition, ...writer(actor) }));
   }
 
@@ -69,7 +70,7 @@ export class RegistryService implements RegistryWrites {
     return this.#commit.enqueue(() => this.#commands.deleteTool(name, { condition, ...writer(actor) }));
   }
 
-  putService(input: unknown, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
+  putService(input: ToolServicePutBody, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
     return this.#commit.enqueue(() => this.#commands.putService(input, { pathId, ...writer(actor) }));
   }
 
@@ -78,7 +79,7 @@ export class RegistryService implements RegistryWrites {
   }
 
   /** `PUT /mcp-servers/{id}`; its tools follow with the server's next sync. */
-  putMcpServer(input: unknown, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<McpServerRecord>> {
+  putMcpServer(input: McpServerPutBody, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<McpServerRecord>> {
     return this.#commit.enqueue(() => this.#commands.putMcpServer(input, pathId, actor));
   }
 

@@ -7,6 +7,8 @@
 import { z } from 'zod';
 import { RegistryError } from '../model/errors.js';
 import { McpToolSchema } from '../model/mcp-schemas.js';
+import { parseMcpServerBody, parseToolServicePut } from '../model/descriptors.js';
+import { parseToolPutBody } from '../json-schema/tool-schemas.js';
 import type { ImportPartLimits, ReplicationEvent } from '../model/replication.js';
 import { isLastImportPart } from '../model/replication.js';
 import type { Actor, AuditEntryInput } from '../model/records.js';
@@ -84,15 +86,15 @@ export class ReplicatedApply {
     const commands = this.#commands;
     switch (event.op) {
       case 'tool.put':
-        return () => commands.putTool(event.body, { pathName: target, condition: event.condition, actor, owner });
+        return () => commands.putTool(parseToolPutBody(event.body, target), { pathName: target, condition: event.condition, actor, owner });
       case 'tool.delete':
         return () => commands.deleteTool(required(), { condition: event.condition, actor, owner });
       case 'tool-service.put':
-        return () => commands.putService(event.body, { pathId: target, actor, owner });
+        return () => commands.putService(parseToolServicePut(event.body, target), { pathId: target, actor, owner });
       case 'tool-service.delete':
         return () => commands.deleteService(required(), { actor, owner });
       case 'mcp-server.put':
-        return () => commands.putMcpServer(event.body, target, actor);
+        return () => commands.putMcpServer(parseMcpServerBody(event.body, target), target, actor);
       case 'mcp-server.delete':
         return () => commands.deleteMcpServer(required(), actor);
       case 'mcp-server.sync':

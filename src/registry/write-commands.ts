@@ -6,11 +6,11 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { RegistryError, type FieldError } from '../model/errors.js';
-import { parseTool, parseToolService, validationError, type ParsedTool } from '../model/resolve.js';
+import { resolveTool, validationError, type ParsedTool } from '../model/resolve.js';
+import { named, type McpServerPutBody, type ToolPutBody, type ToolServicePutBody } from '../model/descriptors.js';
 import { outboundTargetsOf, type OutboundCheck, type OutboundTarget } from '../model/outbound-address.js';
-import { parseCheckedTool } from '../json-schema/tool-schemas.js';
-import type { ToolService } from '../model/schemas.js';
-import { parseMcpServer, type McpTool } from '../model/mcp-schemas.js';
+import type { BusTool, ToolService } from '../model/schemas.js';
+import { credentialOf, type McpTool } from '../model/mcp-schemas.js';
 import { planMcpSync, type McpSyncPlan } from '../model/mcp-tools.js';
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { AuditFor, RegistryStore } from '../store/registry-store.js';
@@ -89,12 +89,13 @@ export class WriteCommands {
 
   /** `pathName`, from a PUT's URL, must match the body's name. */
   putTool(
-    input: unknown,
+    input: ToolPutBody,
     { pathName, condition, actor, owner }: Writer & { pathName?: string | undefined; condition?: WriteCondition | undefined },
   ): PutResult<ToolRecord> {
-    // Before the body is read (RFC 9110 section 13.2.2); a PUT names its tool in the path.
+    // Before the body is looked at (RFC 9110 section 13.2.2); a PUT names its tool in the path.
+    // The route checked it before the body too; here it holds as of this batch.
     if (condition !== undefined && pathName !== undefined) this.#checkCondition(pathName, condition);
-    const parsed = parseCheckedTool(withPathKey(input, 'name', pathName), this.#lookupService);
+    const parsed = resolveTool(named(input, 'name', pathName), this.#lookupService);
     this.checkTargets(parsed);
     const existing = this.#commit.view.tool(parsed.name);
     // An operator's write of a name an upstream's tool has takes the name (issue 29): the
@@ -137,8 +138,8 @@ export class WriteCommands {
    * Creates or replaces a service. A replacement must keep every live tool on it valid (a new
    * required config param, say, would break them), or nothing changes.
    */
-  putService(input: unknown, { pathId, actor, owner }: Writer & { pathId?: string | undefined }): PutResult<ServiceRecord> {
-    const service = parseToolService(withPathKey(input, 'id', pathId));
+  putService(input: ToolServicePutBody, { pathId, actor, owner }: Writer & { pathId?: string | undefined }): PutResult<ServiceRecord> {
+    const service = named(input, 'id', pathId);
     if (owner !== null) {
       const existing = this.#commit.view.serviceRecord(service.id);
       refuseNotOwned('tool service', service.id, existing, owner);
@@ -179,8 +180,8 @@ export class WriteCommands {
     return record;
   }
 
-  putMcpServer(input: unknown, pathId: string | undefined, actor: Actor | undefined): PutResult<McpServerRecord> {
-    const { server, credential } = parseMcpServer(withPathKey(input, 'id', pathId));
+  putMcpServer(input: McpServerPutBody, pathId: string | undefined, actor: Actor | undefined): PutResult<McpServerRecord> {
+    const { server, credential } = credentialOf(named(input, 'id', pathId));
     this.#refuseTargets('MCP server', outboundTargetsOf('mcp-server', server));
     const at = this.#commit.stamp();
     // The audit entry names the server only: never its credential.
@@ -255,7 +256,7 @@ export class WriteCommands {
       const record = view.tool(name);
       if (!record) continue;
       try {
-        parseTool(record.descriptor, (id) => (id === service.id ? service : view.service(id)), ['tools', name]);
+        resolveTool(record.descriptor as BusTool, (id) => (id === service.id ? service : view.service(id)), ['tools', name]);
       } catch (err) {
         if (!(err instanceof RegistryError)) throw err;
         broken.push({ name, errors: err.fieldErrors ?? [{ path: `tools.${name}`, message: err.message }] });
@@ -309,22 +310,6 @@ export class WriteCommands {
       return { ...actor, at, action, target, outcome: 'ok', status, detail: detail ?? null };
     };
   }
-}
-
-/** Fills the body's key from the URL path, or refuses a body that names something else. */
-function withPathKey(input: unknown, key: string, fromPath: string | undefined): unknown {
-  if (fromPath === undefined || typeof input !== 'object' || input === null || Array.isArray(input)) return input;
-  const body = input as Record<string, unknown>;
-  const given = body[key];
-  if (given === undefined) return { ...body, [key]: fromPath };
-  // Anything but a string is left to the schema, which names what is wrong with it (String() of
-  // `{"toString": []}` threw: a 500).
-  if (typeof given === 'string' && given !== fromPath) {
-    throw new RegistryError('TR_ERR_VALIDATION', `the body's ${key} "${given}" differs from the URL's "${fromPath}"`, {
-      fieldErrors: [{ path: key, message: `must equal "${fromPath}" from the URL` }],
-    });
-  }
-  return input;
 }
 
 /** An announcer writes only what it owns (or what does not exist): never an operator's. */

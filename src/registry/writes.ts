@@ -3,6 +3,7 @@
  * single-process RegistryService, or in replicated mode the Replicator (src/replication/), which
  * publishes each write to the replication topic and answers once this replica has applied it.
  */
+import type { McpServerPutBody, ToolPutBody, ToolServicePutBody } from '../model/descriptors.js';
 import type { McpTool } from '../model/mcp-schemas.js';
 import type { ToolService } from '../model/schemas.js';
 import type { WriteCondition } from '../model/write-condition.js';
@@ -33,11 +34,11 @@ export interface KeyedWriteOptions {
 }
 
 export interface RegistryWrites {
-  putTool(input: unknown, options?: ToolWriteOptions): Promise<PutResult<ToolRecord>>;
+  putTool(input: ToolPutBody, options?: ToolWriteOptions): Promise<PutResult<ToolRecord>>;
   deleteTool(name: string, options?: ToolDeleteOptions): Promise<ToolRecord>;
-  putService(input: unknown, options?: KeyedWriteOptions): Promise<PutResult<ServiceRecord>>;
+  putService(input: ToolServicePutBody, options?: KeyedWriteOptions): Promise<PutResult<ServiceRecord>>;
   deleteService(id: string, actor?: Actor): Promise<ServiceRecord>;
-  putMcpServer(input: unknown, options?: KeyedWriteOptions): Promise<PutResult<McpServerRecord>>;
+  putMcpServer(input: McpServerPutBody, options?: KeyedWriteOptions): Promise<PutResult<McpServerRecord>>;
   deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }>;
   syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult>;
   /**

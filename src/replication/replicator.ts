@@ -27,6 +27,7 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { RegistryError } from '../model/errors.js';
 import { isObject } from '../model/json-object.js';
+import type { McpServerPutBody, ToolPutBody, ToolServicePutBody } from '../model/descriptors.js';
 import type { McpTool } from '../model/mcp-schemas.js';
 import {
   IMPORT_PART_LIMITS,
@@ -226,7 +227,7 @@ export class Replicator implements RegistryWrites {
   }
 
   // A condition travels with the write and is checked where it is applied, on every replica alike.
-  putTool(input: unknown, { pathName, actor, condition }: ToolWriteOptions = {}): Promise<PutResult<ToolRecord>> {
+  putTool(input: ToolPutBody, { pathName, actor, condition }: ToolWriteOptions = {}): Promise<PutResult<ToolRecord>> {
     return this.#write('tool.put', () => ({ target: pathName, body: input, ...(condition && { condition }) }), actor);
   }
 
@@ -234,7 +235,7 @@ export class Replicator implements RegistryWrites {
     return this.#write('tool.delete', () => ({ target: name, ...(condition && { condition }) }), actor);
   }
 
-  putService(input: unknown, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
+  putService(input: ToolServicePutBody, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
     return this.#write('tool-service.put', () => ({ target: pathId, body: input }), actor);
   }
 
@@ -247,23 +248,19 @@ export class Replicator implements RegistryWrites {
    * (bound to the write and the server), and refused without one. `{ set: true }` keeps the
    * stored credential and carries no secret.
    */
-  putMcpServer(input: unknown, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<McpServerRecord>> {
-    const body = isObject(input) ? input : undefined;
-    const credential = body?.['credential'];
-    if (body === undefined || credential === undefined || credential === null || (isObject(credential) && credential['set'] === true)) {
+  putMcpServer(input: McpServerPutBody, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<McpServerRecord>> {
+    const { credential } = input;
+    if (credential === undefined || 'set' in credential)
       return this.#write('mcp-server.put', () => ({ target: pathId, body: input }), actor);
-    }
     const key = this.#keys.sealingKey;
-    const refuse = (message: string, field: string) =>
-      Promise.reject(new RegistryError('TR_ERR_VALIDATION', message, { fieldErrors: [{ path: field, message }] }));
-    const bearer = isObject(credential) && Object.keys(credential).length === 1 ? credential['bearer'] : undefined;
-    // Checked here, so that nothing else shaped like a secret goes out in clear.
-    if (typeof bearer !== 'string') return refuse('must be {"bearer": "..."}, or {"set": true} to keep the stored one', 'credential');
-    const target = pathId ?? (typeof body['id'] === 'string' ? body['id'] : undefined);
-    if (target === undefined) return refuse('an MCP server with a credential needs its id', 'id');
+    const target = pathId ?? input.id;
+    if (target === undefined) {
+      const message = 'an MCP server with a credential needs its id';
+      return Promise.reject(new RegistryError('TR_ERR_VALIDATION', message, { fieldErrors: [{ path: 'id', message }] }));
+    }
     return this.#write(
       'mcp-server.put',
-      (write) => ({ target, body: { ...body, credential: sealCredential(key, bearer, { write, target }) } }),
+      (write) => ({ target, body: { ...input, credential: sealCredential(key, credential.bearer, { write, target }) } }),
       actor,
     );
   }

@@ -26,7 +26,7 @@ const recordOf = (row: McpServerRow): McpServerRecord => ({
   descriptor: JSON.parse(row.descriptor) as McpServer,
   hasCredential: row.has_credential === 1,
   status: row.status,
-  createIndex: row.create_index,
+  createdIndex: row.create_index,
   index: row.modify_index,
   updatedAt: row.updated_at,
 });
@@ -97,7 +97,7 @@ export class McpServerRows {
         descriptor: JSON.parse(descriptor) as McpServer,
         hasCredential: stored !== null,
         status: 'active',
-        createIndex: live ? before.create_index : index,
+        createdIndex: live ? before.create_index : index,
         index,
         updatedAt: now,
       },

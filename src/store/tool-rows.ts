@@ -39,7 +39,7 @@ function toolFromRow(row: ToolRow): ToolRecord {
     serviceId: row[2] ?? row[3],
     descriptor: JSON.parse(row[4]) as ToolDescriptor,
     status: row[5],
-    createIndex: row[6],
+    createdIndex: row[6],
     index: row[7],
     updatedAt: row[8],
   };
@@ -128,7 +128,7 @@ export class ToolRows {
         serviceId: tool.serviceId,
         descriptor: JSON.parse(descriptor) as ToolDescriptor,
         status: 'active',
-        createIndex: live ? before.create_index : index,
+        createdIndex: live ? before.create_index : index,
         index,
         updatedAt: now,
         ...(owner !== null && { owner }),

@@ -4,7 +4,7 @@
  * tool: a 400 listing every failing field by its JSON pointer, not counted as a call.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseTool } from '../../src/model/resolve.js';
+import { parseTool } from '../../src/model/descriptors.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
 import { ORDER_INPUT, ORDER_OUTPUT, startToolHost, VALID_ORDER, type ToolHost } from '../schemas/support.js';

@@ -6,13 +6,13 @@ import { describe, expect, it } from 'vitest';
 import { Catalog } from '../../src/catalog/catalog.js';
 import { lruByteCache } from '../../src/catalog/lru-byte-cache.js';
 import { finish } from '../../src/catalog/steps.js';
-import { parseTool } from '../../src/model/resolve.js';
+import { parseTool } from '../../src/model/descriptors.js';
 import type { ToolRecord } from '../../src/model/records.js';
 import { seed } from '../helpers/fixtures.js';
 
 function record(name: string, index: number, overrides: Record<string, unknown> = {}): ToolRecord {
   const parsed = parseTool({ ...seed('calculator'), name, ...overrides }, () => undefined);
-  return { ...parsed, status: 'active', createIndex: index, index, updatedAt: '2026-11-29T00:00:00.000Z' };
+  return { ...parsed, status: 'active', createdIndex: index, index, updatedAt: '2026-11-29T00:00:00.000Z' };
 }
 
 function catalogWith(...records: ToolRecord[]) {

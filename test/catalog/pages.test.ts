@@ -12,7 +12,7 @@ import type { ToolLifeEvent } from '../../src/catalog/history.js';
 import { SortedNames } from '../../src/catalog/sorted-names.js';
 import { finish } from '../../src/catalog/steps.js';
 import { walkView } from '../../src/catalog/walk.js';
-import { parseTool } from '../../src/model/resolve.js';
+import { parseTool } from '../../src/model/descriptors.js';
 import type { ToolRecord } from '../../src/model/records.js';
 import type { ViewKey } from '../../src/model/visibility.js';
 import { seed } from '../helpers/fixtures.js';
@@ -35,11 +35,11 @@ class Model {
   put(name: string, description = `tool ${name}`): ToolRecord {
     const index = ++this.index;
     const parsed = parseTool({ ...seed('calculator'), name, description, scopes: scopesOf(name) }, () => undefined);
-    const createIndex = this.live.get(name)?.createIndex ?? index;
+    const createdIndex = this.live.get(name)?.createdIndex ?? index;
     const record: ToolRecord = {
       ...parsed,
       status: 'active',
-      createIndex,
+      createdIndex,
       index,
       updatedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString(),
     };

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { Catalog } from '../../src/catalog/catalog.js';
 import type { CatalogWrite } from '../../src/catalog/snapshot.js';
 import { finish } from '../../src/catalog/steps.js';
-import { parseTool, parseToolService } from '../../src/model/resolve.js';
+import { parseTool, parseToolService } from '../../src/model/descriptors.js';
 import type { ServiceRecord, ToolRecord } from '../../src/model/records.js';
 import type { ViewKey } from '../../src/model/visibility.js';
 import { seed } from '../helpers/fixtures.js';
@@ -28,7 +28,7 @@ class History {
     id: JOKES.id,
     descriptor: JOKES,
     status: 'active',
-    createIndex: 0,
+    createdIndex: 0,
     index: 0,
     updatedAt: '2026-01-01T00:00:00.000Z',
   };
@@ -47,7 +47,7 @@ class History {
     const record: ToolRecord = {
       ...parsed,
       status: 'active',
-      createIndex: this.live.get(name)?.createIndex ?? index,
+      createdIndex: this.live.get(name)?.createdIndex ?? index,
       index,
       updatedAt: this.#at(index),
     };
@@ -84,7 +84,7 @@ function observe(c: Catalog, upTo: number) {
   return {
     index: c.index,
     scopeSetChangedAt: c.scopeSetChangedAt,
-    tools: c.tools().map((t) => [t.record.name, t.record.index, t.record.createIndex]),
+    tools: c.tools().map((t) => [t.record.name, t.record.index, t.record.createdIndex]),
     views: KEYS.map((key) => {
       const view = c.view(key);
       return [view.etag, view.body.toString(), view.hidden, c.changedAt(key)];

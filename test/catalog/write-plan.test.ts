@@ -8,12 +8,12 @@
 import { describe, expect, it } from 'vitest';
 import { Catalog } from '../../src/catalog/catalog.js';
 import type { ToolRecord } from '../../src/model/records.js';
-import { parseTool } from '../../src/model/resolve.js';
+import { parseTool } from '../../src/model/descriptors.js';
 import { seed } from '../helpers/fixtures.js';
 
-function record(name: string, index: number, status: 'active' | 'deleted', scopes: string[], createIndex = 1): ToolRecord {
+function record(name: string, index: number, status: 'active' | 'deleted', scopes: string[], createdIndex = 1): ToolRecord {
   const parsed = parseTool({ ...seed('calculator'), name, scopes }, () => undefined);
-  return { ...parsed, status, createIndex, index, updatedAt: `2026-11-29T00:00:0${index}.000Z` };
+  return { ...parsed, status, createdIndex, index, updatedAt: `2026-11-29T00:00:0${index}.000Z` };
 }
 
 function catalog(): Catalog {

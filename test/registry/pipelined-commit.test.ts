@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Catalog } from '../../src/catalog/catalog.js';
 import { RegistryError } from '../../src/model/errors.js';
-import { parseTool } from '../../src/model/resolve.js';
+import { parseTool } from '../../src/model/descriptors.js';
 import type { Actor, ToolRecord } from '../../src/model/records.js';
 import { ChangeBus } from '../../src/registry/change-bus.js';
 import { RegistryService } from '../../src/registry/registry-service.js';
@@ -20,6 +20,8 @@ import { migrate } from '../../src/store/migrations.js';
 import { RegistryStore } from '../../src/store/registry-store.js';
 import type { Fdatasync } from '../../src/store/wal-sync.js';
 import { seed } from '../helpers/fixtures.js';
+import { parseToolPutBody } from '../../src/json-schema/tool-schemas.js';
+import { parseToolServicePut } from '../../src/model/descriptors.js';
 
 const ACTOR: Actor = { sub: 'op', iss: null, client: '127.0.0.1', requestId: 'req-1' };
 
@@ -77,7 +79,7 @@ describe('pipelined group commit', () => {
     const sync = heldFdatasync();
     const { store, audit, catalog, heard, service } = setup(sync.fdatasync);
     let answered = false;
-    const write = service.putTool(tool('held'), { actor: ACTOR }).then((r) => {
+    const write = service.putTool(parseToolPutBody(tool('held')), { actor: ACTOR }).then((r) => {
       answered = true;
       return r;
     });
@@ -116,10 +118,10 @@ describe('pipelined group commit', () => {
       groups++;
       return group(fn, options);
     };
-    const first = service.putTool(tool('first'));
+    const first = service.putTool(parseToolPutBody(tool('first')));
     await turns();
     expect(groups).toBe(1);
-    const more = ['a', 'b', 'c', 'd', 'e'].map((n) => service.putTool(tool(`more-${n}`)));
+    const more = ['a', 'b', 'c', 'd', 'e'].map((n) => service.putTool(parseToolPutBody(tool(`more-${n}`))));
     await turns();
     // Nothing more commits while the first batch waits for the disk.
     expect(groups).toBe(1);
@@ -144,7 +146,7 @@ describe('pipelined group commit', () => {
   it('checks a write against earlier writes of its batch that the catalogue does not show yet', async () => {
     const sync = heldFdatasync();
     const { store, catalog, service } = setup(sync.fdatasync);
-    service.putService(seed('joke-service'), { pathId: 'joke-service' }).catch(() => undefined);
+    service.putService(parseToolServicePut(seed('joke-service'), 'joke-service'), { pathId: 'joke-service' }).catch(() => undefined);
     await turns();
     sync.release();
     await turns();
@@ -159,8 +161,8 @@ describe('pipelined group commit', () => {
         { name: 'language', required: true },
       ],
     };
-    const put = service.putTool(seed('tell-joke'));
-    const replace = service.putService(stricter, { pathId: 'joke-service' });
+    const put = service.putTool(parseToolPutBody(seed('tell-joke')));
+    const replace = service.putService(parseToolServicePut(stricter, 'joke-service'), { pathId: 'joke-service' });
     const refused = replace.catch((err: unknown) => err);
     await turns();
     sync.release();
@@ -175,7 +177,7 @@ describe('pipelined group commit', () => {
   it('refuses a batch whose fdatasync fails, shows none of it, and takes no write after it', async () => {
     const sync = heldFdatasync();
     const { store, catalog, heard, service } = setup(sync.fdatasync);
-    const write = service.putTool(tool('lost')).catch((err: unknown) => err);
+    const write = service.putTool(parseToolPutBody(tool('lost'))).catch((err: unknown) => err);
     await turns();
     sync.release(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
     const err = await write;
@@ -186,7 +188,7 @@ describe('pipelined group commit', () => {
 
     // The kernel may have dropped the pages; a retried fsync could lie. Every later write, and
     // readiness, is refused until a restart recovers from what the disk holds.
-    const after = await service.putTool(tool('after')).catch((e: unknown) => e);
+    const after = await service.putTool(parseToolPutBody(tool('after'))).catch((e: unknown) => e);
     expect((after as RegistryError).code).toBe('TR_ERR_UNAVAILABLE');
     expect(() => service.probeWrite()).toThrow(RegistryError);
     expect(sync.calls()).toBe(1);
@@ -203,7 +205,7 @@ describe('pipelined group commit', () => {
         during = db.pragma('synchronous', { simple: true });
         return fn();
       }, options);
-    const write = service.putTool(tool('x'));
+    const write = service.putTool(parseToolPutBody(tool('x')));
     await turns();
     sync.release();
     await write;
@@ -281,7 +283,8 @@ describe('write times', () => {
     let tick = 0;
     const { store, audit, service } = setup(undefined, () => clock[Math.min(tick++, clock.length - 1)] ?? '');
     const records: ToolRecord[] = [];
-    for (const name of ['t1', 't2', 't3', 't4']) records.push((await service.putTool(tool(name), { actor: ACTOR })).record);
+    for (const name of ['t1', 't2', 't3', 't4'])
+      records.push((await service.putTool(parseToolPutBody(tool(name)), { actor: ACTOR })).record);
     expect(records.map((r) => r.updatedAt)).toEqual([
       '2026-11-30T10:00:02.000Z',
       '2026-11-30T10:00:02.000Z',

@@ -14,6 +14,7 @@ import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { replicationKey, replicationKeyFile } from '../helpers/replication-key.js';
 import { KEY, POLLING, Replicas, type Running } from './running.js';
 import { TOPIC, tool } from './support.js';
+import { parseToolPutBody } from '../../src/json-schema/tool-schemas.js';
 
 const replicas = new Replicas();
 const apps: TestApp[] = [];
@@ -39,7 +40,7 @@ describe('replication messages authenticated (issue 29)', () => {
     replicas.topic.append(put('altered'), 'test', new ReplicationKeys(KEY).sign(TOPIC, Buffer.from(put('original'))));
     replicas.append(put('ahead', new Date(Date.now() + YEAR_MS).toISOString()));
     const lastRefused = lastIndex();
-    const after = await a.replicator.putTool(tool('after'));
+    const after = await a.replicator.putTool(parseToolPutBody(tool('after')));
     expect(after.created).toBe(true);
     await vi.waitUntil(() => b.catalog.getTool('after') !== undefined, POLLING);
     for (const r of [a, b]) {
@@ -83,7 +84,7 @@ describe('replication messages authenticated (issue 29)', () => {
     const a = await replicas.start('a');
     const b = await replicas.start('b');
     replicas.topic.clockOffsetMs = -10 * 60_000;
-    const refused = await a.replicator.putTool(tool('early')).then(
+    const refused = await a.replicator.putTool(parseToolPutBody(tool('early'))).then(
       () => undefined,
       (err: unknown) => err as RegistryError,
     );
@@ -95,7 +96,7 @@ describe('replication messages authenticated (issue 29)', () => {
     for (const r of [a, b]) expect(r.catalog.getTool('early')).toBeUndefined();
     // Within the bound, writes go.
     replicas.topic.clockOffsetMs = -60_000;
-    await expect(a.replicator.putTool(tool('on-time'))).resolves.toMatchObject({ created: true });
+    await expect(a.replicator.putTool(parseToolPutBody(tool('on-time')))).resolves.toMatchObject({ created: true });
     await vi.waitUntil(() => b.catalog.getTool('on-time') !== undefined, POLLING);
   });
 
@@ -104,7 +105,7 @@ describe('replication messages authenticated (issue 29)', () => {
     replicas.append(put('history'), null);
     const upgrade = lastIndex();
     const writer = await replicas.start('writer');
-    await writer.replicator.putTool(tool('signed'));
+    await writer.replicator.putTool(parseToolPutBody(tool('signed')));
     replicas.append(put('late'), null);
     replicas.append(put('late-forged'), createSecretKey(randomBytes(32)));
     const end = lastIndex();
@@ -127,8 +128,8 @@ describe('replication messages authenticated (issue 29)', () => {
     const next = createSecretKey(randomBytes(32));
     const a = await replicas.start('a', { secretKey: old, acceptedKeys: [next] });
     const b = await replicas.start('b', { secretKey: next, acceptedKeys: [old] });
-    await a.replicator.putTool(tool('by-old'));
-    await b.replicator.putTool(tool('by-next'));
+    await a.replicator.putTool(parseToolPutBody(tool('by-old')));
+    await b.replicator.putTool(parseToolPutBody(tool('by-next')));
     for (const r of [a, b])
       await vi.waitUntil(() => r.catalog.getTool('by-old') !== undefined && r.catalog.getTool('by-next') !== undefined, POLLING);
     // A replica that holds only the new key refuses what the old one signed (the retired key's messages on the topic).

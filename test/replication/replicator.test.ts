@@ -13,6 +13,8 @@ import { indexOf } from '../../src/replication/message-id.js';
 import { sealCredential } from '../../src/replication/credential-seal.js';
 import { KEY, POLLING, Replicas } from './running.js';
 import { bundle, type TestReplica } from './support.js';
+import { parseToolPutBody } from '../../src/json-schema/tool-schemas.js';
+import { parseMcpServerBody } from '../../src/model/descriptors.js';
 
 const BEARER = 'upstream-bearer-0123456789abcdef';
 
@@ -93,7 +95,7 @@ describe('the replicator', () => {
     const b = await start('b');
     const wrong = await start('wrong', { secretKey: createSecretKey(randomBytes(32)) });
     const put = await a.replicator.putMcpServer(
-      { url: 'http://127.0.0.1:9/mcp', credential: { bearer: BEARER }, prefix: 'gh_' },
+      parseMcpServerBody({ url: 'http://127.0.0.1:9/mcp', credential: { bearer: BEARER }, prefix: 'gh_' }, 'github'),
       { pathId: 'github' },
     );
     expect(put).toMatchObject({ created: true, record: { id: 'github', hasCredential: true } });
@@ -108,7 +110,10 @@ describe('the replicator', () => {
     await vi.waitUntil(() => b.catalog.getMcpServer('github') !== undefined, POLLING);
     expect(b.store.mcpServerCredential('github')).toBe(BEARER);
     // Keeping the stored credential carries no secret, and keeps it everywhere.
-    await a.replicator.putMcpServer({ url: 'http://127.0.0.1:9/mcp', credential: { set: true }, prefix: 'hub_' }, { pathId: 'github' });
+    await a.replicator.putMcpServer(
+      parseMcpServerBody({ url: 'http://127.0.0.1:9/mcp', credential: { set: true }, prefix: 'hub_' }, 'github'),
+      { pathId: 'github' },
+    );
     await vi.waitUntil(() => b.catalog.getMcpServer('github')?.descriptor.prefix === 'hub_', POLLING);
     expect(b.store.mcpServerCredential('github')).toBe(BEARER);
 
@@ -142,7 +147,7 @@ describe('the replicator', () => {
     // Not applied, and its position before the message: applied once restarted with the key.
     expect(a.catalog.getMcpServer('github')).toBeUndefined();
     expect(a.store.replicationPosition()?.index ?? 0).toBeLessThan(lastIndex());
-    await expect(a.replicator.putTool({ name: 'x' })).rejects.toMatchObject({ code: 'TR_ERR_UNAVAILABLE' });
+    await expect(a.replicator.putTool(parseToolPutBody({ name: 'x', description: 'x', endpoint: '/x' }))).rejects.toMatchObject({ code: 'TR_ERR_UNAVAILABLE' });
     // Restarted holding that key too (rotation), it opens the credential and goes on.
     replicas.stop(a);
     const again = await start('a', { dir: a.dir, acceptedKeys: [other] });

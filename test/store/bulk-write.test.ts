@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RegistryError } from '../../src/model/errors.js';
-import { parseTool, parseToolService } from '../../src/model/resolve.js';
+import { parseTool, parseToolService } from '../../src/model/descriptors.js';
 import { AuditStore } from '../../src/store/audit-store.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrations.js';
@@ -55,7 +55,7 @@ describe('a bulk write on the worker thread', () => {
     expect(store.gate.held).toBe(true);
     const results = await write.putTools(tools(3000), NOW);
     expect(results).toHaveLength(3000);
-    expect(results[0]?.record).toMatchObject({ name: 'bulk_0', index: 2, createIndex: 2, status: 'active' });
+    expect(results[0]?.record).toMatchObject({ name: 'bulk_0', index: 2, createdIndex: 2, status: 'active' });
     // Another connection's open transaction: this one reads the registry as it was.
     expect(store.getTool('bulk_0')).toBeUndefined();
     expect(store.registryIndex()).toBe(1);

@@ -3,8 +3,10 @@
  * their credential apart from their descriptor, and a server's delete takes its tools along.
  */
 import { describe, expect, it } from 'vitest';
-import { parseMcpServer, type McpTool } from '../../src/model/mcp-schemas.js';
-import { parseTool, parseToolService } from '../../src/model/resolve.js';
+import { credentialOf, McpServerInputSchema, type McpTool } from '../../src/model/mcp-schemas.js';
+
+const parseMcpServer = (input: unknown) => credentialOf(McpServerInputSchema.parse(input));
+import { parseTool, parseToolService } from '../../src/model/descriptors.js';
 import { openDatabase } from '../../src/store/database.js';
 import { loadMigrations, migrate } from '../../src/store/migrations.js';
 import { RegistryStore } from '../../src/store/registry-store.js';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { parseTool, parseToolService } from '../../src/model/resolve.js';
+import { parseTool, parseToolService } from '../../src/model/descriptors.js';
 import { AuditStore } from '../../src/store/audit-store.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrations.js';

@@ -10,7 +10,7 @@ import { openDatabase } from '../../src/store/database.js';
 import { loadMigrations, migrate, MigrationError } from '../../src/store/migrations.js';
 import { RegistryStore } from '../../src/store/registry-store.js';
 import { UsageStore } from '../../src/store/usage-store.js';
-import { parseTool, parseToolService } from '../../src/model/resolve.js';
+import { parseTool, parseToolService } from '../../src/model/descriptors.js';
 import { bearer, createTestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
 
@@ -78,12 +78,12 @@ describe('registry store', () => {
     const { store } = memoryStore();
     expect(store.registryIndex()).toBe(0);
     const service = store.putService(parseToolService(seed('joke-service')), NOW);
-    expect(service).toMatchObject({ created: true, record: { index: 1, createIndex: 1, status: 'active' } });
+    expect(service).toMatchObject({ created: true, record: { index: 1, createdIndex: 1, status: 'active' } });
     const lookup = () => parseToolService(seed('joke-service'));
     const tool = store.putTool(parseTool(seed('tell-joke'), lookup), NOW);
     expect(tool.record.index).toBe(2);
     const replaced = store.putTool(parseTool(seed('tell-joke'), lookup), NOW);
-    expect(replaced).toMatchObject({ created: false, record: { index: 3, createIndex: 2 } });
+    expect(replaced).toMatchObject({ created: false, record: { index: 3, createdIndex: 2 } });
     expect(store.registryIndex()).toBe(3);
   });
 
@@ -103,7 +103,7 @@ describe('registry store', () => {
       parseTool(seed('calculator'), () => undefined),
       NOW,
     );
-    expect(again).toMatchObject({ created: true, record: { status: 'active', createIndex: 3, index: 3 } });
+    expect(again).toMatchObject({ created: true, record: { status: 'active', createdIndex: 3, index: 3 } });
   });
 
   it('refuses to tombstone a service still in use, inside the transaction', () => {

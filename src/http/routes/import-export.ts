@@ -2,13 +2,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
 import { z } from 'zod';
-import {
-  ExportBundleSchema,
-  ExportQuerySchema,
-  ImportBodySchema,
-  ImportSummarySchema,
-  type StoredToolDescriptor,
-} from '../../model/api.js';
+import { ExportBundleSchema, ExportQuerySchema, ImportBodySchema, ImportSummarySchema } from '../../model/api.js';
+import type { StoredToolDescriptor } from '../../model/descriptors.js';
 import { RegistryError } from '../../model/errors.js';
 import {
   importOfTrustGraph,

@@ -1,13 +1,14 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
-import { McpServerDescriptorSchema, McpServerIdParamsSchema, McpServerListSchema, McpServerRecordSchema } from '../../model/api.js';
+import { McpServerIdParamsSchema, McpServerListSchema, McpServerRecordSchema } from '../../model/api.js';
+import { McpServerPutBodySchema, parseMcpServerBody } from '../../model/descriptors.js';
 import { RegistryError } from '../../model/errors.js';
 import { mcpServerRecordBody } from '../../model/record-bodies.js';
 import type { McpServerRecord } from '../../model/records.js';
 import { adminOnly, adminReadProblems, headers, json, problems, writeProblems } from '../openapi/responses.js';
 import { actorOf } from '../plugins/audit.js';
-import { documentedOnly } from '../validation.js';
+import { pathKeyIntoBody, validatedBy } from '../validation.js';
 
 const writeIndex = { 'X-Registry-Index': headers['X-Registry-Index'] };
 
@@ -81,6 +82,7 @@ const mcpServerRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
     '/mcp-servers/:id',
     {
       config: { admin: 'writing an MCP server', audit: 'mcp-server.put' },
+      preValidation: pathKeyIntoBody('id'),
       schema: {
         tags: ['mcp-servers'],
         operationId: 'putMcpServer',
@@ -88,8 +90,8 @@ const mcpServerRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
         description: PUT_DESCRIPTION,
         security,
         params: McpServerIdParamsSchema,
-        // Checked by the registry service (src/model/mcp-schemas.ts), in write order.
-        body: documentedOnly(McpServerDescriptorSchema),
+        // The registry service checks the URL against the outbound address policy.
+        body: validatedBy(McpServerPutBodySchema, (data) => parseMcpServerBody(data)),
         response: {
           200: json(McpServerRecordSchema, 'An existing server was replaced.', { headers: writeIndex }),
           201: json(McpServerRecordSchema, 'The server was registered.', { headers: writeIndex }),

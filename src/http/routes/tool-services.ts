@@ -1,12 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
-import { ServiceIdParamsSchema, ServiceRecordSchema, ToolServiceListSchema, ToolServicePutDescriptorSchema } from '../../model/api.js';
+import { ServiceIdParamsSchema, ServiceRecordSchema, ToolServiceListSchema } from '../../model/api.js';
+import { parseToolServicePut, ToolServicePutBodySchema } from '../../model/descriptors.js';
 import { RegistryError } from '../../model/errors.js';
 import { serviceRecordBody } from '../../model/record-bodies.js';
 import { adminOnly, adminReadProblems, headers, json, problem, problems, writeProblems } from '../openapi/responses.js';
 import { actorOf } from '../plugins/audit.js';
-import { documentedOnly } from '../validation.js';
+import { pathKeyIntoBody, validatedBy } from '../validation.js';
 
 const writeIndex = { 'X-Registry-Index': headers['X-Registry-Index'] };
 
@@ -55,6 +56,7 @@ const toolServiceRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify
     '/tool-services/:id',
     {
       config: { admin: 'writing a tool service', audit: 'tool-service.put' },
+      preValidation: pathKeyIntoBody('id'),
       schema: {
         tags: ['tool-services'],
         operationId: 'putToolService',
@@ -63,8 +65,8 @@ const toolServiceRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify
           "The body is the full queue form or the short `topic` form. Its `id` may be left out (it is taken from the path); if given it must equal the path's id, or the answer is `400`. A replacement must keep every live tool on the service valid (for instance, a new required config param would break them); otherwise nothing changes and the answer is `409` naming those tools. `201` when created, `200` when replaced.",
         security,
         params: ServiceIdParamsSchema,
-        // Checked by the registry service (src/model/resolve.ts), with the tools that use it.
-        body: documentedOnly(ToolServicePutDescriptorSchema),
+        // The registry service checks the tools that use it (WriteCommands.toolsBrokenBy).
+        body: validatedBy(ToolServicePutBodySchema, (data) => parseToolServicePut(data)),
         response: {
           200: json(ServiceRecordSchema, 'An existing tool service was replaced.', { headers: writeIndex }),
           201: json(ServiceRecordSchema, 'The tool service was created.', { headers: writeIndex }),

@@ -3,15 +3,10 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { explainAccess } from '../../model/access.js';
-import {
-  AccessExplanationSchema,
-  PublicToolSchema,
-  ToolDescriptorSchema,
-  ToolNameParamsSchema,
-  ToolPutDescriptorSchema,
-  ToolRecordSchema,
-  type StoredToolDescriptor,
-} from '../../model/api.js';
+import { AccessExplanationSchema, PublicToolSchema, ToolNameParamsSchema, ToolRecordSchema } from '../../model/api.js';
+import { ToolBodySchema, ToolPutBodySchema, type StoredToolDescriptor } from '../../model/descriptors.js';
+import { parseToolBody, parseToolPutBody } from '../../json-schema/tool-schemas.js';
+import { checkWriteCondition } from '../../model/write-condition.js';
 import { RegistryError } from '../../model/errors.js';
 import { toolRecordRepresentation } from '../../catalog/record-etag.js';
 import { toolRecordBody as storedRecordBody } from '../../model/record-bodies.js';
@@ -20,12 +15,15 @@ import { isAdmin, mayKnowOf, viewKeyFor, visibleScopes } from '../../model/visib
 import { actorOf } from '../plugins/audit.js';
 import { ANYONE, adminOnly, empty, headers, json, problems, writeProblems } from '../openapi/responses.js';
 import { ifNoneMatch, viewCacheHeaders, writeConditionOf } from '../conditional.js';
-import { documentedOnly } from '../validation.js';
+import { documentedOnly, pathKeyIntoBody, validatedBy } from '../validation.js';
 
-/** A descriptor, checked by the registry service against the catalogue (src/model/resolve.ts). */
-const DescriptorBody = documentedOnly(ToolDescriptorSchema);
-/** The same for `PUT /tools/{name}`, whose path gives the name. */
-const PutDescriptorBody = documentedOnly(ToolPutDescriptorSchema);
+/**
+ * Either tool form, and its declared JSON Schemas, validated here; the registry service checks
+ * what needs the catalogue (a message-bus tool's service and config params, src/model/resolve.ts).
+ */
+const DescriptorBody = validatedBy(ToolBodySchema, (data) => parseToolBody(data));
+/** The same for `PUT /tools/{name}`, whose path gives the name (filled in before, by preValidation). */
+const PutDescriptorBody = validatedBy(ToolPutBodySchema, (data) => parseToolPutBody(data));
 
 /** The record as the answers declare it (see StoredToolDescriptor). */
 function toolRecordBody(record: ToolRecord) {
@@ -197,6 +195,18 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
     '/tools/:name',
     {
       config: { admin: 'replacing a tool', audit: 'tool.put' },
+      // The precondition before the body is looked at (RFC 9110 section 13.2.2), against the tool
+      // as committed (the write's batch checks it again); then the path's name into the body.
+      preValidation: [
+        async (request) => {
+          const condition = writeConditionOf(request.headers);
+          if (condition === undefined) return;
+          const { name } = request.params;
+          const current = app.catalog.getTool(name)?.record;
+          checkWriteCondition(`tool "${name}"`, condition, current && toolRecordRepresentation(current).etag);
+        },
+        pathKeyIntoBody('name'),
+      ],
       schema: {
         tags: ['tools'],
         operationId: 'putTool',
