@@ -68,8 +68,9 @@ const FOLDERS = [
   'announce',
   'client',
 ];
+// Rooms of one file, or of a file and the folder of its parts (src/config.ts and src/config/).
 const FILES = {
-  config: 'src/config.ts',
+  config: ['src/config.ts', 'src/config/*.ts'],
   'package-root': 'src/package-root.ts',
   telemetry: 'src/telemetry.ts',
   server: 'src/server.ts',

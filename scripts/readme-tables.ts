@@ -8,7 +8,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { HELP } from '../src/cli/help.js';
-import { flagOf, SETTING_NAMES, SETTINGS } from '../src/config.js';
+import { flagOf, SETTING_NAMES, SETTINGS } from '../src/config/settings.js';
 import { ERRORS, type ErrorCode } from '../src/model/errors.js';
 
 export const ROOT = join(import.meta.dirname, '..');

@@ -7,7 +7,8 @@ import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './http/app.js';
 import { redactText, redactUrl } from './http/redact-url.js';
-import { listenProblem, type Config } from './config.js';
+import type { Config } from './config.js';
+import { listenProblem } from './config/errors.js';
 import { startTelemetry } from './telemetry.js';
 
 /**

@@ -28,7 +28,7 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
-import { ConfigError, withoutUserinfo } from './config.js';
+import { ConfigError, withoutUserinfo } from './config/errors.js';
 import { packageVersion } from './package-root.js';
 
 export interface Telemetry {

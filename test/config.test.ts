@@ -3,18 +3,10 @@
  * stop startup, and the key-mode rule decided once for auth and the CLI.
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import {
-  ConfigError,
-  ConfigSchema,
-  defaultConfig,
-  EnvSchema,
-  flagOf,
-  loadConfig,
-  SETTING_NAMES,
-  SETTINGS,
-  type Config,
-  type KeyMode,
-} from '../src/config.js';
+import { ConfigSchema, defaultConfig, loadConfig, type Config, type KeyMode } from '../src/config.js';
+import { EnvSchema } from '../src/config/env.js';
+import { ConfigError } from '../src/config/errors.js';
+import { flagOf, SETTING_NAMES, SETTINGS } from '../src/config/settings.js';
 
 const SECRET = 'a-shared-secret-that-is-long-enough-0123456789';
 const PEM = '-----BEGIN PUBLIC KEY-----\nnot parsed here\n-----END PUBLIC KEY-----';

@@ -6,7 +6,8 @@
 import { createPublicKey, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { ConfigError, type Config, type KeyMode } from '../config.js';
+import type { Config, KeyMode } from '../config.js';
+import { ConfigError } from '../config/errors.js';
 import { JwksKeySource } from './jwks.js';
 
 export interface TokenKeys {

@@ -3,7 +3,7 @@
  * own options. `--flag value` and `--flag=value` both work; a mistake is one UsageError line.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { flagOf, SETTING_NAMES, type SettingName, type Settings } from '../config.js';
+import { flagOf, SETTING_NAMES, type SettingName, type Settings } from '../config/settings.js';
 import { UsageError } from './usage-error.js';
 
 export type CommandOptions = NonNullable<ParseArgsConfig['options']>;

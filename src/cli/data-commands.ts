@@ -5,7 +5,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { devSecretPathFor } from '../auth/keys.js';
-import { loadConfig, type Settings } from '../config.js';
+import { loadConfig } from '../config.js';
+import type { Settings } from '../config/settings.js';
 import { parseCommandArgs, type CommandOptions } from './args.js';
 import type { CliIo } from './io.js';
 import { mintToken } from './token.js';

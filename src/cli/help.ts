@@ -1,4 +1,4 @@
-import { flagOf, SETTING_NAMES, SETTINGS } from '../config.js';
+import { flagOf, SETTING_NAMES, SETTINGS } from '../config/settings.js';
 
 const settingLines = SETTING_NAMES.map((name) => {
   const setting = SETTINGS[name];

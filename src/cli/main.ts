@@ -4,7 +4,8 @@
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
-import { ConfigError, listenProblem, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
+import { ConfigError, listenProblem } from '../config/errors.js';
 import { packageVersion } from '../package-root.js';
 import { DatabaseOpenError } from '../store/open-error.js';
 import { parseCommandArgs } from './args.js';

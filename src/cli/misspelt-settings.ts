@@ -5,7 +5,7 @@
  * or two edits (insert, delete, replace, or swap two neighbours) from a setting: one edit for
  * the four-letter HOST and PORT, so that HOME is not taken for HOST.
  */
-import { SETTING_NAMES } from '../config.js';
+import { SETTING_NAMES } from '../config/settings.js';
 
 /** Variables the CLI reads besides the settings (data commands): never a typo of one. */
 const OTHER_VARIABLES: ReadonlySet<string> = new Set(['REGISTRY_URL', 'REGISTRY_TOKEN']);

@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_QUERY_CHARS, MAX_QUERY_WORDS, SearchIndex, type SearchDocument } from '../../src/catalog/search-index.js';
+import { SearchIndex, type SearchDocument } from '../../src/catalog/search-index.js';
+import { MAX_QUERY_CHARS, MAX_QUERY_WORDS } from '../../src/catalog/search-query.js';
 import { splitWords, stem } from '../../src/catalog/text.js';
 import { toolDescription, toolName } from '../../bench/data.js';
 

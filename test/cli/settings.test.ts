@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { misspeltSettings } from '../../src/cli/misspelt-settings.js';
-import { SETTING_NAMES } from '../../src/config.js';
+import { SETTING_NAMES } from '../../src/config/settings.js';
 import { linesOf, LOOPBACK, processTempDir, removeTempDirs } from '../helpers/process.js';
 
 afterAll(() => removeTempDirs());

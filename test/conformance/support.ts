@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
-import type { SettingName } from '../../src/config.js';
+import type { SettingName } from '../../src/config/settings.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../helpers/oidc.js';

@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config.js';
+import { ConfigError } from '../../src/config/errors.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
 import { replicationKeyFile } from '../helpers/replication-key.js';

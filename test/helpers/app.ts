@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { createSigner } from 'fast-jwt';
 import type { FastifyInstance } from 'fastify';
 import { buildApp, type BuildOptions } from '../../src/http/app.js';
-import { loadConfig, type Config, type SettingName } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { SettingName } from '../../src/config/settings.js';
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
 

@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { vi } from 'vitest';
-import { SETTINGS } from '../../src/config.js';
+import { SETTINGS } from '../../src/config/settings.js';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '..', '..');
 export const LOOPBACK = '127.0.0.1';

@@ -7,7 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { trace } from '@opentelemetry/api';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConfigError } from '../../src/config.js';
+import { ConfigError } from '../../src/config/errors.js';
 import { startTelemetry } from '../../src/telemetry.js';
 import { createTestApp } from '../helpers/app.js';
 

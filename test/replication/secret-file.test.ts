@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/config/errors.js';
 
 const dirs: string[] = [];
 afterEach(() => {

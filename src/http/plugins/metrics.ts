@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import fp from 'fastify-plugin';
-import { listenProblem, type Config } from '../../config.js';
+import type { Config } from '../../config.js';
+import { listenProblem } from '../../config/errors.js';
 import { addressOf, closeListener, listenForScrapes } from '../metrics/listener.js';
 import { RegistryMetrics } from '../metrics/registry-metrics.js';
 

@@ -12,7 +12,8 @@ import { KEY_ID_PROPERTY, MAC_PROPERTY } from '../../replication/message-auth.js
 import { ReplicaDatabaseError, Replicator } from '../../replication/replicator.js';
 import { readBrokerLimits, type BrokerLimits } from '../../pulsar/broker-limits.js';
 import { effectiveLimits, payloadLimit } from '../../pulsar/limits.js';
-import { ConfigError, type Config } from '../../config.js';
+import type { Config } from '../../config.js';
+import { ConfigError } from '../../config/errors.js';
 import { openDatabase } from '../../store/database.js';
 import { migrate } from '../../store/migrations.js';
 import { AuditStore } from '../../store/audit-store.js';
