@@ -8,10 +8,10 @@
  * cache did; the oldest entry goes first once `max` are held.
  *
  * A refusal: a flood of one bad token costs one verification per `refusals.ttlMs`, not one per
- * request. The caller keeps only refusals that time does not undo (not "not valid yet"); an
- * expired token stays refused, and a changed key set, which can undo the others (an unknown
- * key, a signature under a key since replaced), clears the cache. Refusals have their own
- * bound, so distinct bad tokens cannot push verified ones out.
+ * request. The caller keeps no refusal that time or the next key fetch is likely to undo (a
+ * token not valid yet, an unknown key); an expired token stays refused, and a changed key set,
+ * which can undo others (a signature under a key since replaced), clears the cache. Refusals
+ * have their own bound, so distinct bad tokens cannot push verified ones out.
  */
 import type { Caller } from '../model/caller.js';
 import type { RegistryError } from '../model/errors.js';

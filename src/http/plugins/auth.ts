@@ -36,6 +36,15 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * Refusals the cache does not hold: a token not valid yet (time alone makes it valid), and one
+ * signed with a key the registry does not know (yet: a rotation brings new kids, which only a
+ * lookup of the kid, at most one fetch per cooldown, finds; and a lookup costs no signature
+ * check). A bad signature is held, the forged-token flood it stands for being the costly one: a
+ * key replaced under the same kid within a cooldown is followed up to a few seconds later.
+ */
+const UNDONE_BY_TIME_OR_FETCH = new Set<unknown>(['FAST_JWT_INACTIVE', 'TR_JWT_UNKNOWN_KEY']);
+
 export interface AuthPluginOptions {
   config: Config;
 }
@@ -150,8 +159,7 @@ export default fp<AuthPluginOptions>(
         },
         (err: unknown) => {
           const refusal = tokenRefused(err, acceptedTyp);
-          // Not a token that is not valid yet: time alone makes it valid.
-          if (keysUnchanged() && failureCode(err) !== 'FAST_JWT_INACTIVE') tokens.refuse(authorization, refusal, Date.now());
+          if (keysUnchanged() && !UNDONE_BY_TIME_OR_FETCH.has(failureCode(err))) tokens.refuse(authorization, refusal, Date.now());
           done(refusal);
         },
       );
