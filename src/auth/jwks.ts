@@ -1,10 +1,10 @@
 /**
- * Signing keys from an authorization server's JWKS, for fast-jwt's key function (through @fastify/jwt). jose picks
- * the key (createLocalJWKSet: `kid`, the key type the header's `alg` needs, `use`, `key_ops`,
- * `crv`, and the JWK's own `alg` when it pins one). Fetching stays here, because jose's
- * createRemoteJWKSet counts only successful fetches towards its cooldown (a flood of unknown
- * kids against a failing endpoint would become a flood of fetches), drops to an error rather
- * than keeping the last good keys when a refresh fails, and has no issuer discovery:
+ * Signing keys from an authorization server's JWKS, for the key function @fastify/jwt's verifier
+ * calls. jose picks the key (createLocalJWKSet: `kid`, the key type the header's `alg` needs,
+ * `use`, `key_ops`, `crv`, and the JWK's own `alg` when it pins one). Fetching stays here,
+ * because jose's createRemoteJWKSet counts only successful fetches towards its cooldown (a flood
+ * of unknown kids against a failing endpoint would become a flood of fetches), drops to an error
+ * rather than keeping the last good keys when a refresh fails, and has no issuer discovery:
  *
  * - an unknown `kid` triggers at most one fetch per cooldown, failed fetches included, and
  *   concurrent ones share it (single-flight); every fetch has a timeout, so forged kids cannot
