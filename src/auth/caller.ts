@@ -183,12 +183,23 @@ export function bearerToken(authorization: string | undefined, queryToken: boole
 /**
  * The 401 for a token that failed verification, with a short reason for the challenge that
  * never echoes token contents. Errors that are already refusals pass through. `acceptedTyp`
- * names the types a token may have; `code` is the reason's code, when `err` does not carry the
- * one that says most.
+ * names the types a token may have; `code` is the reason's code, for a check of the registry's
+ * own (the typ policy), whose failure is no error.
  */
-export function tokenRefused(err: unknown, acceptedTyp: readonly string[], code: unknown = codeOf(err)): RegistryError {
+export function tokenRefused(err: unknown, acceptedTyp: readonly string[], code: unknown = failureCode(err)): RegistryError {
   if (err instanceof RegistryError) return err;
   return invalidToken(describe(String(code), acceptedTyp), err);
+}
+
+/**
+ * Why a verification failed: fast-jwt's code (FAST_JWT_*, which @fastify/jwt's app.jwt.verify
+ * passes on as it is), or the key source's (TR_JWT_*) when fast-jwt wrapped the key source's
+ * error in its FAST_JWT_KEY_FETCHING_ERROR (it keeps the error as `originalError`).
+ */
+export function failureCode(err: unknown): unknown {
+  const code = codeOf(err);
+  if (code !== 'FAST_JWT_KEY_FETCHING_ERROR' || typeof err !== 'object' || err === null || !('originalError' in err)) return code;
+  return codeOf(err.originalError) ?? code;
 }
 
 function codeOf(err: unknown): unknown {
@@ -196,17 +207,20 @@ function codeOf(err: unknown): unknown {
 }
 
 /**
- * Codes from fast-jwt (FAST_JWT_*), @fastify/jwt (FST_JWT_*, which wraps some of fast-jwt's; the
- * auth plugin unfolds its catch-all) and the key source (TR_JWT_*).
+ * The challenge's words for each reason a token is refused: the one place that says them, for
+ * requests, /mcp and announcements alike. Codes from fast-jwt (FAST_JWT_*), the key source
+ * (TR_JWT_*) and the typ policy (TR_JWT_TYP_NOT_ACCEPTED, src/auth/verifier.ts).
  */
 function describe(code: string, acceptedTyp: readonly string[]): string {
   switch (code) {
-    case 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED':
+    case 'FAST_JWT_EXPIRED':
       return 'the token has expired';
     case 'FAST_JWT_INACTIVE':
       return 'the token is not valid yet';
     case 'FAST_JWT_INVALID_SIGNATURE':
       return 'the token signature is not valid';
+    case 'FAST_JWT_MISSING_SIGNATURE':
+      return 'the token is not signed';
     case 'FAST_JWT_INVALID_ALGORITHM':
     case 'TR_JWT_ALGORITHM_NOT_ALLOWED':
       return 'the token algorithm is not allowed';
@@ -214,7 +228,7 @@ function describe(code: string, acceptedTyp: readonly string[]): string {
       return 'the token issuer, audience or type is not accepted here';
     case 'FAST_JWT_MISSING_REQUIRED_CLAIM':
       return 'the token lacks a claim this registry requires: exp, and iss or aud when it names an issuer or audience';
-    case 'FST_JWT_AUTHORIZATION_TOKEN_UNTRUSTED': // the one `trusted` check is the typ policy
+    case 'TR_JWT_TYP_NOT_ACCEPTED':
       return `the token type must be ${acceptedTyp.join(' or ')}`;
     case 'TR_JWT_UNKNOWN_KEY':
       return 'the token was signed with a key this registry does not know';

@@ -1,10 +1,10 @@
 /**
- * Signing keys from an authorization server's JWKS, for @fastify/jwt's key resolver. jose picks
- * the key (createLocalJWKSet: `kid`, the key type the header's `alg` needs, `use`, `key_ops`,
- * `crv`, and the JWK's own `alg` when it pins one). Fetching stays here, because jose's
- * createRemoteJWKSet counts only successful fetches towards its cooldown (a flood of unknown
- * kids against a failing endpoint would become a flood of fetches), drops to an error rather
- * than keeping the last good keys when a refresh fails, and has no issuer discovery:
+ * Signing keys from an authorization server's JWKS, for the key function @fastify/jwt's verifier
+ * calls. jose picks the key (createLocalJWKSet: `kid`, the key type the header's `alg` needs,
+ * `use`, `key_ops`, `crv`, and the JWK's own `alg` when it pins one). Fetching stays here,
+ * because jose's createRemoteJWKSet counts only successful fetches towards its cooldown (a flood
+ * of unknown kids against a failing endpoint would become a flood of fetches), drops to an error
+ * rather than keeping the last good keys when a refresh fails, and has no issuer discovery:
  *
  * - an unknown `kid` triggers at most one fetch per cooldown, failed fetches included, and
  *   concurrent ones share it (single-flight); every fetch has a timeout, so forged kids cannot
@@ -53,20 +53,22 @@ class KeyLookupError extends Error {
   }
 }
 
-/** Node-style callback with a key for fast-jwt (a PEM string), as @fastify/jwt's `secret` takes it. */
-export type KeyCallback = (err: Error | null, key?: string) => void;
+/** Node-style callback with a key (a PEM string), typed as fast-jwt's key function takes it: '' with an error. */
+export type KeyCallback = (err: Error | null, key: string) => void;
+
+/** What keyFor reads of a token: the header's `kid` and `alg` (fast-jwt's decoded token has more). */
+export interface KeyedToken {
+  header: { kid?: unknown; alg?: unknown };
+}
 
 interface KeySet {
   /** The document as fetched, to tell whether a refetch changed anything. */
   json: string;
   select: ReturnType<typeof createLocalJWKSet>;
   /**
-   * PEMs already picked, by kid and alg. @fastify/jwt resolves the key on every request, before
-   * it looks in a verifier's cache, and keeps one fast-jwt verifier (with its verified-token
-   * cache) per key string: a known key must come back at once, without jose's promise. A new
-   * set starts empty, so a key that left the set is never resolved again and the tokens cached
-   * under it are never reached (a retired key stops verifying); @fastify/jwt keeps that
-   * verifier, one per key ever used.
+   * PEMs already picked, by kid and alg. fast-jwt asks for the key on every verification: a
+   * known key must come back at once, without jose's promise. A new set starts empty, so a key
+   * that left the set is never resolved again (a retired key stops verifying).
    */
   pems: Map<unknown, Map<unknown, string>>;
   /** Keys that import for one of the allowed algorithms and that jose would pick for it: zero means no token can verify. */
@@ -148,7 +150,10 @@ export class JwksKeySource {
       done(null, pem);
       return;
     }
-    this.#resolve(header).then((key) => done(null, key), done);
+    this.#resolve(header).then(
+      (key) => done(null, key),
+      (err: Error) => done(err, ''),
+    );
   }
 
   async #resolve(header: { kid?: unknown; alg?: unknown }): Promise<string> {

@@ -1,30 +1,37 @@
 /**
- * What a bearer token must satisfy (RFC 9068 section 4), as the fast-jwt verify options that
+ * What a bearer token must satisfy (RFC 9068 section 4). First the fast-jwt verify options that
  * @fastify/jwt applies: a signature with an allowed algorithm only (never `none`, never HMAC with
  * a public key: resolveTokenKeys refuses such lists), `iss`, `aud`, `exp` and `nbf` with a clock
- * tolerance; and the `typ` policy, which fast-jwt's single-valued `checkTyp` cannot express.
+ * tolerance. Then, on a token that passed those, what fast-jwt does not check: the `typ` policy,
+ * which its single-valued `checkTyp` cannot express, and identity claims that are strings.
  */
 import type { Algorithm, VerifierOptions } from 'fast-jwt';
 import type { Config } from '../config.js';
+import type { Caller } from '../model/caller.js';
+import { callerFromClaims, identityClaimProblem, tokenRefused } from './caller.js';
 import type { TokenKeys } from './keys.js';
 
-/** Verified tokens kept (by a hash of their bytes, until they expire), per signing key. */
+/** Verified tokens kept (src/auth/verified-tokens.ts, by their Authorization header, until they expire). */
 export const VERIFIED_TOKEN_CACHE_SIZE = 10_000;
+
+/** A token as fast-jwt hands it back when verified with `complete: true`. */
+export interface VerifiedToken {
+  header: { typ?: unknown };
+  payload: Record<string, unknown>;
+}
 
 export interface TokenRules {
   verify: VerifierOptions;
   /**
-   * Whether a decoded payload passes the claim checks of `verify` (required claims, iss, aud).
-   * Not a check of its own: @fastify/jwt reports a failed signature and a failed claim check
-   * alike, and this tells which, without checking a forged token's signature a second time.
+   * The Caller of a token that passed `verify`, after the checks fast-jwt does not make; throws
+   * the refusal (a RegistryError) of a token whose `typ` or identity claims are not accepted.
    */
-  claimsPass(payload: Record<string, unknown>): boolean;
-  /** Whether a decoded payload lacks a claim `verify` requires (exp, and iss or aud when configured). */
-  lacksClaim(payload: Record<string, unknown>): boolean;
+  admit(token: VerifiedToken): Caller;
 }
 
 export function tokenRules(config: Config, keys: TokenKeys): TokenRules {
-  const { issuer } = config.jwt;
+  const { issuer, acceptedTyp, roleScopes } = config.jwt;
+  const acceptsTyp = typChecker(acceptedTyp);
   // With a JWKS the audience defaults to this API's resource identifiers (RFC 8707): the
   // registry's, and its MCP endpoint's (MCP clients ask for a token for the URL they connect
   // to). A token minted for another API is not accepted here.
@@ -40,16 +47,18 @@ export function tokenRules(config: Config, keys: TokenKeys): TokenRules {
       clockTolerance: config.jwt.clockToleranceS * 1000,
       // The header too, for the typ policy.
       complete: true,
-      cache: VERIFIED_TOKEN_CACHE_SIZE,
-      // A refusal is remembered for at most the clock tolerance (fast-jwt's -1), so a flood of
-      // one forged token costs a hash each, not a signature check.
-      errorCacheTTL: -1,
+      // No cache of fast-jwt's own: the registry keeps one, by Authorization header, of verified
+      // tokens and of refusals alike (src/auth/verified-tokens.ts), in front of the verifier.
+      cache: false,
     },
-    lacksClaim: (payload) => requiredClaims.some((claim) => !(claim in payload)),
-    claimsPass: (payload) =>
-      requiredClaims.every((claim) => claim in payload) &&
-      (issuer === undefined || payload['iss'] === issuer) &&
-      (audience === undefined || [payload['aud']].flat().some((aud) => audience.includes(aud as string))),
+    admit: ({ header, payload }) => {
+      if (!acceptsTyp(header.typ)) throw tokenRefused(undefined, acceptedTyp, 'TR_JWT_TYP_NOT_ACCEPTED');
+      // Identity claims that are strings (RFC 7519's StringOrURI), refused in their own words
+      // rather than ignored.
+      const problem = identityClaimProblem(payload);
+      if (problem) throw problem;
+      return callerFromClaims(payload, roleScopes);
+    },
   };
 }
 
@@ -61,10 +70,9 @@ function normaliseTyp(typ: unknown): string {
 
 /**
  * Whether a header `typ` is one of `accepted` (normalised, e.g. `at+jwt`; `jwt` also covers a
- * missing typ). Runs on every request, cached token or not, so the common exact match is tried
- * before normalising (which allocates).
+ * missing typ). The common exact match is tried before normalising (which allocates).
  */
-export function typChecker(accepted: readonly string[]): (typ: unknown) => boolean {
+function typChecker(accepted: readonly string[]): (typ: unknown) => boolean {
   const set = new Set(accepted);
   return (typ) => (typeof typ === 'string' && set.has(typ)) || set.has(normaliseTyp(typ));
 }

@@ -1,11 +1,13 @@
 /**
- * The verified-token cache in front of @fastify/jwt (src/auth/verified-tokens.ts): a header seen
- * again skips verification, but only while its token would still be accepted.
+ * The token cache in front of @fastify/jwt (src/auth/verified-tokens.ts): a header seen again
+ * skips verification, but only while its token would still be accepted; a refused one, for a
+ * few seconds.
  */
 import { createSigner } from 'fast-jwt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerifiedTokens } from '../../src/auth/verified-tokens.js';
 import type { Caller } from '../../src/model/caller.js';
+import { RegistryError } from '../../src/model/errors.js';
 import { bearer, createTestApp, TEST_SECRET, type TestApp } from '../helpers/app.js';
 
 const caller = (expiresAt: number | undefined): Caller => ({ kind: 'token', sub: 'a', iss: undefined, scopes: new Set(['x']), expiresAt });
@@ -38,6 +40,25 @@ describe('VerifiedTokens', () => {
     expect(cache.get('a', 1)).toBeUndefined();
     expect(cache.get('b', 1)).toBeDefined();
     expect(cache.get('c', 1)).toBeDefined();
+  });
+
+  it('issue 32: holds a refusal for the refusal ttl, at most max of them apart from the verified headers, and forgets both on clear', () => {
+    const refusal = new RegistryError('TR_ERR_INVALID_TOKEN', 'the token signature is not valid');
+    const cache = new VerifiedTokens(2, 30_000, 600_000, { max: 2, ttlMs: 5000 });
+    cache.set('Bearer good', caller(1e12), 0);
+    cache.refuse('Bearer bad', refusal, 0);
+    expect(cache.refused('Bearer bad', 4999)).toBe(refusal);
+    expect(cache.get('Bearer bad', 1)).toBeUndefined();
+    expect(cache.refused('Bearer good', 1)).toBeUndefined();
+    expect(cache.refused('Bearer bad', 5000)).toBeUndefined();
+    // Distinct bad tokens push out older refusals, never a verified header.
+    for (const h of ['Bearer x', 'Bearer y', 'Bearer z']) cache.refuse(h, refusal, 6000);
+    expect(cache.refused('Bearer x', 6001)).toBeUndefined();
+    expect(cache.refused('Bearer z', 6001)).toBe(refusal);
+    expect(cache.get('Bearer good', 6001)).toBeDefined();
+    cache.clear();
+    expect(cache.refused('Bearer z', 6002)).toBeUndefined();
+    expect(cache.get('Bearer good', 6002)).toBeUndefined();
   });
 });
 

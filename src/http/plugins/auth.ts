@@ -1,13 +1,13 @@
-import fastifyJwt, { type VerifyOptions } from '@fastify/jwt';
+import fastifyJwt from '@fastify/jwt';
 import type { FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { createVerifier } from 'fast-jwt';
-import { bearerToken, callerFromClaims, identityClaimProblem, refuseRepeatedAuthorization, tokenRefused } from '../../auth/caller.js';
-import type { JwksKeySource } from '../../auth/jwks.js';
+import { bearerToken, failureCode, refuseRepeatedAuthorization, tokenRefused } from '../../auth/caller.js';
+import type { JwksKeySource, KeyCallback, KeyedToken } from '../../auth/jwks.js';
 import { keySourceFor, resolveTokenKeys } from '../../auth/keys.js';
 import { VerifiedTokens } from '../../auth/verified-tokens.js';
-import { tokenRules, typChecker, VERIFIED_TOKEN_CACHE_SIZE } from '../../auth/verifier.js';
+import { tokenRules, VERIFIED_TOKEN_CACHE_SIZE, type VerifiedToken } from '../../auth/verifier.js';
 import { ANONYMOUS, requireScope, type Caller } from '../../model/caller.js';
+import { RegistryError } from '../../model/errors.js';
 import type { Config } from '../../config.js';
 
 declare module 'fastify' {
@@ -21,7 +21,7 @@ declare module 'fastify' {
     verifyToken(token: string): Promise<Caller>;
   }
   interface FastifyRequest {
-    /** Who is asking: anonymous, or a verified token's subject and scopes (@fastify/jwt's user). */
+    /** Who is asking: anonymous, or a verified token's subject and scopes. */
     caller: Caller;
   }
   interface FastifyRequest {
@@ -36,32 +36,18 @@ declare module 'fastify' {
   }
 }
 
-declare module '@fastify/jwt' {
-  interface FastifyJWT {
-    /** What formatUser makes of a verified token; decorated as `request.caller`. */
-    user: Caller;
-  }
-}
+/**
+ * Refusals the cache does not hold: a token not valid yet (time alone makes it valid), and one
+ * signed with a key the registry does not know (yet: a rotation brings new kids, which only a
+ * lookup of the kid, at most one fetch per cooldown, finds; and a lookup costs no signature
+ * check). A bad signature is held, the forged-token flood it stands for being the costly one: a
+ * key replaced under the same kid within a cooldown is followed up to a few seconds later.
+ */
+const UNDONE_BY_TIME_OR_FETCH = new Set<unknown>(['FAST_JWT_INACTIVE', 'TR_JWT_UNKNOWN_KEY']);
 
 export interface AuthPluginOptions {
   config: Config;
 }
-
-/** A token as @fastify/jwt decodes it and fast-jwt verifies it, both with `complete: true`. */
-interface CompleteToken {
-  header: { kid?: unknown; alg?: unknown; typ?: unknown };
-  payload: Record<string, unknown>;
-}
-
-/**
- * @fastify/jwt reuses its verifiers, and so their verified-token caches, only when jwtVerify gets
- * no options at all: any options object, even `{}` or a callback in its place, builds a new
- * verifier per call.
- */
-const PLUGIN_VERIFY_OPTIONS = undefined as unknown as Partial<VerifyOptions>;
-
-/** What @fastify/jwt 10 calls a malformed token, a bad signature and a refused iss or aud alike. */
-const FOLDED_INVALID = 'FST_JWT_AUTHORIZATION_TOKEN_INVALID';
 
 /**
  * Verifies bearer tokens with @fastify/jwt (options from src/auth/verifier.ts; keys static, or
@@ -91,143 +77,114 @@ export default fp<AuthPluginOptions>(
       });
     }
 
-    const { acceptedTyp, roleScopes } = config.jwt;
-    const acceptsTyp = typChecker(acceptedTyp);
+    const { acceptedTyp } = config.jwt;
     const rules = tokenRules(config, keys);
-    const extractToken = (request: FastifyRequest) => bearerToken(request.headers.authorization, hasQueryToken(request));
-    // fast-jwt hands back the same object for a cached token, so its Caller is built once.
-    const callers = new WeakMap<object, Caller>();
-    const verified = new VerifiedTokens(VERIFIED_TOKEN_CACHE_SIZE, config.jwt.clockToleranceS * 1000);
-    let keysVersion = jwks?.version ?? 0;
-    /** A header verified before, unless the key set has changed since (a key may be retired). */
-    const verifiedBefore = (header: string): Caller | undefined => {
-      if (jwks && jwks.version !== keysVersion) {
-        keysVersion = jwks.version;
-        verified.clear();
-      }
-      return verified.get(header, Date.now());
-    };
 
     await app.register(fastifyJwt, {
       // Verify only (no private key, so no signer). A static key is checked against the allowed
-      // algorithms here, at startup; a JWKS key is picked per token from its header.
-      secret: {
-        public: jwks ? (_request, decoded, done) => jwks.keyFor((decoded as CompleteToken).header, done) : keys.key,
-      },
-      decode: { complete: true },
-      // extractToken throws our own 400/401 refusals (RFC 6750), which @fastify/jwt passes on.
-      verify: { ...rules.verify, extractToken },
-      // The typ policy; and identity claims that are strings (RFC 7519's StringOrURI), refused
-      // in their own words (a rejection reaches the hook as it is) rather than ignored.
-      trusted: (_request, decoded) => {
-        if (!acceptsTyp((decoded as CompleteToken).header.typ)) return false;
-        const problem = identityClaimProblem((decoded as CompleteToken).payload);
-        return problem === undefined ? true : Promise.reject(problem);
-      },
-      formatUser: (decoded) => {
-        let caller = callers.get(decoded as object);
-        if (!caller) callers.set(decoded as object, (caller = callerFromClaims((decoded as CompleteToken).payload, roleScopes)));
-        return caller;
-      },
+      // algorithms here, at startup. A JWKS key is picked per token from its header, by a key
+      // function as fast-jwt calls it, `(token, done)`: app.jwt.verify hands it to fast-jwt as it
+      // is (request.jwtVerify, which would call it `(request, token, done)`, is not used). fast-jwt
+      // then imports the key's PEM on every verification (createPublicKey: about 200 us, against
+      // 30-40 us for the RS256 check itself, Node 20 on a busy 2-core machine; a first-seen
+      // token's GET / took 1.1-1.3 ms, against 0.86-0.88 ms with @fastify/jwt's verifier per key
+      // behind request.jwtVerify); only a header the cache below does not hold pays it.
+      secret: { public: jwks ? (token: KeyedToken, done: KeyCallback) => jwks.keyFor(token.header, done) : keys.key },
+      verify: rules.verify,
+      // The request property @fastify/jwt decorates (null until onRequest sets it).
       decoratorName: 'caller',
     });
 
-    // @fastify/jwt 10 reports a malformed token, a bad signature and a refused iss or aud alike
-    // (FST_JWT_AUTHORIZATION_TOKEN_INVALID, without fast-jwt's error); the challenge says which.
-    // A token that does not decode is malformed; fast-jwt checks the signature before the
-    // claims, so one whose claims pass failed on its signature; any other has its claims named
-    // (its signature may be bad too: telling would need a second signature check, which a flood
-    // of forged tokens must not get).
-    const unfold = (request: FastifyRequest): string => {
-      let payload;
+    /**
+     * @fastify/jwt's verifier, then the registry's own checks (rules.admit). app.jwt.verify
+     * without options is the verifier @fastify/jwt built at registration, and it passes on
+     * fast-jwt's errors as they are; request.jwtVerify would build the same verifier but reports
+     * a bad signature, a refused claim value and a missing claim alike
+     * (FST_JWT_AUTHORIZATION_TOKEN_INVALID), so that the challenge could not say which.
+     */
+    const verify = async (token: string, retried = false): Promise<Caller> => {
+      const version = jwks?.version ?? 0;
+      let verified: VerifiedToken;
       try {
-        payload = (app.jwt.decode(extractToken(request)) as CompleteToken).payload;
-      } catch {
-        return 'FAST_JWT_MALFORMED';
+        // At once with a static key; a promise with a key function (its type says only the former).
+        verified = await app.jwt.verify<VerifiedToken | Promise<VerifiedToken>>(token);
+      } catch (err) {
+        // A bad signature under a known kid: the server may have re-keyed under it. Verified
+        // again once, and only when the refetch (once per cooldown) brought another key set.
+        if (!retried && jwks && failureCode(err) === 'FAST_JWT_INVALID_SIGNATURE' && (await jwks.refreshAfterBadSignature(version)))
+          return verify(token, true);
+        throw err;
       }
-      if (rules.lacksClaim(payload)) return 'FAST_JWT_MISSING_REQUIRED_CLAIM';
-      return rules.claimsPass(payload) ? 'FAST_JWT_INVALID_SIGNATURE' : 'FAST_JWT_INVALID_CLAIM_VALUE';
+      return rules.admit(verified);
     };
 
-    // The same rules and keys as requests, for tokens that come another way (announcements).
-    const verifyElsewhere = createVerifier({
-      ...rules.verify,
-      cache: false,
-      key: async (decoded: CompleteToken) =>
-        jwks
-          ? new Promise<string>((resolve, reject) => jwks.keyFor(decoded.header, (err, key) => (err ? reject(err) : resolve(String(key)))))
-          : keys.key,
-    });
-    app.decorate('verifyToken', async (token: string): Promise<Caller> => {
-      // The one verified-token cache, keyed as the request's header would carry the token.
-      const cacheAs = `Bearer ${token}`;
-      const known = verifiedBefore(cacheAs);
-      if (known !== undefined) return known;
-      let decoded: CompleteToken;
-      try {
-        const version = jwks?.version ?? 0;
-        try {
-          decoded = (await verifyElsewhere(token)) as CompleteToken;
-        } catch (err) {
-          // As for requests: a bad signature under a known kid refetches (once per cooldown).
-          if (!(
-            jwks &&
-            (err as { code?: unknown }).code === 'FAST_JWT_INVALID_SIGNATURE' &&
-            (await jwks.refreshAfterBadSignature(version))
-          ))
-            throw err;
-          decoded = (await verifyElsewhere(token)) as CompleteToken;
-        }
-      } catch (err) {
-        throw tokenRefused(err, acceptedTyp);
+    const tokens = new VerifiedTokens(VERIFIED_TOKEN_CACHE_SIZE, config.jwt.clockToleranceS * 1000);
+    let keysVersion = jwks?.version ?? 0;
+    /** What the cache holds for a header, unless the key set has changed since (a key may be retired, or one may have come). */
+    const remembered = (header: string): Caller | RegistryError | undefined => {
+      if (jwks && jwks.version !== keysVersion) {
+        keysVersion = jwks.version;
+        tokens.clear();
       }
-      if (!acceptsTyp(decoded.header.typ))
-        throw tokenRefused(Object.assign(new Error('untrusted typ'), { code: 'FST_JWT_AUTHORIZATION_TOKEN_UNTRUSTED' }), acceptedTyp);
-      const problem = identityClaimProblem(decoded.payload);
-      if (problem) throw problem;
-      const caller = callerFromClaims(decoded.payload, roleScopes);
-      // Not when the keys changed meanwhile, as for requests.
-      if (jwks === undefined || jwks.version === keysVersion) verified.set(cacheAs, caller, Date.now());
-      return caller;
-    });
+      const now = Date.now();
+      return tokens.get(header, now) ?? tokens.refused(header, now);
+    };
+    /** Not when the keys changed during a verification: the next lookup starts the cache afresh. */
+    const keysUnchanged = () => jwks === undefined || jwks.version === keysVersion;
+
+    /**
+     * The one way an Authorization header becomes a Caller, for requests (/mcp among them) and
+     * announcements alike: the header's token (bearerToken's cheap refusals first), verified,
+     * and the outcome, the Caller or the refusal, remembered under the header. `done` is called
+     * at once for a header the cache holds, so that the hot path (a token seen before) makes no
+     * promise: on the read path an async hook's promise per request was measurable (bench: 304
+     * revalidation at 64-70% of the ceiling).
+     */
+    const authenticate = (authorization: string, done: (outcome: Caller | RegistryError) => void): void => {
+      const known = remembered(authorization);
+      if (known !== undefined) {
+        done(known);
+        return;
+      }
+      let token: string;
+      try {
+        token = bearerToken(authorization, false);
+      } catch (err) {
+        done(tokenRefused(err, acceptedTyp));
+        return;
+      }
+      verify(token).then(
+        (caller) => {
+          if (keysUnchanged()) tokens.set(authorization, caller, Date.now());
+          done(caller);
+        },
+        (err: unknown) => {
+          const refusal = tokenRefused(err, acceptedTyp);
+          if (keysUnchanged() && !UNDONE_BY_TIME_OR_FETCH.has(failureCode(err))) tokens.refuse(authorization, refusal, Date.now());
+          done(refusal);
+        },
+      );
+    };
+
+    // As a request's Authorization header would carry the token: the same refusals, the same cache.
+    app.decorate(
+      'verifyToken',
+      (token: string) =>
+        new Promise<Caller>((resolve, reject) =>
+          authenticate(`Bearer ${token}`, (outcome) => (outcome instanceof RegistryError ? reject(outcome) : resolve(outcome))),
+        ),
+    );
 
     app.decorateRequest('authError', null);
-    /** @fastify/jwt's check; on success it sets request.caller (formatUser). */
-    const verifyRequest = (request: FastifyRequest, cacheAs: string | undefined, retried: boolean, done: () => void) => {
-      const version = jwks?.version ?? 0;
-      request.jwtVerify(PLUGIN_VERIFY_OPTIONS, (err: (Error & { code?: unknown }) | null) => {
-        if (!err) {
-          // Not when the keys changed meanwhile: the next lookup starts the cache afresh.
-          if (cacheAs !== undefined && (jwks === undefined || jwks.version === keysVersion))
-            verified.set(cacheAs, request.caller, Date.now());
-          done();
-          return;
-        }
-        const code = err.code === FOLDED_INVALID ? unfold(request) : err.code;
-        const refuse = () => {
-          request.authError = tokenRefused(err, acceptedTyp, code);
-          done();
-        };
-        if (jwks && !retried && code === 'FAST_JWT_INVALID_SIGNATURE') {
-          // A bad signature under a known kid: the server may have re-keyed under it. Verified
-          // again once, and only when the refetch (once per cooldown) brought another key set.
-          jwks
-            .refreshAfterBadSignature(version)
-            .then((changed) => (changed ? verifyRequest(request, cacheAs, true, done) : refuse()), refuse);
-          return;
-        }
-        refuse();
-      });
-    };
-    // Callback-style hooks: on the hot read path (anonymous discovery, 304s) an async hook's
-    // promise per request was measurable (bench: 304 revalidation at 64-70% of the ceiling).
+    // A callback-style hook, for the same reason as authenticate's `done`.
     app.addHook('onRequest', (request, _reply, done) => {
       request.caller = ANONYMOUS;
-      if (request.routeOptions.config.auth === false || (request.headers.authorization === undefined && !hasQueryToken(request))) {
+      const header = request.headers.authorization;
+      const queryToken = request.routeOptions.config.auth !== false && hasQueryToken(request);
+      if (request.routeOptions.config.auth === false || (header === undefined && !queryToken)) {
         done();
         return;
       }
-      const header = request.headers.authorization;
       if (header !== undefined) {
         try {
           refuseRepeatedAuthorization(request.raw.rawHeaders);
@@ -237,15 +194,22 @@ export default fp<AuthPluginOptions>(
           return;
         }
       }
-      // A token in the query as well is @fastify/jwt's to refuse; it is never taken from here.
-      const cacheable = header !== undefined && !hasQueryToken(request);
-      const known = cacheable ? verifiedBefore(header) : undefined;
-      if (known !== undefined) {
-        request.caller = known;
+      if (header === undefined || queryToken) {
+        // A token in the query string, alone or beside the header, is never used: bearerToken
+        // refuses both (RFC 6750 section 2.3, and section 2: one method per request).
+        try {
+          bearerToken(header, queryToken);
+        } catch (err) {
+          request.authError = err;
+        }
         done();
         return;
       }
-      verifyRequest(request, cacheable ? header : undefined, false, done);
+      authenticate(header, (outcome) => {
+        if (outcome instanceof RegistryError) request.authError = outcome;
+        else request.caller = outcome;
+        done();
+      });
     });
     app.addHook('preParsing', (request, _reply, payload, done) => {
       try {
