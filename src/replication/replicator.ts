@@ -44,7 +44,6 @@ import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../
 import type { CommitObserver } from '../registry/commit-telemetry.js';
 import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from '../registry/writes.js';
 import type { RegistryStore } from '../store/registry-store.js';
-import { TimeSlices } from '../registry/time-slices.js';
 import { ensureTopic } from './admin.js';
 import { openCredential, sealCredential, WrongKeyError } from './credential-seal.js';
 import { importParts } from './import-parts.js';
@@ -81,8 +80,24 @@ export interface ReplicatorOptions {
   acceptedKeys?: readonly KeyObject[] | undefined;
   /** Messages without a MAC at or before this registry index are applied anyway (REPLICATION_ACCEPT_UNSIGNED); default 0, none. */
   acceptUnsignedThrough?: number | undefined;
+  /**
+   * The app's one scheduler of background work (the catalogue's Scheduler, src/catalog/
+   * scheduler.ts): cutting a big import into its parts takes turns in it with the rest.
+   */
+  scheduler: StepRunner;
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
+
+/**
+ * What the replicator needs of the app's Scheduler, stated here: replication/ does not import
+ * the catalogue's room (eslint.config.js), and the Scheduler has this shape.
+ */
+interface StepRunner {
+  run<T>(steps: Generator<void, T, void>, owner: string): Promise<T>;
+}
+
+/** The replicator's name among the scheduler's owners. */
+const REPLICATION_OWNER = 'replication';
 
 export interface ReplicationState {
   replica: string;
@@ -333,7 +348,7 @@ export class Replicator implements RegistryWrites {
         `in replicated mode an import has at most ${IMPORT_PART_LIMITS.maxImportBytes} bytes of JSON; this one is ${bytes}`,
       );
     }
-    const parts = await new TimeSlices().run(importParts(event, text, max, IMPORT_PART_LIMITS.maxParts));
+    const parts = await this.#options.scheduler.run(importParts(event, text, max, IMPORT_PART_LIMITS.maxParts), REPLICATION_OWNER);
     if (parts === undefined)
       throw new RegistryError(
         'TR_ERR_BODY_TOO_LARGE',
