@@ -50,7 +50,7 @@ export interface ServiceStats {
 }
 
 export class Catalog {
-  /** The app's scheduler of background work: the search backlog, imports and replays share it. */
+  /** The app's scheduler of background work: the search backlog, imports, replays and MCP listings share it. */
   readonly scheduler: Scheduler;
   readonly #snapshot: CatalogSnapshot;
   /** The snapshot's parts, held here so that a read is one call away from its data. */

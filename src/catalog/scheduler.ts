@@ -1,8 +1,10 @@
 /**
- * The one scheduler of background work (issue 32): an import's steps, change-stream replays
- * and the search feeder's backlog share the event loop through one instance per app, rather
- * than each giving it back on a clock of its own. It lives in catalog/ because the catalogue
- * (the search feeder) and every room above it (registry, replication, http) may import it.
+ * The one scheduler of background work (issue 32): an import's steps (and the sliced parse of
+ * its body), change-stream replays, the checks of an upstream MCP server's listing, the cutting
+ * of a replicated import into parts and the search feeder's backlog share the event loop through
+ * one instance per app, rather than each giving it back on a clock of its own. It lives in
+ * catalog/ because the catalogue (the search feeder) and the rooms above it that use it
+ * (registry, http) may import it; replication/, which may not, takes it by its shape.
  *
  * A task that has used up the current slice queues, and each later turn of the event loop
  * resumes one queued task. Owners take turns round-robin, and each owner's tasks in the order

@@ -4,13 +4,13 @@
  * event loop for most of a second). The top-level object is scanned over its bytes; each value,
  * and each element of a top-level array, is parsed on its own by the app's JSON body rules
  * (json-body.ts: syntax, depth, duplicate and prototype keys), and the event loop is given back
- * between slices of a few milliseconds.
+ * between slices of a few milliseconds (the app's one Scheduler, src/catalog/scheduler.ts).
  *
  * Quotes, backslashes and brackets are ASCII, and UTF-8 never uses ASCII bytes inside a
  * multi-byte character, so value boundaries are found on the bytes without decoding them.
  */
 import { RegistryError } from '../model/errors.js';
-import { TimeSlices } from '../registry/time-slices.js';
+import type { Scheduler } from '../catalog/scheduler.js';
 import { decodeUtf8, parseJsonBody } from './json-body.js';
 
 const QUOTE = 0x22;
@@ -79,17 +79,24 @@ export interface SlicedOptions {
    * every entry is wrong made zod raise an issue each, which overflowed the stack (issue 28).
    */
   maxItem?: { bytes: number; setting: string };
-  /** Work done before the event loop is given back. */
-  sliceMs?: number;
+  /** The app's one scheduler of background work (the catalogue's), whose slices the parse takes turns in. */
+  scheduler: Scheduler;
 }
 
 /**
+ * The sliced parses' name among the scheduler's owners: however many big bodies come at once,
+ * they share one owner's turns, so that uploads of imports do not crowd out the search
+ * backlog, replays or the import being written.
+ */
+const BODY_OWNER = 'request-body';
+
+/**
  * Parses `buf` as JSON. A top-level object is parsed value by value, and its array values
- * element by element, giving the event loop back every `sliceMs`; anything else is parsed
- * whole. Refuses what the app's body parser refuses, with the same errors (paths included).
+ * element by element, giving the event loop back whenever the scheduler's slice is used up;
+ * anything else is parsed whole. Refuses what the app's body parser refuses, with the same
+ * errors (paths included).
  */
 export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Promise<unknown> {
-  const sliceMs = options.sliceMs ?? 8;
   let i = 0;
   const skip = () => {
     while (isSpace(buf[i])) i++;
@@ -98,7 +105,6 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
   // Every byte is decoded strictly (decodeUtf8) on its way to JSON.parse: keys and values by
   // slice, and any other byte must be JSON's ASCII punctuation or whitespace.
   if (buf[i] !== 0x7b) return parseJsonBody(decodeUtf8(buf), options.maxDepth);
-  const slices = new TimeSlices(sliceMs);
   // Depth counts as in json-body.ts: the top-level object is one level, an array in it two.
   const parse = (start: number, end: number, depth: number, path: string[]) =>
     parseJsonBody(decodeUtf8(buf, start, end), options.maxDepth, { depth, path });
@@ -147,7 +153,7 @@ export async function parseJsonSliced(buf: Buffer, options: SlicedOptions): Prom
               i++;
               break;
             } else throw invalid();
-            await slices.turn();
+            await options.scheduler.turn(BODY_OWNER);
           }
         }
         result[key] = items;

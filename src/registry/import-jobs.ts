@@ -14,10 +14,10 @@ import type { Actor, PutResult, ServiceRecord, ToolRecord } from '../model/recor
 import type { RegistryStore } from '../store/registry-store.js';
 import type { Catalog, CatalogTool, PreparedWrite } from '../catalog/catalog.js';
 import { compareNames } from '../catalog/sorted-names.js';
+import { sortInSlices } from '../catalog/steps.js';
 import type { ChangeBus } from './change-bus.js';
 import type { GroupCommit, Pin } from './group-commit.js';
 import type { WriteCommands } from './write-commands.js';
-import { sortInSlices, TimeSlices } from './time-slices.js';
 
 export interface ImportSummary {
   index: number;
@@ -44,6 +44,13 @@ interface ImportPinned {
  * in the import's profile.
  */
 const IMPORT_BATCH = 128;
+
+/**
+ * The imports' name among the owners of the app's Scheduler: one import runs at a time (an
+ * exclusive write), and its validation and writes take turns with the search feeder's backlog
+ * and change-stream replays rather than holding the loop until the import is done.
+ */
+const IMPORT_OWNER = 'import';
 
 export class ImportJobs {
   readonly #store: RegistryStore;
@@ -77,7 +84,7 @@ export class ImportJobs {
 
   /** An import's validation, in slices: what it writes, or a RegistryError naming every problem. */
   async plan(input: unknown): Promise<ImportPlan> {
-    const slices = new TimeSlices();
+    const scheduler = this.#catalog.scheduler;
     const bundle = ImportBundleSchema.safeParse(input);
     if (!bundle.success) {
       throw new RegistryError('TR_ERR_VALIDATION', 'invalid import bundle', { fieldErrors: fieldErrorsFrom(bundle.error) });
@@ -91,7 +98,7 @@ export class ImportJobs {
         if (services.has(service.id)) throw duplicate(['tool-services', i, 'id'], `tool service "${service.id}"`);
         services.set(service.id, service);
       });
-      await slices.turn();
+      await scheduler.turn(IMPORT_OWNER);
     }
     const lookup = (id: string) => services.get(id) ?? this.#commit.view.service(id);
     const tools = new Map<string, ParsedTool>();
@@ -105,7 +112,7 @@ export class ImportJobs {
         // backup restores whatever upstreams list meanwhile.
         tools.set(tool.name, tool);
       });
-      await slices.turn();
+      await scheduler.turn(IMPORT_OWNER);
     }
     // A replaced service must still fit the live tools on it that the bundle does not replace.
     for (const service of services.values()) {
@@ -121,13 +128,16 @@ export class ImportJobs {
       );
     }
     // In name order, so that neither the catalogue nor its indexes sort them again.
-    const ordered = await slices.run(sortInSlices([...tools.values()], (a, b) => compareNames(a.name, b.name)));
+    const ordered = await scheduler.run(
+      sortInSlices([...tools.values()], (a, b) => compareNames(a.name, b.name)),
+      IMPORT_OWNER,
+    );
     return { services, ordered };
   }
 
   /** Writes a validated import in slices, under the message's index in replicated mode (`pinned`). */
   async write({ services, ordered }: ImportPlan, at: string, actor: Actor | undefined, pinned?: ImportPinned): Promise<ImportSummary> {
-    const slices = new TimeSlices();
+    const scheduler = this.#catalog.scheduler;
     const write = await this.#store.beginBulk(pinned?.pin.index);
     const entries = new Map<string, CatalogTool>();
     const toolResults: PutResult<ToolRecord>[] = [];
@@ -143,7 +153,7 @@ export class ImportJobs {
         toolResults.push(result);
         // The catalogue's entry (and its bytes), built now so that the swap is only a swap.
         entries.set(result.record.name, this.#catalog.prepare(result.record));
-        await slices.turn();
+        await scheduler.turn(IMPORT_OWNER);
       }
     };
     try {
@@ -154,13 +164,13 @@ export class ImportJobs {
         batch.catch(() => undefined);
         inFlight.push(batch);
         if (inFlight.length > 1) await take();
-        await slices.turn();
+        await scheduler.turn(IMPORT_OWNER);
       }
       while (inFlight.length > 0) await take();
       // Before the commit, so that nothing of the import shows in SQLite (the change feed's
       // replay) before the catalogue can show it too; a failure here rolls the import back.
       const change = { services: serviceResults.map((s) => s.record), tools: toolResults.map((t) => t.record) };
-      prepared = await slices.run(this.#catalog.prepareWrite(write.index, change, entries));
+      prepared = await scheduler.run(this.#catalog.prepareWrite(write.index, change, entries), IMPORT_OWNER);
       const detail = `${serviceResults.length} tool service(s), ${toolResults.length} tool(s)`;
       await write.commit(
         actor && { ...actor, at, action: 'import', target: null, outcome: 'ok', status: 200, detail },

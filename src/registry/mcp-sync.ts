@@ -10,13 +10,13 @@
  * in as a factory, so that this room stays free of transports.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { Scheduler } from '../catalog/scheduler.js';
 import { escapeInvisible } from '../model/invisible-characters.js';
 import type { McpServer, McpTool } from '../model/mcp-schemas.js';
 import { mcpToolsOf, type SkippedTool, type UpstreamTool } from '../model/mcp-tools.js';
 import type { Change, ChangeListener, McpServerRecord } from '../model/records.js';
 import type { McpSyncResult } from './registry-service.js';
 import { toolSchemaErrors } from '../json-schema/tool-schemas.js';
-import { TimeSlices } from './time-slices.js';
 
 /** What the sync needs of a connection. */
 export interface UpstreamConnection {
@@ -51,6 +51,11 @@ export interface McpSyncOptions<C extends UpstreamConnection> {
   subscribe: (listener: ChangeListener) => () => void;
   credentialOf: (id: string) => string | undefined;
   connect: (server: McpServer, credential: string | undefined, events: ConnectionEvents) => C;
+  /**
+   * The app's one scheduler of background work (the catalogue's): the checks of a long listing
+   * take turns in it, each server as an owner of its own, with imports, replays and the search backlog.
+   */
+  scheduler: Scheduler;
   /** MCP_UPSTREAM_REFRESH_S, for servers that set no `refreshIntervalS`. */
   defaultRefreshS: number;
   /** MCP_UPSTREAM_WRITE_INTERVAL_MS: the least time between one server's writes (0: unbounded). */
@@ -310,7 +315,7 @@ export class McpSync<C extends UpstreamConnection> {
 
   /** The tools of a listing the registry would take, and those it skips (why), checked in slices. */
   async #checked(server: McpServer, tools: UpstreamTool[]): Promise<{ wanted: McpTool[]; skipped: SkippedTool[] }> {
-    const slices = new TimeSlices();
+    const owner = `mcp-sync:${server.id}`;
     const wanted: McpTool[] = [];
     const skipped: SkippedTool[] = [];
     // mcpToolsOf finds a name listed twice within a slice; this, across slices.
@@ -324,13 +329,13 @@ export class McpSync<C extends UpstreamConnection> {
       for (const tool of slice) seen.add(tool.name);
       const made = mcpToolsOf(server, slice);
       skipped.push(...made.skipped);
-      await slices.turn();
+      await this.#options.scheduler.turn(owner);
       // The same check as an operator's tool gets: a schema the registry would refuse is skipped.
       for (const tool of made.tools) {
         const first = toolSchemaErrors('mcp', tool)[0];
         if (first) skipped.push({ name: tool.upstreamName, reason: `${first.path}: ${first.message}` });
         else wanted.push(tool);
-        await slices.turn();
+        await this.#options.scheduler.turn(owner);
       }
     }
     return { wanted, skipped };

@@ -31,8 +31,8 @@ function encodedSize(text: string, i: number): [bytes: number, width: number] {
 
 /**
  * Cuts `text` into chunks whose JSON string encoding (without the quotes) takes at most
- * `maxChunkBytes` each; a generator that yields every few thousand characters (run it with
- * TimeSlices.run), ending with the chunks.
+ * `maxChunkBytes` each; a generator that yields every few thousand characters (the replicator
+ * runs it with the app's Scheduler), ending with the chunks.
  */
 export function* cutIntoChunks(text: string, maxChunkBytes: number): Generator<void, string[], void> {
   if (maxChunkBytes < 6) throw new Error(`a chunk of ${maxChunkBytes} bytes cannot hold every character`);

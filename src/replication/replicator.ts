@@ -5,13 +5,14 @@
  * it with the same validation against the same prior state (src/registry/registry-service.ts,
  * applyReplicated), so all replicas reach the same state, refusals included.
  *
- * A write is published, persisted by the broker, then applied here like any other replica's; its
- * caller is answered with the outcome once this replica has applied it (read-your-writes). The
- * registry index of a write is its message's position (src/replication/message-id.ts), the same
- * on every replica. The replica's position is saved in the transaction of what it applied, so a
- * crash neither repeats nor skips a message. A replica is caught up (ready) once it reads back a
- * marker it published after starting. With the broker down, writes are refused at once (503)
- * and reads go on from memory; the producer and the reader reconnect by themselves.
+ * A write is published (here), persisted by the broker, then applied like any other replica's
+ * (src/replication/replica-applier.ts reads and applies the topic); its caller is answered with
+ * the outcome once this replica has applied it (read-your-writes). The registry index of a
+ * write is its message's position (src/replication/message-id.ts), the same on every replica.
+ * The replica's position is saved in the transaction of what it applied, so a crash neither
+ * repeats nor skips a message. A replica is caught up (ready) once it reads back a marker it
+ * published after starting. With the broker down, writes are refused at once (503) and reads go
+ * on from memory; the producer and the reader reconnect by themselves.
  *
  * Two writes do not travel as they came. An import too big for one message goes as `import.part`
  * messages (src/replication/import-parts.ts) that every replica stages and applies at the last
@@ -29,30 +30,18 @@ import { RegistryError } from '../model/errors.js';
 import { isObject } from '../model/json-object.js';
 import type { McpServerPutBody, ToolPutBody, ToolServicePutBody } from '../model/descriptors.js';
 import type { McpTool } from '../model/mcp-schemas.js';
-import {
-  IMPORT_PART_LIMITS,
-  isLastImportPart,
-  REPLICATION_OPS,
-  ReplicationEventSchema,
-  replicationKey,
-  SealedCredentialSchema,
-  type RefusalReason,
-  type ReplicationEvent,
-  type ReplicationOp,
-} from '../model/replication.js';
-import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
+import { IMPORT_PART_LIMITS, replicationKey, type RefusalReason, type ReplicationEvent, type ReplicationOp } from '../model/replication.js';
+import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
 import type { CommitObserver } from '../registry/commit-telemetry.js';
 import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from '../registry/writes.js';
 import type { RegistryStore } from '../store/registry-store.js';
-import { TimeSlices } from '../registry/time-slices.js';
 import { ensureTopic } from './admin.js';
-import { openCredential, sealCredential, WrongKeyError } from './credential-seal.js';
+import { sealCredential } from './credential-seal.js';
 import { importParts } from './import-parts.js';
-import { ReplicationKeys, stampRefusal, type Refusal } from './message-auth.js';
-import { indexOf } from './message-id.js';
-import type { ReceivedMessage as TopicMessage } from '../pulsar/wire.js';
-import { MessageTooLargeError, TopicProducer, TopicReader, TopicUnavailableError } from './topic.js';
+import { ReplicationKeys } from './message-auth.js';
+import { ReplicaApplier, unavailable, type RefusedMessage, type Waiting } from './replica-applier.js';
+import { MessageTooLargeError, TopicProducer, TopicUnavailableError } from './topic.js';
 
 export interface ReplicatorOptions {
   /** Pulsar's WebSocket API. */
@@ -82,8 +71,24 @@ export interface ReplicatorOptions {
   acceptedKeys?: readonly KeyObject[] | undefined;
   /** Messages without a MAC at or before this registry index are applied anyway (REPLICATION_ACCEPT_UNSIGNED); default 0, none. */
   acceptUnsignedThrough?: number | undefined;
+  /**
+   * The app's one scheduler of background work (the catalogue's Scheduler, src/catalog/
+   * scheduler.ts): cutting a big import into its parts takes turns in it with the rest.
+   */
+  scheduler: StepRunner;
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void };
 }
+
+/**
+ * What the replicator needs of the app's Scheduler, stated here: replication/ does not import
+ * the catalogue's room (eslint.config.js), and the Scheduler has this shape.
+ */
+interface StepRunner {
+  run<T>(steps: Generator<void, T, void>, owner: string): Promise<T>;
+}
+
+/** The replicator's name among the scheduler's owners. */
+const REPLICATION_OWNER = 'replication';
 
 export interface ReplicationState {
   replica: string;
@@ -100,48 +105,17 @@ export interface ReplicationState {
   refused: { count: number; last?: RefusedMessage };
 }
 
-/** A message refused: where it was, why, and when this replica refused it. */
-export interface RefusedMessage {
-  index: number;
-  messageId: string;
-  reason: RefusalReason;
-  detail: string;
-  at: string;
-}
-
 /** The database cannot serve as this replica's (a setting's mistake: the CLI exits 2 with it). */
 export class ReplicaDatabaseError extends Error {}
-
-interface Waiting {
-  actor: Actor | undefined;
-  resolve: (outcome: Outcome) => void;
-  reject: (err: unknown) => void;
-}
-
-const unavailable = (message: string, cause?: unknown) => new RegistryError('TR_ERR_UNAVAILABLE', message, { retryAfterS: 1, cause });
 
 export class Replicator implements RegistryWrites {
   readonly #service: RegistryService;
   readonly #options: ReplicatorOptions;
   readonly #producer: TopicProducer;
-  readonly #reader: TopicReader;
+  readonly #applier: ReplicaApplier;
   readonly #waiting = new Map<string, Waiting>();
-  /** The last message handed to the service: the reader resumes after it. */
-  #queued: { messageId: string; index: number } | null;
-  #appliedIndex: number;
-  /** Every apply handed to the service, chained: settles once all before it have. */
-  #tail: Promise<unknown> = Promise.resolve();
-  #marker: string | null = null;
   #markerTimer: NodeJS.Timeout | null = null;
-  #caughtUp = false;
-  #failed: string | undefined;
-  /** Messages handed to the write side and not settled yet, and when the last one settled. */
-  #applying = 0;
-  #progressAt = Date.now();
-  readonly #caughtUpListeners: (() => void)[] = [];
   readonly #keys: ReplicationKeys;
-  readonly #refusals = new Map<RefusalReason, number>();
-  #lastRefusal: RefusedMessage | undefined;
 
   constructor(service: RegistryService, store: RegistryStore, options: ReplicatorOptions) {
     this.#service = service;
@@ -157,8 +131,6 @@ export class Replicator implements RegistryWrites {
       throw new ReplicaDatabaseError(`DATABASE_PATH follows replication topic ${position.topic}, not REPLICATION_TOPIC ${options.topic}`);
     }
     if (position) service.restoreStamp(position.lastAt);
-    this.#queued = position ? { messageId: position.messageId, index: position.index } : null;
-    this.#appliedIndex = position?.index ?? 0;
     const topic = {
       url: options.url,
       token: options.token,
@@ -168,11 +140,15 @@ export class Replicator implements RegistryWrites {
       log: options.log,
     };
     this.#producer = new TopicProducer(topic);
-    this.#reader = new TopicReader(
+    this.#applier = new ReplicaApplier(service, {
       topic,
-      () => this.#queued?.messageId ?? null,
-      (message) => this.#onMessage(message),
-    );
+      replicaId: options.replicaId,
+      acceptUnsignedThrough: options.acceptUnsignedThrough,
+      keys: this.#keys,
+      from: position && { messageId: position.messageId, index: position.index },
+      waitingFor: (write) => this.#waiting.get(write),
+      log: options.log,
+    });
   }
 
   /** Sets the topic's retention (best effort), then connects the producer and the reader, and starts catching up. */
@@ -191,39 +167,42 @@ export class Replicator implements RegistryWrites {
         );
     }
     this.#producer.start();
-    this.#reader.start();
+    this.#applier.start();
     this.#sendMarker();
   }
 
   close(): void {
     if (this.#markerTimer) clearTimeout(this.#markerTimer);
     this.#producer.stop();
-    this.#reader.stop();
+    this.#applier.stop();
     for (const waiting of this.#waiting.values()) waiting.reject(unavailable('the registry is shutting down'));
     this.#waiting.clear();
   }
 
   get state(): ReplicationState {
+    const applier = this.#applier;
     return {
       replica: this.#options.replicaId,
       topic: this.#options.topic,
-      caughtUp: this.#caughtUp,
-      broker: this.#producer.open && this.#reader.open ? 'connected' : 'disconnected',
-      appliedIndex: this.#appliedIndex,
-      ...(this.#failed !== undefined && { failed: this.#failed }),
-      refused: { count: [...this.#refusals.values()].reduce((a, b) => a + b, 0), ...(this.#lastRefusal && { last: this.#lastRefusal }) },
+      caughtUp: applier.caughtUp,
+      broker: this.#producer.open && applier.open ? 'connected' : 'disconnected',
+      appliedIndex: applier.appliedIndex,
+      ...(applier.failed !== undefined && { failed: applier.failed }),
+      refused: {
+        count: [...applier.refusals.values()].reduce((a, b) => a + b, 0),
+        ...(applier.lastRefusal && { last: applier.lastRefusal }),
+      },
     };
   }
 
   /** Messages refused since this process started, by reason (for the metrics). */
   get refusals(): ReadonlyMap<RefusalReason, number> {
-    return this.#refusals;
+    return this.#applier.refusals;
   }
 
   /** Resolves once this replica has caught up with the topic. */
   caughtUp(): Promise<void> {
-    if (this.#caughtUp) return Promise.resolve();
-    return new Promise((resolve) => this.#caughtUpListeners.push(resolve));
+    return this.#applier.whenCaughtUp();
   }
 
   // A condition travels with the write and is checked where it is applied, on every replica alike.
@@ -295,7 +274,8 @@ export class Replicator implements RegistryWrites {
     fields: (write: string) => Pick<ReplicationEvent, 'target' | 'body' | 'serverIndex'>,
     actor: Actor | undefined,
   ): Promise<T> {
-    if (this.#failed !== undefined) throw unavailable(`this replica stopped applying the replication topic (${this.#failed}); restart it`);
+    const failed = this.#applier.failed;
+    if (failed !== undefined) throw unavailable(`this replica stopped applying the replication topic (${failed}); restart it`);
     const write = randomUUID();
     const event: ReplicationEvent = {
       v: 1,
@@ -330,7 +310,7 @@ export class Replicator implements RegistryWrites {
         `in replicated mode an import has at most ${IMPORT_PART_LIMITS.maxImportBytes} bytes of JSON; this one is ${bytes}`,
       );
     }
-    const parts = await new TimeSlices().run(importParts(event, text, max, IMPORT_PART_LIMITS.maxParts));
+    const parts = await this.#options.scheduler.run(importParts(event, text, max, IMPORT_PART_LIMITS.maxParts), REPLICATION_OWNER);
     if (parts === undefined)
       throw new RegistryError(
         'TR_ERR_BODY_TOO_LARGE',
@@ -374,8 +354,9 @@ export class Replicator implements RegistryWrites {
       const timedOut = new Promise<never>((_resolve, reject) => {
         const check = () => {
           // Still applying what came before it (an import, say): wait on.
-          if (this.#applying > 0 || Date.now() - this.#progressAt < timeoutMs) {
-            timer = setTimeout(check, Math.max(50, timeoutMs - (Date.now() - this.#progressAt)));
+          const { busy, progressAt } = this.#applier;
+          if (busy || Date.now() - progressAt < timeoutMs) {
+            timer = setTimeout(check, Math.max(50, timeoutMs - (Date.now() - progressAt)));
             return;
           }
           reject(
@@ -398,10 +379,10 @@ export class Replicator implements RegistryWrites {
   /** Publishes a marker; caught up once it is read back with everything before it applied. Retried until the broker takes it. */
   #sendMarker(): void {
     this.#markerTimer = null;
-    if (this.#caughtUp || this.#failed !== undefined) return;
+    if (this.#applier.caughtUp || this.#applier.failed !== undefined) return;
     const marker = randomUUID();
     const event: ReplicationEvent = { v: 1, op: 'marker', write: marker, origin: this.#options.replicaId, at: new Date().toISOString() };
-    this.#marker = marker;
+    this.#applier.expectMarker(marker);
     this.#send(JSON.stringify(event), replicationKey(event)).then(
       () => undefined,
       () => {
@@ -416,178 +397,4 @@ export class Replicator implements RegistryWrites {
     const payload = Buffer.from(text);
     return this.#producer.publish(payload, key, this.#keys.sign(this.#options.topic, payload));
   }
-
-  #onMessage(message: TopicMessage): Promise<void> {
-    if (this.#failed !== undefined) return Promise.resolve();
-    let index: number;
-    try {
-      index = indexOf(message.messageId);
-    } catch (err) {
-      this.#fail(`message id ${message.messageId}: ${(err as Error).message}`);
-      return Promise.resolve();
-    }
-    // Delivered again after a reconnect: it is applied or queued already.
-    if (this.#queued !== null && index <= this.#queued.index) return Promise.resolve();
-    this.#queued = { messageId: message.messageId, index };
-    // Before anything in it is read: a forged message is never even parsed.
-    const unauthentic = this.#keys.verify(this.#options.topic, message.payload, message.properties);
-    if (unauthentic && !(unauthentic.reason === 'unsigned' && index <= (this.#options.acceptUnsignedThrough ?? 0)))
-      return this.#refuse(message, index, unauthentic);
-    const event = parseEvent(message.text);
-    if (event === undefined) {
-      // Not ours to decide: every replica skips it the same way.
-      this.#options.log.warn({ messageId: message.messageId }, 'replication: skipped a message that is not a registry write');
-      return Promise.resolve();
-    }
-    if (event.op === 'marker') {
-      if (event.write === this.#marker && event.origin === this.#options.replicaId) void this.#tail.then(() => this.#markCaughtUp());
-      return Promise.resolve();
-    }
-    const waiting = event.origin === this.#options.replicaId ? this.#waiting.get(event.write) : undefined;
-    const ahead = stampRefusal(event.at, message.publishTime);
-    if (ahead) return this.#refuse(message, index, ahead, waiting);
-    const opened = this.#openCredential(event, message.messageId);
-    if (opened === undefined) {
-      waiting?.reject(unavailable('this replica cannot decrypt the write; fix its REPLICATION_SECRET_FILE and restart it'));
-      return Promise.resolve();
-    }
-    this.#applying++;
-    const applied = this.#service.applyReplicated(
-      opened.event,
-      { index, at: event.at, topic: this.#options.topic, messageId: message.messageId },
-      waiting?.actor,
-      opened.refusal,
-    );
-    const settled = () => {
-      this.#applying--;
-      this.#progressAt = Date.now();
-    };
-    this.#tail = applied.then(
-      (outcome) => {
-        settled();
-        this.#appliedIndex = index;
-        // An import's caller hears at its last part (or at the first part refused).
-        if (outcome.ok && event.op === 'import.part' && !isLastImportPart(event)) return;
-        waiting?.resolve(outcome);
-      },
-      (err: unknown) => {
-        settled();
-        waiting?.reject(unavailable('this replica could not apply the write; restart it', err));
-        this.#fail(err instanceof Error ? err.message : String(err));
-      },
-    );
-    return this.#tail.then(() => undefined);
-  }
-
-  /**
-   * Refuses a message (src/replication/message-auth.ts): nothing of it is applied; it is counted
-   * and logged here, and the position moves past it with its audit entry in a commit queued
-   * behind the messages before it, so that the topic goes on. `waiting`: this replica's own write
-   * (only for a message whose MAC holds), whose caller hears why.
-   */
-  #refuse(message: TopicMessage, index: number, refusal: Refusal, waiting?: Waiting): Promise<void> {
-    const at = new Date().toISOString();
-    this.#refusals.set(refusal.reason, (this.#refusals.get(refusal.reason) ?? 0) + 1);
-    this.#lastRefusal = { index, messageId: message.messageId, reason: refusal.reason, detail: refusal.detail, at };
-    this.#options.log.warn(
-      { topic: this.#options.topic, messageId: message.messageId, index, reason: refusal.reason },
-      `replication: refused a message, not applied: ${refusal.detail}`,
-    );
-    const authentic = refusal.reason === 'stamp-ahead' || refusal.reason === 'no-publish-time';
-    const audit: AuditEntryInput = {
-      at,
-      sub: null,
-      iss: null,
-      client: null,
-      requestId: null,
-      action: 'replication.refused',
-      target: String(index),
-      outcome: authentic ? 'invalid' : 'denied',
-      status: authentic ? 400 : 401,
-      detail: `${refusal.reason}: ${refusal.detail} (message ${message.messageId})`,
-    };
-    const error = unavailable(`every replica refused this write: ${refusal.detail}`);
-    this.#applying++;
-    const refused = this.#service.refuseReplicated({ index, topic: this.#options.topic, messageId: message.messageId }, error, audit);
-    const settled = () => {
-      this.#applying--;
-      this.#progressAt = Date.now();
-    };
-    this.#tail = refused.then(
-      (outcome) => {
-        settled();
-        this.#appliedIndex = index;
-        waiting?.resolve(outcome);
-      },
-      (err: unknown) => {
-        settled();
-        waiting?.reject(unavailable('this replica could not record the refusal of the write; restart it', err));
-        this.#fail(err instanceof Error ? err.message : String(err));
-      },
-    );
-    return this.#tail.then(() => undefined);
-  }
-
-  /**
-   * A replicated `mcp-server.put` with its sealed credential opened (src/replication/
-   * credential-seal.ts), or with the refusal every replica holding the key decides the same way
-   * (malformed, or altered); undefined when this replica has stopped: it holds no key with the
-   * credential's kid, and must not apply the server without its credential. Its position
-   * stays before the message, so that it applies it once restarted with the right key.
-   */
-  #openCredential(event: ReplicationEvent, messageId: string): { event: ReplicationEvent; refusal?: RegistryError } | undefined {
-    const body = event.op === 'mcp-server.put' && isObject(event.body) ? event.body : undefined;
-    const credential = body?.['credential'];
-    if (body === undefined || !isObject(credential) || !('sealed' in credential)) return { event };
-    const refuse = (why: string) => ({
-      event,
-      refusal: new RegistryError('TR_ERR_VALIDATION', `invalid MCP server: credential: ${why}`, {
-        fieldErrors: [{ path: 'credential', message: why }],
-      }),
-    });
-    const sealed = SealedCredentialSchema.safeParse(credential);
-    if (!sealed.success) return refuse('the sealed credential is malformed');
-    if (event.target === undefined) return refuse('a sealed credential needs the server id as the target');
-    // The key its kid names, if held; else the signing key, which tells a wrong key apart.
-    const key = this.#keys.keyFor(sealed.data.kid) ?? this.#keys.sealingKey;
-    try {
-      const bearer = openCredential(key, sealed.data, { write: event.write, target: event.target });
-      return { event: { ...event, body: { ...body, credential: { bearer } } } };
-    } catch (err) {
-      if (err instanceof WrongKeyError) {
-        this.#fail(
-          `message ${messageId} carries an MCP server's credential encrypted with a key this replica does not hold (REPLICATION_SECRET_FILE, REPLICATION_ACCEPTED_SECRET_FILES): give it the key the other replicas have`,
-        );
-        return undefined;
-      }
-      return refuse((err as Error).message);
-    }
-  }
-
-  #markCaughtUp(): void {
-    if (this.#caughtUp || this.#failed !== undefined) return;
-    this.#caughtUp = true;
-    this.#options.log.info({ topic: this.#options.topic, index: this.#appliedIndex }, 'replication: caught up');
-    for (const listener of this.#caughtUpListeners.splice(0)) listener();
-  }
-
-  /** A commit failed (disk full, say): this replica stops applying, reports it, and needs a restart. */
-  #fail(reason: string): void {
-    if (this.#failed !== undefined) return;
-    this.#failed = reason;
-    this.#options.log.error({ topic: this.#options.topic }, `replication stopped: ${reason}; restart this replica`);
-    this.#reader.stop();
-  }
-}
-
-function parseEvent(text: string | undefined): ReplicationEvent | undefined {
-  if (text === undefined) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const parsed = ReplicationEventSchema.safeParse(value);
-  return parsed.success && REPLICATION_OPS.includes(parsed.data.op) ? parsed.data : undefined;
 }

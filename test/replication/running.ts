@@ -54,6 +54,7 @@ export class Replicas {
       secretKey: options.secretKey ?? KEY,
       acceptedKeys: options.acceptedKeys,
       acceptUnsignedThrough: options.acceptUnsignedThrough,
+      scheduler: replica.catalog.scheduler,
       log: { info: line('info'), warn: line('warn'), error: line('error') },
     });
     const r = { ...replica, replicator, logs };

@@ -5,7 +5,7 @@
  * first (src/http/mcp/server.ts) and answers `-32602` (Invalid params) with this text instead:
  * `tools/call: "name" is required and must be a string`. Its transport refuses a POST with a
  * message that is no JSON-RPC message of MCP's as `-32700` (Parse error), though the JSON
- * parsed; the route refuses it first with these words (`describeMalformedMessage`).
+ * parsed; the route refuses it first with these words (`readMessage`).
  */
 import {
   ErrorCode,
@@ -13,6 +13,7 @@ import {
   JSONRPCNotificationSchema,
   JSONRPCRequestSchema,
   JSONRPCResultResponseSchema,
+  type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 
 /** The parts of a zod issue read here (zod 3 and 4 issues both have them). */
@@ -105,15 +106,18 @@ export function describeInvalidParams(method: string, request: unknown, issues: 
   return `${method}: ${parts.join('; ')}${more}`;
 }
 
+/** A message of a POST as the SDK's transport takes it, or why it would not, with the JSON-RPC code for that. */
+export type ReadMessage = { ok: true; message: JSONRPCMessage } | { ok: false; code: number; message: string };
+
 /**
- * Why `message` is no JSON-RPC message MCP takes, with the JSON-RPC code for it: `-32602` when
- * the fault is in a request's or notification's params (`"_meta" must be an object`, or params
- * that are not an object: MCP names its params), `-32600`
- * (Invalid Request) otherwise; undefined for a message the SDK's transport takes.
+ * `message` read through the one JSON-RPC shape it means (the SDK's schema of a request, a
+ * notification, a result or an error), or why it is none MCP takes: `-32602` when the fault is
+ * in a request's or notification's params (`"_meta" must be an object`, or params that are not
+ * an object: MCP names its params), `-32600` (Invalid Request) otherwise.
  */
-export function describeMalformedMessage(message: unknown): { code: number; message: string } | undefined {
+export function readMessage(message: unknown): ReadMessage {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) {
-    return { code: ErrorCode.InvalidRequest, message: 'Invalid Request: a JSON-RPC message is an object' };
+    return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid Request: a JSON-RPC message is an object' };
   }
   const fields = message as Record<string, unknown>;
   // The one shape the message means, so that its issues are that shape's and not a union's.
@@ -126,11 +130,11 @@ export function describeMalformedMessage(message: unknown): { code: number; mess
         ? JSONRPCErrorResponseSchema
         : JSONRPCResultResponseSchema;
   const parsed = schema.safeParse(message);
-  if (parsed.success) return undefined;
+  if (parsed.success) return { ok: true, message: parsed.data };
   const issues = parsed.error.issues as readonly ParamsIssue[];
   const method = typeof fields['method'] === 'string' ? fields['method'] : undefined;
   if (method !== undefined && issues.every((issue) => issue.path[0] === 'params')) {
-    return { code: ErrorCode.InvalidParams, message: describeInvalidParams(method, message, issues) };
+    return { ok: false, code: ErrorCode.InvalidParams, message: describeInvalidParams(method, message, issues) };
   }
-  return { code: ErrorCode.InvalidRequest, message: describeInvalidParams('Invalid Request', message, issues) };
+  return { ok: false, code: ErrorCode.InvalidRequest, message: describeInvalidParams('Invalid Request', message, issues) };
 }

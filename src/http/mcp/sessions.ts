@@ -6,12 +6,18 @@
  */
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { JSONRPCNotification } from '@modelcontextprotocol/sdk/types.js';
 import { RegistryError } from '../../model/errors.js';
 import type { Change } from '../../model/records.js';
 import { changeInView, viewKeyString, type ViewKey } from '../../model/visibility.js';
 
-/** About the size of one list_changed event as the SDK writes it. */
-const LIST_CHANGED_BYTES = 100;
+/** The notification Server.sendToolListChanged sends (the SDK's Protocol adds `jsonrpc` to the method). */
+const LIST_CHANGED = { method: 'notifications/tools/list_changed', jsonrpc: '2.0' } satisfies JSONRPCNotification;
+/**
+ * Its bytes on the session's stream: the event the SDK's transport writes for it
+ * (writeSSEEvent; no event id, since no event store is given to the transport).
+ */
+const LIST_CHANGED_BYTES = Buffer.byteLength(`event: message\ndata: ${JSON.stringify(LIST_CHANGED)}\n\n`);
 
 export interface McpSession {
   /** Given by the transport when `initialize` succeeds; empty until then. */

@@ -37,6 +37,7 @@ export default fp<{ config: Config }>(
           version,
           fetch: app.outbound.fetch,
         }),
+      scheduler: app.catalog.scheduler,
       defaultRefreshS: refreshS,
       writeIntervalMs,
       maxWriteIntervalMs,

@@ -87,7 +87,7 @@ export default fp<RegistryPluginOptions>(
     // outbound address policy holds at call time there, not at registration.
     const outboundCheck = config.replication ? app.outbound.policy.checkRules : app.outbound.policy.check;
     const service = new RegistryService(store, catalog, changes, { outbound: outboundCheck });
-    const replication = config.replication && (await startReplication(service, store, config, app.log));
+    const replication = config.replication && (await startReplication(service, store, catalog, config, app.log));
     app.decorate('registry', (replication ?? service) as RegistryWrites);
     app.decorate('replication', (replication ?? null) as Replicator | null);
     if (replication) await replication.start();
@@ -129,6 +129,7 @@ const MAC_PROPERTIES_SIZED = { [KEY_ID_PROPERTY]: '0'.repeat(16), [MAC_PROPERTY]
 async function startReplication(
   service: RegistryService,
   store: RegistryStore,
+  catalog: Catalog,
   config: Config,
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void },
 ): Promise<Replicator | undefined> {
@@ -160,6 +161,7 @@ async function startReplication(
       secretKey: replication.secretKey,
       acceptedKeys: replication.acceptedKeys,
       acceptUnsignedThrough: replication.acceptUnsignedThrough,
+      scheduler: catalog.scheduler,
       log,
     });
   } catch (err) {

@@ -59,7 +59,10 @@ const importExportRoutes: FastifyPluginAsync<{ config: Config }> = async (fastif
       // Bytes from the parser above, or nothing when no body came (no Content-Type, so no parser
       // ran): that is refused as a bundle, as every other write refuses a missing descriptor.
       const bytes = request.body as unknown as Buffer | undefined;
-      const body = bytes === undefined ? undefined : await parseJsonSliced(bytes, { maxDepth: config.jsonMaxDepth, maxItem });
+      const body =
+        bytes === undefined
+          ? undefined
+          : await parseJsonSliced(bytes, { maxDepth: config.jsonMaxDepth, maxItem, scheduler: app.catalog.scheduler });
       const dump = trustGraphItemsOf(body);
       if (dump === undefined) {
         const summary = await app.registry.importBundle(body, actorOf(request));

@@ -21,7 +21,7 @@ import { callerKey } from '../caller-key.js';
 import { eventStreams } from '../event-stream.js';
 import { endResponsesOfCancelledRequests } from '../mcp/cancellation.js';
 import { answer } from '../mcp/answer.js';
-import { calledToolOf, messagesOf, refuseBatch, refuseMalformedMessages, refuseRepeatedIds, requestIdOf } from '../mcp/messages.js';
+import { readMessages, type McpMessage } from '../mcp/messages.js';
 import { DESCRIPTION, McpEventsSchema, refusals } from '../mcp/openapi.js';
 import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
@@ -215,9 +215,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     async (request, reply) => {
       const key = enter(request);
       const body = request.body;
-      refuseBatch(request.headers['mcp-protocol-version'], body);
-      refuseMalformedMessages(body);
-      refuseRepeatedIds(body);
+      const messages = readMessages(request.headers['mcp-protocol-version'], body);
       let session: McpSession;
       let opened = false;
       if (request.headers['mcp-session-id'] === undefined) {
@@ -230,8 +228,8 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         opened = true;
       } else {
         session = sessionOf(request);
-        refuseCallOutsideScopes(request, body);
-        holdRequestIds(session, body, reply);
+        refuseCallOutsideScopes(request, messages);
+        holdRequestIds(session, messages, reply);
       }
       session.view = key;
       const response = await handOver(request, reply, session, body);
@@ -245,8 +243,8 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
    * The SDK answers by request id: a second request reusing the id of one still being answered
    * would never get its answer, and would hold its connection until the client gave up.
    */
-  const holdRequestIds = (session: McpSession, body: unknown, reply: FastifyReply) => {
-    const ids = messagesOf(body).flatMap((message) => requestIdOf(message) ?? []);
+  const holdRequestIds = (session: McpSession, messages: readonly McpMessage[], reply: FastifyReply) => {
+    const ids = messages.flatMap((message) => message.requestId ?? []);
     const taken = ids.find((id) => session.inflight.has(id));
     if (taken !== undefined)
       throw new RegistryError(
@@ -262,10 +260,9 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
    * insufficient-scope case: HTTP 403 with the challenge, before the SDK answers 200. Every
    * other refusal (an unknown tool, a deleted one) is the protocol's own error, from the handler.
    */
-  const refuseCallOutsideScopes = (request: FastifyRequest, body: unknown) => {
+  const refuseCallOutsideScopes = (request: FastifyRequest, messages: readonly McpMessage[]) => {
     // Each call of a batch (protocol revisions before 2025-06-18), as a single one.
-    for (const message of messagesOf(body)) {
-      const tool = calledToolOf(message);
+    for (const { calledTool: tool } of messages) {
       if (tool === undefined) continue;
       try {
         app.bridge.admit(tool, request.caller);

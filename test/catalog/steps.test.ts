@@ -1,11 +1,10 @@
 /**
- * Long work in slices: a sort that yields as it goes gives what a stable sort gives, and work
- * run by TimeSlices gives the event loop back between its steps once a slice is used up.
+ * Work that can stop part-way (src/catalog/steps.ts): a sort that yields as it goes gives what a
+ * stable sort gives. How steps share the event loop is test/catalog/scheduler.test.ts's.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { finish } from '../../src/catalog/steps.js';
-import { sortInSlices, TimeSlices } from '../../src/registry/time-slices.js';
+import { finish, sortInSlices } from '../../src/catalog/steps.js';
 
 describe('sortInSlices', () => {
   it('sorts as a stable sort does (property)', () => {
@@ -32,25 +31,5 @@ describe('sortInSlices', () => {
     expect(items).toEqual(copy);
     // 49 runs sorted one per step, then 6 merge passes of 50,000 items, 4,096 per step.
     expect(yields).toBeGreaterThanOrEqual(49 + 6 * 12);
-  });
-});
-
-describe('TimeSlices', () => {
-  it('gives the event loop back between steps once a slice is used up', async () => {
-    const slices = new TimeSlices(0);
-    let turns = 0;
-    const timer = setInterval(() => turns++, 0);
-    function* work() {
-      for (let i = 0; i < 5; i++) {
-        const until = performance.now() + 3;
-        while (performance.now() < until);
-        yield;
-      }
-      return 'done';
-    }
-    expect(await slices.run(work())).toBe('done');
-    clearInterval(timer);
-    expect(slices.yields).toBe(5);
-    expect(turns).toBeGreaterThan(0);
   });
 });
