@@ -344,7 +344,6 @@ export function toolServiceInput<Id extends z.ZodType<string | undefined>>(id: I
     }));
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Message-bus tool (tier 2)
 

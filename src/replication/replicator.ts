@@ -27,7 +27,6 @@
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { RegistryError } from '../model/errors.js';
-import { isObject } from '../model/json-object.js';
 import type { McpServerPutBody, ToolPutBody, ToolServicePutBody } from '../model/descriptors.js';
 import type { McpTool } from '../model/mcp-schemas.js';
 import { IMPORT_PART_LIMITS, replicationKey, type RefusalReason, type ReplicationEvent, type ReplicationOp } from '../model/replication.js';

@@ -147,7 +147,9 @@ describe('the replicator', () => {
     // Not applied, and its position before the message: applied once restarted with the key.
     expect(a.catalog.getMcpServer('github')).toBeUndefined();
     expect(a.store.replicationPosition()?.index ?? 0).toBeLessThan(lastIndex());
-    await expect(a.replicator.putTool(parseToolPutBody({ name: 'x', description: 'x', endpoint: '/x' }))).rejects.toMatchObject({ code: 'TR_ERR_UNAVAILABLE' });
+    await expect(a.replicator.putTool(parseToolPutBody({ name: 'x', description: 'x', endpoint: '/x' }))).rejects.toMatchObject({
+      code: 'TR_ERR_UNAVAILABLE',
+    });
     // Restarted holding that key too (rotation), it opens the credential and goes on.
     replicas.stop(a);
     const again = await start('a', { dir: a.dir, acceptedKeys: [other] });
