@@ -7,10 +7,8 @@
  */
 import { z } from 'zod';
 import { ERRORS, type ErrorCode } from './errors.js';
-import { JsonTypeSchema, ScopeSchema, ServiceIdSchema, ToolNameSchema, ToolServiceSchema } from './schemas.js';
+import { JsonTypeSchema, ScopeSchema, ToolNameSchema } from './schemas.js';
 import { EXPORT_FORMATS } from './exports.js';
-import { McpServerSchema } from './mcp-schemas.js';
-import { StoredToolDescriptorSchema, ToolBodySchema, ToolServiceBodySchema } from './descriptors.js';
 import { REFUSAL_REASONS } from './replication.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -86,7 +84,7 @@ export const ChangesHeadersSchema = z.looseObject({
   'last-event-id': RegistryIndexParamSchema.optional().describe('The `id` of the last event received; the stream resumes after it.'),
 });
 
-const AuditOutcomeSchema = z.enum(['ok', 'denied', 'invalid', 'error']);
+export const AuditOutcomeSchema = z.enum(['ok', 'denied', 'invalid', 'error']);
 
 export const AuditQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(100).describe('Entries per page.'),
@@ -132,11 +130,11 @@ export const ServiceIdParamsSchema = z.object({
 // ---------------------------------------------------------------------------------------------
 // Discovery
 
-const ToolStatusSchema = z.enum(['active', 'deprecated', 'deleted']);
-const ToolKindSchema = z
+export const ToolStatusSchema = z.enum(['active', 'deprecated', 'deleted']);
+export const ToolKindSchema = z
   .enum(['http', 'tool-service', 'mcp'])
   .describe('`http` for HTTP tools, `tool-service` for message-bus tools, `mcp` for tools of upstream MCP servers.');
-const DateTimeSchema = z.iso.datetime();
+export const DateTimeSchema = z.iso.datetime();
 
 const ToolParameterSchema = z
   .looseObject({
@@ -236,82 +234,6 @@ export const ChangeEventSchema = z
   })
   .meta({ id: 'ChangeEvent', description: 'The `data` of a `change` event on `GET /changes`.' });
 
-// ---------------------------------------------------------------------------------------------
-// Records (admin views)
-
-const WriteIndexSchema = z.number().int().min(1);
-
-export const ToolRecordSchema = z
-  .strictObject({
-    name: ToolNameSchema,
-    kind: ToolKindSchema,
-    status: ToolStatusSchema,
-    index: WriteIndexSchema.describe('Registry index of the last write that touched the tool.'),
-    createdIndex: WriteIndexSchema.describe('Registry index of the write that (re)created the tool.'),
-    updatedAt: DateTimeSchema,
-    descriptor: StoredToolDescriptorSchema,
-  })
-  .meta({ id: 'ToolRecord', description: 'The admin view of a stored tool.' });
-
-export const ServiceRecordSchema = z
-  .strictObject({
-    id: ServiceIdSchema,
-    status: z.enum(['active', 'deleted']),
-    index: WriteIndexSchema.describe('Registry index of the last write that touched the service.'),
-    createdIndex: WriteIndexSchema.describe('Registry index of the write that (re)created the service.'),
-    updatedAt: DateTimeSchema,
-    descriptor: ToolServiceSchema,
-  })
-  .meta({ id: 'ServiceRecord', description: 'The admin view of a stored tool service.' });
-
-export const ToolServiceListSchema = z.strictObject({ toolServices: z.array(ServiceRecordSchema) }).meta({ id: 'ToolServiceList' });
-
-// ---------------------------------------------------------------------------------------------
-// Upstream MCP servers (admin only)
-
-export const McpServerIdParamsSchema = z.object({
-  id: z.string().describe("The MCP server's id (1 to 128 letters, digits, `_`, `.` or `-`; any other id is answered like an unknown one)."),
-});
-
-const McpServerViewSchema = McpServerSchema.extend({
-  credential: z
-    .strictObject({ set: z.literal(true) })
-    .optional()
-    .describe('Present when a credential is stored; the credential itself is never shown.'),
-}).meta({ id: 'McpServer', description: 'A stored MCP server, its credential hidden.' });
-
-const McpUpstreamStatusSchema = z
-  .strictObject({
-    state: z
-      .enum(['connecting', 'connected', 'down'])
-      .describe(
-        '`down`: the server cannot be reached; calls to its tools answer `503` until it can, which the registry retries with backoff.',
-      ),
-    lastSyncAt: DateTimeSchema.nullable().describe('When its tool list was last read and stored.'),
-    lastError: z.string().nullable().describe('Why the last connection or listing failed, if it did.'),
-    tools: z.number().int().min(0).describe('Its live tools in the registry.'),
-    skipped: z
-      .array(z.strictObject({ name: z.string().describe("The upstream's tool name."), reason: z.string() }))
-      .describe(
-        'Upstream tools not listed: a name that is no valid tool name with the prefix, one another tool has, or a descriptor the registry refuses.',
-      ),
-  })
-  .meta({ id: 'McpUpstreamStatus', description: 'What this registry process knows of its connection to the server.' });
-
-export const McpServerRecordSchema = z
-  .strictObject({
-    id: ServiceIdSchema,
-    status: z.enum(['active', 'deleted']),
-    index: WriteIndexSchema.describe('Registry index of the last write that touched the server.'),
-    createdIndex: WriteIndexSchema.describe('Registry index of the write that (re)created the server.'),
-    updatedAt: DateTimeSchema,
-    descriptor: McpServerViewSchema,
-    upstream: McpUpstreamStatusSchema.optional().describe('Absent on a tombstone.'),
-  })
-  .meta({ id: 'McpServerRecord', description: 'The admin view of an upstream MCP server.' });
-
-export const McpServerListSchema = z.strictObject({ mcpServers: z.array(McpServerRecordSchema) }).meta({ id: 'McpServerList' });
-
 export const AccessExplanationSchema = z
   .strictObject({
     tool: ToolNameSchema,
@@ -340,7 +262,7 @@ const LatencySummarySchema = z
       'Nearest-rank percentiles of call durations in milliseconds, whatever the outcome of the call (calls refused at the scope check are left out).',
   });
 
-const CountSchema = z.number().int().min(0);
+export const CountSchema = z.number().int().min(0);
 const CallsSchema = z.number().int().min(1);
 
 export const StatsSchema = z
@@ -418,99 +340,6 @@ export const InvokeResultSchema = z
 export const InvokeChunkSchema = z
   .strictObject({ text: z.string().describe('The next piece of the observation.') })
   .meta({ id: 'InvokeChunk', description: 'The `data` of a `chunk` event in a streamed call.' });
-
-// ---------------------------------------------------------------------------------------------
-// Audit
-
-const AuditEntrySchema = z
-  .strictObject({
-    id: z.number().int(),
-    at: DateTimeSchema,
-    sub: z.string().nullable().describe('The token subject; null when anonymous.'),
-    iss: z.string().nullable(),
-    client: z.string().nullable().describe('Client address.'),
-    action: z.string(),
-    target: z.string().nullable(),
-    outcome: AuditOutcomeSchema,
-    status: z.number().int().describe('The HTTP status the request got.'),
-    detail: z.string().nullable().describe('A summary, or the error code of a refusal.'),
-    registryIndex: z.number().int().nullable().describe('The registry index a successful write committed.'),
-    requestId: z.string().nullable(),
-  })
-  .meta({ id: 'AuditEntry' });
-
-export const AuditPageSchema = z
-  .strictObject({
-    entries: z.array(AuditEntrySchema),
-    nextCursor: z.string().nullable().describe('Pass back as `cursor` for the next page; `null` on the last.'),
-  })
-  .meta({ id: 'AuditPage' });
-
-// ---------------------------------------------------------------------------------------------
-// Bulk
-
-const ImportBundleDescriptorSchema = z
-  .strictObject({
-    'tool-services': z.array(ToolServiceBodySchema).max(200_000).default([]),
-    tools: z.array(ToolBodySchema).max(200_000).default([]),
-  })
-  .meta({
-    id: 'ImportBundle',
-    description:
-      'Tool services and tools to create or replace in one transaction. Items are checked one by one; ids and names must be unique within the bundle.',
-  });
-
-export const ExportBundleSchema = z
-  .strictObject({
-    'tool-services': z.array(ToolServiceSchema),
-    tools: z.array(StoredToolDescriptorSchema),
-  })
-  .meta({ id: 'ExportBundle', description: 'Every live tool service and tool, as stored; valid as an `ImportBundle`.' });
-
-const ImportCountsSchema = z.strictObject({ created: CountSchema, replaced: CountSchema }).meta({ id: 'ImportCounts' });
-
-export const ImportSummarySchema = z
-  .strictObject({
-    index: WriteIndexSchema.describe('The registry index of the import.'),
-    toolServices: ImportCountsSchema,
-    tools: ImportCountsSchema,
-    skipped: z
-      .array(z.strictObject({ item: z.string().describe('`type/key`, or a config type'), reason: z.string() }))
-      .optional()
-      .describe(
-        'TrustGraph dumps only: the items left out (tools of kinds other than `tool-service`, other config types), at most 100 listed.',
-      ),
-  })
-  .meta({ id: 'ImportSummary' });
-
-const TrustGraphItemsInputSchema = z.record(z.string(), z.record(z.string(), z.union([z.string(), z.record(z.string(), z.unknown())])));
-
-/** What `POST /import` takes: a registry bundle, or a TrustGraph config dump (told apart by its keys). */
-export const ImportBodySchema = z
-  .union([
-    ImportBundleDescriptorSchema,
-    z
-      .looseObject({ source_workspace: z.string().optional(), source_version: z.number().optional(), config: TrustGraphItemsInputSchema })
-      .meta({
-        id: 'TrustGraphDumpToImport',
-        description:
-          'A dump as `tg-export-workspace-config` writes it (or `GET /export?format=trustgraph`): `config` maps `tool-service` and `tool` keys to descriptors as JSON text (objects are taken too).',
-      }),
-    TrustGraphItemsInputSchema.meta({
-      id: 'TrustGraphItemsToImport',
-      description: 'The bare `{type: {key: value}}` form, with a `tool-service` or `tool` member.',
-    }),
-  ])
-  .meta({ id: 'ImportBody' });
-
-export const ExportQuerySchema = z.strictObject({
-  format: z
-    .enum(['registry', 'trustgraph'])
-    .default('registry')
-    .describe(
-      "`registry` (the default): an `ImportBundle`. `trustgraph`: the tool services and message-bus tools as TrustGraph's config service stores them, in `tg-export-workspace-config`'s form.",
-    ),
-});
 
 // ---------------------------------------------------------------------------------------------
 // Operations

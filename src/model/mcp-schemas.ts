@@ -5,17 +5,8 @@
  * (migrations/008_mcp_servers.sql) and never part of any answer, log line or export.
  */
 import { z } from 'zod';
-import {
-  countedFirst,
-  DescriptionSchema,
-  NOT_PROTO,
-  notProto,
-  ObjectJsonSchema,
-  ScopeSchema,
-  ServiceIdSchema,
-  text,
-  ToolNameSchema,
-} from './schemas.js';
+import { DescriptionSchema, NOT_PROTO, notProto, ObjectJsonSchema, ScopeSchema, ServiceIdSchema, ToolNameSchema } from './schemas.js';
+import { countedFirst, text } from './text-checks.js';
 
 /** A tool's name at its upstream: MCP allows more than the registry's names (which may be prefixed). */
 const UpstreamToolNameSchema = z

@@ -3,7 +3,7 @@
  * tool-call records and audit entries. Storage fills these; every layer above reads them.
  */
 import type { z } from 'zod';
-import type { McpServerRecordSchema, ServiceRecordSchema, ToolRecordSchema } from './api.js';
+import type { McpServerRecordSchema, ServiceRecordSchema, ToolRecordSchema } from './admin-api.js';
 import type { McpServer } from './mcp-schemas.js';
 import type { ToolDescriptor, ToolService } from './schemas.js';
 

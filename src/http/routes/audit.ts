@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
-import { AuditPageSchema, AuditQuerySchema } from '../../model/api.js';
+import { AuditQuerySchema } from '../../model/api.js';
+import { AuditPageSchema } from '../../model/admin-api.js';
 import { adminOnly, adminReadProblems, headers, json, problem } from '../openapi/responses.js';
 
 /** `GET /audit` (admin scope): newest first, keyset pagination, filters. */

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
 import { z } from 'zod';
-import { ExportBundleSchema, ExportQuerySchema, ImportBodySchema, ImportSummarySchema } from '../../model/api.js';
+import { ExportBundleSchema, ExportQuerySchema, ImportBodySchema, ImportSummarySchema } from '../../model/admin-api.js';
 import type { StoredToolDescriptor } from '../../model/descriptors.js';
 import { RegistryError } from '../../model/errors.js';
 import {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
-import { McpServerIdParamsSchema, McpServerListSchema, McpServerRecordSchema } from '../../model/api.js';
+import { McpServerIdParamsSchema, McpServerListSchema, McpServerRecordSchema } from '../../model/admin-api.js';
 import { McpServerPutBodySchema, parseMcpServerBody } from '../../model/descriptors.js';
 import { RegistryError } from '../../model/errors.js';
 import { mcpServerRecordBody } from '../../model/record-bodies.js';

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
-import { ServiceIdParamsSchema, ServiceRecordSchema, ToolServiceListSchema } from '../../model/api.js';
+import { ServiceIdParamsSchema } from '../../model/api.js';
+import { ServiceRecordSchema, ToolServiceListSchema } from '../../model/admin-api.js';
 import { parseToolServicePut, ToolServicePutBodySchema } from '../../model/descriptors.js';
 import { RegistryError } from '../../model/errors.js';
 import { serviceRecordBody } from '../../model/record-bodies.js';
