@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { topicPath } from '../../src/pulsar/wire.js';
 import { runToolService, type RunningToolService, type ToolHandler } from '../../src/toolkit/tool-service.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
@@ -49,16 +49,6 @@ function events(body: string): { event: string; data: Record<string, unknown> }[
       const data = JSON.parse(/^data: (.+)$/m.exec(block)?.[1] ?? 'null') as Record<string, unknown>;
       return { event, data };
     });
-}
-
-async function waitFor<T>(fn: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 export function defineBridgeContract(label: string, environment: () => BusEnvironment | undefined): void {
@@ -125,7 +115,7 @@ export function defineBridgeContract(label: string, environment: () => BusEnviro
         expect(body).toMatchObject({ tool: `tell-joke-${topic}`, result: "Hey alice! Here's a pun about programming" });
         expect(body.id).toMatch(UUID);
         expect(typeof body.durationMs).toBe('number');
-        const request = await waitFor(() => requests.messages[0]);
+        const request = await vi.waitUntil(() => requests.messages[0], { timeout: 10_000, interval: 20 });
         // The reference test vector's structure: config and arguments as JSON text, id property.
         expect(Object.keys(request.body).sort()).toEqual(['arguments', 'config', 'user']);
         expect(typeof request.body['config']).toBe('string');

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readBrokerLimits } from '../../src/pulsar/broker-limits.js';
 import { effectiveLimits, payloadLimit } from '../../src/pulsar/limits.js';
 import { publishFrame, topicPath } from '../../src/pulsar/wire.js';
@@ -46,16 +46,6 @@ function recorder(): ToolServiceLogger & { lines: { level: string; msg: string; 
   const lines: { level: string; msg: string; obj: Record<string, unknown> }[] = [];
   const at = (level: string) => (obj: object, msg: string) => void lines.push({ level, msg, obj: obj as Record<string, unknown> });
   return { lines, info: at('info'), warn: at('warn'), error: at('error') };
-}
-
-async function waitFor<T>(fn: () => T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = fn();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 function open(url: string): Promise<WebSocket> {
@@ -401,7 +391,7 @@ describe('bytes that are not UTF-8', () => {
       await service.ready;
       const payload = responseBytes('{"config": "{}", "arguments": "{\\"topic\\": \\"caf@@\\"}"}', Buffer.from([0xe9])).toString('base64');
       producer.send(JSON.stringify({ payload, properties: { id: 'req-1' }, context: '1' }));
-      const answer = await waitFor(() => responses.messages[0]);
+      const answer = await vi.waitUntil(() => responses.messages[0], { timeout: 10_000, interval: 20 });
       expect(answer.properties).toEqual({ id: 'req-1' });
       expect(JSON.parse(answer.payload.toString('utf8'))).toEqual({
         error: { type: 'invalid-request', message: 'the request is not valid UTF-8' },
@@ -474,7 +464,10 @@ describe('the toolkit stays up when the broker goes away', () => {
       expect((await invoke(t, topic, { topic: 'x' })).json().result).toBe('still here');
 
       fake.dropConnections();
-      await waitFor(() => logs.lines.find((l) => l.msg === `listening again on non-persistent://tg/request/${topic}`));
+      await vi.waitUntil(() => logs.lines.find((l) => l.msg === `listening again on non-persistent://tg/request/${topic}`), {
+        timeout: 10_000,
+        interval: 20,
+      });
       expect(service.state).toBe('listening');
       expect(logs.lines.map((l) => [l.level, l.msg.replace(/\d+ ms/, 'N ms')])).toEqual([
         ['info', `listening on non-persistent://tg/request/${topic}`],
@@ -513,10 +506,13 @@ describe('the toolkit stays up when the broker goes away', () => {
     try {
       await service.ready;
       await broker.stop();
-      await waitFor(() => logs.lines.filter((l) => l.msg.startsWith('cannot reach the broker; retrying in')).length >= 3);
+      await vi.waitUntil(() => logs.lines.filter((l) => l.msg.startsWith('cannot reach the broker; retrying in')).length >= 3, {
+        timeout: 10_000,
+        interval: 20,
+      });
       expect(service.state).toBe('reconnecting');
       await broker.start(port);
-      await waitFor(() => service.state === 'listening');
+      await vi.waitUntil(() => service.state === 'listening', { timeout: 10_000, interval: 20 });
       const app = await createTestApp({ PULSAR_WS_URL: broker.url, RATE_LIMIT_MAX: '0' });
       try {
         await register(app, topic, bearer(app.token(['registry:write'])));
@@ -563,12 +559,12 @@ describe('the toolkit stays up when the broker goes away', () => {
           context: '1',
         }),
       );
-      await waitFor(() => started);
+      await vi.waitUntil(() => started, { timeout: 10_000, interval: 20 });
       fake.dropConnections();
-      await waitFor(() => service.state === 'reconnecting');
+      await vi.waitUntil(() => service.state === 'reconnecting', { timeout: 10_000, interval: 20 });
       responses = await spy(fake.url, `non-persistent://tg/response/${topic}`);
       release();
-      const answer = await waitFor(() => responses?.messages[0]);
+      const answer = await vi.waitUntil(() => responses?.messages[0], { timeout: 10_000, interval: 20 });
       expect(answer.properties).toEqual({ id: 'q-1' });
       expect(JSON.parse(answer.payload.toString('utf8'))).toEqual({ error: null, response: 'late but whole', end_of_stream: true });
       expect(logs.lines.find((l) => l.msg.startsWith('listening again'))?.obj).toMatchObject({ queued: 1 });
@@ -618,7 +614,7 @@ describe('the toolkit stays up when the broker goes away', () => {
         retryDelayMs: { min: 10, max: 20 },
         handler: () => '',
       });
-      await waitFor(() => logs.lines.length >= 2);
+      await vi.waitUntil(() => logs.lines.length >= 2, { timeout: 10_000, interval: 20 });
       if (how === 'close') await service.close();
       else controller.abort();
       await expect(service.stopped).resolves.toBeUndefined();

@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { readBrokerLimits, type BrokerLimits } from '../../src/pulsar/broker-limits.js';
 import { effectiveLimits, payloadLimit } from '../../src/pulsar/limits.js';
 import { runToolService, type ToolServiceLogger } from '../../src/toolkit/tool-service.js';
@@ -53,14 +53,6 @@ function recorder(): ToolServiceLogger & { lines: { level: string; msg: string }
   const lines: { level: string; msg: string }[] = [];
   const at = (level: string) => (_obj: object, msg: string) => void lines.push({ level, msg });
   return { lines, info: at('info'), warn: at('warn'), error: at('error') };
-}
-
-async function waitFor(fn: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!fn()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 if (pulsar.skip) {
@@ -338,10 +330,10 @@ if (pulsar.skip) {
 
         const stop = await script('stop');
         expect(stop.status, stop.stderr).toBe(0);
-        await waitFor(() => service.state === 'reconnecting', 30_000);
+        await vi.waitUntil(() => service.state === 'reconnecting', { timeout: 30_000, interval: 100 });
         const restart = await script('start');
         expect(restart.status, restart.stderr).toBe(0);
-        await waitFor(() => service.state === 'listening', 60_000);
+        await vi.waitUntil(() => service.state === 'listening', { timeout: 60_000, interval: 100 });
 
         const deadline = Date.now() + 60_000;
         let again = await call();

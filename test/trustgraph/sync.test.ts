@@ -7,19 +7,19 @@
  * real service, client and loader: test/bus/trustgraph-config.broker.test.ts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ConfigRequester } from '../src/trustgraph/config-client.js';
-import { ConfigServiceError } from '../src/trustgraph/config-client.js';
-import { adoptTrustGraphConfig } from '../src/trustgraph/adopt.js';
-import { catalogSource, ConfigSync } from '../src/trustgraph/config-sync.js';
+import type { ConfigRequester } from '../../src/trustgraph/config-client.js';
+import { ConfigServiceError } from '../../src/trustgraph/config-client.js';
+import { adoptTrustGraphConfig } from '../../src/trustgraph/adopt.js';
+import { catalogSource, ConfigSync } from '../../src/trustgraph/config-sync.js';
 import {
   planConfigWrites,
   SYNC_MARKER_KEY,
   type ConfigItem,
   type ConfigRequest,
   type ConfigResponse,
-} from '../src/model/trustgraph-config.js';
-import { bearer, createTestApp, type TestApp } from './helpers/app.js';
-import { seed } from './helpers/fixtures.js';
+} from '../../src/model/trustgraph-config.js';
+import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { seed } from '../helpers/fixtures.js';
 
 /** TrustGraph's config service and one agent following its pushes, in memory. */
 class FakeTrustGraph implements ConfigRequester {

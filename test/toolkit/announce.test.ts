@@ -8,10 +8,15 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { topicPath } from '../src/pulsar/wire.js';
-import { AnnouncementSchema } from '../src/model/announcement.js';
-import { runToolService, type RunningToolService, type ToolServiceLogger, type ToolServiceOptions } from '../src/toolkit/tool-service.js';
-import { FakePulsar } from './helpers/fake-pulsar.js';
+import { topicPath } from '../../src/pulsar/wire.js';
+import { AnnouncementSchema } from '../../src/model/announcement.js';
+import {
+  runToolService,
+  type RunningToolService,
+  type ToolServiceLogger,
+  type ToolServiceOptions,
+} from '../../src/toolkit/tool-service.js';
+import { FakePulsar } from '../helpers/fake-pulsar.js';
 
 /** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 5000 ms. */
 const polling = { timeout: 5000, interval: 10 };
