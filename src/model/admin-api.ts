@@ -115,8 +115,10 @@ export const AuditPageSchema = z
 
 const ImportBundleDescriptorSchema = z
   .strictObject({
-    'tool-services': z.array(ToolServiceBodySchema).max(200_000).default([]),
-    tools: z.array(ToolBodySchema).max(200_000).default([]),
+    // Said in words, as for every request body (src/http/openapi/transform.ts): zod writes no
+    // `default` for these two lists, so describeRequestDefaults has none to move.
+    'tool-services': z.array(ToolServiceBodySchema).max(200_000).default([]).describe('Default: `[]`.'),
+    tools: z.array(ToolBodySchema).max(200_000).default([]).describe('Default: `[]`.'),
   })
   .meta({
     id: 'ImportBundle',
