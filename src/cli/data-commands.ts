@@ -9,10 +9,11 @@ import { loadConfig } from '../config.js';
 import type { Settings } from '../config/settings.js';
 import { parseCommandArgs, type CommandOptions } from './args.js';
 import type { CliIo } from './io.js';
+import { runReview } from './review.js';
 import { mintToken } from './token.js';
 import { UsageError } from './usage-error.js';
 
-export const DATA_COMMANDS: ReadonlySet<string> = new Set(['put', 'get', 'list', 'delete', 'import', 'export']);
+export const DATA_COMMANDS: ReadonlySet<string> = new Set(['put', 'get', 'list', 'delete', 'import', 'export', 'review']);
 
 const DEFAULT_URL = 'http://127.0.0.1:8006';
 
@@ -137,7 +138,13 @@ const DATA_OPTIONS: CommandOptions = {
   token: { type: 'string' },
   file: { type: 'string' },
   format: { type: 'string' },
+  // review (issue 29)
+  accept: { type: 'string', multiple: true },
+  reject: { type: 'string', multiple: true },
+  'accept-all': { type: 'boolean' },
 };
+
+const REVIEW_OPTIONS = ['accept', 'reject', 'accept-all'] as const;
 
 /** `export --format`: the registry's bundle, or TrustGraph's config items. */
 const EXPORT_FORMATS: ReadonlySet<string> = new Set(['registry', 'trustgraph']);
@@ -155,6 +162,8 @@ export async function runDataCommand(command: string, args: readonly string[], i
   const format = options.get('format')?.at(-1);
   if (format !== undefined && command !== 'export') throw new UsageError(`--format is an option of export, not of ${command}`);
   if (format !== undefined && !EXPORT_FORMATS.has(format)) throw new UsageError(`--format takes ${[...EXPORT_FORMATS].join(' or ')}`);
+  const misplaced = command === 'review' ? undefined : REVIEW_OPTIONS.find((o) => options.has(o));
+  if (misplaced !== undefined) throw new UsageError(`--${misplaced} is an option of review, not of ${command}`);
   const client = httpClient(url, clientToken(options.get('token')?.at(-1), env, settings));
   const print = (value: unknown) => io.stdout(`${terminalJson(value)}\n`);
   const unexpected = (n: number) => {
@@ -212,6 +221,18 @@ export async function runDataCommand(command: string, args: readonly string[], i
       unexpected(0);
       print(await client.request('GET', format === undefined ? '/export' : `/export?format=${format}`));
       return 0;
+    }
+    case 'review': {
+      unexpected(1);
+      const server = rest[0];
+      if (server === undefined) throw new UsageError('review needs an MCP server id: tool-registry review <server>');
+      const request = {
+        server,
+        accept: options.get('accept') ?? [],
+        reject: options.get('reject') ?? [],
+        acceptAll: options.has('accept-all'),
+      };
+      return runReview(client, request, io.stdout, terminalSafe);
     }
     default:
       throw new UsageError(`unknown command "${command}"`);

@@ -24,9 +24,13 @@ Usage:
                                              (or a TrustGraph config dump: tool-service and tool items)
   tool-registry export [--format trustgraph] print every live service and tool in that form (or as
                                              TrustGraph config items, tg-export-workspace-config's form)
+  tool-registry review <server>              list an upstream MCP server's changes waiting for review,
+                                             each as <tool>@<digest> with its diff
+  tool-registry review <server> --accept T[@DIGEST] [--reject T[@DIGEST]] | --accept-all
+                                             accept or reject them (a tool alone: the version pending now)
   tool-registry --version                    print the version
 
-Data commands (put, get, delete, list, import, export) talk to a running registry:
+Data commands (put, get, delete, list, import, export, review) talk to a running registry:
   --url URL          registry base URL (REGISTRY_URL; default http://127.0.0.1:8006)
   --token TOKEN      bearer token (REGISTRY_TOKEN; default: an admin token minted from
                      JWT_SECRET or the dev secret beside --database-path)

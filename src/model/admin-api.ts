@@ -61,6 +61,11 @@ const McpUpstreamStatusSchema = z
     lastSyncAt: DateTimeSchema.nullable().describe('When its tool list was last read and stored.'),
     lastError: z.string().nullable().describe('Why the last connection or listing failed, if it did.'),
     tools: z.number().int().min(0).describe('Its live tools in the registry.'),
+    pending: z
+      .number()
+      .int()
+      .min(0)
+      .describe('Versions of its tools that wait for an operator (`GET /mcp-servers/{id}/pending`): policy `review` only.'),
     skipped: z
       .array(z.strictObject({ name: z.string().describe("The upstream's tool name."), reason: z.string() }))
       .describe(
@@ -82,6 +87,98 @@ export const McpServerRecordSchema = z
   .meta({ id: 'McpServerRecord', description: 'The admin view of an upstream MCP server.' });
 
 export const McpServerListSchema = z.strictObject({ mcpServers: z.array(McpServerRecordSchema) }).meta({ id: 'McpServerList' });
+
+// ---------------------------------------------------------------------------------------------
+// Review of upstream tools (issue 29; admin only)
+
+const DigestSchema = z
+  .string()
+  .regex(/^sha256:[0-9a-f]{64}$/, 'must be "sha256:" and 64 lowercase hex digits')
+  .describe(
+    'SHA-256 of the canonical JSON (keys sorted) of what agents are served of the tool: name, title, description, input and output schemas.',
+  );
+
+/**
+ * One change to accept or reject: the served name and the digest of the version the operator
+ * read. Other members are ignored, so that the entries of `GET .../pending` can be sent back
+ * as they are (`jq '{changes: .changes}'`).
+ */
+export const ReviewChangesSchema = z
+  .array(
+    z.object({
+      tool: ToolNameSchema.describe("The tool's served name (the server's prefix and the upstream's name)."),
+      digest: DigestSchema,
+    }),
+  )
+  .min(1)
+  .max(1000);
+
+export const ReviewBodySchema = z.strictObject({ changes: ReviewChangesSchema }).meta({
+  id: 'McpReview',
+  description:
+    'Pending changes, each by its tool and the digest it was listed with: a version that moved again meanwhile is refused (409).',
+});
+
+export const ReviewResultSchema = z
+  .strictObject({
+    changes: z.array(
+      z.strictObject({
+        tool: ToolNameSchema,
+        digest: DigestSchema,
+        acceptedDigest: DigestSchema.nullable().describe('The version agents were served before; null for a tool that was not served.'),
+      }),
+    ),
+  })
+  .meta({ id: 'McpReviewResult', description: 'The changes accepted or rejected.' });
+
+const ServedVersionSchema = z.strictObject({
+  title: z.string().optional(),
+  description: z.string(),
+  inputSchema: z.record(z.string(), z.unknown()),
+  outputSchema: z.record(z.string(), z.unknown()).optional(),
+});
+
+const PendingChangeSchema = z
+  .strictObject({
+    tool: ToolNameSchema.describe('The served name.'),
+    upstreamName: z.string().describe("The tool's name at the upstream."),
+    digest: DigestSchema.describe('The digest of the pending version: what accepting or rejecting names.'),
+    acceptedDigest: DigestSchema.nullable().describe('The digest of the version agents are served now; null for a new tool.'),
+    change: z.enum(['added', 'changed']),
+    seenAt: DateTimeSchema.describe('When the upstream first listed this version.'),
+    rejectedAt: DateTimeSchema.nullable().describe('When an operator rejected this version (listed only with `rejected=true`).'),
+    proposed: ServedVersionSchema.describe('What agents would be served: its text and schemas.'),
+    diff: z
+      .array(
+        z.strictObject({
+          op: z.enum(['add', 'remove', 'replace']),
+          pointer: z.string().describe('A JSON pointer into the served version: `/description`, `/inputSchema/properties/city`.'),
+          old: z.unknown().optional(),
+          new: z.unknown().optional(),
+        }),
+      )
+      .describe('From the accepted version to the pending one; every field is an `add` for a new tool.'),
+    diffTruncated: z.boolean().describe('The versions differ in more places than the diff lists (200).'),
+  })
+  .meta({ id: 'McpPendingChange', description: 'A version of an upstream tool that waits for an operator.' });
+
+export const PendingListSchema = z
+  .strictObject({
+    changes: z.array(PendingChangeSchema),
+    pending: CountSchema.describe('Every version of the server that waits for an operator (rejected ones left out).'),
+    next: z.string().nullable().describe('Pass as `after` for the next page; null on the last.'),
+  })
+  .meta({ id: 'McpPendingList' });
+
+export const PendingQuerySchema = z.object({
+  after: z.string().max(256).optional().describe('Only changes of tools named after this (the `next` of the page before).'),
+  limit: z.coerce.number().int().min(1).max(500).default(50).describe('At most this many changes (1 to 500).'),
+  rejected: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true')
+    .describe('`true`: rejected versions are listed too.'),
+});
 
 // ---------------------------------------------------------------------------------------------
 // Audit

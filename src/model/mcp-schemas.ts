@@ -73,6 +73,18 @@ export const McpServerSchema = z.strictObject({
       // Inside the count, which lets undefined through: zod's document shows no default outside a preprocess.
       .default({}),
   ),
+  /**
+   * Whether what the upstream lists reaches agents at once (`auto`) or only once an operator has
+   * accepted it (`review`, issue 29): new and changed tools wait as pending changes, agents keep
+   * the accepted version, and a tool the upstream drops leaves at once. Servers stored before
+   * the field existed were migrated to `auto` (migrations/013_mcp_pending.sql), what they did.
+   */
+  policy: z
+    .enum(['review', 'auto'])
+    .default('review')
+    .describe(
+      '`review` (the default): new and changed upstream tools wait in `GET /mcp-servers/{id}/pending` until an operator accepts them, and agents keep the accepted version meanwhile; a tool the upstream drops leaves at once. `auto`: whatever the upstream lists is served at once.',
+    ),
   /** Seconds between full refreshes of its tool list (default MCP_UPSTREAM_REFRESH_S). */
   refreshIntervalS: z.number().int().min(5).max(86_400).optional(),
   /** How long a call to one of its tools may wait for its answer (default TOOL_CALL_TIMEOUT_MS). */

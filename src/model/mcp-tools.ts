@@ -92,6 +92,31 @@ export interface StoredTool {
   descriptor: ToolDescriptor;
 }
 
+/** A version of an upstream tool waiting for an operator (issue 29), as the sync found it. */
+export interface PendingVersion {
+  tool: McpTool;
+  /** Its digest (src/registry/tool-digest.ts). */
+  digest: string;
+  /** The digest of the version agents are served now, or null for a tool not served yet. */
+  acceptedDigest: string | null;
+  /** First listed by this sync (not the version already pending): the audit names it. */
+  fresh: boolean;
+}
+
+/** A pending version as stored (migrations/013_mcp_pending.sql). */
+export interface StoredPending {
+  digest: string;
+  descriptor: McpTool;
+  rejected: boolean;
+}
+
+/** A server's policy `review` (issue 29): how the plan weighs what is listed against what is accepted. */
+export interface ReviewRules {
+  digest: (tool: McpTool) => string;
+  /** The version of the name pending now, if one is. */
+  pending: (name: string) => StoredPending | undefined;
+}
+
 export interface McpSyncPlan {
   upserts: McpTool[];
   /** Names of the server's tools the upstream no longer lists (or that no longer fit). */
@@ -99,6 +124,12 @@ export interface McpSyncPlan {
   /** Upstream tools whose name another tool has, or an operator's deleted tool had. */
   clashes: SkippedTool[];
   unchanged: number;
+  /** Policy `review`: versions to hold as pending, new or changed (a pending row written). */
+  pending: PendingVersion[];
+  /** Names listed whose pending row goes: what is listed is the accepted version again, or taken. */
+  settled: string[];
+  /** Names whose listed version is pending already, unchanged (rejected ones included). */
+  held: string[];
 }
 
 /**
@@ -118,30 +149,75 @@ export function planMcpSync(
   stored: (name: string) => StoredTool | undefined,
   own: readonly string[],
   deleted: (name: string) => StoredTool | undefined = () => undefined,
+  review?: ReviewRules,
 ): McpSyncPlan {
-  const plan: McpSyncPlan = { upserts: [], deletes: [], clashes: [], unchanged: 0 };
+  const plan: McpSyncPlan = { upserts: [], deletes: [], clashes: [], unchanged: 0, pending: [], settled: [], held: [] };
   const kept = new Set<string>();
-  for (const tool of wanted) {
-    const existing = stored(tool.name);
+  for (const listed of wanted) {
+    const existing = stored(listed.name);
     if (existing && !(existing.kind === 'mcp' && existing.serviceId === serverId)) {
       const holder = existing.kind === 'mcp' ? `a tool of MCP server "${existing.serviceId ?? ''}"` : `a tool of kind ${existing.kind}`;
-      plan.clashes.push({ name: tool.upstreamName, reason: `"${tool.name}" is taken by ${holder}` });
+      plan.clashes.push({ name: listed.upstreamName, reason: `"${listed.name}" is taken by ${holder}` });
+      if (review?.pending(listed.name)) plan.settled.push(listed.name);
       continue;
     }
-    const tombstone = existing ? undefined : deleted(tool.name);
+    const tombstone = existing ? undefined : deleted(listed.name);
     if (tombstone && tombstone.kind !== 'mcp') {
       plan.clashes.push({
-        name: tool.upstreamName,
-        reason: `"${tool.name}" was a tool of kind ${tombstone.kind}, deleted: a name an operator held is never taken over by an upstream`,
+        name: listed.upstreamName,
+        reason: `"${listed.name}" was a tool of kind ${tombstone.kind}, deleted: a name an operator held is never taken over by an upstream`,
       });
+      if (review?.pending(listed.name)) plan.settled.push(listed.name);
       continue;
     }
+    const accepted = existing?.descriptor as McpTool | undefined;
+    const tool = review ? reviewed(listed, accepted, review, plan) : listed;
+    // A new tool under review is not served (nor kept) until it is accepted.
+    if (tool === undefined) continue;
     kept.add(tool.name);
     if (existing && canonicalJson(existing.descriptor) === canonicalJson(tool)) plan.unchanged++;
     else plan.upserts.push(tool);
   }
   for (const name of own) if (!kept.has(name)) plan.deletes.push(name);
   return plan;
+}
+
+/**
+ * Policy `review`: what to serve of a listed tool. The listed version when agents are served
+ * it already (its pending row, if any, settled); else it is pending, and agents keep the
+ * accepted version's served fields (text and schemas) with the rest of the listing's (scopes and
+ * timeout come from the operator's server descriptor, not the upstream); undefined for a tool
+ * not accepted yet.
+ */
+function reviewed(listed: McpTool, accepted: McpTool | undefined, review: ReviewRules, plan: McpSyncPlan): McpTool | undefined {
+  const digest = review.digest(listed);
+  const acceptedDigest = accepted ? review.digest(accepted) : null;
+  const held = review.pending(listed.name);
+  if (digest === acceptedDigest) {
+    if (held) plan.settled.push(listed.name);
+    return listed;
+  }
+  // The same version pending already (its scopes perhaps changed since): rewritten only when the row differs.
+  const same = held?.digest === digest;
+  if (same && canonicalJson(held.descriptor) === canonicalJson(listed)) plan.held.push(listed.name);
+  else plan.pending.push({ tool: listed, digest, acceptedDigest, fresh: !same });
+  return accepted && servedAsAccepted(accepted, listed);
+}
+
+/** The accepted version's served fields with the listing's others, in the stored key order. */
+function servedAsAccepted(accepted: McpTool, listed: McpTool): McpTool {
+  return {
+    type: 'mcp',
+    name: listed.name,
+    server: listed.server,
+    upstreamName: listed.upstreamName,
+    ...(accepted.title !== undefined && { title: accepted.title }),
+    description: accepted.description,
+    inputSchema: accepted.inputSchema,
+    ...(accepted.outputSchema !== undefined && { outputSchema: accepted.outputSchema }),
+    scopes: listed.scopes,
+    ...(listed.timeoutMs !== undefined && { timeoutMs: listed.timeoutMs }),
+  };
 }
 
 /** JSON with every object's keys sorted: equal for values that differ only in key order. */

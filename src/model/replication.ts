@@ -17,6 +17,9 @@ export const REPLICATION_OPS = [
   'mcp-server.put',
   'mcp-server.delete',
   'mcp-server.sync',
+  /** Issue 29: an operator accepts, or rejects, pending versions of a server's tools (`body`: the changes, by tool and digest). */
+  'mcp-server.accept',
+  'mcp-server.reject',
   'import',
   /** One part of an import too big for one message: parts are staged, the last one applies the whole import. */
   'import.part',
@@ -127,6 +130,10 @@ export function replicationKey(event: ReplicationEvent): string {
     case 'mcp-server.delete':
     case 'mcp-server.sync':
       return `mcp-server/${event.target ?? idOf(event.body) ?? event.write}`;
+    case 'mcp-server.accept':
+    case 'mcp-server.reject':
+      // Not the server's key: a compacted reader keeps every review, and the server's own last write.
+      return `mcp-server-review/${event.target ?? ''}/${event.write}`;
     case 'import':
     case 'import.part':
       // Every part of one import under one key: they stay in one order wherever the topic goes.

@@ -346,7 +346,11 @@ export class McpSync<C extends UpstreamConnection> {
     const { registry } = this.#options;
     if (!registry.syncMcpToolsPart || wanted.length <= SYNC_SLICE) return registry.syncMcpTools(record.id, record.index, wanted);
     const listed = new Set(wanted.map((t) => t.name));
-    const merged: McpSyncResult = { stale: false, index: null, plan: { upserts: [], deletes: [], clashes: [], unchanged: 0 } };
+    const merged: McpSyncResult = {
+      stale: false,
+      index: null,
+      plan: { upserts: [], deletes: [], clashes: [], unchanged: 0, pending: [], settled: [], held: [] },
+    };
     for (let start = 0; start < wanted.length; start += SYNC_SLICE) {
       const last = start + SYNC_SLICE >= wanted.length;
       const result = await registry.syncMcpToolsPart(
@@ -361,6 +365,9 @@ export class McpSync<C extends UpstreamConnection> {
       plan.deletes.push(...result.plan.deletes);
       plan.clashes.push(...result.plan.clashes);
       plan.unchanged += result.plan.unchanged;
+      plan.pending.push(...result.plan.pending);
+      plan.settled.push(...result.plan.settled);
+      plan.held.push(...result.plan.held);
       merged.index = result.index ?? merged.index;
       // A slice is answered where the one before was shown (the catalogue, the change bus):
       // the next is queued a turn later, so that requests are read between the two.
@@ -382,7 +389,8 @@ export class McpSync<C extends UpstreamConnection> {
     }
     // Replaced or deleted meanwhile: the new record's own sync follows.
     if (result.stale || !result.plan) return;
-    this.#paceWrites(upstream, result.index !== null);
+    // Versions held for review are writes too (their rows): an upstream churning them is paced the same.
+    this.#paceWrites(upstream, result.index !== null || result.plan.pending.length > 0);
     upstream.lastSyncAt = new Date().toISOString();
     upstream.lastError = null;
     const clashed = new Set(result.plan.clashes.map((c) => c.name));
@@ -393,10 +401,23 @@ export class McpSync<C extends UpstreamConnection> {
       this.#options.log.warn({ mcpServer: record.id, skipped: upstream.skipped }, 'MCP server tools skipped');
     }
     upstream.skippedKey = key;
+    const fresh = result.plan.pending.filter((p) => p.fresh).map((p) => p.tool.name);
+    if (fresh.length > 0) {
+      this.#options.log.warn(
+        { mcpServer: record.id, pending: fresh.slice(0, 20), count: fresh.length },
+        'MCP server changes wait for review',
+      );
+    }
     if (result.index !== null) {
       const { upserts, deletes } = result.plan;
       this.#options.log.info(
-        { mcpServer: record.id, index: result.index, written: upserts.length, deleted: deletes.length },
+        {
+          mcpServer: record.id,
+          index: result.index,
+          written: upserts.length,
+          deleted: deletes.length,
+          pending: result.plan.pending.length,
+        },
         'MCP server tools synced',
       );
     }

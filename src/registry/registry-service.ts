@@ -18,7 +18,7 @@ import type { ChangeBus } from './change-bus.js';
 import type { CommitObserver } from './commit-telemetry.js';
 import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from './writes.js';
 import { GroupCommit, isoNow, type Outcome, type Pin } from './group-commit.js';
-import { WriteCommands, type McpSyncResult } from './write-commands.js';
+import { WriteCommands, type McpSyncResult, type ReviewedChange, type ReviewResult } from './write-commands.js';
 import { ImportJobs, type ImportSummary } from './import-jobs.js';
 import { ReplicatedApply } from './replicated-apply.js';
 
@@ -107,6 +107,16 @@ export class RegistryService implements RegistryWrites {
    */
   syncMcpToolsPart(serverId: string, serverIndex: number, part: readonly McpTool[], listed?: ReadonlySet<string>): Promise<McpSyncResult> {
     return this.#commit.enqueue(() => this.#commands.syncMcpTools(serverId, serverIndex, part, listed ?? null));
+  }
+
+  /** Accepts pending versions of a server's tools (issue 29): one write, all or none. */
+  acceptMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult> {
+    return this.#commit.enqueue(() => this.#commands.acceptMcpChanges(serverId, changes, actor));
+  }
+
+  /** Rejects pending versions of a server's tools (issue 29): agents keep what they are served. */
+  rejectMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult> {
+    return this.#commit.enqueue(() => this.#commands.rejectMcpChanges(serverId, changes, actor));
   }
 
   /** Runs alone and in slices, so that reads keep answering (src/registry/import-jobs.ts). */

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { RegistryError } from '../model/errors.js';
 import { McpToolSchema } from '../model/mcp-schemas.js';
+import { ReviewChangesSchema } from '../model/admin-api.js';
 import { parseMcpServerBody, parseToolServicePut } from '../model/descriptors.js';
 import { parseToolPutBody } from '../json-schema/tool-schemas.js';
 import type { ImportPartLimits, ReplicationEvent } from '../model/replication.js';
@@ -103,6 +104,15 @@ export class ReplicatedApply {
           if (!tools.success || event.serverIndex === undefined)
             throw new RegistryError('TR_ERR_VALIDATION', 'a replicated sync of an MCP server is malformed');
           return commands.syncMcpTools(required(), event.serverIndex, tools.data);
+        };
+      case 'mcp-server.accept':
+      case 'mcp-server.reject':
+        return () => {
+          const changes = ReviewChangesSchema.safeParse(event.body);
+          if (!changes.success) throw new RegistryError('TR_ERR_VALIDATION', `a replicated ${event.op} is malformed`);
+          return event.op === 'mcp-server.accept'
+            ? commands.acceptMcpChanges(required(), changes.data, actor)
+            : commands.rejectMcpChanges(required(), changes.data, actor);
         };
       case 'import.part':
         return () => this.#stageImportPart(event);

@@ -13,7 +13,7 @@ import type { BusTool, ToolService } from '../model/schemas.js';
 import { credentialOf, type McpTool } from '../model/mcp-schemas.js';
 import { planMcpSync, type McpSyncPlan } from '../model/mcp-tools.js';
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
-import type { AuditFor, RegistryStore } from '../store/registry-store.js';
+import type { AuditFor, PendingRecord, RegistryStore } from '../store/registry-store.js';
 import { toolRecordRepresentation } from '../catalog/record-etag.js';
 import { checkWriteCondition, type WriteCondition } from '../model/write-condition.js';
 import type { GroupCommit } from './group-commit.js';
@@ -47,31 +47,52 @@ function mcpServerActor(serverId: string): Actor {
   return { sub: `mcp-server:${serverId}`, iss: null, client: null, requestId: null };
 }
 
+/** The digest of what agents are served of a stored tool now, or null for none. */
+function currentDigest(record: ToolRecord | undefined): string | null {
+  return record ? toolDigest(record.descriptor as McpTool) : null;
+}
+
 /** Tools a sync's audit entry names; past it, a count. 100 entries take about 15 kB. */
 const AUDITED_TOOLS = 100;
 
+/** `name old -> new` for the first AUDITED_TOOLS entries, then a count of the rest. */
+function namedDigests(entries: readonly string[]): string {
+  const more = entries.length > AUDITED_TOOLS ? `; and ${entries.length - AUDITED_TOOLS} more` : '';
+  return `${entries.slice(0, AUDITED_TOOLS).join('; ')}${more}`;
+}
+
 /**
  * A sync's audit detail: the counts, then each tool written or removed with its digest before
- * and after (`none` where there was, or is, no such tool), the first AUDITED_TOOLS of them.
- * Read before the write, so `stored` still gives the old versions.
+ * and after (`none` where there was, or is, no such tool), the first AUDITED_TOOLS of them, then
+ * the versions it found that now wait for review. Read before the write, so `stored` still gives
+ * the old versions.
  */
 function syncDetail(plan: McpSyncPlan, stored: (name: string) => ToolRecord | undefined): string {
   const digestOf = (name: string): string => {
     const record = stored(name);
     return record ? toolDigest(record.descriptor as McpTool) : 'none';
   };
-  const named: string[] = [];
-  for (const tool of plan.upserts) {
-    if (named.length === AUDITED_TOOLS) break;
-    named.push(`${tool.name} ${digestOf(tool.name)} -> ${toolDigest(tool)}`);
-  }
-  for (const name of plan.deletes) {
-    if (named.length === AUDITED_TOOLS) break;
-    named.push(`${name} ${digestOf(name)} -> none`);
-  }
-  const total = plan.upserts.length + plan.deletes.length;
-  const more = total > named.length ? `; and ${total - named.length} more` : '';
-  return `${plan.upserts.length} tool(s) written, ${plan.deletes.length} deleted: ${named.join('; ')}${more}`;
+  const written = [
+    ...plan.upserts.map((tool) => `${tool.name} ${digestOf(tool.name)} -> ${toolDigest(tool)}`),
+    ...plan.deletes.map((name) => `${name} ${digestOf(name)} -> none`),
+  ];
+  const fresh = plan.pending.filter((p) => p.fresh).map((p) => `${p.tool.name} ${p.acceptedDigest ?? 'none'} -> ${p.digest}`);
+  const counts = `${plan.upserts.length} tool(s) written, ${plan.deletes.length} deleted`;
+  const parts = [written.length > 0 ? `${counts}: ${namedDigests(written)}` : counts];
+  if (fresh.length > 0) parts.push(`${fresh.length} pending review: ${namedDigests(fresh)}`);
+  return parts.join('; ');
+}
+
+/** One change an operator accepts or rejects (issue 29): the served name and the digest it was listed with. */
+export interface ReviewedChange {
+  tool: string;
+  digest: string;
+}
+
+/** What accepting or rejecting did: each change with the digest agents were served before. */
+export interface ReviewResult {
+  index: number | null;
+  changes: { tool: string; digest: string; acceptedDigest: string | null }[];
 }
 
 export class WriteCommands {
@@ -210,36 +231,174 @@ export class WriteCommands {
   /**
    * Brings an MCP server's stored tools in line with `wanted`, listed while the server's record
    * was at `serverIndex`. `listed`: undefined for a whole list; a slice's: null (delete nothing)
-   * or every name of the list.
+   * or every name of the list. Under the server's policy `review` (issue 29), what differs from
+   * the accepted versions is written as pending instead, and agents keep what was accepted.
    */
   syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[], listed?: ReadonlySet<string> | null): McpSyncResult {
     const view = this.#commit.view;
-    if (view.mcpServer(serverId)?.index !== serverIndex) return { stale: true, index: null, plan: null };
+    const server = view.mcpServer(serverId);
+    if (server?.index !== serverIndex) return { stale: true, index: null, plan: null };
     let own = view.toolsOfMcpServer(serverId);
     if (listed === null) own = [];
     // The names of this slice are in `wanted`, so kept; the others listed were written by slices before.
     else if (listed !== undefined) own = own.filter((name) => !listed.has(name));
+    const review = server.descriptor.policy !== 'auto';
     const plan = planMcpSync(
       serverId,
       wanted,
       (name) => view.tool(name),
       own,
       (name) => view.tombstone(name),
+      review ? { digest: toolDigest, pending: (name) => this.#store.mcpPending(serverId, name) } : undefined,
     );
-    // The same list as last time writes nothing: no index, no change event.
-    if (plan.upserts.length === 0 && plan.deletes.length === 0) return { stale: false, index: null, plan };
+    const pending = { serverId, put: plan.pending, drop: this.#pendingDropped(serverId, plan, wanted, listed, review) };
+    const pendingChanged = pending.put.length > 0 || pending.drop.length > 0;
     const at = this.#commit.stamp();
     const detail = syncDetail(plan, (name) => view.tool(name));
+    // The same list as last time writes nothing: no index, no change event.
+    if (plan.upserts.length === 0 && plan.deletes.length === 0) {
+      if (pendingChanged) {
+        const audit = plan.pending.some((p) => p.fresh)
+          ? this.#audit(mcpServerActor(serverId), at, 'mcp-server.sync', () => [serverId, 200, detail])
+          : undefined;
+        this.#store.writeMcpPending(pending, at, audit?.(undefined));
+      }
+      return { stale: false, index: null, plan };
+    }
     const writes = plan.upserts.map((tool) => ({ name: tool.name, kind: 'mcp' as const, serviceId: serverId, descriptor: tool }));
     const records = this.#store.writeMcpTools(
       writes,
       plan.deletes,
       at,
       this.#audit(mcpServerActor(serverId), at, 'mcp-server.sync', () => [serverId, 200, detail]),
+      pendingChanged ? pending : undefined,
     );
     const index = records[0]?.index ?? null;
     if (index !== null) this.#commit.stage(index, { tools: records });
     return { stale: false, index, plan };
+  }
+
+  /**
+   * The pending rows a sync removes: names listed again at their accepted version, or taken;
+   * and after a whole list (or its last slice), every name it did not list, or every row at
+   * all under the policy `auto`.
+   */
+  #pendingDropped(
+    serverId: string,
+    plan: McpSyncPlan,
+    wanted: readonly McpTool[],
+    listed: ReadonlySet<string> | null | undefined,
+    review: boolean,
+  ): string[] {
+    const dropped = [...plan.settled];
+    if (listed === null) return dropped;
+    const names = listed ?? new Set(wanted.map((t) => t.name));
+    for (const name of this.#store.mcpPendingNames(serverId)) if (!review || !names.has(name)) dropped.push(name);
+    return dropped;
+  }
+
+  /**
+   * An operator accepts pending versions of a server's tools (issue 29): each must be pending
+   * now with the digest the operator read, so that a version that moved again meanwhile is
+   * never accepted unseen; all or none. Written as the server's tools and audited under the
+   * operator, with the digests before and after.
+   */
+  acceptMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor: Actor | undefined): ReviewResult {
+    const view = this.#commit.view;
+    const found = this.#reviewed(serverId, changes, 'accept');
+    const errors: FieldError[] = [];
+    found.forEach(({ version }, i) => {
+      const existing = view.tool(version.descriptor.name);
+      if (existing && !(existing.kind === 'mcp' && existing.serviceId === serverId))
+        errors.push({
+          path: `changes.${i}.tool`,
+          message: `"${version.descriptor.name}" is taken by a tool of kind ${existing.kind} meanwhile`,
+        });
+    });
+    if (errors.length > 0)
+      throw new RegistryError('TR_ERR_CONFLICT', `cannot accept: ${errors[0]?.message ?? ''}`, { fieldErrors: errors });
+    const at = this.#commit.stamp();
+    const result: ReviewResult = {
+      index: null,
+      changes: found.map(({ version }) => ({
+        tool: version.name,
+        digest: version.digest,
+        acceptedDigest: currentDigest(view.tool(version.name)),
+      })),
+    };
+    const detail = `${result.changes.length} change(s) accepted: ${namedDigests(result.changes.map((c) => `${c.tool} ${c.acceptedDigest ?? 'none'} -> ${c.digest}`))}`;
+    const writes = found.map(({ version }) => ({
+      name: version.name,
+      kind: 'mcp' as const,
+      serviceId: serverId,
+      descriptor: version.descriptor,
+    }));
+    const records = this.#store.acceptMcpTools(
+      serverId,
+      writes,
+      at,
+      this.#audit(actor, at, 'mcp-server.accept', () => [serverId, 200, detail]),
+    );
+    result.index = records[0]?.index ?? null;
+    if (result.index !== null) this.#commit.stage(result.index, { tools: records });
+    return result;
+  }
+
+  /**
+   * An operator rejects pending versions (issue 29), checked as accepting them is: agents keep
+   * what they are served, and the same version listed again stays out of the queue.
+   */
+  rejectMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor: Actor | undefined): ReviewResult {
+    const view = this.#commit.view;
+    const found = this.#reviewed(serverId, changes, 'reject');
+    const at = this.#commit.stamp();
+    const result: ReviewResult = {
+      index: null,
+      changes: found.map(({ version }) => ({
+        tool: version.name,
+        digest: version.digest,
+        acceptedDigest: currentDigest(view.tool(version.name)),
+      })),
+    };
+    const detail = `${result.changes.length} change(s) rejected: ${namedDigests(result.changes.map((c) => `${c.tool} ${c.digest}`))}`;
+    const audit = this.#audit(actor, at, 'mcp-server.reject', () => [serverId, 200, detail]);
+    this.#store.rejectMcpPending(
+      serverId,
+      found.map(({ version }) => version.name),
+      at,
+      audit?.(undefined),
+    );
+    return result;
+  }
+
+  /** The pending versions `changes` name, each at the digest given; a 404 or 409 naming each that is not. */
+  #reviewed(serverId: string, changes: readonly ReviewedChange[], verb: 'accept' | 'reject'): { version: PendingRecord }[] {
+    if (!this.#commit.view.mcpServer(serverId)) throw new RegistryError('TR_ERR_NOT_FOUND', `no MCP server "${serverId}"`);
+    const errors: FieldError[] = [];
+    const found: { version: PendingRecord }[] = [];
+    const seen = new Set<string>();
+    changes.forEach((change, i) => {
+      if (seen.has(change.tool)) {
+        errors.push({ path: `changes.${i}.tool`, message: `"${change.tool}" is named more than once` });
+        return;
+      }
+      seen.add(change.tool);
+      const version = this.#store.mcpPending(serverId, change.tool);
+      if (!version) errors.push({ path: `changes.${i}.tool`, message: `no change of "${change.tool}" is pending` });
+      else if (version.digest !== change.digest)
+        errors.push({
+          path: `changes.${i}.digest`,
+          message: `the pending version of "${change.tool}" is ${version.digest} now, not ${change.digest}: read the queue again`,
+        });
+      else found.push({ version });
+    });
+    if (errors.length > 0) {
+      throw new RegistryError('TR_ERR_CONFLICT', `cannot ${verb}: ${errors[0]?.message ?? ''}`, {
+        fieldErrors: errors,
+        extra: { mcpServer: serverId },
+      });
+    }
+    return found;
   }
 
   /** An HTTP tool's host and port against the outbound address policy. */

@@ -10,6 +10,7 @@ import type { WriteCondition } from '../model/write-condition.js';
 import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { CommitObserver } from './commit-telemetry.js';
 import type { ImportSummary, McpSyncResult } from './registry-service.js';
+import type { ReviewedChange, ReviewResult } from './write-commands.js';
 
 /** A tool write's optional parts: POST /tools/register gives none but the actor. */
 export interface ToolWriteOptions {
@@ -46,6 +47,9 @@ export interface RegistryWrites {
    * replicator publishes a sync as one message), which then writes the list whole.
    */
   syncMcpToolsPart?(serverId: string, serverIndex: number, part: readonly McpTool[], listed?: ReadonlySet<string>): Promise<McpSyncResult>;
+  /** Issue 29: an operator accepts or rejects pending versions of an upstream server's tools, by tool and digest. */
+  acceptMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult>;
+  rejectMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult>;
   importBundle(input: unknown, actor?: Actor): Promise<ImportSummary>;
   observeCommits(observer: CommitObserver): () => void;
   /** Proves the database still takes a write (readiness); throws when it does not. */

@@ -33,6 +33,7 @@ import { IMPORT_PART_LIMITS, replicationKey, type RefusalReason, type Replicatio
 import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
 import type { CommitObserver } from '../registry/commit-telemetry.js';
+import type { ReviewedChange, ReviewResult } from '../registry/write-commands.js';
 import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from '../registry/writes.js';
 import type { RegistryStore } from '../store/registry-store.js';
 import { ensureTopic } from './admin.js';
@@ -249,6 +250,14 @@ export class Replicator implements RegistryWrites {
 
   syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult> {
     return this.#write('mcp-server.sync', () => ({ target: serverId, serverIndex, body: wanted }), undefined);
+  }
+
+  acceptMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult> {
+    return this.#write('mcp-server.accept', () => ({ target: serverId, body: changes }), actor);
+  }
+
+  rejectMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult> {
+    return this.#write('mcp-server.reject', () => ({ target: serverId, body: changes }), actor);
   }
 
   /** One message when it fits one; else `import.part` messages (src/replication/import-parts.ts), applied at the last. */

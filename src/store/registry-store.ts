@@ -6,12 +6,14 @@
  */
 import { RegistryError } from '../model/errors.js';
 import type { CredentialChange, McpServer } from '../model/mcp-schemas.js';
+import type { PendingVersion } from '../model/mcp-tools.js';
 import type { AuditEntryInput, ChangeRecord, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
 import type { AuditStore } from './audit-store.js';
 import { ChangeRows, type ToolHistoryEntry } from './change-rows.js';
 import type { SqliteDatabase } from './database.js';
 import { ImportPartRows, type ImportPartRow, type StagedImport } from './import-part-rows.js';
+import { McpPendingRows, type PendingRecord } from './mcp-pending-rows.js';
 import { McpServerRows } from './mcp-server-rows.js';
 import { ReadinessProbe } from './readiness-probe.js';
 import { RegistryIndexRows } from './registry-index-rows.js';
@@ -23,7 +25,14 @@ import type { Fdatasync } from './wal-sync.js';
 import type { WriteGate } from './write-gate.js';
 
 // The names callers have always imported from here.
-export type { AuditFor, BulkWrite, GroupOptions, ReplicationPosition, SlicedWrite, ToolWrite };
+export type { AuditFor, BulkWrite, GroupOptions, PendingRecord, ReplicationPosition, SlicedWrite, ToolWrite };
+
+/** What a sync does to a server's pending versions (issue 29): rows written, and names whose row goes. */
+export interface PendingChanges {
+  serverId: string;
+  put: readonly PendingVersion[];
+  drop: readonly string[];
+}
 
 export interface RegistryStoreOptions {
   /** The fdatasync that makes deferred commits durable (tests pass a fake to watch or fail it). */
@@ -41,6 +50,7 @@ export class RegistryStore {
   readonly #tools: ToolRows;
   readonly #services: ServiceRows;
   readonly #mcpServers: McpServerRows;
+  readonly #mcpPending: McpPendingRows;
   readonly #importParts: ImportPartRows;
   readonly #replication: ReplicationPositionRows;
   readonly #transactions: Transactions;
@@ -53,6 +63,7 @@ export class RegistryStore {
     this.#tools = new ToolRows(db, this.#changes);
     this.#services = new ServiceRows(db, this.#changes);
     this.#mcpServers = new McpServerRows(db);
+    this.#mcpPending = new McpPendingRows(db);
     this.#importParts = new ImportPartRows(db);
     this.#replication = new ReplicationPositionRows(db);
     const tools = this.#tools;
@@ -246,19 +257,83 @@ export class RegistryStore {
   ): { server: McpServerRecord; tools: ToolRecord[] } {
     return this.#transactions.write((index) => {
       const tools = this.#mcpServers.toolNames(id).map((name) => this.#tools.tombstone(name, index, now));
+      // Nothing of a deleted server waits for review any more.
+      this.#mcpPending.dropServer(id);
       return { server: this.#mcpServers.tombstone(id, index, now), tools };
     }, audit);
   }
 
-  /** A sync of an MCP server's tools: its new and changed tools and the ones it no longer lists, in one write. */
-  writeMcpTools(upserts: readonly ToolWrite[], deletes: readonly string[], now: string, audit?: AuditFor<ToolRecord[]>): ToolRecord[] {
-    return this.#transactions.write(
-      (index) => [
+  /**
+   * A sync of an MCP server's tools: its new and changed tools and the ones it no longer lists,
+   * with what it does to the server's pending versions, in one write.
+   */
+  writeMcpTools(
+    upserts: readonly ToolWrite[],
+    deletes: readonly string[],
+    now: string,
+    audit?: AuditFor<ToolRecord[]>,
+    pending?: PendingChanges,
+  ): ToolRecord[] {
+    return this.#transactions.write((index) => {
+      const records = [
         ...upserts.map((t) => this.#tools.put(t, index, now).record),
         ...deletes.map((name) => this.#tools.tombstone(name, index, now)),
-      ],
-      audit,
-    );
+      ];
+      if (pending) this.#writePending(pending, now);
+      return records;
+    }, audit);
+  }
+
+  /**
+   * A sync that changes only what is pending (no tool agents see): no registry index, no change
+   * event; in the transaction open (a savepoint of the batch), with its audit entry.
+   */
+  writeMcpPending(pending: PendingChanges, now: string, audit?: AuditEntryInput): void {
+    this.#transactions.group(() => {
+      this.#writePending(pending, now);
+      if (audit) this.#audit?.insert(audit);
+    });
+  }
+
+  /** Accepted versions of a server's tools (issue 29) written as its tools, their pending rows gone, in one write. */
+  acceptMcpTools(serverId: string, writes: readonly ToolWrite[], now: string, audit?: AuditFor<ToolRecord[]>): ToolRecord[] {
+    return this.#transactions.write((index) => {
+      for (const write of writes) this.#mcpPending.drop(serverId, write.name);
+      return writes.map((t) => this.#tools.put(t, index, now).record);
+    }, audit);
+  }
+
+  /** Rejected versions stay, marked, so that the same version listed again is not pending again. */
+  rejectMcpPending(serverId: string, names: readonly string[], now: string, audit?: AuditEntryInput): void {
+    this.#transactions.group(() => {
+      for (const name of names) this.#mcpPending.reject(serverId, name, now);
+      if (audit) this.#audit?.insert(audit);
+    });
+  }
+
+  /** The version of a server's tool pending now, inside the open transaction if there is one. */
+  mcpPending(serverId: string, name: string): PendingRecord | undefined {
+    return translate(() => this.#mcpPending.get(serverId, name));
+  }
+
+  /** A page of a server's pending versions, by name after `after`. */
+  mcpPendingPage(serverId: string, after: string, limit: number, rejected: boolean): PendingRecord[] {
+    return translate(() => this.#mcpPending.page(serverId, after, limit, rejected));
+  }
+
+  /** How many versions of a server's tools wait for an operator. */
+  mcpPendingCount(serverId: string): number {
+    return translate(() => this.#mcpPending.count(serverId));
+  }
+
+  /** Names with a pending row (rejected ones too). */
+  mcpPendingNames(serverId: string): string[] {
+    return translate(() => this.#mcpPending.names(serverId));
+  }
+
+  #writePending(pending: PendingChanges, now: string): void {
+    for (const name of pending.drop) this.#mcpPending.drop(pending.serverId, name);
+    for (const version of pending.put) this.#mcpPending.put(pending.serverId, version, now);
   }
 
   /**

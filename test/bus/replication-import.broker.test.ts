@@ -181,7 +181,7 @@ if (pulsar.skip) {
         const [m1, m2] = replicas as [Replica, Replica, Replica];
         const put = await call(m1.url, 'PUT', '/mcp-servers/gh', {
           token: ADMIN,
-          body: { url: upstream.url, credential: { bearer }, prefix: 'gh_' },
+          body: { url: upstream.url, policy: 'auto', credential: { bearer }, prefix: 'gh_' },
         });
         expect(put.status, put.text).toBe(201);
         expect(put.text).not.toContain(bearer);

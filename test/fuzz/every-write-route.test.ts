@@ -22,6 +22,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
+import { toolDigest } from '../../src/registry/tool-digest.js';
 import {
   applyMutation,
   expectCleanAnswer,
@@ -433,6 +434,22 @@ beforeAll(async () => {
     timeoutMs: 1000,
     credential: { bearer: 'fuzz-secret' },
   });
+  // A server under review (issue 29) with two changes pending, as a listing of it would leave them.
+  await write('PUT', '/mcp-servers/fuzz-review', admin, { url: 'http://127.0.0.1:9/mcp', prefix: 'rv_' });
+  const listed = (name: string) => ({
+    type: 'mcp' as const,
+    name: `rv_${name}`,
+    server: 'fuzz-review',
+    upstreamName: name,
+    description: `Upstream ${name}.`,
+    inputSchema: { type: 'object' as const },
+    scopes: [],
+  });
+  await t.app.registry.syncMcpTools('fuzz-review', t.app.catalog.getMcpServer('fuzz-review')!.index, [listed('a'), listed('b')]);
+  const reviewed = {
+    a: { tool: 'rv_a', digest: toolDigest(listed('a')) },
+    b: { tool: 'rv_b', digest: toolDigest(listed('b')) },
+  };
   const mcpHeaders = (session: string) => ({
     accept: 'application/json, text/event-stream',
     'mcp-session-id': session,
@@ -505,6 +522,9 @@ beforeAll(async () => {
     deleteToolService: [{ params: { id: 'fuzz-doomed' } }],
     putMcpServer: [{ params: { id: 'fuzz-upstream' }, body: mcpServer('up_') }],
     deleteMcpServer: [{ params: { id: 'fuzz-doomed' } }],
+    // Issue 29's review: one pending change each (the first send of each example is accepted; later ones are refusals).
+    acceptMcpServerChanges: [{ params: { id: 'fuzz-review' }, body: { changes: [reviewed.a] } }],
+    rejectMcpServerChanges: [{ params: { id: 'fuzz-review' }, body: { changes: [reviewed.b] } }],
     importBundle: [
       {
         body: {

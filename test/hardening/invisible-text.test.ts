@@ -350,7 +350,7 @@ describe('issue 29: invisible characters from an upstream MCP server', () => {
     const synced = new Promise<void>(
       (resolve) => (off = t.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 'up_coder') && resolve())),
     );
-    expect((await send('PUT', '/mcp-servers/up', { url: upstream.url, prefix: 'up_' })).status).toBe(201);
+    expect((await send('PUT', '/mcp-servers/up', { url: upstream.url, policy: 'auto', prefix: 'up_' })).status).toBe(201);
     await synced;
     off();
     const status = async () =>

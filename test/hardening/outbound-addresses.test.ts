@@ -257,7 +257,7 @@ describe('the outbound address policy (issue 28)', () => {
       method: 'PUT',
       url: '/mcp-servers/rebound',
       headers: admin,
-      payload: { url: `http://mcp.test:${port}/mcp`, prefix: 'rb_' },
+      payload: { url: `http://mcp.test:${port}/mcp`, policy: 'auto', prefix: 'rb_' },
     });
     expect(putServer.statusCode, putServer.body).toBe(201);
     const state = async () =>

@@ -792,7 +792,7 @@ describe('issue 28: no schema, argument or upstream answer stalls the registry',
           const id = `hostile-${attempt}`;
           const prefix = `u${attempt}_`;
           const put = await during('registering the upstream', () =>
-            send('PUT', `/mcp-servers/${id}`, { url: upstream.url, prefix }, admin),
+            send('PUT', `/mcp-servers/${id}`, { url: upstream.url, policy: 'auto', prefix }, admin),
           );
           expect(put.status, put.text).toBe(201);
           const status = async () =>

@@ -37,6 +37,8 @@ export interface McpUpstream {
   calls: { name: string; arguments: Record<string, unknown> }[];
   /** Adds a tool and tells every session its list changed. */
   addTool(def: UpstreamToolDef): Promise<void>;
+  /** Removes a tool and tells every session its list changed. */
+  removeTool(name: string): Promise<void>;
   /** Tells every session its list changed, without changing it. */
   listChanged(): Promise<void>;
   /** Stops listening and drops every connection and session, as a crash would. */
@@ -120,6 +122,11 @@ export async function startMcpUpstream(options: { tools: UpstreamToolDef[]; page
     calls,
     async addTool(def) {
       tools.push(def);
+      await listChanged();
+    },
+    async removeTool(name) {
+      const at = tools.findIndex((d) => d.tool.name === name);
+      if (at >= 0) tools.splice(at, 1);
       await listChanged();
     },
     listChanged,

@@ -716,6 +716,32 @@ describe('the OpenAPI document', () => {
     expect((await call('/mcp-servers', { method: 'GET', url: '/mcp-servers', headers: admin })).res.statusCode).toBe(200);
     expect((await call('/mcp-servers/{id}', { method: 'GET', url: '/mcp-servers/up', headers: admin })).res.statusCode).toBe(200);
     expect((await call('/mcp-servers/{id}', { method: 'GET', url: '/mcp-servers/nope', headers: admin })).res.statusCode).toBe(404);
+    // Its review queue (issue 29), filled as a listing of the upstream would fill it.
+    const listedTool = (name: string, description: string) => ({
+      type: 'mcp' as const,
+      name: `up_${name}`,
+      server: 'up',
+      upstreamName: name,
+      description,
+      inputSchema: { type: 'object' as const, properties: { q: { type: 'string' } } },
+      scopes: [],
+    });
+    await app.registry.syncMcpTools('up', app.catalog.getMcpServer('up')!.index, [listedTool('a', 'A.'), listedTool('b', 'B.')]);
+    const queue = await call('/mcp-servers/{id}/pending', { method: 'GET', url: '/mcp-servers/up/pending?limit=1', headers: admin });
+    expect(queue.res.statusCode).toBe(200);
+    const pendingA = (queue.body as { changes: { tool: string; digest: string }[]; next: string | null }).changes[0]!;
+    expect((queue.body as { next: string | null }).next).toBe('up_a');
+    const second = await call('/mcp-servers/{id}/pending', { method: 'GET', url: '/mcp-servers/up/pending?after=up_a', headers: admin });
+    const other = (second.body as { changes: { tool: string; digest: string }[] }).changes[0]!;
+    const review = (verb: string, changes: unknown) =>
+      call(`/mcp-servers/{id}/${verb}`, { method: 'POST', url: `/mcp-servers/up/${verb}`, headers: admin, payload: { changes } as never });
+    expect((await review('accept', [pendingA])).res.statusCode).toBe(200);
+    expect((await review('accept', [pendingA])).res.statusCode).toBe(409);
+    expect((await review('reject', [other])).res.statusCode).toBe(200);
+    expect((await review('reject', [{ tool: 'up_b', digest: 'sha256:0' }])).res.statusCode).toBe(400);
+    expect(
+      (await call('/mcp-servers/{id}/pending', { method: 'GET', url: '/mcp-servers/nope/pending', headers: admin })).res.statusCode,
+    ).toBe(404);
     expect((await call('/mcp-servers/{id}', { method: 'DELETE', url: '/mcp-servers/up', headers: admin })).res.statusCode).toBe(200);
 
     // Bulk.

@@ -39,7 +39,7 @@ async function registered(t: TestApp, id: string, up: McpUpstream, count: number
     method: 'PUT',
     url: `/mcp-servers/${id}`,
     headers: bearer(t.token(['registry:write'])),
-    payload: { url: up.url, prefix: 'up_' },
+    payload: { url: up.url, policy: 'auto', prefix: 'up_' },
   });
   expect(put.statusCode).toBe(201);
   await vi.waitFor(() => expect(t.app.catalog.toolsOfMcpServer(id)).toHaveLength(count), { timeout: 60_000, interval: 20 });

@@ -76,7 +76,12 @@ describe('namespaces of upstream MCP servers (issue 29)', () => {
 
   it('names the tools of a server without a prefix under one derived from its id', async () => {
     expect((await app.inject({ method: 'POST', url: '/tools/register', headers: admin(), payload: CALCULATOR })).statusCode).toBe(201);
-    const put = await app.inject({ method: 'PUT', url: '/mcp-servers/math.tools', headers: admin(), payload: { url: plain.url } });
+    const put = await app.inject({
+      method: 'PUT',
+      url: '/mcp-servers/math.tools',
+      headers: admin(),
+      payload: { url: plain.url, policy: 'auto' },
+    });
     expect(put.statusCode).toBe(201);
     await vi.waitFor(() => expect(record('math_tools_echo')?.kind).toBe('mcp'), { timeout: 5000, interval: 20 });
     expect(await names()).toEqual(['calculator', 'math_tools_calculator', 'math_tools_echo']);
@@ -87,8 +92,14 @@ describe('namespaces of upstream MCP servers (issue 29)', () => {
   it("never lets an upstream take an operator's name, before or after the operator deletes it", async () => {
     // A prefix chosen to land on the operator's name: the name is taken, so the tool is skipped.
     expect(
-      (await app.inject({ method: 'PUT', url: '/mcp-servers/evil', headers: admin(), payload: { url: hostile.url, prefix: 'calc' } }))
-        .statusCode,
+      (
+        await app.inject({
+          method: 'PUT',
+          url: '/mcp-servers/evil',
+          headers: admin(),
+          payload: { url: hostile.url, policy: 'auto', prefix: 'calc' },
+        })
+      ).statusCode,
     ).toBe(201);
     await vi.waitFor(() => expect(record('calcother')?.kind).toBe('mcp'), { timeout: 5000, interval: 20 });
     expect((await status('evil')).upstream.skipped).toEqual([{ name: 'ulator', reason: '"calculator" is taken by a tool of kind http' }]);

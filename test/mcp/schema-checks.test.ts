@@ -77,7 +77,7 @@ describe('schemas and MCP (issue 12)', () => {
       method: 'PUT',
       url: '/mcp-servers/up',
       headers: admin,
-      payload: { url: upstream.url, prefix: 'up_' },
+      payload: { url: upstream.url, policy: 'auto', prefix: 'up_' },
     });
     expect(put.statusCode, put.body).toBe(201);
     const order = {

@@ -45,7 +45,12 @@ async function syncEntries(t: TestApp, id: string): Promise<AuditEntry[]> {
 }
 
 async function registered(t: TestApp, id: string, up: McpUpstream, count: number): Promise<void> {
-  const put = await t.app.inject({ method: 'PUT', url: `/mcp-servers/${id}`, headers: admin(t), payload: { url: up.url, prefix: 'up_' } });
+  const put = await t.app.inject({
+    method: 'PUT',
+    url: `/mcp-servers/${id}`,
+    headers: admin(t),
+    payload: { url: up.url, policy: 'auto', prefix: 'up_' },
+  });
   expect(put.statusCode).toBe(201);
   await vi.waitFor(() => expect(t.app.catalog.toolsOfMcpServer(id)).toHaveLength(count), { timeout: 30_000, interval: 20 });
 }

@@ -39,11 +39,11 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
       ['a URL with a fragment', { url: `${upstream.url}#x` }, 'url'],
       ['another scheme', { url: 'ftp://127.0.0.1/mcp' }, 'url'],
       ['a line feed in the URL', { url: 'http://127.0.0.1/m\ncp' }, 'url'],
-      ['a control character in the prefix', { url: upstream.url, prefix: 'gh\u001b' }, 'prefix'],
-      ['a credential with a space', { url: upstream.url, credential: { bearer: 'a b' } }, 'credential'],
-      ['a credential to keep that is not there', { url: upstream.url, credential: { set: true } }, 'credential'],
-      ['an unknown field', { url: upstream.url, headers: {} }, 'headers'],
-      ['a bad scope', { url: upstream.url, toolScopes: { one: ['has space'] } }, 'toolScopes.one.0'],
+      ['a control character in the prefix', { url: upstream.url, policy: 'auto', prefix: 'gh\u001b' }, 'prefix'],
+      ['a credential with a space', { url: upstream.url, policy: 'auto', credential: { bearer: 'a b' } }, 'credential'],
+      ['a credential to keep that is not there', { url: upstream.url, policy: 'auto', credential: { set: true } }, 'credential'],
+      ['an unknown field', { url: upstream.url, policy: 'auto', headers: {} }, 'headers'],
+      ['a bad scope', { url: upstream.url, policy: 'auto', toolScopes: { one: ['has space'] } }, 'toolScopes.one.0'],
     ];
     for (const [what, payload, path] of refused) {
       const res = await put(payload);
@@ -56,7 +56,8 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
     expect(registry.app.catalog.mcpServers()).toEqual([]);
     const agent = bearer(registry.token(['other']));
     expect(
-      (await registry.app.inject({ method: 'PUT', url: '/mcp-servers/s', headers: agent, payload: { url: upstream.url } })).statusCode,
+      (await registry.app.inject({ method: 'PUT', url: '/mcp-servers/s', headers: agent, payload: { url: upstream.url, policy: 'auto' } }))
+        .statusCode,
     ).toBe(403);
     expect((await registry.app.inject({ method: 'GET', url: '/mcp-servers', headers: agent })).statusCode).toBe(403);
   });
@@ -66,7 +67,12 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
       { MCP_UPSTREAM_MAX_TOOLS: '3' },
       ['a', 'b', 'c', 'd', 'e'].map((n) => tool(n)),
     );
-    const put = await registry.app.inject({ method: 'PUT', url: '/mcp-servers/big', headers: admin, payload: { url: upstream.url } });
+    const put = await registry.app.inject({
+      method: 'PUT',
+      url: '/mcp-servers/big',
+      headers: admin,
+      payload: { url: upstream.url, policy: 'auto' },
+    });
     expect(put.statusCode).toBe(201);
     const status = async () =>
       (
@@ -98,7 +104,7 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
           upstream: { lastError: string | null; skipped: unknown[] };
         }
       ).upstream;
-    await registry.app.inject({ method: 'PUT', url: '/mcp-servers/big', headers: admin, payload: { url: upstream.url } });
+    await registry.app.inject({ method: 'PUT', url: '/mcp-servers/big', headers: admin, payload: { url: upstream.url, policy: 'auto' } });
     await vi.waitFor(async () => expect((await status('big')).lastError).toMatch(/larger than 1024 bytes/), {
       timeout: 5000,
       interval: 20,
@@ -109,7 +115,7 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
     const synced = new Promise<void>((resolve) =>
       registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 'small_fine') && resolve()),
     );
-    await registry.app.inject({ method: 'PUT', url: '/mcp-servers/small', headers: admin, payload: { url: small.url } });
+    await registry.app.inject({ method: 'PUT', url: '/mcp-servers/small', headers: admin, payload: { url: small.url, policy: 'auto' } });
     await synced;
     expect((await status('small')).skipped).toEqual([
       { name: 'escape', reason: 'description: must not contain control characters or bidirectional formatting characters' },
@@ -131,7 +137,12 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
     const synced = new Promise<void>((resolve) =>
       registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 's_slow') && resolve()),
     );
-    await registry.app.inject({ method: 'PUT', url: '/mcp-servers/s', headers: admin, payload: { url: upstream.url, timeoutMs: 300 } });
+    await registry.app.inject({
+      method: 'PUT',
+      url: '/mcp-servers/s',
+      headers: admin,
+      payload: { url: upstream.url, policy: 'auto', timeoutMs: 300 },
+    });
     await synced;
     const res = await registry.app.inject({
       method: 'POST',
@@ -148,7 +159,7 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
     const synced = new Promise<void>((resolve) =>
       registry.app.changes.subscribe((_i, changes) => changes.some((c) => c.name === 's_one') && resolve()),
     );
-    await registry.app.inject({ method: 'PUT', url: '/mcp-servers/s', headers: admin, payload: { url: upstream.url } });
+    await registry.app.inject({ method: 'PUT', url: '/mcp-servers/s', headers: admin, payload: { url: upstream.url, policy: 'auto' } });
     await synced;
     await upstream.stop();
     const started = performance.now();

@@ -111,6 +111,7 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
       headers: admin(),
       payload: {
         url: upstream.url,
+        policy: 'auto',
         credential: { bearer: CREDENTIAL },
         prefix: 'gh_',
         scopes: ['gh:read'],
@@ -282,7 +283,14 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
       method: 'PUT',
       url: '/mcp-servers/github',
       headers: admin(),
-      payload: { url: upstream.url, credential: { set: true }, prefix: 'hub_', scopes: ['gh:read'], toolScopes: { fail: ['gh:admin'] } },
+      payload: {
+        url: upstream.url,
+        policy: 'auto',
+        credential: { set: true },
+        prefix: 'hub_',
+        scopes: ['gh:read'],
+        toolScopes: { fail: ['gh:admin'] },
+      },
     });
     expect(res.statusCode).toBe(200);
     const index = await renamed;

@@ -52,7 +52,7 @@ describe('tracing a call to an upstream MCP server', () => {
       method: 'PUT',
       url: '/mcp-servers/github',
       headers: admin,
-      payload: { url: upstream.url, prefix: 'gh_' },
+      payload: { url: upstream.url, policy: 'auto', prefix: 'gh_' },
     });
     expect(put.statusCode, put.body).toBe(201);
     // The registry lists the server's tools once it has connected.
