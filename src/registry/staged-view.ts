@@ -46,6 +46,14 @@ export class StagedView {
   }
 
   /** Live tools of an MCP server. */
+  /** Every live MCP server, staged writes included. */
+  mcpServers(): McpServerRecord[] {
+    const staged = this.#staged()?.mcpServers;
+    const live = new Map(this.#catalog.mcpServers().map((record) => [record.id, record]));
+    for (const [id, record] of staged ?? []) live.set(id, record);
+    return [...live.values()].filter((record) => record.status !== 'deleted');
+  }
+
   toolsOfMcpServer(id: string): string[] {
     const names = new Set(this.#catalog.toolsOfMcpServer(id));
     for (const [name, record] of this.#staged()?.tools ?? []) {

@@ -10,8 +10,8 @@ import { resolveTool, validationError, type ParsedTool } from '../model/resolve.
 import { named, type McpServerPutBody, type ToolPutBody, type ToolServicePutBody } from '../model/descriptors.js';
 import { outboundTargetsOf, type OutboundCheck, type OutboundTarget } from '../model/outbound-address.js';
 import type { BusTool, ToolService } from '../model/schemas.js';
-import { credentialOf, type McpTool } from '../model/mcp-schemas.js';
-import { planMcpSync, type McpSyncPlan } from '../model/mcp-tools.js';
+import { credentialOf, type McpServer, type McpTool } from '../model/mcp-schemas.js';
+import { planMcpSync, prefixOf, type McpSyncPlan } from '../model/mcp-tools.js';
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { AuditFor, PendingRecord, RegistryStore } from '../store/registry-store.js';
 import { toolRecordRepresentation } from '../catalog/record-etag.js';
@@ -204,6 +204,7 @@ export class WriteCommands {
   putMcpServer(input: McpServerPutBody, pathId: string | undefined, actor: Actor | undefined): PutResult<McpServerRecord> {
     const { server, credential } = credentialOf(named(input, 'id', pathId));
     this.#refuseTargets('MCP server', outboundTargetsOf('mcp-server', server));
+    this.#refuseOverlappingPrefix(server);
     const at = this.#commit.stamp();
     // The audit entry names the server only: never its credential.
     const result = this.#store.putMcpServer(
@@ -422,6 +423,30 @@ export class WriteCommands {
       }
     }
     return broken;
+  }
+
+  /**
+   * Namespaces do not nest (issue 29): a server whose prefix starts another server's, or starts
+   * with it (`gh_` and `gh_s`), could list a name inside the other's namespace (`earch` ->
+   * `gh_search`) and hold it whenever the other does not list it, a shadow of its tool. A new
+   * prefix that overlaps a live server's is refused; a server stored with one before this check
+   * keeps it as long as its prefix does not change.
+   */
+  #refuseOverlappingPrefix(server: McpServer): void {
+    const view = this.#commit.view;
+    const prefix = prefixOf(server);
+    const before = view.mcpServer(server.id);
+    if (before && prefixOf(before.descriptor) === prefix) return;
+    for (const other of view.mcpServers()) {
+      if (other.id === server.id) continue;
+      const theirs = prefixOf(other.descriptor);
+      if (!theirs.startsWith(prefix) && !prefix.startsWith(theirs)) continue;
+      const message = `"${prefix}" overlaps the prefix "${theirs}" of MCP server "${other.id}": one server's tools could take names in the other's namespace; give a prefix that neither starts nor is started by another server's`;
+      throw new RegistryError('TR_ERR_CONFLICT', `MCP server "${server.id}": ${message}`, {
+        fieldErrors: [{ path: server.prefix === undefined ? 'id' : 'prefix', message }],
+        extra: { mcpServer: other.id },
+      });
+    }
   }
 
   /** A `TR_ERR_VALIDATION` naming each refused target's field and the rule that refuses it. */

@@ -34,15 +34,26 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-async function registered(t: TestApp, id: string, up: McpUpstream, count: number): Promise<void> {
+type Policy = 'auto' | 'review';
+
+/** Under `auto` the tools are served; under `review` they wait as pending versions (issue 29), written all the same. */
+async function registered(t: TestApp, id: string, up: McpUpstream, count: number, policy: Policy): Promise<void> {
   const put = await t.app.inject({
     method: 'PUT',
     url: `/mcp-servers/${id}`,
     headers: bearer(t.token(['registry:write'])),
-    payload: { url: up.url, policy: 'auto', prefix: 'up_' },
+    payload: { url: up.url, policy, prefix: 'up_' },
   });
   expect(put.statusCode).toBe(201);
-  await vi.waitFor(() => expect(t.app.catalog.toolsOfMcpServer(id)).toHaveLength(count), { timeout: 60_000, interval: 20 });
+  const stored = () => (policy === 'auto' ? t.app.catalog.toolsOfMcpServer(id).length : t.app.store.mcpPendingCount(id));
+  await vi.waitFor(() => expect(stored()).toBe(count), { timeout: 60_000, interval: 20 });
+}
+
+/** The description stored of a tool: as served (`auto`), or as pending (`review`). */
+function storedDescription(t: TestApp, id: string, name: string, policy: Policy): unknown {
+  return policy === 'auto'
+    ? t.app.catalog.getTool(name)?.record.descriptor.description
+    : t.app.store.mcpPending(id, name)?.descriptor.description;
 }
 
 function probe(port: number, agent: Agent): Promise<number> {
@@ -92,54 +103,56 @@ function watchHealth(port: number): {
 }
 
 describe('a 5,000-tool upstream rewriting them all does not stall readers (issue 29)', () => {
-  it('keeps /healthz under 50 ms through repeated rewrites', async () => {
-    const TOOLS = 5000;
-    const REWRITES = 3;
-    const defs = Array.from({ length: TOOLS }, (_, i) => tool(`t${i}`));
-    // Listed in pages of 100, as servers page long lists.
-    upstream = await startMcpUpstream({ tools: defs });
-    // A short interval, so that the test sees several rewrites; the default (5 s) only spaces them more.
-    registry = await createTestApp({
-      MCP_UPSTREAM_WRITE_INTERVAL_MS: '200',
-      MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS: '200',
-      RATE_LIMIT_MAX: '0',
-    });
-    const t = registry;
-    await t.app.listen({ port: 0, host: LOOPBACK });
-    const port = (t.app.server.address() as { port: number }).port;
-    await registered(t, 'wide', upstream, TOOLS);
-    const up = upstream;
-    const results: string[] = [];
-    let best = Number.POSITIVE_INFINITY;
-    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const quiet = watchHealth(port);
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      const idle = (await quiet.stop()).worstMs;
-      const watch = watchHealth(port);
-      for (let r = 0; r < REWRITES; r++) {
-        const version = `a${attempt}r${r}`;
-        for (const def of defs) def.tool.description = `Upstream ${def.tool.name}, ${version}.`;
-        await up.listChanged();
-        await vi.waitFor(
-          () =>
-            expect(t.app.catalog.getTool(`up_t${TOOLS - 1}`)?.record.descriptor).toMatchObject({
-              description: `Upstream t${TOOLS - 1}, ${version}.`,
-            }),
-          {
-            timeout: 60_000,
-            interval: 20,
-          },
+  // Under `review` (the default) each rewrite is a pending version per tool, written in the same slices.
+  it.each(['auto', 'review'] as const)(
+    'keeps /healthz under 50 ms through repeated rewrites (policy %s)',
+    async (policy) => {
+      const TOOLS = 5000;
+      const REWRITES = 3;
+      const defs = Array.from({ length: TOOLS }, (_, i) => tool(`t${i}`));
+      // Listed in pages of 100, as servers page long lists.
+      upstream = await startMcpUpstream({ tools: defs });
+      // A short interval, so that the test sees several rewrites; the default (5 s) only spaces them more.
+      registry = await createTestApp({
+        MCP_UPSTREAM_WRITE_INTERVAL_MS: '200',
+        MCP_UPSTREAM_MAX_WRITE_INTERVAL_MS: '200',
+        RATE_LIMIT_MAX: '0',
+      });
+      const t = registry;
+      await t.app.listen({ port: 0, host: LOOPBACK });
+      const port = (t.app.server.address() as { port: number }).port;
+      await registered(t, 'wide', upstream, TOOLS, policy);
+      const up = upstream;
+      const results: string[] = [];
+      let best = Number.POSITIVE_INFINITY;
+      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+        const quiet = watchHealth(port);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const idle = (await quiet.stop()).worstMs;
+        const watch = watchHealth(port);
+        for (let r = 0; r < REWRITES; r++) {
+          const version = `a${attempt}r${r}`;
+          for (const def of defs) def.tool.description = `Upstream ${def.tool.name}, ${version}.`;
+          await up.listChanged();
+          await vi.waitFor(
+            () => expect(storedDescription(t, 'wide', `up_t${TOOLS - 1}`, policy)).toBe(`Upstream t${TOOLS - 1}, ${version}.`),
+            {
+              timeout: 60_000,
+              interval: 20,
+            },
+          );
+        }
+        const { worstMs, p50, polls, notOk, longestGcMs } = await watch.stop();
+        expect(notOk).toEqual([]);
+        expect(polls).toBeGreaterThan(0);
+        results.push(
+          `worst ${worstMs.toFixed(1)} ms, p50 ${p50.toFixed(1)} ms over ${polls} polls (longest GC pause ${longestGcMs.toFixed(1)} ms, idle worst just before ${idle.toFixed(1)} ms)`,
         );
+        best = Math.min(best, worstMs);
+        if (worstMs < HEALTH_BUDGET_MS || worstMs >= NOT_NOISE_MS) break;
       }
-      const { worstMs, p50, polls, notOk, longestGcMs } = await watch.stop();
-      expect(notOk).toEqual([]);
-      expect(polls).toBeGreaterThan(0);
-      results.push(
-        `worst ${worstMs.toFixed(1)} ms, p50 ${p50.toFixed(1)} ms over ${polls} polls (longest GC pause ${longestGcMs.toFixed(1)} ms, idle worst just before ${idle.toFixed(1)} ms)`,
-      );
-      best = Math.min(best, worstMs);
-      if (worstMs < HEALTH_BUDGET_MS || worstMs >= NOT_NOISE_MS) break;
-    }
-    expect(best, `/healthz while ${TOOLS} tools are rewritten ${REWRITES} times: ${results.join('; ')}`).toBeLessThan(HEALTH_BUDGET_MS);
-  }, 240_000);
+      expect(best, `/healthz while ${TOOLS} tools are rewritten ${REWRITES} times: ${results.join('; ')}`).toBeLessThan(HEALTH_BUDGET_MS);
+    },
+    240_000,
+  );
 });

@@ -89,6 +89,26 @@ describe('namespaces of upstream MCP servers (issue 29)', () => {
     expect((await status('math.tools')).upstream).toMatchObject({ state: 'connected', skipped: [] });
   });
 
+  it("refuses a prefix that nests in another server's, or holds it, so no upstream lists into another's namespace", async () => {
+    const put = (id: string, payload: object) => app.inject({ method: 'PUT', url: `/mcp-servers/${id}`, headers: admin(), payload });
+    // "math_tools_" is math.tools' derived prefix: "math_tools_x" would name tools inside it, "math_" would hold it.
+    for (const prefix of ['math_tools_x', 'math_', 'math_tools_']) {
+      const res = await put('nested', { url: hostile.url, policy: 'auto', prefix });
+      expect(res.statusCode, prefix).toBe(409);
+      expect((res.json() as { errors: { path: string; message: string }[] }).errors[0]).toMatchObject({
+        path: 'prefix',
+        message: expect.stringContaining('MCP server "math.tools"') as string,
+      });
+    }
+    // A derived prefix is held to it too ("math_" from the id "math").
+    const derived = await put('math', { url: hostile.url, policy: 'auto' });
+    expect(derived.statusCode).toBe(409);
+    expect((derived.json() as { errors: { path: string }[] }).errors[0]!.path).toBe('id');
+    expect(app.catalog.getMcpServer('nested')).toBeUndefined();
+    // Replacing a server with its own prefix is no overlap.
+    expect((await put('math.tools', { url: plain.url, policy: 'auto' })).statusCode).toBe(200);
+  });
+
   it("never lets an upstream take an operator's name, before or after the operator deletes it", async () => {
     // A prefix chosen to land on the operator's name: the name is taken, so the tool is skipped.
     expect(
