@@ -48,6 +48,12 @@ export const ReplicationEventSchema = z.object({
   condition: WriteConditionSchema.optional(),
   /** mcp-server.sync: the server record's index the tools were listed at. */
   serverIndex: z.number().int().nonnegative().optional(),
+  /**
+   * mcp-server.sync: a slice of a long list (issue 29), which deletes nothing; its last slice
+   * gives `listed`, every name of the list, and deletes the server's tools not in it.
+   */
+  slice: z.literal(true).optional(),
+  listed: z.array(z.string().max(256)).max(100_000).optional(),
   /** import.part: this part's number, from 0; parts are published in order. */
   part: z.number().int().nonnegative().optional(),
   /** import.part: how many parts the import has (the same in every part). */

@@ -103,7 +103,9 @@ export class ReplicatedApply {
           const tools = z.array(McpToolSchema).safeParse(event.body);
           if (!tools.success || event.serverIndex === undefined)
             throw new RegistryError('TR_ERR_VALIDATION', 'a replicated sync of an MCP server is malformed');
-          return commands.syncMcpTools(required(), event.serverIndex, tools.data);
+          // A slice (issue 29): null deletes nothing; its last slice's names delete the rest.
+          const listed = event.slice ? (event.listed ? new Set(event.listed) : null) : undefined;
+          return commands.syncMcpTools(required(), event.serverIndex, tools.data, listed);
         };
       case 'mcp-server.accept':
       case 'mcp-server.reject':

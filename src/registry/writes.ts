@@ -43,8 +43,9 @@ export interface RegistryWrites {
   deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }>;
   syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult>;
   /**
-   * A slice of a large sync (RegistryService); absent where a sync must be one write (the
-   * replicator publishes a sync as one message), which then writes the list whole.
+   * A slice of a large sync (issue 29): the tools of `part` that changed, deleting nothing but,
+   * with `listed` (the last slice), the server's tools not in it. Absent where a sync must be
+   * one write (test doubles), which then writes the list whole.
    */
   syncMcpToolsPart?(serverId: string, serverIndex: number, part: readonly McpTool[], listed?: ReadonlySet<string>): Promise<McpSyncResult>;
   /** Issue 29: an operator accepts or rejects pending versions of an upstream server's tools, by tool and digest. */

@@ -252,6 +252,19 @@ export class Replicator implements RegistryWrites {
     return this.#write('mcp-server.sync', () => ({ target: serverId, serverIndex, body: wanted }), undefined);
   }
 
+  /**
+   * A slice of a long sync (issue 29) as a message of its own, so that every replica writes it
+   * in slices too: 5,000 tools in one message held every replica's event loop for the whole
+   * write. The last slice carries every name of the list.
+   */
+  syncMcpToolsPart(serverId: string, serverIndex: number, part: readonly McpTool[], listed?: ReadonlySet<string>): Promise<McpSyncResult> {
+    return this.#write(
+      'mcp-server.sync',
+      () => ({ target: serverId, serverIndex, body: part, slice: true, ...(listed && { listed: [...listed] }) }),
+      undefined,
+    );
+  }
+
   acceptMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult> {
     return this.#write('mcp-server.accept', () => ({ target: serverId, body: changes }), actor);
   }
@@ -279,7 +292,7 @@ export class Replicator implements RegistryWrites {
 
   async #write<T>(
     op: ReplicationOp,
-    fields: (write: string) => Pick<ReplicationEvent, 'target' | 'body' | 'serverIndex'>,
+    fields: (write: string) => Pick<ReplicationEvent, 'target' | 'body' | 'serverIndex' | 'slice' | 'listed'>,
     actor: Actor | undefined,
   ): Promise<T> {
     const failed = this.#applier.failed;

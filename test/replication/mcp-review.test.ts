@@ -12,6 +12,8 @@ import { toolDigest } from '../../src/registry/tool-digest.js';
 import { POLLING, Replicas } from './running.js';
 
 const replicas = new Replicas();
+/** The messages on the in-process topic, parsed. */
+const topic = (r: Replicas) => r.topic.entries.map((e) => JSON.parse(e.text) as { op: string; slice?: boolean; listed?: string[] });
 afterEach(() => replicas.close());
 
 const listed = (name: string, description: string): McpTool => ({
@@ -24,7 +26,34 @@ const listed = (name: string, description: string): McpTool => ({
   scopes: [],
 });
 
-describe('the review of upstream tools, replicated (issue 29)', () => {
+describe('upstream tools, replicated (issue 29)', () => {
+  it('writes a long sync in slices on every replica: a slice deletes nothing, the last deletes what the list no longer has', async () => {
+    await replicas.startTopic();
+    const a = await replicas.start('a');
+    const b = await replicas.start('b');
+    await a.replicator.putMcpServer(parseMcpServerBody({ url: 'http://127.0.0.1:9/mcp', prefix: 'up_', policy: 'auto' }, 'up'), {
+      pathId: 'up',
+    });
+    await vi.waitUntil(() => b.catalog.getMcpServer('up') !== undefined, POLLING);
+    const index = a.catalog.getMcpServer('up')!.index;
+    await a.replicator.syncMcpTools('up', index, [listed('old', 'Old.'), listed('kept', 'Kept.')]);
+    await vi.waitUntil(() => b.catalog.getTool('up_kept') !== undefined, POLLING);
+    const first = await a.replicator.syncMcpToolsPart('up', index, [listed('kept', 'Kept, again.')]);
+    expect(first.plan?.deletes).toEqual([]);
+    await vi.waitUntil(() => b.catalog.getTool('up_kept')?.record.descriptor.description === 'Kept, again.', POLLING);
+    expect(b.catalog.getTool('up_old')).toBeDefined();
+    const last = await a.replicator.syncMcpToolsPart('up', index, [listed('new', 'New.')], new Set(['up_kept', 'up_new']));
+    expect(last.plan?.deletes).toEqual(['up_old']);
+    await vi.waitUntil(() => b.catalog.getTool('up_old') === undefined, POLLING);
+    expect(b.catalog.toolsOfMcpServer('up').sort()).toEqual(['up_kept', 'up_new']);
+    const sent = topic(replicas).filter((e) => e.op === 'mcp-server.sync');
+    expect(sent.map((e) => [e.slice, e.listed])).toEqual([
+      [undefined, undefined],
+      [true, undefined],
+      [true, ['up_kept', 'up_new']],
+    ]);
+  });
+
   it('holds, accepts and rejects the same way on every replica', async () => {
     await replicas.startTopic();
     const a = await replicas.start('a');
