@@ -1,6 +1,12 @@
 /**
  * The last sequence number taken from each announcer's process (announcer_sequences, migration
  * 014), so that a replayed or older announcement is refused, restarts included (issue 29).
+ *
+ * Written outside the group commit, one autocommit statement a heartbeat (a heartbeat every 10 s
+ * per announcer process is far below what one connection takes). While a sliced import holds its
+ * transaction open across turns of the event loop, the statement runs inside it: should the
+ * import roll back, so does the number, and a message of that process signed since the last
+ * number that stuck could be taken once more, within ANNOUNCE_MAX_SKEW_S of its signing.
  */
 import type { SqliteDatabase } from './database.js';
 import { translate } from './transactions.js';

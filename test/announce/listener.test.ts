@@ -36,8 +36,15 @@ const RADIO: BindingInput = {
   scopes: ['weather:read'],
 };
 
-function listenerFor(t: TestApp, bindings: BindingInput[], warnings: string[], sequences?: SequenceLedger): AnnouncementListener {
+function listenerFor(
+  t: TestApp,
+  bindings: BindingInput[],
+  warnings: string[],
+  sequences?: SequenceLedger,
+  now?: () => number,
+): AnnouncementListener {
   return new AnnouncementListener({
+    ...(now && { now }),
     url: 'ws://127.0.0.1:1',
     topic: 'non-persistent://tg/registry/announcements',
     connectTimeoutMs: 100,
@@ -313,6 +320,30 @@ describe('announcements', () => {
     expect((await b.handle(message)).refused).toBeUndefined();
     expect((await a.handle(message)).refused).toMatch(/a replay/);
     expect((await b.handle(message)).refused).toMatch(/a replay/);
+  });
+
+  it('forgets processes unheard for longer than the skew bound, at most once a minute', async () => {
+    const { t } = await setup();
+    const pruned: number[] = [];
+    const rows = t.app.store.announcerSequences;
+    const ledger: SequenceLedger = {
+      advance: (...args) => rows.advance(...args),
+      prune: (iat) => (pruned.push(iat), rows.prune(iat)),
+    };
+    let nowMs = Date.now();
+    const listener = listenerFor(t, [WEATHER], [], ledger, () => nowMs);
+    const at = (seconds: number, seq: number, instance: string) =>
+      signAnnouncement(KEY, { sub: 'weather-bot', instance, seq, iat: seconds, service, tools: [tool('forecast')] });
+    const startS = Math.floor(nowMs / 1000);
+    expect((await listener.handle(await at(startS, 1, 'gone'))).refused).toBeUndefined();
+    expect((await listener.handle(await at(startS, 1, 'other'))).refused).toBeUndefined();
+    expect(pruned).toEqual([startS - 121]);
+    // Ten minutes later: the process "gone" is forgotten, and its old message is refused for its age, not taken.
+    nowMs += 600_000;
+    expect((await listener.handle(await at(startS + 600, 2, 'other'))).refused).toBeUndefined();
+    expect(pruned).toEqual([startS - 121, startS + 600 - 121]);
+    expect(rows.last('weather-bot', 'gone')).toBeUndefined();
+    expect((await listener.handle(await at(startS, 1, 'gone'))).refused).toMatch(/issued 600 s ago/);
   });
 
   it("never writes over an operator's tool or service, and never makes an operator's service unavailable", async () => {

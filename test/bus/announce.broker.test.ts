@@ -527,6 +527,24 @@ if (pulsar.skip) {
       // Captured off the topic by someone who reads it: the version with the old tool.
       const captured = await sign(service, [busTool(old, n.service)], { heartbeatIntervalS: 60 });
       const heart = await rawAnnouncer(n.announceTopic);
+      // A barrier: an announcement of another process of the announcer (a count of its own).
+      const barrier = async (label: string) => {
+        const tool = `${n.tool}_${label}`;
+        const id = `${n.service}-${label}`;
+        await heart.publish(await signer()({ id, topic: id }, [busTool(tool, id)]));
+        return tool;
+      };
+      // A registry's subscription (non-durable) hears only what is published once it is open:
+      // announce until it has heard one, so that a message below is not simply missed.
+      const hearing = (registry: ServerProcess, label: string) =>
+        until(
+          `${registry.url} to hear announcements`,
+          async () => (await listed(registry, false)).includes(await barrier(label)),
+          registry,
+          15_000,
+          500,
+        );
+      await Promise.all([hearing(first, 'hears1'), hearing(second, 'hears2')]);
       await heart.publish(captured);
       for (const registry of [first, second]) await until(`${old} on ${registry.url}`, visible(registry, old), registry, 10_000);
       // The announcer moves on: the old tool goes, the new one comes.
@@ -536,13 +554,6 @@ if (pulsar.skip) {
         expect(await listed(registry, false)).not.toContain(old);
       }
 
-      // The replay, then a barrier from another process of the announcer (a count of its own).
-      const barrier = async (label: string) => {
-        const tool = `${n.tool}_${label}`;
-        const id = `${n.service}-${label}`;
-        await heart.publish(await signer()({ id, topic: id }, [busTool(tool, id)]));
-        return tool;
-      };
       const replayed = async (registries: ServerProcess[], label: string) => {
         await heart.publish(captured);
         const tool = await barrier(label);
@@ -556,6 +567,7 @@ if (pulsar.skip) {
           );
         }
       };
+      // The replay, then a barrier.
       await replayed([first, second], 'barrier1');
       expect(await invokeOk(first, n.tool)).toBe(`${n.service}: x`);
 
@@ -564,9 +576,12 @@ if (pulsar.skip) {
       registries.splice(registries.indexOf(first), 1);
       await stopProcess(first, 'SIGTERM');
       const restarted = await startRegistry(n.announceTopic, { databasePath });
+      await hearing(restarted, 'hears3');
       await replayed([restarted, second], 'barrier2');
-      const replays = (await refusals(restarted)).filter((line) => line.includes(' 409 a replay: '));
-      expect(replays, 'the replay before the restart and the one after').toHaveLength(2);
+      for (const registry of [restarted, second]) {
+        const replays = (await refusals(registry)).filter((line) => line.includes(`${n.service} 409 a replay: `));
+        expect(replays, 'the replay before the restart and the one after').toHaveLength(2);
+      }
     }, 120_000);
 
     it('(e) never lets an announcement change a tool or a service an operator registered', async () => {
