@@ -216,8 +216,14 @@ export class AnnouncementListener {
     }
     for (const name of catalog.toolsUsingService(serviceId)) {
       if (announced.has(name) || catalog.getTool(name)?.record.owner !== owner) continue;
-      await registry.deleteTool(name, { actor });
-      wrote++;
+      try {
+        await registry.deleteTool(name, { actor });
+        wrote++;
+      } catch (err) {
+        // In replicated mode every replica hears the announcement and deletes the tool: the
+        // replica whose delete comes second on the topic finds it gone, which is what it wanted.
+        if (!(err instanceof RegistryError && err.code === 'TR_ERR_NOT_FOUND')) throw err;
+      }
     }
     return wrote;
   }

@@ -13,8 +13,9 @@
  * 503, until heartbeats resume; a goodbye hides it at once; an announcement that is unsigned
  * (the old bearer-token form), signed by a key no binding names, names queues outside its
  * binding or another owner's, or tools requiring scopes not granted, registers nothing; a
- * replayed announcement is refused, by every registry that hears it and after a restart; an
- * announcement never changes a tool or service an operator registered.
+ * replayed announcement is refused, by every registry that hears it (replicas of one registry
+ * too, each with its own sequence numbers) and after a restart; an announcement never changes a
+ * tool or service an operator registered.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -27,7 +28,7 @@ import { publishFrame, topicPath } from '../../src/pulsar/wire.js';
 import { runToolService, type RunningToolService, type ToolServiceLogger } from '../../src/toolkit/tool-service.js';
 import { announcerKey, signAnnouncement, writeBindings, type BindingInput } from '../helpers/announcer-keys.js';
 import { killAll, removeTempDirs, startServer, stopProcess, type ServerProcess } from '../helpers/process.js';
-import { call, type HttpResult } from '../helpers/replicas.js';
+import { call, Replica, replicationTopic, type HttpResult } from '../helpers/replicas.js';
 
 const pulsar = inject('pulsar');
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -583,6 +584,59 @@ if (pulsar.skip) {
         expect(replays, 'the replay before the restart and the one after').toHaveLength(2);
       }
     }, 120_000);
+
+    it('(h) in replicated mode, every replica hears an announcement itself and refuses its replay', async () => {
+      const n = names('h');
+      const cluster = { wsUrl: pulsar.wsUrl, adminUrl: pulsar.adminUrl, topic: replicationTopic(`announce-h-${n.suffix}`) };
+      const env = { ANNOUNCE_TOPIC: n.announceTopic, ANNOUNCER_KEYS_FILE: writeBindings([ANNOUNCER_BINDING]), JWT_SECRET: SECRET };
+      const replicas = await Promise.all(['h1', 'h2'].map((id) => Replica.create(cluster, `${id}-${n.suffix}`, env)));
+      await Promise.all(replicas.map((r) => r.start()));
+      const procs = replicas.map((r) => r.proc as ServerProcess);
+      registries.push(...procs);
+      await Promise.all(replicas.map((r) => r.waitReady()));
+      const heart = await rawAnnouncer(n.announceTopic);
+      const barrier = async (label: string) => {
+        const id = `${n.service}-${label}`;
+        await heart.publish(await signer()({ id, topic: id }, [busTool(`${n.tool}_${label}`, id)]));
+        return `${n.tool}_${label}`;
+      };
+      for (const [i, proc] of procs.entries())
+        await until(
+          `${proc.url} to hear announcements`,
+          async () => (await listed(proc, false)).includes(await barrier(`hears${i}`)),
+          proc,
+          15_000,
+          500,
+        );
+
+      const sign = signer();
+      const service = { id: n.service, topic: n.service };
+      const old = `${n.tool}_old`;
+      const captured = await sign(service, [busTool(old, n.service)], { heartbeatIntervalS: 60 });
+      await heart.publish(captured);
+      for (const proc of procs) await until(`${old} on ${proc.url}`, visible(proc, old, false), proc, 15_000);
+      await heart.publish(await sign(service, [busTool(n.tool, n.service)], { heartbeatIntervalS: 60 }));
+      for (const proc of procs) await until(`${n.tool} on ${proc.url}`, visible(proc, n.tool, false), proc, 15_000);
+
+      await heart.publish(captured);
+      const after = await barrier('after');
+      for (const proc of procs) {
+        await until(`${after} on ${proc.url}`, visible(proc, after, false), proc, 15_000);
+        const tools = await listed(proc, false);
+        expect(tools, 'the replay brought the old tool back').not.toContain(old);
+        expect(tools).toContain(n.tool);
+        // Each replica refused it itself (its own sequence numbers), and audited that.
+        const replays = (await refusals(proc)).filter((line) => line.includes(`${n.service} 409 a replay: `));
+        expect(replays, proc.url).toHaveLength(1);
+        // Nothing else was refused: not the first hearing (as a replay), nor the write or the
+        // delete that the other replica's message made first.
+        const others = (await refusals(proc)).filter((line) => line.includes(`${n.service} `) && !line.includes(' 409 a replay: '));
+        expect(others, proc.url).toEqual([]);
+      }
+      const owners = await Promise.all(procs.map((proc) => call(proc.url, 'GET', `/tool-services/${n.service}`, { token: ADMIN })));
+      for (const res of owners) expect(res.status, res.text).toBe(200);
+      expect(owners[0]?.text).toBe(owners[1]?.text);
+    }, 180_000);
 
     it('(e) never lets an announcement change a tool or a service an operator registered', async () => {
       const n = names('e');
