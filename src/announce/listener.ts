@@ -118,7 +118,17 @@ export class AnnouncementListener {
   async handle(text: string | undefined): Promise<AnnouncementOutcome> {
     const step = this.#inOrder.then(() => this.#verify(text));
     this.#inOrder = step.catch(() => undefined);
-    const checked = await step;
+    let checked: Verified | Refused;
+    try {
+      checked = await step;
+    } catch (err) {
+      // The database could not take the sequence number (busy, full): not taken, so not written;
+      // the next heartbeat tries again.
+      const status = err instanceof RegistryError ? err.status : 500;
+      this.#options.log.warn({ topic: this.#options.topic, reason: (err as Error).message }, 'announcement not taken');
+      this.#audit(undefined, status, err instanceof RegistryError ? err.code : null, undefined);
+      return { serviceId: undefined, refused: (err as Error).message, wrote: 0 };
+    }
     if (!checked.ok) return this.#refuse(checked);
     const { announcement, binding } = checked;
     const serviceId = typeof announcement.service['id'] === 'string' ? announcement.service['id'] : undefined;

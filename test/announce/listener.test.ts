@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AnnouncementListener } from '../../src/announce/listener.js';
 import type { SequenceLedger } from '../../src/announce/verify.js';
 import { ServiceHealth } from '../../src/catalog/service-health.js';
+import { RegistryError } from '../../src/model/errors.js';
 import { announcerKey, signAnnouncement, trustedKeys, type BindingInput, type SignedFields } from '../helpers/announcer-keys.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
@@ -344,6 +345,25 @@ describe('announcements', () => {
     expect(pruned).toEqual([startS - 121, startS + 600 - 121]);
     expect(rows.last('weather-bot', 'gone')).toBeUndefined();
     expect((await listener.handle(await at(startS, 1, 'gone'))).refused).toMatch(/issued 600 s ago/);
+  });
+
+  it('takes nothing when the database cannot keep the sequence number, and keeps listening', async () => {
+    const { t } = await setup();
+    const failing: SequenceLedger = {
+      advance: () => {
+        throw new RegistryError('TR_ERR_UNAVAILABLE', 'the database is busy; retry shortly', { retryAfterS: 1 });
+      },
+      prune: () => 0,
+    };
+    const listener = listenerFor(t, [WEATHER], [], failing);
+    const outcome = await listener.handle(await announcer()([tool('forecast')]));
+    expect(outcome).toEqual({ serviceId: undefined, refused: 'the database is busy; retry shortly', wrote: 0 });
+    expect(t.app.catalog.getService('weather-svc')).toBeUndefined();
+    // The next message is handled (the order chain did not break).
+    const working = listenerFor(t, [WEATHER], []);
+    expect(await working.handle(await announcer()([tool('forecast')]))).toEqual({ serviceId: 'weather-svc', wrote: 2 });
+    expect((await listener.handle(await announcer(KEY, 'weather-bot', 'proc-9')([tool('forecast')]))).refused).toMatch(/busy/);
+    expect(await auditOf(t)).toContainEqual([null, null, 'error', 503, 'TR_ERR_UNAVAILABLE']);
   });
 
   it("never writes over an operator's tool or service, and never makes an operator's service unavailable", async () => {
