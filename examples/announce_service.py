@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A tool service that announces itself to tool registries (issue 14), built on the reference
+"""A tool service that announces itself to tool registries (issues 14 and 29), built on the reference
 base class, trustgraph-base's DynamicToolService.
 
 It serves one tool, `reverse-text` by default ({"text": "..."} -> the text reversed), on
@@ -14,8 +14,8 @@ the tool unavailable when three heartbeats in a row are missing, and at once on 
 Run it (a broker from scripts/pulsar.sh start, the venv from scripts/python-env.sh, a registry
 started with ANNOUNCE_TOPIC and PULSAR_WS_URL):
 
-    export REGISTRY_ANNOUNCE_TOKEN="$(npx tool-registry token --scope registry:announce --sub reverse-service)"
-    .venv/bin/python examples/announce_service.py \\
+    export REGISTRY_ANNOUNCE_KEY='{"kty":"OKP","crv":"Ed25519","x":"...","d":"...","kid":"reverse-1"}'
+    .venv/bin/python examples/announce_service.py --subject reverse-service \\
         --pulsar-host pulsar://127.0.0.1:6650 --pulsar-admin-url http://127.0.0.1:8080 \\
         --announce-topic non-persistent://tg/registry/announcements \\
         --id reverse --topic reverse --heartbeat-interval 10
@@ -28,17 +28,18 @@ then call it through the registry:
 
 Metrics and Loki are off by default here; every flag of the base class works (see --help).
 
-The token: REGISTRY_ANNOUNCE_TOKEN (or the variable --token-env names) must hold a JWT the
-registry accepts, with the registry's ANNOUNCE_SCOPE (`registry:announce` by default); its `sub`
-is the announcer. It is read from the environment, not a flag, because the base class logs its
-arguments and reports them as metrics labels; this program never prints or logs it.
+The key: REGISTRY_ANNOUNCE_KEY (or the variable --key-env names) holds the announcer's private
+Ed25519 key as a JWK with its `kid`; the registry's ANNOUNCER_KEYS_FILE binds the public part
+(the same JWK without "d") to --subject, with the queues and scopes it may announce. It is read
+from the environment, not a flag, because the base class logs its arguments and reports them as
+metrics labels; this program never prints or logs it. Signing needs the `cryptography` package.
 
 The message: every announcement is one Pulsar message on the announcement topic whose payload is
-this JSON (UTF-8), the whole announcement every time (src/model/announcement.ts in the registry):
+a compact JWS (header {"alg": "EdDSA", "kid": ..., "typ": "tool-registry-announcement+jws"}) over
+this JSON, the whole announcement every time (src/model/announcement.ts in the registry):
 
     {
-      "v": 1,
-      "token": "<JWT with scope registry:announce>",
+      "v": 2, "sub": "reverse-service", "instance": "<random per process>", "seq": 1, "iat": 1767000000,
       "service": {"id": "reverse", "topic": "reverse"},
       "tools": [{"type": "tool-service", "name": "reverse-text", "service": "reverse",
                  "description": "...", "arguments": [{"name": "text", "type": "string",
@@ -47,6 +48,8 @@ this JSON (UTF-8), the whole announcement every time (src/model/announcement.ts 
       "goodbye": false
     }
 
+`seq` counts up from 1 for this process (`instance`): a registry takes each number once, so a
+message read off the topic cannot be replayed; `iat` is the signing time in seconds.
 `service` is a tool service descriptor as the registry's PUT /tool-services/{id} takes it, each
 of `tools` a tool descriptor as PUT /tools/{name} takes it (naming the service);
 `heartbeatIntervalS` is 1 to 3600; `goodbye: true` (same message otherwise) says the service is
@@ -57,12 +60,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import logging
 import os
 import signal
 import sys
 import threading
+import time
+import uuid
 from typing import Any
 
 import pulsar
@@ -70,8 +76,9 @@ from trustgraph.base.dynamic_tool_service import DynamicToolService
 
 logger = logging.getLogger("announce_service")
 
-ANNOUNCEMENT_VERSION = 1
-DEFAULT_TOKEN_ENV = "REGISTRY_ANNOUNCE_TOKEN"
+ANNOUNCEMENT_VERSION = 2
+ANNOUNCEMENT_TYP = "tool-registry-announcement+jws"
+DEFAULT_KEY_ENV = "REGISTRY_ANNOUNCE_KEY"
 DEFAULT_ANNOUNCE_TOPIC = "non-persistent://tg/registry/announcements"
 # Between failed announcements: doubling from the first to the last (then the heartbeat's).
 RETRY_MIN_S = 0.25
@@ -86,6 +93,34 @@ def heartbeat_seconds(text: str) -> float:
     if not 1 <= value <= 3600:
         raise argparse.ArgumentTypeError("must be 1 to 3600 seconds")
     return value
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+class Signer:
+    """Signs announcements as a compact JWS (EdDSA) with the announcer's private Ed25519 JWK."""
+
+    def __init__(self, jwk_text: str, subject: str) -> None:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        jwk = json.loads(jwk_text)
+        if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519" or "d" not in jwk or not jwk.get("kid"):
+            raise SystemExit("the announce key must be a private Ed25519 JWK with a kid")
+        d = jwk["d"]
+        self._key = Ed25519PrivateKey.from_private_bytes(base64.urlsafe_b64decode(d + "=" * (-len(d) % 4)))
+        self._header = b64url(json.dumps({"alg": "EdDSA", "kid": jwk["kid"], "typ": ANNOUNCEMENT_TYP}).encode())
+        self.subject = subject
+        self.instance = str(uuid.uuid4())
+        self._seq = 0
+
+    def sign(self, content: dict[str, Any]) -> str:
+        self._seq += 1
+        payload = {"v": ANNOUNCEMENT_VERSION, "sub": self.subject, "instance": self.instance,
+                   "seq": self._seq, "iat": int(time.time()), **content}
+        signing_input = f"{self._header}.{b64url(json.dumps(payload).encode())}"
+        return f"{signing_input}.{b64url(self._key.sign(signing_input.encode('ascii')))}"
 
 
 def reverse_text(arguments: dict[str, Any]) -> str:
@@ -103,11 +138,11 @@ class Announcer:
 
     def __init__(
         self, *, pulsar_host: str, api_key: str | None, listener: str | None,
-        topic: str, token: str, service: dict[str, Any],
+        topic: str, signer: Signer, service: dict[str, Any],
         tools: list[dict[str, Any]], heartbeat_interval_s: float,
     ) -> None:
         self.topic = topic
-        self._token = token
+        self._signer = signer
         self._service = service
         self._tools = tools
         self._interval = heartbeat_interval_s
@@ -130,15 +165,14 @@ class Announcer:
         self._thread = threading.Thread(target=self._heartbeat, name="announcer", daemon=True)
         self._thread.start()
 
-    def message(self, goodbye: bool = False) -> dict[str, Any]:
-        return {
-            "v": ANNOUNCEMENT_VERSION,
-            "token": self._token,
+    def message(self, goodbye: bool = False) -> str:
+        """The whole announcement, signed, with the next sequence number."""
+        return self._signer.sign({
             "service": self._service,
             "tools": self._tools,
             "heartbeatIntervalS": self._interval,
             "goodbye": goodbye,
-        }
+        })
 
     def listening(self) -> None:
         """The service takes requests: announce now, then every heartbeat."""
@@ -183,7 +217,7 @@ class Announcer:
             self._producer = self._client.create_producer(
                 self.topic, send_timeout_millis=SEND_TIMEOUT_MS, block_if_queue_full=False,
             )
-        self._producer.send(json.dumps(self.message(goodbye)).encode("utf-8"))
+        self._producer.send(self.message(goodbye).encode("ascii"))
 
     def _heartbeat(self) -> None:
         retry_s = RETRY_MIN_S
@@ -199,7 +233,7 @@ class Announcer:
                     continue
                 try:
                     self._publish(goodbye=False)
-                except Exception as e:  # noqa: BLE001 - logged without the message (it holds the token)
+                except Exception as e:  # noqa: BLE001 - logged without the message
                     wait_s = min(retry_s, self._interval)
                     retry_s = min(retry_s * 2, RETRY_MAX_S)
                     logger.warning("cannot announce on %s (%s: %s); retrying in %.2f s",
@@ -221,10 +255,10 @@ _announcer: Announcer | None = None
 def announcer_for(params: dict[str, Any]) -> Announcer:
     global _announcer
     if _announcer is None:
-        token_env = params.get("token_env") or DEFAULT_TOKEN_ENV
-        token = os.environ.get(token_env, "")
-        if not token:
-            raise SystemExit(f"set {token_env} to a registry token with the announce scope")
+        key_env = params.get("key_env") or DEFAULT_KEY_ENV
+        key = os.environ.get(key_env, "")
+        if not key:
+            raise SystemExit(f"set {key_env} to the announcer's private JWK")
         service_id = params["id"]
         topic = params.get("topic") or service_id
         tool_name = params.get("tool_name") or "reverse-text"
@@ -233,7 +267,7 @@ def announcer_for(params: dict[str, Any]) -> Announcer:
             api_key=params.get("pulsar_api_key"),
             listener=params.get("pulsar_listener"),
             topic=params.get("announce_topic") or DEFAULT_ANNOUNCE_TOPIC,
-            token=token,
+            signer=Signer(key, params.get("subject") or service_id),
             service={"id": service_id, "topic": topic},
             tools=[{
                 "type": "tool-service",
@@ -284,26 +318,30 @@ class AnnouncingService(DynamicToolService):
             "--tool-name", default="reverse-text", help="the tool's name (default: reverse-text)",
         )
         parser.add_argument(
-            "--token-env", default=DEFAULT_TOKEN_ENV,
-            help=f"environment variable holding the announce token (default: {DEFAULT_TOKEN_ENV})",
+            "--key-env", default=DEFAULT_KEY_ENV,
+            help=f"environment variable holding the announcer's private JWK (default: {DEFAULT_KEY_ENV})",
+        )
+        parser.add_argument(
+            "--subject", default=None,
+            help="the announcer's subject, as the registry's ANNOUNCER_KEYS_FILE binds its key (default: the --id)",
         )
         parser.set_defaults(topic="reverse", metrics=False, loki_enabled=False)
 
 
-def token_configured(argv: list[str]) -> str | None:
-    """The name of the token's variable when it is unset or empty, else None."""
+def key_configured(argv: list[str]) -> str | None:
+    """The name of the key's variable when it is unset or empty, else None."""
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--token-env", default=DEFAULT_TOKEN_ENV)
+    pre.add_argument("--key-env", default=DEFAULT_KEY_ENV)
     known, _ = pre.parse_known_args(argv)
-    return None if os.environ.get(known.token_env) else known.token_env
+    return None if os.environ.get(known.key_env) else known.key_env
 
 
 def run() -> None:
     if not {"-h", "--help"} & set(sys.argv[1:]):
-        missing = token_configured(sys.argv[1:])
+        missing = key_configured(sys.argv[1:])
         if missing is not None:
-            print(f"announce_service: set {missing} to a registry token with the announce scope "
-                  "(registry:announce by default)", file=sys.stderr)
+            print(f"announce_service: set {missing} to the announcer's private Ed25519 JWK "
+                  "(the registry's ANNOUNCER_KEYS_FILE binds its public part)", file=sys.stderr)
             sys.exit(2)
     # SIGTERM stops it as SIGINT does: asyncio cancels the service, whose stop() says goodbye.
     signal.signal(signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT))

@@ -20,6 +20,8 @@ PULSAR_CLIENT_VERSION=3.13.0
 # installed without its dependencies: those modules need only trustgraph-base's, and the rest
 # (LLM clients, vector stores, scylla-driver, faiss, ...) are hundreds of MB the tests never load.
 TRUSTGRAPH_FLOW_VERSION=2.11.1
+# What examples/announce_service.py signs its announcements with (Ed25519 JWS, issue 29).
+CRYPTOGRAPHY_VERSION=48.0.0
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV_DIR="${VENV_DIR:-$REPO_ROOT/.venv}"
@@ -30,11 +32,14 @@ die() { echo "[python-env.sh] ERROR: $*" >&2; exit 1; }
 
 installed_ok() {
   [[ -x "$VENV_DIR/bin/python" ]] || return 1
-  "$VENV_DIR/bin/python" - "$TRUSTGRAPH_BASE_VERSION" "$PULSAR_CLIENT_VERSION" "$TRUSTGRAPH_FLOW_VERSION" <<'EOF' >/dev/null 2>&1
+  "$VENV_DIR/bin/python" - "$TRUSTGRAPH_BASE_VERSION" "$PULSAR_CLIENT_VERSION" "$TRUSTGRAPH_FLOW_VERSION" "$CRYPTOGRAPHY_VERSION" <<'EOF' >/dev/null 2>&1
 import sys
 from importlib.metadata import files, version
 if version("trustgraph-base") != sys.argv[1] or version("pulsar-client") != sys.argv[2] or version("trustgraph-flow") != sys.argv[3]:
     sys.exit(1)
+if version("cryptography") != sys.argv[4]:
+    sys.exit(1)
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: F401
 from trustgraph.base.dynamic_tool_service import DynamicToolService  # noqa: F401
 from trustgraph.agent.react.service import Processor  # noqa: F401
 import pulsar  # noqa: F401
@@ -45,7 +50,7 @@ EOF
 }
 
 if installed_ok; then
-  log "$VENV_DIR already has trustgraph-base==$TRUSTGRAPH_BASE_VERSION, trustgraph-flow==$TRUSTGRAPH_FLOW_VERSION and pulsar-client==$PULSAR_CLIENT_VERSION"
+  log "$VENV_DIR already has trustgraph-base==$TRUSTGRAPH_BASE_VERSION, trustgraph-flow==$TRUSTGRAPH_FLOW_VERSION, pulsar-client==$PULSAR_CLIENT_VERSION and cryptography==$CRYPTOGRAPHY_VERSION"
   exit 0
 fi
 
@@ -63,9 +68,9 @@ if [[ ! -x "$VENV_DIR/bin/python" ]]; then
 fi
 
 start=$(date +%s)
-log "installing trustgraph-base==$TRUSTGRAPH_BASE_VERSION pulsar-client==$PULSAR_CLIENT_VERSION ..."
+log "installing trustgraph-base==$TRUSTGRAPH_BASE_VERSION pulsar-client==$PULSAR_CLIENT_VERSION cryptography==$CRYPTOGRAPHY_VERSION ..."
 "$VENV_DIR/bin/python" -m pip install --quiet --disable-pip-version-check \
-  "trustgraph-base==$TRUSTGRAPH_BASE_VERSION" "pulsar-client==$PULSAR_CLIENT_VERSION"
+  "trustgraph-base==$TRUSTGRAPH_BASE_VERSION" "pulsar-client==$PULSAR_CLIENT_VERSION" "cryptography==$CRYPTOGRAPHY_VERSION"
 log "installing trustgraph-flow==$TRUSTGRAPH_FLOW_VERSION (without its dependencies) ..."
 "$VENV_DIR/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "trustgraph-flow==$TRUSTGRAPH_FLOW_VERSION"
 

@@ -54,6 +54,18 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     });
     return z.NEVER;
   }
+  if (env.ANNOUNCE_TOPIC !== undefined && env.ANNOUNCER_KEYS_FILE === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ANNOUNCE_TOPIC'],
+      message: 'needs ANNOUNCER_KEYS_FILE: announcements are taken only signed by a key an operator bound to what it may announce',
+    });
+    return z.NEVER;
+  }
+  if (env.ANNOUNCER_KEYS_FILE !== undefined && env.ANNOUNCE_TOPIC === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['ANNOUNCER_KEYS_FILE'], message: 'needs ANNOUNCE_TOPIC: it says who may announce there' });
+    return z.NEVER;
+  }
   if (env.REPLICATION_TOPIC !== undefined && env.PULSAR_WS_URL === undefined) {
     ctx.addIssue({ code: 'custom', path: ['REPLICATION_TOPIC'], message: 'needs PULSAR_WS_URL: replicas meet on the broker' });
     return z.NEVER;
@@ -144,7 +156,10 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     resource,
     authorizationServers: env.AUTHORIZATION_SERVERS ?? (env.JWT_ISSUER === undefined ? [] : [env.JWT_ISSUER]),
     /** Self-announcing tool services (src/announce/), or undefined when not read. */
-    announce: env.ANNOUNCE_TOPIC === undefined ? undefined : { topic: env.ANNOUNCE_TOPIC, scope: env.ANNOUNCE_SCOPE },
+    announce:
+      env.ANNOUNCE_TOPIC === undefined || env.ANNOUNCER_KEYS_FILE === undefined
+        ? undefined
+        : { topic: env.ANNOUNCE_TOPIC, announcers: env.ANNOUNCER_KEYS_FILE, maxSkewS: env.ANNOUNCE_MAX_SKEW_S },
     /** Replicated mode (src/replication/), or undefined for one process. */
     replication:
       env.REPLICATION_TOPIC === undefined || env.PULSAR_WS_URL === undefined || env.REPLICATION_SECRET_FILE === undefined

@@ -2,11 +2,15 @@
  * The one config schema: every variable's help, default and check, the one-line errors that
  * stop startup, and the key-mode rule decided once for auth and the CLI.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { ConfigSchema, defaultConfig, loadConfig, type Config, type KeyMode } from '../src/config.js';
 import { EnvSchema } from '../src/config/env.js';
 import { ConfigError } from '../src/config/errors.js';
 import { flagOf, SETTING_NAMES, SETTINGS } from '../src/config/settings.js';
+import { announcerKey, writeBindings } from './helpers/announcer-keys.js';
 
 const SECRET = 'a-shared-secret-that-is-long-enough-0123456789';
 const PEM = '-----BEGIN PUBLIC KEY-----\nnot parsed here\n-----END PUBLIC KEY-----';
@@ -213,5 +217,55 @@ describe('issue 28: every setting error names its setting, in one line', () => {
         expect(message, `${name}=${JSON.stringify(value)}`).not.toContain('\n');
       }
     }
+  });
+});
+
+describe('announcer bindings (issue 29)', () => {
+  const BUS = { PULSAR_WS_URL: 'ws://127.0.0.1:8080', ANNOUNCE_TOPIC: 'non-persistent://tg/registry/announcements' };
+  const key = announcerKey('weather-1');
+  const binding = { subject: 'weather-bot', keys: [key.publicJwk], queues: ['non-persistent://tg/*/weather'], scopes: ['weather:read'] };
+
+  it('reads ANNOUNCER_KEYS_FILE into keys by kid, each with its binding and algorithm, and the skew bound', () => {
+    const config = loadConfig({ ...BUS, ANNOUNCER_KEYS_FILE: writeBindings([binding]) });
+    const trusted = config.announce?.announcers.get('weather-1');
+    expect(trusted?.binding).toEqual({ ...binding, unscopedTools: false, shareQueues: false });
+    expect(trusted?.alg).toBe('EdDSA');
+    expect(trusted?.key.type).toBe('public');
+    expect(config.announce?.maxSkewS).toBe(120);
+    expect(loadConfig({ ...BUS, ANNOUNCER_KEYS_FILE: writeBindings([binding]), ANNOUNCE_MAX_SKEW_S: '30' }).announce?.maxSkewS).toBe(30);
+  });
+
+  it('needs both the topic and the bindings, and says which is missing', () => {
+    expect(errorOf(BUS)).toMatch(
+      /^ANNOUNCE_TOPIC: needs ANNOUNCER_KEYS_FILE: announcements are taken only signed by a key an operator bound to what it may announce/,
+    );
+    expect(errorOf({ ANNOUNCER_KEYS_FILE: writeBindings([binding]) })).toMatch(
+      /^ANNOUNCER_KEYS_FILE: needs ANNOUNCE_TOPIC: it says who may announce there/,
+    );
+  });
+
+  it('stops startup on a file it cannot use, naming the place in it', () => {
+    const file = (text: string) => {
+      const path = join(mkdtempSync(join(tmpdir(), 'announcers-')), 'announcers.json');
+      writeFileSync(path, text);
+      return path;
+    };
+    const of = (path: string) => errorOf({ ...BUS, ANNOUNCER_KEYS_FILE: path });
+    expect(of('/nonexistent/announcers.json')).toMatch(/^ANNOUNCER_KEYS_FILE: cannot be read \(ENOENT\)/);
+    expect(of(file('{'))).toMatch(/^ANNOUNCER_KEYS_FILE: is not JSON/);
+    // The registry only verifies: a private key in its file is a mistake.
+    expect(of(writeBindings([{ ...binding, keys: [key.privateJwk] }]))).toMatch(
+      /^ANNOUNCER_KEYS_FILE: is not a file of announcer bindings: announcers\.0\.keys\.0 is a private key/,
+    );
+    expect(of(writeBindings([binding, { ...binding, subject: 'radio-bot' }]))).toMatch(
+      /announcers\.1\.keys\.0\.kid kid "weather-1" is used twice/,
+    );
+    expect(of(writeBindings([{ ...binding, queues: [] }]))).toMatch(/announcers\.0\.queues/);
+    expect(of(writeBindings([{ ...binding, keys: [{ kty: 'EC', crv: 'P-256', x: 'AAAA', y: 'AAAA', kid: 'broken' }] }]))).toMatch(
+      /announcers\.0\.keys\.0 is not a usable public key/,
+    );
+    expect(errorOf({ ...BUS, ANNOUNCER_KEYS_FILE: writeBindings([binding]), ANNOUNCE_MAX_SKEW_S: '0' })).toMatch(
+      /^ANNOUNCE_MAX_SKEW_S: must be at least 1/,
+    );
   });
 });

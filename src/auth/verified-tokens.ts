@@ -1,6 +1,6 @@
 /**
- * The registry's one token cache, by exact `Authorization` header (an announcement's token as
- * that header would carry it), in front of @fastify/jwt's verifier, which keeps none of its own.
+ * The registry's one token cache, by exact `Authorization` header, in front of @fastify/jwt's
+ * verifier, which keeps none of its own.
  *
  * A verified token: a request that presents the same header again costs a Map lookup instead
  * of a verification (decode, key, signature, claims). Kept until it expires (plus the clock

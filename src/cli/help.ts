@@ -15,6 +15,9 @@ Usage:
                                              (JWT_SECRET, or the dev-mode secret file)
   tool-registry replication-key <file>       write a new 32-byte key for REPLICATION_SECRET_FILE
                                              to a new file of mode 0600 (never overwrites)
+  tool-registry announcer-key <file> --subject NAME [--kid ID] [--queue Q]... [--scope S]...
+                                             write a new Ed25519 private JWK for an announcer to a new
+                                             file of mode 0600, and print its ANNOUNCER_KEYS_FILE binding
   tool-registry put tool/<name> [--file F]   create or replace a tool (JSON on stdin or --file)
   tool-registry put tool-service/<id> [--file F]
   tool-registry get tool/<name> | tool-service/<id>

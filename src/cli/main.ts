@@ -1,6 +1,6 @@
 /**
- * `tool-registry`: serve (the default), migrate, token, replication-key, and the data commands that talk to a
- * running registry over HTTP. Errors print one line and exit non-zero.
+ * `tool-registry`: serve (the default), migrate, token, replication-key, announcer-key, and the
+ * data commands that talk to a running registry over HTTP. Errors print one line and exit non-zero.
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
@@ -14,6 +14,7 @@ import { HELP } from './help.js';
 import { processIo, type CliIo } from './io.js';
 import { runMigrate } from './migrate.js';
 import { misspeltSettings, misspeltWarning } from './misspelt-settings.js';
+import { runAnnouncerKey } from './announcer-key.js';
 import { runReplicationKey } from './replication-key.js';
 import { runToken } from './token.js';
 import { UsageError } from './usage-error.js';
@@ -59,6 +60,7 @@ export async function main(argv: readonly string[], io: Partial<CliIo> = {}): Pr
       return runToken(args, cli);
     }
     if (command === 'replication-key') return runReplicationKey(args, cli);
+    if (command === 'announcer-key') return runAnnouncerKey(args, cli);
     if (DATA_COMMANDS.has(command)) {
       warnMisspelt();
       return await runDataCommand(command, args, cli);

@@ -3,10 +3,11 @@
  * default (SETTING_META, which --help and docs/configuration.md read), and each check below turns
  * a variable's text into its value or into the one-line problem that stops startup.
  */
-import { createSecretKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, createSecretKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { AnnouncerBindingsFileSchema, type AnnouncerBinding, type AnnouncerJwk } from '../model/announcer-bindings.js';
 import { parseOutboundRule, type OutboundRule } from '../model/outbound-address.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -191,3 +192,54 @@ export const roleScopes = z.string().transform((v, ctx) => {
     return z.NEVER;
   }
 });
+
+/** An announcer's key as the listener uses it (src/announce/): its binding, and the algorithm it verifies. */
+export interface TrustedAnnouncerKey {
+  binding: AnnouncerBinding;
+  key: KeyObject;
+  alg: string;
+}
+
+/** The default algorithm of a key type: what an announcer signs with unless the JWK says otherwise. */
+function defaultAlgorithm(jwk: AnnouncerJwk): string {
+  if (jwk.kty === 'OKP') return 'EdDSA';
+  if (jwk.kty === 'RSA') return 'RS256';
+  return ({ 'P-384': 'ES384', 'P-521': 'ES512' } as Record<string, string>)[String(jwk['crv'])] ?? 'ES256';
+}
+
+/**
+ * ANNOUNCER_KEYS_FILE (issue 29): the operator's bindings of announcers (src/model/announcer-bindings.ts),
+ * each key checked to be a usable public key here, so that a bad one stops startup naming its
+ * place in the file. Keyed by `kid`, which every announcement's header names.
+ */
+export const announcerKeysFile = z
+  .string()
+  .min(1)
+  .transform((path, ctx): ReadonlyMap<string, TrustedAnnouncerKey> => {
+    let value: unknown;
+    try {
+      value = JSON.parse(readFileSync(path, 'utf8'));
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      ctx.addIssue({ code: 'custom', message: code === undefined ? 'is not JSON' : `cannot be read (${code})` });
+      return z.NEVER;
+    }
+    const parsed = AnnouncerBindingsFileSchema.safeParse(value);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((issue) => `${issue.path.map(String).join('.') || '(the file)'} ${issue.message}`);
+      ctx.addIssue({ code: 'custom', message: `is not a file of announcer bindings: ${problems.join('; ')}` });
+      return z.NEVER;
+    }
+    const keys = new Map<string, TrustedAnnouncerKey>();
+    parsed.data.announcers.forEach((binding, i) => {
+      binding.keys.forEach((jwk, j) => {
+        try {
+          const key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
+          keys.set(jwk.kid, { binding, key, alg: jwk.alg ?? defaultAlgorithm(jwk) });
+        } catch {
+          ctx.addIssue({ code: 'custom', message: `announcers.${i}.keys.${j} is not a usable public key` });
+        }
+      });
+    });
+    return keys;
+  });

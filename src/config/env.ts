@@ -7,6 +7,7 @@ import { PulsarQueueSchema, ScopeSchema } from '../model/schemas.js';
 import { DEFAULT_CONFIG_REQUEST_QUEUE, DEFAULT_CONFIG_RESPONSE_QUEUE, DEFAULT_WORKSPACE } from '../model/trustgraph-config.js';
 import { ANONYMOUS_POLICIES } from '../model/visibility.js';
 import {
+  announcerKeysFile,
   boolean,
   httpUrl,
   integer,
@@ -177,7 +178,15 @@ export const EnvSchema = z.object({
       .string()
       .regex(/^(persistent|non-persistent):\/\/[^/\s]+\/[^/\s]+\/[^\s]+$/, 'must be a topic name: non-persistent://tenant/namespace/topic'),
   ),
-  ANNOUNCE_SCOPE: setting("the scope a tool service's announcement token must hold", 'registry:announce', z.string().min(1).max(200)),
+  ANNOUNCER_KEYS_FILE: optional(
+    'with ANNOUNCE_TOPIC (required): a JSON file binding each announcer to its public keys (JWK), the queues its services may use and the scopes its tools may require (docs/operators.md: Tool services that announce themselves); announcements are JWS signed with those keys',
+    announcerKeysFile,
+  ),
+  ANNOUNCE_MAX_SKEW_S: setting(
+    "how far an announcement's issued-at (iat) may be from this registry's clock, in seconds, before it is refused as too old or from the future",
+    '120',
+    integer(1, 3600),
+  ),
   TOOL_CALL_TIMEOUT_MS: setting('how long a call waits for its answer unless the tool sets timeoutMs', '30000', integer(1, 600_000)),
   MAX_INFLIGHT_CALLS: setting('calls carried at once; past it calls get 503 with Retry-After', '1000', integer(1, 1_000_000)),
   MAX_INFLIGHT_CALLS_PER_CALLER: setting(

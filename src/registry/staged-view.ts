@@ -38,6 +38,14 @@ export class StagedView {
     return this.#catalog.lookupService(id);
   }
 
+  /** Every live service (the catalogue's, with the batch's over them). */
+  services(): ServiceRecord[] {
+    const staged = this.#staged()?.services;
+    const live = this.#catalog.services().filter((record) => record.status !== 'deleted' && !staged?.has(record.id));
+    for (const record of staged?.values() ?? []) if (record.status !== 'deleted') live.push(record);
+    return live;
+  }
+
   /** A live MCP server. */
   mcpServer(id: string): McpServerRecord | undefined {
     const record = this.#staged()?.mcpServers.get(id);

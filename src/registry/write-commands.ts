@@ -165,6 +165,7 @@ export class WriteCommands {
       const existing = this.#commit.view.serviceRecord(service.id);
       refuseNotOwned('tool service', service.id, existing, owner);
       if (existing && isDeepStrictEqual(existing.descriptor, service)) return { record: existing, created: false };
+      refuseForeignQueues(service, existing, owner, this.#commit.view.services());
     }
     const broken = this.toolsBrokenBy(service);
     if (broken.length > 0) {
@@ -503,4 +504,33 @@ function refuseNotOwned(what: string, name: string, existing: { owner?: string }
     'TR_ERR_CONFLICT',
     `${what} "${name}" was registered by ${existing.owner === undefined ? 'an operator' : 'another announcer'}: an announcement cannot write over it`,
   );
+}
+
+/**
+ * An announcer's service may not use a queue another owner's service uses (an operator's, or
+ * another announcer's: issue 29), or its requests would reach that owner's workers, and their
+ * answers the announcer's tools. A queue this service already had as stored is kept, so services
+ * that shared before this rule keep working. Decided here, on the write side, so that every
+ * replica decides it alike; an operator's own writes may share queues (the operator says so).
+ */
+function refuseForeignQueues(
+  service: ToolService,
+  existing: ServiceRecord | undefined,
+  owner: string,
+  services: readonly ServiceRecord[],
+): void {
+  const queues = [service['request-queue'], service['response-queue']];
+  const kept = new Set(existing ? [existing.descriptor['request-queue'], existing.descriptor['response-queue']] : []);
+  for (const other of services) {
+    if (other.id === service.id || other.owner === owner) continue;
+    const taken = queues.filter(
+      (queue) => !kept.has(queue) && (queue === other.descriptor['request-queue'] || queue === other.descriptor['response-queue']),
+    );
+    if (taken.length > 0)
+      throw new RegistryError(
+        'TR_ERR_CONFLICT',
+        `tool service "${service.id}" names ${taken.join(' and ')}, which tool service "${other.id}" of ${other.owner === undefined ? 'an operator' : 'another announcer'} uses: an announcement cannot take another owner's queues`,
+        { extra: { toolService: other.id } },
+      );
+  }
 }

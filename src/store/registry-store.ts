@@ -18,6 +18,7 @@ import { McpServerRows } from './mcp-server-rows.js';
 import { ReadinessProbe } from './readiness-probe.js';
 import { RegistryIndexRows } from './registry-index-rows.js';
 import { ReplicationPositionRows, type ReplicationPosition } from './replication-position-rows.js';
+import { AnnouncerSequenceRows } from './announcer-sequence-rows.js';
 import { ServiceRows } from './service-rows.js';
 import { ToolRows, type ToolWrite } from './tool-rows.js';
 import { Transactions, translate, type AuditFor, type BulkWrite, type GroupOptions, type SlicedWrite } from './transactions.js';
@@ -44,6 +45,8 @@ export interface RegistryStoreOptions {
 export class RegistryStore {
   /** Held by a sliced write (an import): other writers on the connection wait for it. */
   readonly gate: WriteGate;
+  /** Each announcer's last sequence number (src/announce/): per replica, never replicated. */
+  readonly announcerSequences: AnnouncerSequenceRows;
   readonly #audit: AuditStore | undefined;
   readonly #index: RegistryIndexRows;
   readonly #changes: ChangeRows;
@@ -66,6 +69,7 @@ export class RegistryStore {
     this.#mcpPending = new McpPendingRows(db);
     this.#importParts = new ImportPartRows(db);
     this.#replication = new ReplicationPositionRows(db);
+    this.announcerSequences = new AnnouncerSequenceRows(db);
     const tools = this.#tools;
     const services = this.#services;
     this.#transactions = new Transactions(db, {

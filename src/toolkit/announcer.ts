@@ -1,10 +1,15 @@
 /**
- * A tool service announcing itself (issue 14, src/model/announcement.ts) on a producer of its
- * own: at once when the service (again) listens or its tools change, then every heartbeat while
- * the service listens; a goodbye when it stops. The producer reconnects with the service's
- * backoff after any close, until stopped (src/pulsar/).
+ * A tool service announcing itself (issues 14 and 29, src/model/announcement.ts) on a producer of
+ * its own: at once when the service (again) listens or its tools change, then every heartbeat
+ * while the service listens; a goodbye when it stops. Every message is a compact JWS signed with
+ * the announcer's private key, numbered by a sequence that counts up from 1 for this process
+ * (`instance`, a random id), so that a registry refuses any message read off the topic and sent
+ * again. The producer reconnects with the service's backoff after any close, until stopped
+ * (src/pulsar/).
  */
-import type { Announcement } from '../model/announcement.js';
+import { randomUUID, type KeyObject } from 'node:crypto';
+import { CompactSign } from 'jose';
+import { ANNOUNCEMENT_TYP, ANNOUNCEMENT_VERSION, type Announcement } from '../model/announcement.js';
 import { oversize, oversizeMessage, type BusLimits } from '../pulsar/limits.js';
 import { Producer } from '../pulsar/producer.js';
 import { producerUrl, publishFrame } from '../pulsar/wire.js';
@@ -24,6 +29,19 @@ export interface AnnouncerContext {
   listening: () => boolean;
 }
 
+/** What the announcer signs with: its subject, as the registry's binding names it, and its key. */
+export interface AnnouncementSigner {
+  subject: string;
+  keyId: string;
+  key: KeyObject;
+  alg: string;
+}
+
+/** An announcement's content: what every message repeats. */
+export type AnnouncedContent = Pick<Announcement, 'service' | 'tools' | 'heartbeatIntervalS'>;
+
+const encoder = new TextEncoder();
+
 export class Announcer {
   readonly #producer: Producer;
   #heartbeat: NodeJS.Timeout | undefined;
@@ -34,18 +52,24 @@ export class Announcer {
   #logNext = true;
   /** The current announcement was found too large, and that was logged. */
   #tooLarge = false;
-  #message: Announcement;
+  #message: AnnouncedContent;
+  /** This process's messages count up from 1; a registry takes each number once, in order. */
+  readonly #instance = randomUUID();
+  #seq = 0;
+  /** Messages are signed and handed to the producer one after the other, so they go out in `seq` order. */
+  #inOrder: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly ctx: AnnouncerContext,
     private readonly topic: string,
-    announcement: Announcement,
+    announcement: AnnouncedContent,
+    private readonly signer: AnnouncementSigner,
   ) {
     this.#message = announcement;
     this.#producer = new Producer(
       {
         url: producerUrl(ctx.url, topic),
-        // The broker's token on the upgrade request; the announcement's own rides in the message.
+        // The broker's token on the upgrade request; the announcement carries a signature, no token.
         token: ctx.brokerToken,
         connectTimeoutMs: ctx.connectTimeoutMs,
         pingIntervalMs: ctx.pingIntervalMs,
@@ -136,13 +160,40 @@ export class Announcer {
     this.#heartbeat = undefined;
   }
 
+  /** The whole announcement, signed, with the next sequence number. */
+  async #signed(goodbye: boolean): Promise<{ jws: string; message: Announcement }> {
+    const { subject, keyId, key, alg } = this.signer;
+    const message: Announcement = {
+      v: ANNOUNCEMENT_VERSION,
+      sub: subject,
+      instance: this.#instance,
+      seq: ++this.#seq,
+      iat: Math.floor(Date.now() / 1000),
+      ...this.#message,
+      goodbye,
+    };
+    const jws = await new CompactSign(encoder.encode(JSON.stringify(message)))
+      .setProtectedHeader({ alg, kid: keyId, typ: ANNOUNCEMENT_TYP })
+      .sign(key);
+    return { jws, message };
+  }
+
   /** Publishes the whole announcement; resolves whether the broker took it. */
-  #publish(goodbye: boolean): Promise<boolean> {
-    if (!this.#producer.socket.open) return Promise.resolve(false);
+  async #publish(goodbye: boolean): Promise<boolean> {
+    if (!this.#producer.socket.open) return false;
     // A heartbeat says the service takes requests: none while it does not.
-    if (!goodbye && (this.#stopped || !this.ctx.listening())) return Promise.resolve(false);
-    const message: Announcement = { ...this.#message, goodbye };
-    const payload = JSON.stringify(message);
+    if (!goodbye && (this.#stopped || !this.ctx.listening())) return false;
+    let signed: { jws: string; message: Announcement };
+    const signing = this.#inOrder.then(() => this.#signed(goodbye));
+    this.#inOrder = signing.catch(() => undefined);
+    try {
+      signed = await signing;
+    } catch (err) {
+      this.ctx.log.error({ ...this.#facts, reason: (err as Error).message }, `cannot sign the announcement on ${this.topic}`);
+      return false;
+    }
+    const { jws: payload, message } = signed;
+    if (!this.#producer.socket.open) return false;
     const context = this.#producer.nextContext();
     const facts = oversize(payload, this.ctx.limits, {}, context);
     if (facts) {
@@ -153,7 +204,7 @@ export class Announcer {
           `cannot announce on ${this.topic}: ${oversizeMessage(facts)}`,
         );
       }
-      return Promise.resolve(false);
+      return false;
     }
     return this.#producer.send(publishFrame(payload, {}, context), context).then(
       (ack) => {

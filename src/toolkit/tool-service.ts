@@ -12,21 +12,23 @@
  * Giving up is logged, rejects `stopped` and sets `process.exitCode` to 1, so that a process
  * running only this service ends with status 1 for its supervisor to see.
  *
- * With `announce`, it also announces itself to registries (issue 14, src/model/announcement.ts):
- * once its request subscription is ready it publishes `{v: 1, token, service, tools,
- * heartbeatIntervalS, goodbye: false}` on the announcement topic, again every
+ * With `announce`, it also announces itself to registries (issues 14 and 29,
+ * src/model/announcement.ts): once its request subscription is ready it publishes `{v: 2, sub,
+ * instance, seq, iat, service, tools, heartbeatIntervalS, goodbye: false}`, signed as a compact
+ * JWS with the announcer's private key, on the announcement topic, again every
  * `heartbeatIntervalS` while it listens (the heartbeat), and at once when `announce(tools)`
  * changes its tools; its own producer reconnects with the same backoff when the broker drops it.
  * close() publishes the same message with `goodbye: true` before it lets go of its subscription.
- * The token travels only inside the message: it is never logged.
+ * The private key never leaves the process; no token travels in the message.
  */
-import { ANNOUNCEMENT_VERSION, AnnouncementSchema, type Announcement } from '../model/announcement.js';
+import { createPrivateKey, KeyObject, type JsonWebKey } from 'node:crypto';
+import { ANNOUNCEMENT_VERSION, AnnouncementSchema } from '../model/announcement.js';
 import { Consumer } from '../pulsar/consumer.js';
 import { DEFAULT_MAX_FRAME_BYTES, effectiveLimits, oversize, oversizeMessage, type BusLimits } from '../pulsar/limits.js';
 import { Producer } from '../pulsar/producer.js';
 import type { RetryInfo } from '../pulsar/socket.js';
 import { consumerUrl, producerUrl, publishFrame, topicPath, type ReceivedMessage } from '../pulsar/wire.js';
-import { Announcer } from './announcer.js';
+import { Announcer, type AnnouncedContent, type AnnouncementSigner } from './announcer.js';
 
 export type ToolHandler = (
   user: string,
@@ -78,7 +80,8 @@ export interface ToolServiceOptions {
   /**
    * Announce the service and its tools to registries, with a heartbeat (see
    * ToolServiceAnnouncement). runToolService throws a TypeError when it does not fit the message
-   * format of src/model/announcement.ts (a heartbeat outside 1 to 3600 s, an empty token, ...).
+   * format of src/model/announcement.ts (a heartbeat outside 1 to 3600 s, a subject that is no
+   * scope token, ...) or its key is no private key with an id.
    */
   announce?: ToolServiceAnnouncement;
 }
@@ -91,8 +94,15 @@ export interface ToolServiceOptions {
 export interface ToolServiceAnnouncement {
   /** The registry's ANNOUNCE_TOPIC, e.g. non-persistent://tg/registry/announcements. */
   topic: string;
-  /** A JWT holding the registry's ANNOUNCE_SCOPE (`registry:announce` by default); sent in every message, never logged. */
-  token: string;
+  /** The announcer's subject, as the registry's binding names it (ANNOUNCER_KEYS_FILE `subject`). */
+  subject: string;
+  /**
+   * The private key every announcement is signed with (Ed25519, EC P-256/384/521 or RSA): a
+   * private JWK, or a KeyObject. The registry's binding holds its public part; never logged.
+   */
+  privateKey: JsonWebKey | KeyObject;
+  /** The key's id, as the binding's JWK names it (`kid`); default: the JWK's own `kid`. */
+  keyId?: string;
   /** The tool service descriptor, as `PUT /tool-services/{id}` takes it. */
   service: Record<string, unknown>;
   /** The tools, as `PUT /tools/{name}` takes them (each names the service); change them with announce(). */
@@ -181,24 +191,68 @@ function deferred(): { promise: Promise<void>; resolve: () => void; reject: (err
 /** How long close() waits for the broker to take the goodbye. */
 const GOODBYE_TIMEOUT_MS = 2000;
 
+/** The JWS algorithm of a private key: what the registry's binding defaults to for its public part. */
+function algorithmOf(key: KeyObject): string | undefined {
+  if (key.asymmetricKeyType === 'ed25519') return 'EdDSA';
+  if (key.asymmetricKeyType === 'rsa') return 'RS256';
+  if (key.asymmetricKeyType === 'ec')
+    return ({ prime256v1: 'ES256', secp384r1: 'ES384', secp521r1: 'ES512' } as Record<string, string>)[
+      key.asymmetricKeyDetails?.namedCurve ?? ''
+    ];
+  return undefined;
+}
+
+/** The announce option's key, as the announcer signs with it. Throws a TypeError naming what is wrong; never the key. */
+function checkedSigner(announce: ToolServiceAnnouncement): AnnouncementSigner {
+  const { privateKey, subject } = announce;
+  let key: KeyObject;
+  try {
+    key = privateKey instanceof KeyObject ? privateKey : createPrivateKey({ key: privateKey, format: 'jwk' });
+  } catch {
+    throw new TypeError('announce.privateKey: not a private key (a private JWK with "d", or a KeyObject)');
+  }
+  if (key.type !== 'private') throw new TypeError('announce.privateKey: not a private key (a private JWK with "d", or a KeyObject)');
+  const alg = algorithmOf(key);
+  if (alg === undefined) throw new TypeError('announce.privateKey: must be an Ed25519, EC (P-256, P-384, P-521) or RSA key');
+  const kid =
+    announce.keyId ?? (privateKey instanceof KeyObject ? undefined : typeof privateKey['kid'] === 'string' ? privateKey['kid'] : undefined);
+  if (kid === undefined || kid === '')
+    throw new TypeError('announce.keyId: required (the kid the registry binding names), unless the JWK has one');
+  return { subject, keyId: kid, key, alg };
+}
+
 /**
  * The announce option checked against the message format (src/model/announcement.ts), with the
- * heartbeat's default filled in. Throws a TypeError naming what is wrong; never the token's text.
+ * heartbeat's default filled in. Throws a TypeError naming what is wrong; never the key.
  */
-function checkedAnnouncement(announce: ToolServiceAnnouncement): Announcement {
+function checkedAnnouncement(announce: ToolServiceAnnouncement): AnnouncedContent {
   try {
     topicPath(announce.topic);
   } catch {
     throw new TypeError(`announce.topic: not a Pulsar topic name: ${String(announce.topic)}`);
   }
-  const { token, service, tools, heartbeatIntervalS } = announce;
-  const result = AnnouncementSchema.safeParse({ v: ANNOUNCEMENT_VERSION, token, service, tools, heartbeatIntervalS, goodbye: false });
+  const { subject, service, tools, heartbeatIntervalS } = announce;
+  const sample = {
+    v: ANNOUNCEMENT_VERSION,
+    sub: subject,
+    instance: 'check',
+    seq: 1,
+    iat: 0,
+    service,
+    tools,
+    heartbeatIntervalS,
+    goodbye: false,
+  };
+  const result = AnnouncementSchema.safeParse(sample);
   if (!result.success) {
     // zod's messages say what was expected, never the value received.
-    const problems = result.error.issues.map((issue) => `announce.${issue.path.map(String).join('.')}: ${issue.message}`);
+    const problems = result.error.issues.map((issue) => {
+      const path = issue.path.map(String).join('.');
+      return `announce.${path === 'sub' ? 'subject' : path}: ${issue.message}`;
+    });
     throw new TypeError(`invalid announce option: ${problems.join('; ')}`);
   }
-  return result.data;
+  return { service: result.data.service, tools: result.data.tools, heartbeatIntervalS: result.data.heartbeatIntervalS };
 }
 
 /** `tools` checked as announce(tools) takes them. */
@@ -253,6 +307,7 @@ class ToolService {
     // Shared: replicas of a service split its requests between them.
     const requestsUrl = consumerUrl(options.url, this.#requestQueue, `${options.id}-request`, { subscriptionType: 'Shared' });
     const announcement = options.announce && checkedAnnouncement(options.announce);
+    const signer = options.announce && checkedSigner(options.announce);
     this.#requests = new Consumer({ ...socket, url: requestsUrl, reconnect: 'on-demand' }, (message) => void this.#handle(message), {
       drop: () => this.#requestsDropped(),
     });
@@ -273,7 +328,7 @@ class ToolService {
       },
     );
     this.#announcer =
-      options.announce && announcement
+      options.announce && announcement && signer
         ? new Announcer(
             {
               url: options.url,
@@ -287,6 +342,7 @@ class ToolService {
             },
             options.announce.topic,
             announcement,
+            signer,
           )
         : undefined;
     if (announcement) this.#checkAnnouncedQueue(announcement);
@@ -333,7 +389,7 @@ class ToolService {
     return this.#announcer.update(checkedTools(tools));
   }
 
-  #checkAnnouncedQueue(announcement: Announcement): void {
+  #checkAnnouncedQueue(announcement: AnnouncedContent): void {
     const announced = announcedRequestQueue(announcement.service);
     if (announced !== undefined && announced !== this.#requestQueue) {
       this.#log.warn(

@@ -1,16 +1,21 @@
 /**
- * Self-announcing tool services (issue 14) against a real Apache Pulsar broker
- * (test/setup/broker.ts): registries as real processes (ANNOUNCE_TOPIC, PULSAR_WS_URL, an HS256
- * JWT_SECRET), each on a fresh announcement topic, and announcers of three kinds: the package's
- * toolkit (runToolService with `announce`), a raw WebSocket publisher this file controls (to stop
- * a heartbeat without a goodbye, or send what the toolkit never would), and the Python example
- * built on the reference package (examples/announce_service.py).
+ * Self-announcing tool services (issues 14 and 29) against a real Apache Pulsar broker
+ * (test/setup/broker.ts): registries as real processes (ANNOUNCE_TOPIC, PULSAR_WS_URL,
+ * ANNOUNCER_KEYS_FILE binding each announcer's key to its queues and scopes), each on a fresh
+ * announcement topic, and announcers of three kinds: the package's toolkit (runToolService with
+ * `announce`, signing with its private key), a raw WebSocket publisher this file controls (to
+ * stop a heartbeat without a goodbye, or send what the toolkit never would: unsigned, forged,
+ * outside its binding, replayed), and the Python example built on the reference package
+ * (examples/announce_service.py).
  *
  * What is checked: announced tools appear in GET / and are callable; a service whose heartbeats
  * stop is hidden from GET /?passing=true (plain GET / still lists it) and its calls get a fast
- * 503, until heartbeats resume; a goodbye hides it at once; an announcement whose token lacks the
- * announce scope (or does not verify) registers nothing; an announcement never changes a tool or
- * service an operator registered.
+ * 503, until heartbeats resume; a goodbye hides it at once; an announcement that is unsigned
+ * (the old bearer-token form), signed by a key no binding names, names queues outside its
+ * binding or another owner's, or tools requiring scopes not granted, registers nothing; a
+ * replayed announcement is refused, by every registry that hears it (replicas of one registry
+ * too, each with its own sequence numbers) and after a restart; an announcement never changes a
+ * tool or service an operator registered.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -21,8 +26,9 @@ import { afterAll, afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { openSocket } from '../../src/pulsar/socket.js';
 import { publishFrame, topicPath } from '../../src/pulsar/wire.js';
 import { runToolService, type RunningToolService, type ToolServiceLogger } from '../../src/toolkit/tool-service.js';
+import { announcerKey, signAnnouncement, writeBindings, type BindingInput } from '../helpers/announcer-keys.js';
 import { killAll, removeTempDirs, startServer, stopProcess, type ServerProcess } from '../helpers/process.js';
-import { call, type HttpResult } from '../helpers/replicas.js';
+import { call, Replica, replicationTopic, type HttpResult } from '../helpers/replicas.js';
 
 const pulsar = inject('pulsar');
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -37,11 +43,27 @@ function mintToken(scopes: readonly string[], sub: string): string {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Tokens every registry here accepts (JWT_SECRET = SECRET); ANNOUNCE_SCOPE keeps its default. */
-const ANNOUNCE_SCOPE = 'registry:announce';
+/** Tokens every registry here accepts (JWT_SECRET = SECRET). */
 const ADMIN = mintToken(['registry:write'], 'operator');
-const ANNOUNCER = mintToken([ANNOUNCE_SCOPE], 'announcer');
 const AGENT = mintToken([], 'agent');
+
+/** The announcer every test here uses: its key, bound to the queues of the services these tests start (ann-*). */
+const KEY = announcerKey('announcer-1');
+const SUBJECT = 'announcer';
+/** Every service here is `ann-<label>-<suffix>`; its tools require no scope, so that AGENT sees them. */
+const ANNOUNCER_BINDING: BindingInput = {
+  subject: SUBJECT,
+  keys: [KEY.publicJwk],
+  queues: ['non-persistent://tg/*/ann-*'],
+  scopes: ['weather:read'],
+  unscopedTools: true,
+};
+/** Another announcer with the same queue patterns: another owner's queues are refused to it all the same. */
+const OTHER_KEY = announcerKey('other-announcer-1');
+const OTHER_BINDING: BindingInput = { ...ANNOUNCER_BINDING, subject: 'other-announcer', keys: [OTHER_KEY.publicJwk] };
+const toolkitSigning = { subject: SUBJECT, privateKey: KEY.privateJwk };
+/** The private part of the announcer's key: never in a log. */
+const PRIVATE_PART = String(KEY.privateJwk.d);
 
 /** How long POST /tools/{name}/invoke may take to refuse a call to a service marked unavailable. */
 const FAST_503_MS = 2000;
@@ -75,13 +97,23 @@ function busTool(name: string, service: string, description = `The ${name} tool`
   };
 }
 
-function announcement(
-  token: string,
-  service: Record<string, unknown>,
-  tools: Record<string, unknown>[],
-  options: { heartbeatIntervalS?: number; goodbye?: boolean } = {},
-) {
-  return { v: 1, token, service, tools, heartbeatIntervalS: options.heartbeatIntervalS ?? 1, goodbye: options.goodbye ?? false };
+/** Signs one announcer process's announcements, each with the next sequence number. */
+function signer(key = KEY, sub = SUBJECT, instance: string = randomUUID()) {
+  let seq = 0;
+  return (
+    service: Record<string, unknown>,
+    tools: Record<string, unknown>[],
+    options: { heartbeatIntervalS?: number; goodbye?: boolean } = {},
+  ): Promise<string> =>
+    signAnnouncement(key, {
+      sub,
+      instance,
+      seq: ++seq,
+      service,
+      tools,
+      heartbeatIntervalS: options.heartbeatIntervalS ?? 1,
+      goodbye: options.goodbye ?? false,
+    });
 }
 
 function recorder(): ToolServiceLogger & { lines: string[] } {
@@ -110,12 +142,17 @@ afterAll(() => {
   removeTempDirs();
 });
 
-async function startRegistry(announceTopic: string): Promise<ServerProcess> {
+async function startRegistry(
+  announceTopic: string,
+  options: { bindings?: BindingInput[]; databasePath?: string } = {},
+): Promise<ServerProcess> {
   const registry = await startServer({
     logLevel: 'info',
     startupDeadlineMs: 60_000,
+    ...(options.databasePath !== undefined && { databasePath: options.databasePath }),
     env: {
       ANNOUNCE_TOPIC: announceTopic,
+      ANNOUNCER_KEYS_FILE: writeBindings(options.bindings ?? [ANNOUNCER_BINDING]),
       PULSAR_WS_URL: pulsar.wsUrl,
       JWT_SECRET: SECRET,
       RATE_LIMIT_MAX: '0',
@@ -171,10 +208,10 @@ function startService(
 
 /** A producer on the announcement topic that this file drives by hand. */
 interface RawAnnouncer {
-  /** Publishes one message; resolves once the broker took it. */
-  publish(message: object): Promise<void>;
-  /** Publishes `messages()` now and every `intervalMs` until stop(). */
-  beat(messages: () => object[], intervalMs: number): void;
+  /** Publishes one message (a JWS, or anything else); resolves once the broker took it. */
+  publish(message: string): Promise<void>;
+  /** Publishes what `messages()` gives (signed afresh, so with new sequence numbers) now and every `intervalMs` until stop(). */
+  beat(messages: () => Promise<string[]>, intervalMs: number): void;
   stop(): void;
   close(): void;
 }
@@ -198,16 +235,17 @@ async function rawAnnouncer(topic: string): Promise<RawAnnouncer> {
       const ctx = String(++context);
       return new Promise<void>((resolve, reject) => {
         acks.set(ctx, { resolve, reject });
-        ws.send(publishFrame(JSON.stringify(message), {}, ctx));
+        ws.send(publishFrame(message, {}, ctx));
       });
     },
     beat(messages, intervalMs) {
       raw.stop();
-      const send = () => {
-        for (const m of messages()) raw.publish(m).catch(() => undefined);
+      const send = async () => {
+        // In order: the registry must read them in the order they were signed.
+        for (const m of await messages()) raw.publish(m).catch(() => undefined);
       };
-      send();
-      timer = setInterval(send, intervalMs);
+      void send();
+      timer = setInterval(() => void send(), intervalMs);
     },
     stop() {
       clearInterval(timer);
@@ -220,6 +258,14 @@ async function rawAnnouncer(topic: string): Promise<RawAnnouncer> {
   };
   publishers.push(raw);
   return raw;
+}
+
+/** The registry's audit entries of refused announcements, oldest first: `<subject> <service> <status> <detail>`. */
+async function refusals(registry: ServerProcess): Promise<string[]> {
+  const res = await call(registry.url, 'GET', '/audit?action=announcement&limit=500', { token: ADMIN });
+  expect(res.status, res.text).toBe(200);
+  const entries = (res.json as { entries: { sub: string | null; target: string | null; status: number; detail: string | null }[] }).entries;
+  return entries.map((e) => `${e.sub ?? '-'} ${e.target ?? '-'} ${e.status} ${e.detail ?? ''}`).reverse();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -299,7 +345,7 @@ if (pulsar.skip) {
         n.service,
         {
           topic: n.announceTopic,
-          token: ANNOUNCER,
+          ...toolkitSigning,
           service: { id: n.service, topic: n.service },
           tools: [busTool(n.tool, n.service)],
           heartbeatIntervalS: 1,
@@ -323,10 +369,9 @@ if (pulsar.skip) {
       const changedMs = await until(`${second} in GET /`, visible(registry, second), registry, 10_000);
       console.warn(`[announce] (a) ${second} listed ${changedMs} ms after announce(tools)`);
       expect(await invokeOk(registry, second, { topic: 'again' })).toBe(`${n.service}: again`);
-      // The token never reaches the toolkit's log, nor the registry's.
-      expect(log.lines.join('\n')).not.toContain(ANNOUNCER);
+      // The private key never reaches the toolkit's log (nor could the registry's: it has only the public part).
+      expect(log.lines.join('\n')).not.toContain(PRIVATE_PART);
       expect(log.lines.some((l) => l.includes('announced the service'))).toBe(true);
-      expect(`${registry.stdout()}${registry.stderr()}`).not.toContain(ANNOUNCER);
     }, 90_000);
 
     it('(b) hides a service whose heartbeats stopped without a goodbye, answers its calls 503 fast, and brings it back when they resume', async () => {
@@ -335,8 +380,11 @@ if (pulsar.skip) {
       // The service keeps listening all along: what changes is only whether it announces.
       await startService(n.service).ready;
       const heart = await rawAnnouncer(n.announceTopic);
-      const message = announcement(ANNOUNCER, { id: n.service, topic: n.service }, [busTool(n.tool, n.service)], { heartbeatIntervalS: 1 });
-      heart.beat(() => [message], 1000);
+      const sign = signer();
+      const messages = async () => [
+        await sign({ id: n.service, topic: n.service }, [busTool(n.tool, n.service)], { heartbeatIntervalS: 1 }),
+      ];
+      heart.beat(messages, 1000);
       await until(`${n.tool} passing`, visible(registry, n.tool), registry, 10_000);
       expect(await invokeOk(registry, n.tool, { topic: 'alive' })).toBe(`${n.service}: alive`);
 
@@ -352,7 +400,7 @@ if (pulsar.skip) {
       console.warn(`[announce] (b) invoke while unavailable: ${refused.status} in ${Math.round(refused.ms)} ms (${refused.code ?? ''})`);
 
       // Heartbeats resume: visible and callable again.
-      heart.beat(() => [message], 1000);
+      heart.beat(messages, 1000);
       const backMs = await until(`${n.tool} passing again`, visible(registry, n.tool), registry, 10_000);
       console.warn(`[announce] (b) passing again ${backMs} ms after heartbeats resumed`);
       expect(await invokeOk(registry, n.tool, { topic: 'back' })).toBe(`${n.service}: back`);
@@ -364,7 +412,7 @@ if (pulsar.skip) {
       // 5 s heartbeats: missed ones would take 15 s to notice; the goodbye must not wait for that.
       const service = startService(n.service, {
         topic: n.announceTopic,
-        token: ANNOUNCER,
+        ...toolkitSigning,
         service: { id: n.service, topic: n.service },
         tools: [busTool(n.tool, n.service)],
         heartbeatIntervalS: 5,
@@ -382,43 +430,213 @@ if (pulsar.skip) {
       await expectFast503(registry, n.tool);
     }, 90_000);
 
-    it('(d) registers nothing from an announcement whose token lacks the announce scope, or does not verify', async () => {
+    it("(d) registers nothing from an announcement that is unsigned, signed by a key no binding names, or names another owner's queues, queues or scopes it was not granted", async () => {
       const n = names('d');
-      const registry = await startRegistry(n.announceTopic);
-      await startService(n.service).ready;
-      const unscoped = mintToken(['registry:read', 'tools:call'], 'not-an-announcer');
-      const forged = createSigner({
-        key: 'some-other-secret-that-is-long-enough-for-hs256-00',
-        expiresIn: 3_600_000,
-        header: { alg: 'HS256', typ: 'at+jwt' },
-      })({ sub: 'forger', scope: ANNOUNCE_SCOPE });
-      const noScope = { service: `${n.service}-noscope`, tool: `${n.tool}_noscope` };
-      const noSig = { service: `${n.service}-forged`, tool: `${n.tool}_forged` };
+      const registry = await startRegistry(n.announceTopic, { bindings: [ANNOUNCER_BINDING, OTHER_BINDING] });
+      const operatorService = `${n.service}-op`;
+      await Promise.all([startService(n.service).ready, startService(operatorService).ready]);
+      const putService = await call(registry.url, 'PUT', `/tool-services/${operatorService}`, {
+        token: ADMIN,
+        body: { id: operatorService, topic: operatorService },
+      });
+      expect(putService.status, putService.text).toBe(201);
+      const operatorBefore = await call(registry.url, 'GET', `/tool-services/${operatorService}`, { token: ADMIN });
+
+      const refused = {
+        // The old form: JSON with a bearer token that holds the old announce scope.
+        unsigned: { service: `${n.service}-unsigned`, tool: `${n.tool}_unsigned` },
+        // Signed, but by a key the operator never bound.
+        stranger: { service: `${n.service}-stranger`, tool: `${n.tool}_stranger` },
+        // The other announcer naming the operator's queues (inside its patterns: refused as another owner's).
+        foreign: { service: `${n.service}-foreign`, tool: `${n.tool}_foreign` },
+        // Queues outside the announcer's binding (not ann-*).
+        outside: { service: `${n.service}-outside`, tool: `${n.tool}_outside` },
+        // A tool requiring a scope the binding does not grant.
+        scoped: { service: `${n.service}-scoped`, tool: `${n.tool}_scoped` },
+      };
+      const bearer = mintToken(['registry:announce'], SUBJECT);
+      const legacy = JSON.stringify({
+        v: 1,
+        token: bearer,
+        service: { id: refused.unsigned.service, topic: n.service },
+        tools: [busTool(refused.unsigned.tool, refused.unsigned.service)],
+        heartbeatIntervalS: 1,
+      });
+      const stranger = signer({ ...announcerKey(), kid: 'stranger-1' });
+      const other = signer(OTHER_KEY, 'other-announcer');
+      const mine = signer();
       const heart = await rawAnnouncer(n.announceTopic);
       // On one producer, so the registry sees them in this order: the refused ones, then one it
       // takes. Once that one shows, the others have been read (several times over).
       heart.beat(
-        () => [
-          announcement(unscoped, { id: noScope.service, topic: n.service }, [busTool(noScope.tool, noScope.service)]),
-          announcement(forged, { id: noSig.service, topic: n.service }, [busTool(noSig.tool, noSig.service)]),
-          announcement(ANNOUNCER, { id: n.service, topic: n.service }, [busTool(n.tool, n.service)]),
+        async () => [
+          legacy,
+          await stranger({ id: refused.stranger.service, topic: n.service }, [busTool(refused.stranger.tool, refused.stranger.service)]),
+          await other({ id: refused.foreign.service, topic: operatorService }, [busTool(refused.foreign.tool, refused.foreign.service)]),
+          await mine({ id: refused.outside.service, topic: `outside-${n.suffix}` }, [
+            busTool(refused.outside.tool, refused.outside.service),
+          ]),
+          await mine({ id: refused.scoped.service, topic: refused.scoped.service }, [
+            { ...busTool(refused.scoped.tool, refused.scoped.service), scopes: ['payroll:admin'] },
+          ]),
+          await mine({ id: n.service, topic: n.service }, [busTool(n.tool, n.service)]),
         ],
         1000,
       );
       await until(`${n.tool} (the barrier) passing`, visible(registry, n.tool), registry, 10_000);
       await sleep(2500);
       const everything = await listed(registry, false);
-      for (const refused of [noScope, noSig]) {
-        expect(everything).not.toContain(refused.tool);
-        expect((await call(registry.url, 'GET', `/tools/${refused.tool}`, { token: ADMIN })).status, refused.tool).toBe(404);
-        expect((await call(registry.url, 'GET', `/tool-services/${refused.service}`, { token: ADMIN })).status, refused.service).toBe(404);
-        expect((await invoke(registry, refused.tool)).status).toBe(404);
+      for (const [why, { service, tool }] of Object.entries(refused)) {
+        expect(everything, why).not.toContain(tool);
+        expect((await call(registry.url, 'GET', `/tools/${tool}`, { token: ADMIN })).status, `${why}: ${tool}`).toBe(404);
+        expect((await call(registry.url, 'GET', `/tool-services/${service}`, { token: ADMIN })).status, `${why}: ${service}`).toBe(404);
+        expect((await invoke(registry, tool)).status, why).toBe(404);
       }
-      // The barrier's own tool works, from the same topic.
+      // The operator's service, byte for byte, and the barrier's own tool works, from the same topic.
+      const operatorAfter = await call(registry.url, 'GET', `/tool-services/${operatorService}`, { token: ADMIN });
+      expect(operatorAfter.text).toBe(operatorBefore.text);
       expect(await invokeOk(registry, n.tool)).toBe(`${n.service}: x`);
+      // Each refusal is audited with its reason, under the announcer once its signature was good.
+      const audited = await refusals(registry);
+      const has = (pattern: RegExp) =>
+        expect(
+          audited.some((line) => pattern.test(line)),
+          `${pattern}\n${audited.join('\n')}`,
+        ).toBe(true);
+      has(/^- - 401 an unsigned announcement \(version 1, with a bearer token\)/);
+      has(/^- - 401 signed with a key no announcer binding names/);
+      has(new RegExp(`^other-announcer ${refused.foreign.service} 409 TR_ERR_CONFLICT`));
+      has(
+        new RegExp(
+          `^announcer ${refused.outside.service} 403 service "${refused.outside.service}" names non-persistent://tg/request/outside-`,
+        ),
+      );
+      has(new RegExp(`^announcer ${refused.scoped.service} 403 tool "${refused.scoped.tool}" requires payroll:admin, which the binding`));
       const logs = `${registry.stdout()}${registry.stderr()}`;
-      for (const token of [unscoped, forged, ANNOUNCER]) expect(logs, 'a token in the registry log').not.toContain(token);
+      expect(logs, 'a token in the registry log').not.toContain(bearer);
+      expect(logs).toContain(`which tool service \\"${operatorService}\\" of an operator uses`);
     }, 90_000);
+
+    it('(g) refuses a replayed announcement, on every registry that hears it and after a restart', async () => {
+      const n = names('g');
+      const first = await startRegistry(n.announceTopic);
+      const second = await startRegistry(n.announceTopic);
+      await startService(n.service).ready;
+      const sign = signer();
+      const service = { id: n.service, topic: n.service };
+      const old = `${n.tool}_old`;
+      // Captured off the topic by someone who reads it: the version with the old tool.
+      const captured = await sign(service, [busTool(old, n.service)], { heartbeatIntervalS: 60 });
+      const heart = await rawAnnouncer(n.announceTopic);
+      // A barrier: an announcement of another process of the announcer (a count of its own).
+      const barrier = async (label: string) => {
+        const tool = `${n.tool}_${label}`;
+        const id = `${n.service}-${label}`;
+        await heart.publish(await signer()({ id, topic: id }, [busTool(tool, id)]));
+        return tool;
+      };
+      // A registry's subscription (non-durable) hears only what is published once it is open:
+      // announce until it has heard one, so that a message below is not simply missed.
+      const hearing = (registry: ServerProcess, label: string) =>
+        until(
+          `${registry.url} to hear announcements`,
+          async () => (await listed(registry, false)).includes(await barrier(label)),
+          registry,
+          15_000,
+          500,
+        );
+      await Promise.all([hearing(first, 'hears1'), hearing(second, 'hears2')]);
+      await heart.publish(captured);
+      for (const registry of [first, second]) await until(`${old} on ${registry.url}`, visible(registry, old), registry, 10_000);
+      // The announcer moves on: the old tool goes, the new one comes.
+      await heart.publish(await sign(service, [busTool(n.tool, n.service)], { heartbeatIntervalS: 60 }));
+      for (const registry of [first, second]) {
+        await until(`${n.tool} on ${registry.url}`, visible(registry, n.tool), registry, 10_000);
+        expect(await listed(registry, false)).not.toContain(old);
+      }
+
+      const replayed = async (registries: ServerProcess[], label: string) => {
+        await heart.publish(captured);
+        const tool = await barrier(label);
+        for (const registry of registries) {
+          await until(`${tool} (the barrier) on ${registry.url}`, visible(registry, tool, false), registry, 10_000);
+          const tools = await listed(registry, false);
+          expect(tools, 'the replayed version did not bring the old tool back').not.toContain(old);
+          expect(tools).toContain(n.tool);
+          expect(await refusals(registry)).toContainEqual(
+            expect.stringMatching(new RegExp(`^announcer ${n.service} 409 a replay: sequence number 1 of instance `)),
+          );
+        }
+      };
+      // The replay, then a barrier.
+      await replayed([first, second], 'barrier1');
+      expect(await invokeOk(first, n.tool)).toBe(`${n.service}: x`);
+
+      // A restart does not reopen the replay: the last sequence number is in SQLite.
+      const databasePath = first.databasePath;
+      registries.splice(registries.indexOf(first), 1);
+      await stopProcess(first, 'SIGTERM');
+      const restarted = await startRegistry(n.announceTopic, { databasePath });
+      await hearing(restarted, 'hears3');
+      await replayed([restarted, second], 'barrier2');
+      for (const registry of [restarted, second]) {
+        const replays = (await refusals(registry)).filter((line) => line.includes(`${n.service} 409 a replay: `));
+        expect(replays, 'the replay before the restart and the one after').toHaveLength(2);
+      }
+    }, 120_000);
+
+    it('(h) in replicated mode, every replica hears an announcement itself and refuses its replay', async () => {
+      const n = names('h');
+      const cluster = { wsUrl: pulsar.wsUrl, adminUrl: pulsar.adminUrl, topic: replicationTopic(`announce-h-${n.suffix}`) };
+      const env = { ANNOUNCE_TOPIC: n.announceTopic, ANNOUNCER_KEYS_FILE: writeBindings([ANNOUNCER_BINDING]), JWT_SECRET: SECRET };
+      const replicas = await Promise.all(['h1', 'h2'].map((id) => Replica.create(cluster, `${id}-${n.suffix}`, env)));
+      await Promise.all(replicas.map((r) => r.start()));
+      const procs = replicas.map((r) => r.proc as ServerProcess);
+      registries.push(...procs);
+      await Promise.all(replicas.map((r) => r.waitReady()));
+      const heart = await rawAnnouncer(n.announceTopic);
+      const barrier = async (label: string) => {
+        const id = `${n.service}-${label}`;
+        await heart.publish(await signer()({ id, topic: id }, [busTool(`${n.tool}_${label}`, id)]));
+        return `${n.tool}_${label}`;
+      };
+      for (const [i, proc] of procs.entries())
+        await until(
+          `${proc.url} to hear announcements`,
+          async () => (await listed(proc, false)).includes(await barrier(`hears${i}`)),
+          proc,
+          15_000,
+          500,
+        );
+
+      const sign = signer();
+      const service = { id: n.service, topic: n.service };
+      const old = `${n.tool}_old`;
+      const captured = await sign(service, [busTool(old, n.service)], { heartbeatIntervalS: 60 });
+      await heart.publish(captured);
+      for (const proc of procs) await until(`${old} on ${proc.url}`, visible(proc, old, false), proc, 15_000);
+      await heart.publish(await sign(service, [busTool(n.tool, n.service)], { heartbeatIntervalS: 60 }));
+      for (const proc of procs) await until(`${n.tool} on ${proc.url}`, visible(proc, n.tool, false), proc, 15_000);
+
+      await heart.publish(captured);
+      const after = await barrier('after');
+      for (const proc of procs) {
+        await until(`${after} on ${proc.url}`, visible(proc, after, false), proc, 15_000);
+        const tools = await listed(proc, false);
+        expect(tools, 'the replay brought the old tool back').not.toContain(old);
+        expect(tools).toContain(n.tool);
+        // Each replica refused it itself (its own sequence numbers), and audited that.
+        const replays = (await refusals(proc)).filter((line) => line.includes(`${n.service} 409 a replay: `));
+        expect(replays, proc.url).toHaveLength(1);
+        // Nothing else was refused: not the first hearing (as a replay), nor the write or the
+        // delete that the other replica's message made first.
+        const others = (await refusals(proc)).filter((line) => line.includes(`${n.service} `) && !line.includes(' 409 a replay: '));
+        expect(others, proc.url).toEqual([]);
+      }
+      const owners = await Promise.all(procs.map((proc) => call(proc.url, 'GET', `/tool-services/${n.service}`, { token: ADMIN })));
+      for (const res of owners) expect(res.status, res.text).toBe(200);
+      expect(owners[0]?.text).toBe(owners[1]?.text);
+    }, 180_000);
 
     it('(e) never lets an announcement change a tool or a service an operator registered', async () => {
       const n = names('e');
@@ -447,18 +665,19 @@ if (pulsar.skip) {
       expect(before.service.status).toBe(200);
 
       const heart = await rawAnnouncer(n.announceTopic);
+      const sign = signer();
       heart.beat(
-        () => [
+        async () => [
           // The operator's tool name, on the announcer's own service.
-          announcement(ANNOUNCER, { id: announcerService, topic: announcerService }, [
+          await sign({ id: announcerService, topic: announcerService }, [
             busTool(operatorTool, announcerService, 'An announcer took this over'),
           ]),
           // The operator's service id, pointed elsewhere, with a tool of its own.
-          announcement(ANNOUNCER, { id: operatorService, topic: announcerService }, [
+          await sign({ id: operatorService, topic: announcerService }, [
             busTool(`${n.tool}_hijack`, operatorService, 'Rides on the operator service'),
           ]),
           // The barrier: a clean announcement, read after the two above.
-          announcement(ANNOUNCER, { id: n.service, topic: n.service }, [busTool(n.tool, n.service)]),
+          await sign({ id: n.service, topic: n.service }, [busTool(n.tool, n.service)]),
         ],
         1000,
       );
@@ -499,13 +718,19 @@ if (pulsar.skip) {
             n.tool,
             '--announce-topic',
             n.announceTopic,
+            '--subject',
+            SUBJECT,
             // 5 s: a goodbye shows well before 3 missed heartbeats (15 s).
             '--heartbeat-interval',
             '5',
             '--no-metrics',
             '--no-loki-enabled',
           ],
-          { cwd: ROOT, env: { ...process.env, REGISTRY_ANNOUNCE_TOKEN: ANNOUNCER }, stdio: ['ignore', 'pipe', 'pipe'] },
+          {
+            cwd: ROOT,
+            env: { ...process.env, REGISTRY_ANNOUNCE_KEY: JSON.stringify(KEY.privateJwk) },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
         );
         children.push(child);
         let output = '';
@@ -535,7 +760,7 @@ if (pulsar.skip) {
         console.warn(`[announce] (f) Python service hidden ${Date.now() - stopping} ms after SIGTERM`);
         expect(Date.now() - stopping, `hidden before 3 missed 5 s heartbeats\n${pythonLog()}`).toBeLessThan(6000);
         expect(await exited, pythonLog()).toBe(0);
-        expect(output, 'the Python service printed its token').not.toContain(ANNOUNCER);
+        expect(output, 'the Python service printed its private key').not.toContain(PRIVATE_PART);
         expect(output).toContain('said goodbye');
       },
       150_000,

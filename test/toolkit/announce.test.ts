@@ -1,21 +1,25 @@
 /**
- * The toolkit's announcements (issue 14, src/model/announcement.ts), against the in-process fake
- * of Pulsar's WebSocket API: the message format, when announcements go out (once the service
- * listens, every heartbeat, at once on announce(tools), again after the broker drops), the
- * goodbye on close(), the checks of the option, and that the token never reaches a log line.
+ * The toolkit's announcements (issues 14 and 29, src/model/announcement.ts), against the
+ * in-process fake of Pulsar's WebSocket API: the message format (a compact JWS over the
+ * announcement, with a sequence number that counts up), when announcements go out (once the
+ * service listens, every heartbeat, at once on announce(tools), again after the broker drops),
+ * the goodbye on close(), the checks of the option, and that the private key never reaches a log
+ * line.
  * The registry's side, over a real broker, is test/bus/announce.broker.test.ts.
  */
-import { randomUUID } from 'node:crypto';
+import { createPublicKey, randomUUID } from 'node:crypto';
+import { compactVerify, decodeProtectedHeader } from 'jose';
 import WebSocket from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { topicPath } from '../../src/pulsar/wire.js';
-import { AnnouncementSchema } from '../../src/model/announcement.js';
+import { ANNOUNCEMENT_TYP, AnnouncementSchema } from '../../src/model/announcement.js';
 import {
   runToolService,
   type RunningToolService,
   type ToolServiceLogger,
   type ToolServiceOptions,
 } from '../../src/toolkit/tool-service.js';
+import { announcerKey } from '../helpers/announcer-keys.js';
 import { FakePulsar } from '../helpers/fake-pulsar.js';
 
 /** vi.waitUntil polls every 50 ms for 1 s by default: these waits poll every 10 ms, for up to 5000 ms. */
@@ -25,8 +29,11 @@ const fake = new FakePulsar();
 beforeAll(() => fake.start());
 afterAll(() => fake.stop());
 
-/** Not a real JWT: the toolkit never reads it, it only carries it. */
-const TOKEN = `eyJhbGciOiJIUzI1NiJ9.announcer-${randomUUID()}.c2lnbmF0dXJl`;
+/** The announcer's key pair: the toolkit signs with the private part, never logs it. */
+const KEY = announcerKey('toolkit-test-1');
+const SUBJECT = 'toolkit-test';
+const PRIVATE_PART = String(KEY.privateJwk.d);
+const signing = { subject: SUBJECT, privateKey: KEY.privateJwk };
 
 interface Line {
   level: string;
@@ -44,6 +51,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 interface Seen {
   at: number;
+  /** The JWS as published. */
+  jws: string;
+  /** Its payload, decoded (verified where a test says so). */
   message: Record<string, unknown>;
   properties: Record<string, string>;
 }
@@ -59,9 +69,11 @@ async function spy(topic: string, onMessage: () => void = () => undefined): Prom
   ws.on('message', (data) => {
     const frame = JSON.parse(data.toString()) as { messageId: string; payload: string; properties: Record<string, string> };
     ws.send(JSON.stringify({ messageId: frame.messageId }));
+    const jws = Buffer.from(frame.payload, 'base64').toString('utf8');
     seen.push({
       at: Date.now(),
-      message: JSON.parse(Buffer.from(frame.payload, 'base64').toString('utf8')) as Record<string, unknown>,
+      jws,
+      message: JSON.parse(Buffer.from(jws.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>,
       properties: frame.properties,
     });
     onMessage();
@@ -75,8 +87,8 @@ const loggers: ReturnType<typeof recorder>[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((s) => s.close()));
   for (const s of spies.splice(0)) s.close();
-  // Whatever a test did, the token never reached a log line.
-  for (const log of loggers.splice(0)) expect(JSON.stringify(log.lines)).not.toContain(TOKEN);
+  // Whatever a test did, the private key never reached a log line.
+  for (const log of loggers.splice(0)) expect(JSON.stringify(log.lines)).not.toContain(PRIVATE_PART);
 });
 
 function names() {
@@ -116,14 +128,29 @@ describe('a tool service that announces itself', () => {
     const { service, log } = start({
       id,
       topic,
-      announce: { topic: announceTopic, token: TOKEN, service: serviceDescriptor, tools, heartbeatIntervalS: 1 },
+      announce: { topic: announceTopic, ...signing, service: serviceDescriptor, tools, heartbeatIntervalS: 1 },
     });
     await service.ready;
     const first = await vi.waitUntil(() => watcher.seen[0], polling);
     // Published after the subscription was ready, at once (not a heartbeat later).
     expect(state).toBe('listening');
-    expect(first.message).toEqual({ v: 1, token: TOKEN, service: serviceDescriptor, tools, heartbeatIntervalS: 1, goodbye: false });
+    expect(first.message).toEqual({
+      v: 2,
+      sub: SUBJECT,
+      instance: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      seq: 1,
+      iat: expect.any(Number),
+      service: serviceDescriptor,
+      tools,
+      heartbeatIntervalS: 1,
+      goodbye: false,
+    });
     expect(AnnouncementSchema.safeParse(first.message).success).toBe(true);
+    expect(Math.abs((first.message['iat'] as number) - Date.now() / 1000)).toBeLessThan(5);
+    // Signed with the announcer's key, over exactly this payload, and said to be an announcement.
+    const verified = await compactVerify(first.jws, createPublicKey({ key: KEY.publicJwk, format: 'jwk' }), { algorithms: ['EdDSA'] });
+    expect(JSON.parse(new TextDecoder().decode(verified.payload))).toEqual(first.message);
+    expect(decodeProtectedHeader(first.jws)).toEqual({ alg: 'EdDSA', kid: KEY.kid, typ: ANNOUNCEMENT_TYP });
     // Heartbeats: the same whole message every second.
     await vi.waitUntil(() => watcher.seen.length >= 3, { ...polling, timeout: 4000 });
     const gaps = watcher.seen.slice(1, 3).map((s, i) => s.at - (watcher.seen[i] as Seen).at);
@@ -131,7 +158,8 @@ describe('a tool service that announces itself', () => {
       expect(gap).toBeGreaterThan(700);
       expect(gap).toBeLessThan(1500);
     }
-    for (const s of watcher.seen) expect(s.message).toEqual(first.message);
+    // The same whole announcement, each with the next sequence number of this process.
+    watcher.seen.forEach((s, i) => expect(s.message).toEqual({ ...first.message, seq: i + 1, iat: s.message['iat'] }));
     // Logged once (not every heartbeat), without the token.
     const announced = log.lines.filter((l) => l.msg.startsWith('announced the service'));
     expect(announced).toHaveLength(1);
@@ -145,7 +173,7 @@ describe('a tool service that announces itself', () => {
     const { service } = start({
       id,
       topic,
-      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 60 },
+      announce: { topic: announceTopic, ...signing, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 60 },
     });
     await service.ready;
     await vi.waitUntil(() => watcher.seen[0], polling);
@@ -154,7 +182,7 @@ describe('a tool service that announces itself', () => {
     expect(await service.announce(changed)).toBe(true);
     const second = await vi.waitUntil(() => watcher.seen[1], polling);
     expect(second.at - started).toBeLessThan(1000);
-    expect(second.message).toMatchObject({ v: 1, tools: changed, goodbye: false });
+    expect(second.message).toMatchObject({ v: 2, seq: 2, instance: watcher.seen[0]?.message['instance'], tools: changed, goodbye: false });
     expect(() => service.announce('nope' as unknown as Record<string, unknown>[])).toThrow(TypeError);
   });
 
@@ -165,15 +193,18 @@ describe('a tool service that announces itself', () => {
     const { service, log } = start({
       id,
       topic,
-      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 1 },
+      announce: { topic: announceTopic, ...signing, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 1 },
     });
     await service.ready;
     await vi.waitUntil(() => watcher.seen[0], polling);
     await service.close();
     const last = await vi.waitUntil(() => watcher.seen.find((s) => s.message['goodbye'] === true), polling);
     expect(last.message).toEqual({
-      v: 1,
-      token: TOKEN,
+      v: 2,
+      sub: SUBJECT,
+      instance: watcher.seen[0]?.message['instance'],
+      seq: watcher.seen.length,
+      iat: expect.any(Number),
       service: { id, topic },
       tools: [tool(`${id}-a`, id)],
       heartbeatIntervalS: 1,
@@ -196,7 +227,7 @@ describe('a tool service that announces itself', () => {
       id,
       topic,
       signal: controller.signal,
-      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [], heartbeatIntervalS: 30 },
+      announce: { topic: announceTopic, ...signing, service: { id, topic }, tools: [], heartbeatIntervalS: 30 },
     });
     await service.ready;
     await vi.waitUntil(() => watcher.seen[0], polling);
@@ -210,7 +241,7 @@ describe('a tool service that announces itself', () => {
     const { service, log } = start({
       id,
       topic,
-      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 60 },
+      announce: { topic: announceTopic, ...signing, service: { id, topic }, tools: [tool(`${id}-a`, id)], heartbeatIntervalS: 60 },
     });
     await service.ready;
     const mine = () => fake.published.filter((m) => m.topic === announceTopic);
@@ -220,36 +251,51 @@ describe('a tool service that announces itself', () => {
     // Well before the 60 s heartbeat: the announcement follows the service's return.
     await vi.waitUntil(() => mine().length === 2, { ...polling, timeout: 5000 });
     expect(service.state).toBe('listening');
-    const message = JSON.parse(Buffer.from((mine()[1] as { payload: string }).payload, 'base64').toString('utf8')) as Record<
-      string,
-      unknown
-    >;
-    expect(message).toMatchObject({ v: 1, token: TOKEN, goodbye: false });
+    const jws = Buffer.from((mine()[1] as { payload: string }).payload, 'base64').toString('utf8');
+    const message = JSON.parse(Buffer.from(jws.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>;
+    // The count goes on over the reconnection: a registry takes only higher numbers.
+    expect(message).toMatchObject({ v: 2, sub: SUBJECT, seq: 2, goodbye: false });
     expect(log.lines.some((l) => l.level === 'warn' && l.msg.startsWith('lost the announcement producer'))).toBe(true);
   });
 
-  it('refuses an announce option that does not fit the message format, without quoting the token', () => {
+  it('refuses an announce option that does not fit the message format, or a key it cannot sign with, without quoting the key', () => {
     const { id, topic, announceTopic } = names();
-    const base = { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: [] };
-    const bad: { option: Partial<typeof base> & { heartbeatIntervalS?: number }; says: RegExp }[] = [
+    const base = { topic: announceTopic, ...signing, service: { id, topic }, tools: [] };
+    const { kid: _kid, ...withoutKid } = KEY.privateJwk;
+    const bad: { option: Partial<Record<string, unknown>>; says: RegExp }[] = [
       { option: { heartbeatIntervalS: 0.5 }, says: /announce\.heartbeatIntervalS/ },
       { option: { heartbeatIntervalS: 7200 }, says: /announce\.heartbeatIntervalS/ },
-      { option: { token: '' }, says: /announce\.token/ },
-      { option: { token: `${TOKEN}${'x'.repeat(20_000)}` }, says: /announce\.token/ },
+      { option: { subject: '' }, says: /announce\.subject/ },
+      { option: { subject: 'two words' }, says: /announce\.subject/ },
       { option: { topic: 'announcements' }, says: /announce\.topic/ },
       { option: { tools: 'x' as unknown as [] }, says: /announce\.tools/ },
+      // The public part alone cannot sign.
+      { option: { privateKey: KEY.publicJwk }, says: /announce\.privateKey: not a private key/ },
+      { option: { privateKey: { kty: 'oct', k: 'c2VjcmV0', kid: 'x' } }, says: /announce\.privateKey/ },
+      { option: { privateKey: withoutKid }, says: /announce\.keyId: required/ },
     ];
     for (const { option, says } of bad) {
       let thrown: unknown;
       try {
-        runToolService({ url: fake.url, id, topic, handler: () => '', announce: { ...base, ...option } });
+        runToolService({ url: fake.url, id, topic, handler: () => '', announce: { ...base, ...option } as ToolServiceOptions['announce'] });
       } catch (err) {
         thrown = err;
       }
       expect(thrown, JSON.stringify(Object.keys(option))).toBeInstanceOf(TypeError);
       expect((thrown as Error).message).toMatch(says);
-      expect((thrown as Error).message).not.toContain(TOKEN);
+      expect((thrown as Error).message).not.toContain(PRIVATE_PART);
     }
+    // A key without a kid of its own is fine given keyId.
+    const service = runToolService({
+      url: 'ws://127.0.0.1:1',
+      id,
+      topic,
+      logger: recorder(),
+      handler: () => '',
+      announce: { ...base, privateKey: withoutKid, keyId: KEY.kid },
+    });
+    running.push(service);
+    expect(service.state).toBe('connecting');
   });
 
   it('logs an announcement too large for one message, once, and publishes nothing', async () => {
@@ -258,7 +304,7 @@ describe('a tool service that announces itself', () => {
     const { service, log } = start({
       id,
       topic,
-      announce: { topic: announceTopic, token: TOKEN, service: { id, topic }, tools: huge, heartbeatIntervalS: 1 },
+      announce: { topic: announceTopic, ...signing, service: { id, topic }, tools: huge, heartbeatIntervalS: 1 },
     });
     await service.ready;
     await sleep(1500);
@@ -275,7 +321,7 @@ describe('a tool service that announces itself', () => {
     const { service, log } = start({
       id,
       topic,
-      announce: { topic: announceTopic, token: TOKEN, service: { id, topic: 'elsewhere' }, tools: [] },
+      announce: { topic: announceTopic, ...signing, service: { id, topic: 'elsewhere' }, tools: [] },
     });
     await service.ready;
     const warning = log.lines.find((l) => l.level === 'warn' && l.msg.includes('non-persistent://tg/request/elsewhere'));
@@ -307,7 +353,7 @@ describe('a tool service that announces itself', () => {
       handler: () => '',
       announce: {
         topic: 'non-persistent://tg/registry/announcements',
-        token: TOKEN,
+        ...signing,
         service: { id: 'nowhere', topic: 'nowhere' },
         tools: [],
       },

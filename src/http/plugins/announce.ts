@@ -11,8 +11,10 @@ declare module 'fastify' {
 
 /**
  * Tool services announcing themselves (src/announce/): with ANNOUNCE_TOPIC, the registry listens
- * from the moment it is ready, registers what is announced under the announcer, and tracks
- * heartbeats; discovery (`?passing=true`) and calls read the liveness.
+ * from the moment it is ready, takes announcements signed by the keys of ANNOUNCER_KEYS_FILE
+ * (each announcer process's sequence numbers kept in this replica's SQLite), registers what their
+ * bindings grant under the announcer, and tracks heartbeats; discovery (`?passing=true`) and
+ * calls read the liveness.
  */
 export default fp<{ config: Config }>(
   async (app, { config }) => {
@@ -24,12 +26,13 @@ export default fp<{ config: Config }>(
         url,
         token: config.bridge.pulsarToken,
         topic: announce.topic,
-        scope: announce.scope,
+        announcers: announce.announcers,
+        sequences: app.store.announcerSequences,
+        maxSkewS: announce.maxSkewS,
         connectTimeoutMs: config.bridge.connectTimeoutMs,
         registry: app.registry,
         catalog: app.catalog,
         health: app.serviceHealth,
-        verifyToken: (token) => app.verifyToken(token),
         log: app.log.child({ component: 'announce' }),
         auditRefusal: (entry) => app.auditLog.recordRefusal(entry),
       });
@@ -38,5 +41,5 @@ export default fp<{ config: Config }>(
       app.addHook('onClose', async () => listener.close());
     }
   },
-  { name: 'announce', dependencies: ['registry', 'auth', 'audit'] },
+  { name: 'announce', dependencies: ['registry', 'audit'] },
 );

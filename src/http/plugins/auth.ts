@@ -15,8 +15,9 @@ declare module 'fastify' {
     /** The authorization server's key set, when tokens are verified with one (its fetches are metrics). */
     jwks: JwksKeySource | null;
     /**
-     * Verifies a token that did not come in a request's Authorization header (a tool service's
-     * announcement, src/announce/) by the same rules; rejects with the refusal a request would get.
+     * Verifies a token that did not come in a request's Authorization header by the same rules;
+     * rejects with the refusal a request would get. Announcements used it until issue 29 (they
+     * are signed now, src/announce/verify.ts): only tests call it today.
      */
     verifyToken(token: string): Promise<Caller>;
   }
