@@ -219,6 +219,8 @@ describe.skipIf(missing !== undefined)('the review queue in Chromium (issue 29)'
     lookup.tool.description = 'Look a word up, version four.';
     await upstream.listChanged();
     await expect.poll(async () => (await pending())[0]?.digest, SHOWN_WITHIN).not.toBe(shownDigest);
+    // A read that fails leaves the items as they were, and says so.
+    await expect.poll(() => page.locator('#review-note').textContent(), SHOWN_WITHIN).toMatch(/^Could not read the review queue: /);
     expect(await item().locator('.meta code.digest').first().getAttribute('title')).toBe(shownDigest);
     await page.unroute(pendingReads);
 
@@ -233,6 +235,7 @@ describe.skipIf(missing !== undefined)('the review queue in Chromium (issue 29)'
     const now = (await pending())[0]!.digest;
     await expect.poll(() => item().locator('.meta code.digest').first().getAttribute('title'), SHOWN_WITHIN).toBe(now);
     expect(await item().textContent()).toContain('version four.');
+    expect(await page.locator('#review-note').isVisible()).toBe(false);
     expect((await served())[0]?.description).toBe(REWRITTEN);
 
     // Rejected from the page: agents keep what they are served, and the queue is empty.

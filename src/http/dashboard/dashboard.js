@@ -392,7 +392,7 @@ async function refresh() {
     if (queue.status === 'rejected' && queue.reason instanceof ApiError && queue.reason.status === 403) {
       reviewAllowed = false;
       review.hide();
-    }
+    } else if (queue.status === 'rejected') review.failed(queue.reason instanceof Error ? queue.reason.message : 'network error');
     byId('updated').textContent = `Updated ${new Date().toLocaleTimeString()}`;
   } finally {
     refreshing = false;

@@ -100,6 +100,16 @@ export class ReviewQueue {
   }
 
   /**
+   * A read failed (not a refusal of the token): the items stay, and the note says so.
+   * @param {string} reason
+   */
+  failed(reason) {
+    if (this.parts.section.hidden) return;
+    this.parts.note.hidden = false;
+    this.parts.note.textContent = `Could not read the review queue: ${reason}. Retrying at the next refresh.`;
+  }
+
+  /**
    * Reads the queue of every server and shows it. Throws the ApiError of a refused read (401,
    * 403) for the page to act on.
    * @param {string} token
