@@ -117,6 +117,7 @@ export default tseslint.config(
           'sessionStorage',
           'fetch',
           'URL',
+          'URLSearchParams',
           'atob',
           'TextDecoder',
           'AbortController',

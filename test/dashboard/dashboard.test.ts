@@ -92,12 +92,29 @@ describe('GET /dashboard', () => {
     const imported = new Set<string>();
     for (const script of [
       main.body,
-      ...(await Promise.all(['api.js', 'charts.js'].map(async (f) => (await t.app.inject({ method: 'GET', url: base + f })).body))),
+      ...(await Promise.all(
+        ['api.js', 'charts.js', 'review.js'].map(async (f) => (await t.app.inject({ method: 'GET', url: base + f })).body),
+      )),
     ]) {
       for (const [, file] of script.matchAll(/from '\.\/([a-z-]+\.js)'/g)) imported.add(file ?? '');
     }
-    expect([...imported].sort()).toEqual(['api.js', 'charts.js', 'uplot.js']);
+    expect([...imported].sort()).toEqual(['api.js', 'charts.js', 'review.js', 'uplot.js']);
     for (const file of imported) expect((await t.app.inject({ method: 'GET', url: base + file })).statusCode, file).toBe(200);
+  });
+
+  it('writes no markup from strings: upstream text in the review queue (issue 29) is hostile input', async () => {
+    const base = (assetUrls(html).find((u) => u.endsWith('dashboard.js')) ?? '').replace(/[^/]+$/, '');
+    for (const file of ['dashboard.js', 'api.js', 'charts.js', 'review.js']) {
+      const script = (await t.app.inject({ method: 'GET', url: base + file })).body;
+      expect(script, file).not.toMatch(
+        /innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser|createContextualFragment|\beval\(|new Function/,
+      );
+      // Attributes are set one by one, never a style attribute (the CSP allows none) nor a handler.
+      expect(script, file).not.toMatch(/setAttribute\(\s*['"](?:style|on[a-z]+)/);
+    }
+    // The queue is in the page, hidden until an admin token reads it.
+    expect(html).toMatch(/<section class="panel wide" id="review" aria-labelledby="review-title" hidden>/);
+    expect(html).toMatch(/<p id="review-outcome" class="outcome" role="status" aria-live="polite">/);
   });
 
   it('answers 404 for another version, an unknown file or a path out of the folder', async () => {

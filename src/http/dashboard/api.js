@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The dashboard's only way to the registry: JSON reads with fetch and the change feed read as a
+ * The dashboard's only way to the registry: JSON reads and review writes with fetch and the change feed read as a
  * stream, both sending the token in the Authorization header and nowhere else (EventSource
  * cannot send headers, so the feed is read with fetch and a ReadableStream). The token lives in
  * sessionStorage: it goes when the tab closes, and no other tab or later visit sees it.
@@ -30,14 +30,16 @@ export const session = {
 export class ApiError extends Error {
   /**
    * @param {number} status
-   * @param {{ detail?: string, code?: string } | null} problem
+   * @param {{ detail?: string, code?: string, errors?: { path?: string, message?: string }[] } | null} problem
    * @param {number | undefined} retryAfterS
    */
   constructor(status, problem, retryAfterS) {
-    super(problem?.detail ?? `HTTP ${status}`);
+    super(typeof problem?.detail === 'string' ? problem.detail : `HTTP ${status}`);
     this.status = status;
     this.code = problem?.code;
     this.retryAfterS = retryAfterS;
+    /** The problem's field errors (a 409 of the review queue names each change that moved). */
+    this.errors = Array.isArray(problem?.errors) ? problem.errors : [];
   }
 }
 
@@ -69,6 +71,25 @@ async function refusal(res) {
 export async function getJson(path, token) {
   const res = await fetch(new URL(path, API_BASE), {
     headers: headersFor(token, { accept: 'application/json' }),
+    cache: 'no-store',
+    credentials: 'omit',
+  });
+  if (!res.ok) throw await refusal(res);
+  return res.json();
+}
+
+/**
+ * POST a JSON body to a route, relative to the registry's base, and read its JSON answer.
+ * @param {string} path
+ * @param {unknown} body
+ * @param {string | null} token
+ * @returns {Promise<any>}
+ */
+export async function postJson(path, body, token) {
+  const res = await fetch(new URL(path, API_BASE), {
+    method: 'POST',
+    headers: headersFor(token, { accept: 'application/json', 'content-type': 'application/json' }),
+    body: JSON.stringify(body),
     cache: 'no-store',
     credentials: 'omit',
   });

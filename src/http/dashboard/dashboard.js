@@ -1,11 +1,12 @@
 // @ts-check
 /**
  * The dashboard: figures from `GET /stats` and `GET /readyz` refreshed on a timer and whenever
- * the change feed reports a write, recent audit entries for admins, and sign-in by pasting a
- * bearer token. Every figure is written with textContent: tool names and subjects are user input.
+ * the change feed reports a write, recent audit entries and the review queue of upstream MCP
+ * servers' tools (review.js) for admins, and sign-in by pasting a bearer token. Every figure is written with textContent: tool names and subjects are user input.
  */
 import { ApiError, ChangeFeed, claimsOf, getJson, session } from './api.js';
 import { BarChart, MAX_BARS, TimeChart, element } from './charts.js';
+import { ReviewQueue } from './review.js';
 
 /** @param {string} id */
 const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -265,6 +266,7 @@ function showSession() {
   byId('sign-in').hidden = token !== null;
   byId('signed-in').hidden = token === null;
   if (token === null) {
+    review.hide();
     fillTable('audit', []);
     note('audit-note', 'Sign in with a token holding the admin scope to see the audit log.');
     return;
@@ -286,12 +288,23 @@ function tokenRefused(/** @type {ApiError} */ error) {
 // Refreshing
 
 let auditAllowed = true;
+let reviewAllowed = true;
 let refreshing = false;
 let again = false;
 /** @type {ReturnType<typeof setTimeout> | undefined} */
 let timer;
 /** @type {number | null} */
 let feedStartedFor = null;
+
+const review = new ReviewQueue({
+  section: byId('review'),
+  heading: byId('review-title'),
+  list: byId('review-queue'),
+  note: byId('review-note'),
+  outcome: byId('review-outcome'),
+  onReviewed: () => soon(),
+  onUnauthorized: (error) => tokenRefused(error),
+});
 
 const feed = new ChangeFeed({
   onChange(change) {
@@ -339,13 +352,15 @@ async function refresh() {
   let retryAfterS;
   try {
     const token = session.token;
-    const [stats, ready, audit] = await Promise.allSettled([
+    const [stats, ready, audit, queue] = await Promise.allSettled([
       getJson('stats', token),
       // Readiness ignores credentials, so it gets none.
       getJson('readyz', null),
       token && auditAllowed ? getJson(`audit?limit=${AUDIT_ROWS}`, token) : Promise.resolve(null),
+      // The review queue is for admins: the section stays hidden for other tokens.
+      token && reviewAllowed ? review.load(token) : Promise.resolve(),
     ]);
-    for (const result of [stats, ready, audit]) {
+    for (const result of [stats, ready, audit, queue]) {
       if (result.status === 'rejected' && result.reason instanceof ApiError && result.reason.status === 401 && token)
         return tokenRefused(result.reason);
     }
@@ -374,6 +389,10 @@ async function refresh() {
       fillTable('audit', []);
       note('audit-note', 'The audit log is for tokens with the admin scope; this one lacks it.');
     }
+    if (queue.status === 'rejected' && queue.reason instanceof ApiError && queue.reason.status === 403) {
+      reviewAllowed = false;
+      review.hide();
+    } else if (queue.status === 'rejected') review.failed(queue.reason instanceof Error ? queue.reason.message : 'network error');
     byId('updated').textContent = `Updated ${new Date().toLocaleTimeString()}`;
   } finally {
     refreshing = false;
@@ -388,6 +407,7 @@ async function refresh() {
 function restart() {
   previous = null;
   auditAllowed = true;
+  reviewAllowed = true;
   feedStartedFor = null;
   feed.stop();
   showSession();

@@ -21,7 +21,7 @@ import { ifNoneMatch } from '../conditional.js';
  */
 
 /** The page's own files, in src/http/dashboard/ (shipped as source: package.json "files"). */
-const OWN_FILES = ['dashboard.js', 'api.js', 'charts.js', 'dashboard.css'] as const;
+const OWN_FILES = ['dashboard.js', 'api.js', 'charts.js', 'review.js', 'dashboard.css'] as const;
 /** uPlot (about 145 KB unminified ESM, no dependencies), under the names the page imports. */
 const uplotFiles = (require: NodeJS.Require) =>
   new Map([
