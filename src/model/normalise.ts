@@ -93,7 +93,14 @@ function normaliseHttpTool(tool: HttpTool): Tool {
     returns: tool.returns,
     inputSchema,
     outputSchema: tool.outputSchema,
-    http: { endpoint: tool.endpoint, host: tool.host, port: tool.port, forwardAuthorization: tool.forwardAuthorization },
+    http: {
+      endpoint: tool.endpoint,
+      host: tool.host,
+      port: tool.port,
+      // Only an explicit `true` forwards: a stored descriptor without the field (none is written
+      // so; every write path stores the parsed form, the field included) forwards nothing.
+      forwardAuthorization: tool.forwardAuthorization === true,
+    },
     serviceId: null,
     timeoutMs: tool.timeoutMs,
     hints: {},

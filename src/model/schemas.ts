@@ -387,8 +387,12 @@ const HTTP_TOOL_FIELDS = {
   port: z.number().int().min(1).max(65535).default(8002),
   /** How long a call may wait for its answer. */
   timeoutMs: z.number().int().min(1).max(600_000).optional(),
-  /** Forward the caller's Authorization header to the tool (the article's tools check it). */
-  forwardAuthorization: z.boolean().default(true),
+  /**
+   * Forward the caller's Authorization header to the tool's host: only when an operator says so
+   * (issue 30), since the token's audience is the registry, not the tool. Tools stored before
+   * issue 30 were stored with the old default, `true`, written out, and keep it.
+   */
+  forwardAuthorization: z.boolean().default(false),
 };
 
 /**
