@@ -16,6 +16,7 @@ import {
   unsafeStrings,
 } from './text-checks.js';
 import type { McpTool } from './mcp-schemas.js';
+import { HttpTargetSchema, pathPlaceholders, type HttpTarget } from './http-target.js';
 
 /** Valid as a function name for every model vendor's function calling. */
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -356,11 +357,12 @@ const HTTP_MARKER = z.literal('http').optional();
 
 /** An HTTP tool's fields after its marker and name (httpToolInput adds the name's schema). */
 const HTTP_TOOL_FIELDS = {
-  /** Path on the tool's host that takes a POST of the arguments. */
+  /** Path on the tool's host that takes a POST of the arguments as JSON (the article's form; or give `target`). */
   endpoint: z
     .string()
     .max(2048)
-    .regex(/^\/[\x21-\x7E]*$/, 'must be an absolute path starting with "/"'),
+    .regex(/^\/[\x21-\x7E]*$/, 'must be an absolute path starting with "/"')
+    .optional(),
   /** OAuth scopes any one of which grants the tool; none means every caller. */
   scopes: z.array(ScopeSchema).max(64).default([]),
   description: DescriptionSchema,
@@ -380,11 +382,15 @@ const HTTP_TOOL_FIELDS = {
   outputSchema: ObjectJsonSchema.optional(),
   /** What the tool gives back, in words. */
   returns: text(8192).default(''),
+  /** The tool's host, with `endpoint` (default `localhost`). */
   host: z
     .string()
     .regex(/^(\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9]([a-zA-Z0-9.-]{0,251}[a-zA-Z0-9])?)$/, 'must be a host name or IP address')
-    .default('localhost'),
-  port: z.number().int().min(1).max(65535).default(8002),
+    .optional(),
+  /** Its port, with `endpoint` (default `8002`). */
+  port: z.number().int().min(1).max(65535).optional(),
+  /** A full target instead of `host`, `port` and `endpoint`: base URL (https or http), method, path template and where each argument goes. */
+  target: HttpTargetSchema.optional(),
   /** How long a call may wait for its answer. */
   timeoutMs: z.number().int().min(1).max(600_000).optional(),
   /**
@@ -410,8 +416,69 @@ function finishHttpTool<T extends { type?: 'http' | undefined; parameters?: unkn
     }
     return z.NEVER;
   }
+  const fields = value as unknown as HttpToolFields;
+  if (!locatedOnce(fields, ctx)) return z.NEVER;
   const { type: _type, ...rest } = value;
-  return rest.inputSchema === undefined ? { ...rest, parameters: rest.parameters ?? {} } : rest;
+  const withParameters = rest.inputSchema === undefined ? { ...rest, parameters: rest.parameters ?? {} } : rest;
+  if (fields.target !== undefined) return withParameters;
+  // The article's form keeps its defaults, in the key order every version has stored.
+  const given = withParameters as Record<string, unknown>;
+  const stored: Record<string, unknown> = { name: given['name'] };
+  for (const key of Object.keys(HTTP_TOOL_FIELDS)) {
+    const field = key === 'host' ? (fields.host ?? 'localhost') : key === 'port' ? (fields.port ?? 8002) : given[key];
+    if (field !== undefined) stored[key] = field;
+  }
+  return stored as typeof withParameters;
+}
+
+type HttpToolFields = { name?: string | undefined } & {
+  [K in keyof typeof HTTP_TOOL_FIELDS]: z.output<(typeof HTTP_TOOL_FIELDS)[K]>;
+};
+
+/**
+ * Either the article's `endpoint` (with `host` and `port`) or a `target`, not both; and every
+ * argument a target's path needs is one the tool requires, so that no call leaves a hole in it.
+ */
+function locatedOnce(value: HttpToolFields, ctx: z.RefinementCtx): boolean {
+  const { target } = value;
+  if (target === undefined) {
+    if (value.endpoint !== undefined) return true;
+    ctx.addIssue({ code: 'custom', path: ['endpoint'], message: 'is required (or give "target": {baseUrl, method, path})' });
+    return false;
+  }
+  let ok = true;
+  for (const key of ['endpoint', 'host', 'port'] as const) {
+    if (value[key] === undefined) continue;
+    ctx.addIssue({ code: 'custom', path: [key], message: 'give either "target" or "host", "port" and "endpoint", not both' });
+    ok = false;
+  }
+  for (const name of pathArgumentsOf(target)) {
+    if (requiresArgument(value, name)) continue;
+    ctx.addIssue({
+      code: 'custom',
+      path: ['target', 'path'],
+      message: `{${name}} must be filled by a required argument "${name}" of the tool's parameters or inputSchema`,
+    });
+    ok = false;
+  }
+  return ok;
+}
+
+/** The arguments a target's path template takes, by argument name. */
+function pathArgumentsOf(target: HttpTarget): string[] {
+  const renamed = new Map<string, string>();
+  for (const [argument, placement] of Object.entries(target.arguments ?? {}))
+    if (placement.in === 'path') renamed.set(placement.name ?? argument, argument);
+  return (pathPlaceholders(target.path) ?? []).map((name) => renamed.get(name) ?? name);
+}
+
+function requiresArgument(value: HttpToolFields, name: string): boolean {
+  if (value.inputSchema !== undefined) {
+    const { properties, required } = value.inputSchema as { properties?: unknown; required?: unknown };
+    return isRecord(properties) && Object.hasOwn(properties, name) && Array.isArray(required) && required.includes(name);
+  }
+  const parameters = value.parameters ?? {};
+  return Object.hasOwn(parameters, name) && parameters[name]?.required !== false;
 }
 
 /**
