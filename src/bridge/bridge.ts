@@ -357,6 +357,9 @@ export class ToolBridge {
       finish('unavailable');
       return new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${toolName} cannot be reached now: ${err.message}`, { retryAfterS: 5 });
     }
+    // An argument the transport cannot place (a line break for a header of an HTTP target):
+    // refused like arguments that do not fit the schema, and, like them, not counted as a call.
+    if (err instanceof RegistryError && err.code === 'TR_ERR_INVALID_ARGUMENTS') return err;
     finish('unavailable');
     return err instanceof Error ? err : new Error(String(err));
   }

@@ -30,10 +30,11 @@ const TEXT_TYPES: ReadonlySet<string> = new Set(['application/xml', 'application
 
 async function callHttpTool(fetch: OutboundFetch, call: HttpCall, signal: AbortSignal): Promise<TransportAnswer> {
   const { request } = call;
+  // An argument placed in the Accept header (an API's version negotiation) replaces the default.
   const headers: Record<string, string> = {
+    accept: 'application/json, text/plain;q=0.9, */*;q=0.8',
     ...request.headers,
     ...call.traceHeaders,
-    accept: 'application/json, text/plain;q=0.9, */*;q=0.8',
   };
   if (request.body !== undefined) headers['content-type'] = 'application/json';
   if (call.authorization !== undefined) headers['authorization'] = call.authorization;

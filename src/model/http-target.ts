@@ -9,12 +9,13 @@ import { z } from 'zod';
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
-export const ARGUMENT_LOCATIONS = ['path', 'query', 'header', 'cookie', 'body'] as const;
-export type ArgumentLocation = (typeof ARGUMENT_LOCATIONS)[number];
+const ARGUMENT_LOCATIONS = ['path', 'query', 'header', 'cookie', 'body'] as const;
 
 /** OpenAPI's query styles; path and header arguments are always `simple`, cookies `form`. */
-export const QUERY_STYLES = ['form', 'spaceDelimited', 'pipeDelimited', 'deepObject'] as const;
-export type QueryStyle = (typeof QUERY_STYLES)[number];
+const QUERY_STYLES = ['form', 'spaceDelimited', 'pipeDelimited', 'deepObject'] as const;
+
+/** The most placements a target lists: as many arguments as a message-bus tool may have. */
+export const TARGET_ARGUMENTS_MAX = 256;
 
 /** An argument name, as `parameters` and `inputSchema` properties have them. */
 const ARGUMENT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -130,7 +131,7 @@ export const HttpTargetSchema = z
           .refine((name) => name !== '__proto__', 'must not be "__proto__"'),
         ArgumentPlacementSchema,
       )
-      .refine((value) => Object.keys(value).length <= 256, 'must have at most 256 entries')
+      .refine((value) => Object.keys(value).length <= TARGET_ARGUMENTS_MAX, `must have at most ${TARGET_ARGUMENTS_MAX} entries`)
       .optional(),
   })
   .meta({

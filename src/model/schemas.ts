@@ -16,7 +16,7 @@ import {
   unsafeStrings,
 } from './text-checks.js';
 import type { McpTool } from './mcp-schemas.js';
-import { HttpTargetSchema, pathPlaceholders, type HttpTarget } from './http-target.js';
+import { HttpTargetSchema, pathPlaceholders, TARGET_ARGUMENTS_MAX, type HttpTarget } from './http-target.js';
 
 /** Valid as a function name for every model vendor's function calling. */
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -504,6 +504,13 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
  * bounds this raises nothing, and the parameters' own checks name each problem as they would.
  */
 function httpToolBoundsFirst(value: unknown, ctx: z.RefinementCtx): unknown {
+  // A target's placements, counted before any is parsed, like the parameters below.
+  const target = isRecord(value) ? value['target'] : undefined;
+  const placements = isRecord(target) ? target['arguments'] : undefined;
+  if (isRecord(placements) && Object.keys(placements).length > TARGET_ARGUMENTS_MAX) {
+    ctx.addIssue({ code: 'custom', path: ['target', 'arguments'], message: `must have at most ${TARGET_ARGUMENTS_MAX} entries` });
+    return value;
+  }
   const parameters = isRecord(value) ? value['parameters'] : undefined;
   if (!isRecord(parameters)) return value;
   const entries = Object.entries(parameters);

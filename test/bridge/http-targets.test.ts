@@ -131,6 +131,18 @@ describe('HTTP tools with a full target, over HTTPS (issue 30)', () => {
     expect(request.headers['content-type']).toBeUndefined();
     expect(request.headers['authorization']).toBeUndefined();
     expect(request.body).toBe('');
+    // A line break in a header argument would start a header of the caller's own: refused, nothing sent.
+    const before = seen.length;
+    const calls = async () =>
+      ((await t.app.inject({ method: 'GET', url: '/stats', headers: admin })).json() as { usage_by_tool: Record<string, number> })
+        .usage_by_tool['get_pet'];
+    const counted = await calls();
+    expect(counted).toBe(1);
+    const injected = await invoke(t, 'get_pet', { petId: '1', verbose: false, requestId: 'r\r\nX-Evil: 1', session: 's' });
+    expect(injected.statusCode, injected.body).toBe(400);
+    expect(injected.json().code).toBe('TR_ERR_INVALID_ARGUMENTS');
+    expect(seen.length).toBe(before);
+    expect(await calls()).toBe(counted); // refused like arguments that do not fit: not a call
     // A target tool is reached through the registry: discovery names the invoke route, not the API.
     const entry = (await t.app.inject({ method: 'GET', url: '/tools/get_pet', headers: bearer(t.token([])) })).json();
     expect(entry).toMatchObject({ endpoint: '/tools/get_pet/invoke', host: '127.0.0.1' });

@@ -59,6 +59,13 @@ describe('HTTP tool targets at registration (issue 30)', () => {
     expect(res.json().descriptor).toMatchObject({ host: 'localhost', port: 8002 });
   });
 
+  it('counts the placements before parsing any', async () => {
+    const placements = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`a${i}`, { in: 'bogus' }]));
+    const res = await register({ target: target({ arguments: placements }) });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().errors).toEqual([{ path: 'target.arguments', message: 'must have at most 256 entries' }]);
+  });
+
   it.each([
     [{ target: target(), endpoint: '/x' }, 'endpoint', 'not both'],
     [{ target: target(), host: 'h' }, 'host', 'not both'],
