@@ -418,17 +418,20 @@ function finishHttpTool<T extends { type?: 'http' | undefined; parameters?: unkn
   }
   const fields = value as unknown as HttpToolFields;
   if (!locatedOnce(fields, ctx)) return z.NEVER;
-  const { type: _type, ...rest } = value;
-  const withParameters = rest.inputSchema === undefined ? { ...rest, parameters: rest.parameters ?? {} } : rest;
-  if (fields.target !== undefined) return withParameters;
-  // The article's form keeps its defaults, in the key order every version has stored.
-  const given = withParameters as Record<string, unknown>;
-  const stored: Record<string, unknown> = { name: given['name'] };
-  for (const key of Object.keys(HTTP_TOOL_FIELDS)) {
-    const field = key === 'host' ? (fields.host ?? 'localhost') : key === 'port' ? (fields.port ?? 8002) : given[key];
-    if (field !== undefined) stored[key] = field;
+  const { type: _type, ...given } = value;
+  // The article's form keeps its defaults where zod's `.default` put them before issue 30, so
+  // that its stored bytes (and ETags) are what every version wrote for the same body.
+  let rest = given;
+  if (fields.target === undefined) {
+    const ordered: Record<string, unknown> = { name: fields.name };
+    for (const key of Object.keys(HTTP_TOOL_FIELDS)) {
+      const field =
+        key === 'host' ? (fields.host ?? 'localhost') : key === 'port' ? (fields.port ?? 8002) : fields[key as keyof HttpToolFields];
+      if (field !== undefined) ordered[key] = field;
+    }
+    rest = ordered as typeof given;
   }
-  return stored as typeof withParameters;
+  return rest.inputSchema === undefined ? { ...rest, parameters: rest.parameters ?? {} } : rest;
 }
 
 type HttpToolFields = { name?: string | undefined } & {
