@@ -194,6 +194,7 @@ describe('HTTP tools with a full target, over HTTPS (issue 30)', () => {
   });
 
   it.each([
+    ['POST', { name: 'Rex' }],
     ['PUT', { name: 'Rex', tags: ['good'] }],
     ['PATCH', { name: 'Rex' }],
     ['DELETE', { reason: 'adopted' }],
@@ -218,6 +219,27 @@ describe('HTTP tools with a full target, over HTTPS (issue 30)', () => {
     expect(request).toMatchObject({ method, url: '/v1/pets/9?dryRun=false' });
     expect(request.headers['content-type']).toBe('application/json');
     expect(JSON.parse(request.body)).toEqual(body);
+  });
+
+  it("sends the caller's token to a target only when the tool says so", async () => {
+    await register(t, {
+      name: 'pet_with_token',
+      target: { baseUrl: `${base}/v1`, method: 'GET', path: '/pets/{petId}' },
+      parameters: { petId: { type: 'string' } },
+      forwardAuthorization: true,
+    });
+    const token = t.token([]);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/tools/pet_with_token/invoke',
+      headers: bearer(token),
+      payload: { petId: '3' },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(seen.at(-1)).toMatchObject({ url: '/v1/pets/3' });
+    expect(seen.at(-1)!.headers['authorization']).toBe(`Bearer ${token}`);
+    // get_pet (registered above without the field) sent none.
+    expect(seen.filter((s) => s.url.startsWith('/v1/pets/rex')).every((s) => s.headers['authorization'] === undefined)).toBe(true);
   });
 
   it('does not follow a redirect: a 3xx answer is a failed call that says so', async () => {

@@ -65,4 +65,24 @@ describe('forwardAuthorization (issue 30)', () => {
     const record = await t.app.inject({ method: 'GET', url: '/tools/old_tool', headers: admin });
     expect(record.json().descriptor.forwardAuthorization).toBe(true);
   });
+
+  it('an export taken before imports again forwarding; a bundle tool without the field forwards nothing', async () => {
+    const admin = bearer(t.token(['registry:write']));
+    const exported = (await t.app.inject({ method: 'GET', url: '/export', headers: admin })).json() as { tools: Record<string, unknown>[] };
+    const old = exported.tools.find((tool) => tool['name'] === 'old_tool') as Record<string, unknown>;
+    expect(old['forwardAuthorization']).toBe(true);
+    // The same tool as a script written for the old default sends it: without the field.
+    const silent = Object.fromEntries(Object.entries({ ...old, name: 'bundled_tool' }).filter(([key]) => key !== 'forwardAuthorization'));
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/import',
+      headers: admin,
+      payload: { 'tool-services': [], tools: [{ ...old, name: 'restored_tool' }, silent] },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const stored = async (name: string) =>
+      (await t.app.inject({ method: 'GET', url: `/tools/${name}`, headers: admin })).json().descriptor.forwardAuthorization;
+    expect(await stored('restored_tool')).toBe(true);
+    expect(await stored('bundled_tool')).toBe(false);
+  });
 });
