@@ -12,7 +12,7 @@ import {
   ArgumentSchema,
   ConfigParamSchema,
   ConfigValueSchema,
-  HttpToolSchema,
+  StoredHttpToolFieldsSchema,
   JsonTypeSchema,
   ObjectJsonSchema,
   ParameterSchema,
@@ -231,7 +231,7 @@ export function named<K extends 'name' | 'id', T extends Partial<Record<K, strin
 // Stored forms, as the answers show them
 
 /** The stored HTTP tool: the form operators send without the optional `type` marker. */
-const StoredHttpToolSchema = HttpToolSchema.in.omit({ type: true }).meta({
+const StoredHttpToolSchema = StoredHttpToolFieldsSchema.meta({
   id: 'HttpTool',
   title: 'HTTP tool',
   description: 'A stored HTTP tool descriptor, with every default filled in and no `type` marker.',

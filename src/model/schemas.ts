@@ -417,7 +417,7 @@ function finishHttpTool<T extends { type?: 'http' | undefined; parameters?: unkn
     return z.NEVER;
   }
   const fields = value as unknown as HttpToolFields;
-  if (!locatedOnce(fields, ctx)) return z.NEVER;
+  if (!pathArgumentsRequired(fields, ctx)) return z.NEVER;
   const { type: _type, ...given } = value;
   // The article's form keeps its defaults where zod's `.default` put them before issue 30, so
   // that its stored bytes (and ETags) are what every version wrote for the same body.
@@ -439,22 +439,26 @@ type HttpToolFields = { name?: string | undefined } & {
 };
 
 /**
- * Either the article's `endpoint` (with `host` and `port`) or a `target`, not both; and every
- * argument a target's path needs is one the tool requires, so that no call leaves a hole in it.
+ * Either the article's `endpoint` (with `host` and `port`) or a `target`, not both. Run on the
+ * value as sent even when other fields fail (`when`), so that a body missing its endpoint hears
+ * so together with its other problems, as when `endpoint` was a required field.
  */
-function locatedOnce(value: HttpToolFields, ctx: z.RefinementCtx): boolean {
+function locatedOnce(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  if (value['target'] === undefined) {
+    if (value['endpoint'] === undefined)
+      ctx.addIssue({ code: 'custom', path: ['endpoint'], message: 'is required (or give "target": {baseUrl, method, path})' });
+    return;
+  }
+  for (const key of ['endpoint', 'host', 'port'])
+    if (value[key] !== undefined)
+      ctx.addIssue({ code: 'custom', path: [key], message: 'give either "target" or "host", "port" and "endpoint", not both' });
+}
+
+/** Every argument a target's path needs is one the tool requires, so that no call leaves a hole in it. */
+function pathArgumentsRequired(value: HttpToolFields, ctx: z.RefinementCtx): boolean {
   const { target } = value;
-  if (target === undefined) {
-    if (value.endpoint !== undefined) return true;
-    ctx.addIssue({ code: 'custom', path: ['endpoint'], message: 'is required (or give "target": {baseUrl, method, path})' });
-    return false;
-  }
+  if (target === undefined) return true;
   let ok = true;
-  for (const key of ['endpoint', 'host', 'port'] as const) {
-    if (value[key] === undefined) continue;
-    ctx.addIssue({ code: 'custom', path: [key], message: 'give either "target" or "host", "port" and "endpoint", not both' });
-    ok = false;
-  }
   for (const name of pathArgumentsOf(target)) {
     if (requiresArgument(value, name)) continue;
     ctx.addIssue({
@@ -491,10 +495,15 @@ function requiresArgument(value: HttpToolFields, name: string): boolean {
  */
 export function httpToolInput<Name extends z.ZodType<string | undefined>>(name: Name, meta?: z.GlobalMeta) {
   const object = z.strictObject({ type: HTTP_MARKER, name, ...HTTP_TOOL_FIELDS });
-  return (meta ? object.meta(meta) : object).transform(finishHttpTool);
+  return (meta ? object.meta(meta) : object)
+    .superRefine(locatedOnce, { when: (payload) => isRecord(payload.value) })
+    .transform(finishHttpTool);
 }
 export const HttpToolSchema = httpToolInput(ToolNameSchema);
 export type HttpTool = z.output<typeof HttpToolSchema>;
+
+/** The stored HTTP tool's fields, for the document's answer shapes (no checks across fields: what is stored passed them). */
+export const StoredHttpToolFieldsSchema = z.strictObject({ name: ToolNameSchema, ...HTTP_TOOL_FIELDS });
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
