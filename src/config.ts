@@ -177,8 +177,11 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
             /** Messages without a MAC at or before this registry index are applied anyway (0: none). */
             acceptUnsignedThrough: env.REPLICATION_ACCEPT_UNSIGNED,
           },
-    /** The outbound address policy's rules beyond its defaults (src/bridge/outbound-policy.ts). */
-    outbound: { allow: env.OUTBOUND_ALLOW ?? [], deny: env.OUTBOUND_DENY ?? [] },
+    /**
+     * The outbound address policy's rules beyond its defaults (src/bridge/outbound-policy.ts),
+     * and CA certificates trusted for HTTPS targets beside Node's roots (PEM texts).
+     */
+    outbound: { allow: env.OUTBOUND_ALLOW ?? [], deny: env.OUTBOUND_DENY ?? [], ca: env.OUTBOUND_CA_FILE ?? [] },
     bridge: {
       pulsarWsUrl: env.PULSAR_WS_URL,
       pulsarToken: env.PULSAR_TOKEN,

@@ -2,7 +2,7 @@
  * The one config schema: every variable's help, default and check, the one-line errors that
  * stop startup, and the key-mode rule decided once for auth and the CLI.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
@@ -11,6 +11,7 @@ import { EnvSchema } from '../src/config/env.js';
 import { ConfigError } from '../src/config/errors.js';
 import { flagOf, SETTING_NAMES, SETTINGS } from '../src/config/settings.js';
 import { announcerKey, writeBindings } from './helpers/announcer-keys.js';
+import { throwawayCa } from './helpers/throwaway-ca.js';
 
 const SECRET = 'a-shared-secret-that-is-long-enough-0123456789';
 const PEM = '-----BEGIN PUBLIC KEY-----\nnot parsed here\n-----END PUBLIC KEY-----';
@@ -267,5 +268,44 @@ describe('announcer bindings (issue 29)', () => {
     expect(errorOf({ ...BUS, ANNOUNCER_KEYS_FILE: writeBindings([binding]), ANNOUNCE_MAX_SKEW_S: '0' })).toMatch(
       /^ANNOUNCE_MAX_SKEW_S: must be at least 1/,
     );
+  });
+});
+
+describe('issue 30: OUTBOUND_CA_FILE', () => {
+  it('reads every CA certificate of a PEM file, from the variable or its flag', () => {
+    const ca = throwawayCa();
+    try {
+      expect(flagOf('OUTBOUND_CA_FILE')).toBe('--outbound-ca-file');
+      const fromEnv = loadConfig({ OUTBOUND_CA_FILE: ca.caFile }).outbound.ca;
+      expect(fromEnv).toHaveLength(1);
+      expect(fromEnv[0]).toMatch(/^-----BEGIN CERTIFICATE-----/);
+      // Two in one file (a bundle): both kept.
+      const bundle = join(ca.dir, 'bundle.pem');
+      writeFileSync(bundle, `${readFileSync(ca.caFile, 'utf8')}\n${ca.cert}`);
+      expect(loadConfig({}, { OUTBOUND_CA_FILE: bundle }).outbound.ca).toHaveLength(2);
+    } finally {
+      ca.remove();
+    }
+  });
+
+  it('stops startup with one line naming it when the file is missing, holds no certificate, or a broken one', () => {
+    const ca = throwawayCa();
+    try {
+      const key = join(ca.dir, 'key.pem');
+      writeFileSync(key, ca.key);
+      const broken = join(ca.dir, 'broken.pem');
+      writeFileSync(broken, '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n');
+      const messages = [
+        errorOf({ OUTBOUND_CA_FILE: join(ca.dir, 'absent.pem') }),
+        errorOf({ OUTBOUND_CA_FILE: key }),
+        errorOf({}, { OUTBOUND_CA_FILE: broken }),
+      ];
+      expect(messages[0]).toMatch(/^OUTBOUND_CA_FILE: .*cannot be read \(ENOENT\)/);
+      expect(messages[1]).toMatch(/^OUTBOUND_CA_FILE: .*holds no PEM certificate/);
+      expect(messages[2]).toMatch(/^OUTBOUND_CA_FILE: .*certificate 1 of 1 is not a valid X\.509 certificate/);
+      for (const message of messages) expect(message).not.toContain('\n');
+    } finally {
+      ca.remove();
+    }
   });
 });

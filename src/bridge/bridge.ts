@@ -26,6 +26,7 @@ import {
   UpstreamUnavailableError,
 } from './errors.js';
 import type { ToolTransport, TransportState } from './transport.js';
+import type { BinaryContent } from '../model/api.js';
 import { annotateInvoke, traceInvoke } from './tracing.js';
 
 export interface BridgeOptions {
@@ -64,6 +65,8 @@ export interface InvokeResult {
   id: string;
   /** The observation, as text. */
   result: string;
+  /** An answer of bytes (an HTTP tool's image or other binary content), base64 with its media type; `result` then names it. */
+  content?: BinaryContent;
   durationMs: number;
 }
 
@@ -218,7 +221,14 @@ export class ToolBridge {
         onChunk: request.onChunk,
         signal: controller.signal,
       });
-      return { tool: tool.name, id, result, durationMs: round(finish('ok')) };
+      const answer = typeof result === 'string' ? { text: result } : result;
+      return {
+        tool: tool.name,
+        id,
+        result: answer.text,
+        ...(answer.binary !== undefined && { content: answer.binary }),
+        durationMs: round(finish('ok')),
+      };
     } catch (err) {
       throw this.#classify(err, tool.name, finish);
     } finally {
@@ -347,6 +357,9 @@ export class ToolBridge {
       finish('unavailable');
       return new RegistryError('TR_ERR_BUS_UNAVAILABLE', `${toolName} cannot be reached now: ${err.message}`, { retryAfterS: 5 });
     }
+    // An argument the transport cannot place (a line break for a header of an HTTP target):
+    // refused like arguments that do not fit the schema, and, like them, not counted as a call.
+    if (err instanceof RegistryError && err.code === 'TR_ERR_INVALID_ARGUMENTS') return err;
     finish('unavailable');
     return err instanceof Error ? err : new Error(String(err));
   }

@@ -1,18 +1,20 @@
 /**
- * Calls an HTTP tool the way the discovery article's agents do: POST the arguments as JSON to
- * http://{host}:{port}{endpoint}, forwarding the caller's Authorization header (the article's
- * tool services check the same tokens) unless the descriptor turns that off.
+ * Calls an HTTP tool: the article's POST of the arguments as JSON to
+ * http://{host}:{port}{endpoint}, or a full target's method, URL and argument placement
+ * (src/bridge/http-request.ts, issue 30), over the outbound address policy's fetch (TLS
+ * verified, with OUTBOUND_CA_FILE's CAs beside Node's). The caller's Authorization header goes
+ * along only where the descriptor turns that on. Redirects are never followed: a 3xx answer is
+ * a failed call. The answer becomes the observation by its content type: JSON as JSON text (a
+ * JSON string as is), text as is, an image or any other bytes as base64 with its media type.
  */
 import { TargetRefusedError, ToolServiceError } from './errors.js';
+import { httpRequestOf, type HttpRequestPlan } from './http-request.js';
 import { refusalOf, type OutboundFetch } from './outbound-fetch.js';
 import { annotateActive, traceTransport } from './tracing.js';
-import type { ToolTransport, TransportCall } from './transport.js';
+import type { ToolTransport, TransportAnswer, TransportCall } from './transport.js';
 
-export interface HttpCall {
-  host: string;
-  port: number;
-  endpoint: string;
-  arguments: Record<string, unknown>;
+interface HttpCall {
+  request: HttpRequestPlan;
   /** The caller's Authorization header, when it is to be forwarded. */
   authorization: string | undefined;
   maxResponseBytes: number;
@@ -20,33 +22,41 @@ export interface HttpCall {
   traceHeaders: Record<string, string>;
 }
 
-function toolUrl(call: HttpCall): URL {
-  const host = call.host.includes(':') && !call.host.startsWith('[') ? `[${call.host}]` : call.host;
-  return new URL(`http://${host}:${call.port}${call.endpoint}`);
-}
+/** OpenSSL's and Node's codes for a certificate that does not verify. */
+const TLS_FAILURE = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS|ERR_SSL/;
 
-/** Returns the observation text: a JSON string as is, any other JSON as JSON text. */
-async function callHttpTool(fetch: OutboundFetch, call: HttpCall, signal: AbortSignal): Promise<string> {
+/** Media types whose bytes are text (beside text/*). */
+const TEXT_TYPES: ReadonlySet<string> = new Set(['application/xml', 'application/javascript', 'application/x-www-form-urlencoded']);
+
+async function callHttpTool(fetch: OutboundFetch, call: HttpCall, signal: AbortSignal): Promise<TransportAnswer> {
+  const { request } = call;
+  // An argument placed in the Accept header (an API's version negotiation) replaces the default.
   const headers: Record<string, string> = {
+    accept: 'application/json, text/plain;q=0.9, */*;q=0.8',
+    ...request.headers,
     ...call.traceHeaders,
-    'content-type': 'application/json',
-    accept: 'application/json, text/plain;q=0.9',
   };
+  if (request.body !== undefined) headers['content-type'] = 'application/json';
   if (call.authorization !== undefined) headers['authorization'] = call.authorization;
   let response: Response;
   try {
-    response = await fetch(toolUrl(call), { method: 'POST', headers, body: JSON.stringify(call.arguments), signal, redirect: 'manual' });
+    response = await fetch(request.url, { method: request.method, headers, body: request.body, signal, redirect: 'manual' });
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     const refused = refusalOf(err);
     if (refused) throw new TargetRefusedError(refused.message);
     const code = (err as { cause?: { code?: string } }).cause?.code;
+    if (code !== undefined && TLS_FAILURE.test(code))
+      throw new ToolServiceError(
+        'tls-unverified',
+        `the tool's TLS certificate does not verify (${code}); a private CA is trusted once OUTBOUND_CA_FILE names it`,
+      );
     throw new ToolServiceError('tool-unreachable', `the tool's endpoint cannot be reached${code ? ` (${code})` : ''}`);
   }
   annotateActive('http.response.status_code', response.status);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readLimited(response, call.maxResponseBytes);
+    bytes = await readLimited(response, call.maxResponseBytes);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     if (err instanceof ToolServiceError) throw err;
@@ -54,22 +64,46 @@ async function callHttpTool(fetch: OutboundFetch, call: HttpCall, signal: AbortS
     throw new ToolServiceError('tool-unreachable', 'the tool closed the connection before its answer was complete');
   }
   // The tool's own refusal or failure is a bad gateway answer for the agent (502), with its status.
-  if (response.status >= 400) throw new ToolServiceError(`http-${response.status}`, text.slice(0, 1000) || response.statusText);
+  if (response.status >= 400)
+    throw new ToolServiceError(`http-${response.status}`, bytes.toString('utf8').slice(0, 1000) || response.statusText);
   if (response.status >= 300)
-    throw new ToolServiceError(`http-${response.status}`, 'the tool answered with a redirect, which the registry does not follow');
-  if ((response.headers.get('content-type') ?? '').includes('json')) {
+    throw new ToolServiceError(
+      `http-${response.status}`,
+      `the tool answered with a redirect (${response.status}), which the registry does not follow; register the tool at its final URL`,
+    );
+  return answerOf(response.headers.get('content-type'), bytes);
+}
+
+/** The observation of an answer, by its media type. */
+function answerOf(contentType: string | null, bytes: Buffer): TransportAnswer {
+  const mediaType = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  if (mediaType.includes('json')) {
+    let value: unknown;
     try {
-      const value: unknown = JSON.parse(text);
-      return typeof value === 'string' ? value : JSON.stringify(value);
+      value = JSON.parse(bytes.toString('utf8'));
     } catch {
       throw new ToolServiceError('invalid-response', 'the tool sent a JSON content type with a body that is not JSON');
     }
+    return { text: typeof value === 'string' ? value : JSON.stringify(value) };
   }
-  return text;
+  // No content type, or an empty answer: text, as the article's tools have always been read.
+  if (
+    mediaType === '' ||
+    bytes.byteLength === 0 ||
+    mediaType.startsWith('text/') ||
+    mediaType.endsWith('+xml') ||
+    TEXT_TYPES.has(mediaType)
+  )
+    return { text: bytes.toString('utf8') };
+  const type = mediaType.startsWith('image/') ? 'image' : 'resource';
+  return {
+    text: `[${type === 'image' ? 'image' : 'binary'} ${mediaType}, ${bytes.byteLength} bytes]`,
+    binary: { type, mimeType: mediaType, data: bytes.toString('base64') },
+  };
 }
 
-async function readLimited(response: Response, max: number): Promise<string> {
-  if (!response.body) return '';
+async function readLimited(response: Response, max: number): Promise<Buffer> {
+  if (!response.body) return Buffer.alloc(0);
   const chunks: Uint8Array[] = [];
   let bytes = 0;
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
@@ -77,10 +111,10 @@ async function readLimited(response: Response, max: number): Promise<string> {
     if (bytes > max) throw new ToolServiceError('response-too-large', 'the tool sent more than the registry keeps for one call');
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
-/** HTTP tools: a POST of the arguments to the tool's own endpoint; the answer is one chunk. */
+/** HTTP tools: one request to the tool's target; the answer is one chunk. */
 export class HttpTransport implements ToolTransport {
   readonly state = 'connected' as const;
   readonly #maxResponseBytes: number;
@@ -92,26 +126,28 @@ export class HttpTransport implements ToolTransport {
     this.#fetch = fetch;
   }
 
-  async call(call: TransportCall): Promise<string> {
+  async call(call: TransportCall): Promise<TransportAnswer> {
     const http = call.tool.http;
     if (!http) throw new TypeError(`${call.tool.name} is not an HTTP tool`);
-    // The HTTP client span (OpenTelemetry's conventions: named after the method; no query in
-    // its attributes, which a descriptor's endpoint could carry a credential in).
+    const request = httpRequestOf(http, call.arguments);
+    // The HTTP client span (OpenTelemetry's conventions: named after the method; the path as its
+    // template, no query: arguments and a descriptor's endpoint could carry secrets).
+    const port = request.url.port !== '' ? Number(request.url.port) : request.url.protocol === 'https:' ? 443 : 80;
     const attributes = {
-      'http.request.method': 'POST',
-      'server.address': http.host,
-      'server.port': http.port,
-      'url.path': http.endpoint.split('?')[0] ?? '',
+      'http.request.method': request.method,
+      'server.address': request.url.hostname.replace(/^\[|\]$/g, ''),
+      'server.port': port,
+      'url.path': request.pathTemplate,
     };
-    const result = await traceTransport('POST', attributes, (traceHeaders) =>
+    const answer = await traceTransport(request.method, attributes, (traceHeaders) =>
       callHttpTool(
         this.#fetch,
-        { ...http, arguments: call.arguments, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes, traceHeaders },
+        { request, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes, traceHeaders },
         call.signal,
       ),
     );
-    call.onChunk?.(result);
-    return result;
+    call.onChunk?.(answer.text);
+    return answer;
   }
 
   close(): void {}

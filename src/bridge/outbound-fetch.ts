@@ -12,6 +12,7 @@
  * option wants an Agent of its own bundled undici), hence the `undici` package, 7.x, which
  * supports Node 20.18 and later.
  */
+import { rootCertificates } from 'node:tls';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { formatIp, type IpAddress } from '../model/outbound-address.js';
 import { TargetRefusedError } from './errors.js';
@@ -40,8 +41,9 @@ function connectFirst(
 export class GuardedFetch {
   readonly #agent: Agent;
 
-  constructor(policy: OutboundPolicy) {
-    const base = buildConnector({});
+  /** `ca`: PEM certificates trusted beside Node's roots (OUTBOUND_CA_FILE); certificates are always verified. */
+  constructor(policy: OutboundPolicy, ca: readonly string[] = []) {
+    const base = buildConnector(ca.length === 0 ? {} : { ca: [...rootCertificates, ...ca], rejectUnauthorized: true });
     const connect: Connect = (options, callback) => {
       const port = options.port !== '' ? Number(options.port) : options.protocol === 'https:' ? 443 : 80;
       policy.addressesFor(options.hostname, port).then(

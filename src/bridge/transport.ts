@@ -5,6 +5,7 @@
  */
 import type { Tool } from '../model/normalise.js';
 import type { ToolDescriptor } from '../model/schemas.js';
+import type { BinaryContent } from '../model/api.js';
 
 export interface TransportCall {
   /** The correlation id of this call (the `id` message property on the bus). */
@@ -23,11 +24,17 @@ export interface TransportCall {
   signal: AbortSignal;
 }
 
+/** An observation: its text, and for an answer of bytes, the bytes (the text then names them). */
+export interface TransportAnswer {
+  text: string;
+  binary?: BinaryContent | undefined;
+}
+
 export type TransportState = 'not-configured' | 'connected' | 'disconnected';
 
 export interface ToolTransport {
-  /** Carries one call; resolves with the observation as text, or rejects with a bridge error. */
-  call(call: TransportCall): Promise<string>;
+  /** Carries one call; resolves with the observation (as text, or with its bytes), or rejects with a bridge error. */
+  call(call: TransportCall): Promise<string | TransportAnswer>;
   /** The connection's state, for readiness reports. */
   readonly state: TransportState;
   close(): void;

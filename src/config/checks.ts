@@ -3,7 +3,7 @@
  * default (SETTING_META, which --help and docs/configuration.md read), and each check below turns
  * a variable's text into its value or into the one-line problem that stops startup.
  */
-import { createPublicKey, createSecretKey, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, createSecretKey, X509Certificate, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
@@ -242,4 +242,38 @@ export const announcerKeysFile = z
       });
     });
     return keys;
+  });
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
+
+/**
+ * OUTBOUND_CA_FILE: a PEM file of one or more CA certificates, each parsed here so that a file
+ * that is not one stops startup instead of failing every HTTPS call later. The PEM texts, for
+ * the outbound connector's `ca` beside Node's own roots.
+ */
+export const caCertificatesFile = z
+  .string()
+  .min(1)
+  .transform((path, ctx): string[] => {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` });
+      return z.NEVER;
+    }
+    const certificates = text.match(PEM_CERTIFICATE) ?? [];
+    if (certificates.length === 0) {
+      ctx.addIssue({ code: 'custom', message: 'holds no PEM certificate (-----BEGIN CERTIFICATE-----)' });
+      return z.NEVER;
+    }
+    for (const [i, pem] of certificates.entries()) {
+      try {
+        new X509Certificate(pem);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: `certificate ${i + 1} of ${certificates.length} is not a valid X.509 certificate` });
+        return z.NEVER;
+      }
+    }
+    return certificates;
   });

@@ -9,6 +9,7 @@ import { ANONYMOUS_POLICIES } from '../model/visibility.js';
 import {
   announcerKeysFile,
   boolean,
+  caCertificatesFile,
   httpUrl,
   integer,
   JWT_ALGORITHMS,
@@ -201,6 +202,10 @@ export const EnvSchema = z.object({
   OUTBOUND_DENY: optional(
     "CIDRs, addresses and host names the registry must not connect to, comma-separated (0.0.0.0/0,::/0 with OUTBOUND_ALLOW=10.20.0.0/16: only that network); a deny beats an allow of the same specificity. The registry's own address and port are always refused",
     outboundRules,
+  ),
+  OUTBOUND_CA_FILE: optional(
+    "PEM file of CA certificates the registry trusts for HTTPS targets (tool hosts, MCP servers) beside Node's own roots, e.g. a private CA; certificates are always verified",
+    caCertificatesFile,
   ),
   BUS_CONNECT_TIMEOUT_MS: setting('how long opening a bus producer or subscription may take', '3000', integer(100, 60_000)),
   TRUSTGRAPH_CONFIG_SYNC: setting(

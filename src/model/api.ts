@@ -324,6 +324,15 @@ export const InvokeArgumentsSchema = z.record(z.string(), z.unknown()).meta({
   examples: [{ expression: '2 + 2' }],
 });
 
+export const BinaryContentSchema = z
+  .strictObject({
+    type: z.enum(['image', 'resource']).describe('`image` for an image/* answer, `resource` for any other bytes.'),
+    mimeType: z.string().describe('The media type the tool sent (`image/png`, `application/pdf`).'),
+    data: z.string().describe('The bytes, base64.'),
+  })
+  .meta({ id: 'BinaryContent', description: "An answer of bytes: an HTTP tool's image or other binary content." });
+export type BinaryContent = z.infer<typeof BinaryContentSchema>;
+
 export const InvokeResultSchema = z
   .strictObject({
     tool: ToolNameSchema,
@@ -331,8 +340,11 @@ export const InvokeResultSchema = z
     result: z
       .string()
       .describe(
-        "The observation as text: an HTTP tool's JSON string answer as is, any other JSON answer as JSON text, a non-JSON answer as sent; a message-bus tool's answer chunks joined; an mcp tool's `structuredContent` as JSON text, else its text content joined by line feeds (other content named in brackets, e.g. `[image image/png, 1234 bytes]`).",
+        "The observation as text: an HTTP tool's JSON string answer as is, any other JSON answer as JSON text, a text answer as sent, an image or other bytes named in brackets (`[image image/png, 1234 bytes]`, the bytes in `content`); a message-bus tool's answer chunks joined; an mcp tool's `structuredContent` as JSON text, else its text content joined by line feeds (other content named in brackets, e.g. `[image image/png, 1234 bytes]`).",
       ),
+    content: BinaryContentSchema.optional().describe(
+      "Present when an HTTP tool answered with an image or other bytes (a content type that is neither JSON nor text): the bytes as base64 with their media type, as MCP's image content and embedded resources carry them; `result` then names them (`[image image/png, 1234 bytes]`).",
+    ),
     durationMs: z.number().min(0).describe('How long the call took, in milliseconds (two decimals).'),
   })
   .meta({ id: 'InvokeResult', description: 'The observation of a completed call.' });

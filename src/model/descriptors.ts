@@ -12,7 +12,7 @@ import {
   ArgumentSchema,
   ConfigParamSchema,
   ConfigValueSchema,
-  HttpToolSchema,
+  StoredHttpToolFieldsSchema,
   JsonTypeSchema,
   ObjectJsonSchema,
   ParameterSchema,
@@ -71,7 +71,7 @@ name(
 // Write bodies
 
 const HTTP_TOOL_DESCRIPTION =
-  'The discovery article\'s tool form: the model\'s arguments are POSTed to `endpoint` on `host:port`. A descriptor without `type: "tool-service"` is an HTTP tool; `type: "http"` may mark it and is dropped when stored. The arguments are described by the article\'s `parameters` or by a full JSON Schema `inputSchema` (not both; with `inputSchema`, discovery\'s `parameters` are made from its top-level `properties`); calls through the registry are checked against the input schema discovery serves.';
+  "The discovery article's tool form: the model's arguments are POSTed as JSON to `endpoint` on `host:port` (default `localhost:8002`); or, instead of those three, a full `target` (`baseUrl`, `method`, `path` template and where each argument goes), which agents then reach through the registry's invoke route. The caller's token reaches the tool only with `forwardAuthorization: true` (default `false`). A descriptor without `type: \"tool-service\"` is an HTTP tool; `type: \"http\"` may mark it and is dropped when stored. The arguments are described by the article's `parameters` or by a full JSON Schema `inputSchema` (not both; with `inputSchema`, discovery's `parameters` are made from its top-level `properties`); calls through the registry are checked against the input schema discovery serves.";
 const BUS_TOOL_DESCRIPTION =
   'A tool whose calls the registry carries over its tool service\'s queues. Config values are extra top-level keys, one per config param of the service (e.g. `"collection": "customers"`): each extra key must be a config param of the service named in `service`, and the service\'s required config params must be present. Argument names must be unique.';
 
@@ -231,7 +231,7 @@ export function named<K extends 'name' | 'id', T extends Partial<Record<K, strin
 // Stored forms, as the answers show them
 
 /** The stored HTTP tool: the form operators send without the optional `type` marker. */
-const StoredHttpToolSchema = HttpToolSchema.in.omit({ type: true }).meta({
+const StoredHttpToolSchema = StoredHttpToolFieldsSchema.meta({
   id: 'HttpTool',
   title: 'HTTP tool',
   description: 'A stored HTTP tool descriptor, with every default filled in and no `type` marker.',

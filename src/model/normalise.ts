@@ -5,6 +5,7 @@
 import type { McpTool } from './mcp-schemas.js';
 import { JsonTypeSchema, type BusTool, type HttpTool, type JsonType, type ToolDescriptor, type ToolKind } from './schemas.js';
 import { isObject } from './json-object.js';
+import type { HttpTarget } from './http-target.js';
 
 /** A JSON Schema whose top is an object: a tool's arguments, or its structured answer. */
 export interface JsonSchemaObject {
@@ -25,6 +26,15 @@ export interface ToolParameter {
   [keyword: string]: unknown;
 }
 
+/**
+ * An HTTP tool's target: the article's `host`, `port` and `endpoint` (a POST of the arguments
+ * as JSON, and what discovery shows as the tool's location), or a full `target` (issue 30),
+ * which agents reach through the registry's invoke route.
+ */
+export type HttpLocation =
+  | { endpoint: string; host: string; port: number; forwardAuthorization: boolean; target?: undefined }
+  | { target: HttpTarget; forwardAuthorization: boolean; endpoint?: undefined; host?: undefined; port?: undefined };
+
 export interface Tool {
   name: string;
   kind: ToolKind;
@@ -44,7 +54,7 @@ export interface Tool {
   /** A JSON Schema of the tool's structured answer, where the tool declares one. */
   outputSchema?: JsonSchemaObject | undefined;
   /** Where an HTTP tool is reached; message-bus tools are reached through the registry. */
-  http: { endpoint: string; host: string; port: number; forwardAuthorization: boolean } | null;
+  http: HttpLocation | null;
   /** The service a message-bus tool's calls go to; for an mcp tool, its MCP server's id. */
   serviceId: string | null;
   timeoutMs: number | undefined;
@@ -93,11 +103,20 @@ function normaliseHttpTool(tool: HttpTool): Tool {
     returns: tool.returns,
     inputSchema,
     outputSchema: tool.outputSchema,
-    http: { endpoint: tool.endpoint, host: tool.host, port: tool.port, forwardAuthorization: tool.forwardAuthorization },
+    http: httpLocationOf(tool),
     serviceId: null,
     timeoutMs: tool.timeoutMs,
     hints: {},
   };
+}
+
+function httpLocationOf(tool: HttpTool): HttpLocation {
+  // Only an explicit `true` forwards: a stored descriptor without the field (none is written
+  // so; every write path stores the parsed form, the field included) forwards nothing.
+  const forwardAuthorization = tool.forwardAuthorization === true;
+  if (tool.target !== undefined) return { target: tool.target, forwardAuthorization };
+  // The article's form: stored with its defaults written out.
+  return { endpoint: tool.endpoint ?? '/', host: tool.host ?? 'localhost', port: tool.port ?? 8002, forwardAuthorization };
 }
 
 function normaliseBusTool(tool: BusTool): Tool {

@@ -224,15 +224,20 @@ export function nameMatches(name: string, rule: Extract<OutboundRule, { kind: 'n
  * The places a descriptor makes the registry connect to: an HTTP tool's host and port, an MCP
  * server's URL. Later kinds of targets (OpenAPI base URLs) add theirs here.
  */
-export function outboundTargetsOf(kind: 'http-tool', descriptor: { host: string; port: number }): OutboundTarget[];
+export function outboundTargetsOf(
+  kind: 'http-tool',
+  descriptor: { host?: string | undefined; port?: number | undefined; target?: { baseUrl: string } | undefined },
+): OutboundTarget[];
 export function outboundTargetsOf(kind: 'mcp-server', descriptor: { url: string }): OutboundTarget[];
 export function outboundTargetsOf(
   kind: 'http-tool' | 'mcp-server',
-  descriptor: { host: string; port: number } | { url: string },
+  descriptor: { host?: string | undefined; port?: number | undefined; target?: { baseUrl: string } | undefined } | { url: string },
 ): OutboundTarget[] {
   if (kind === 'http-tool') {
-    const { host, port } = descriptor as { host: string; port: number };
-    return [{ path: 'host', host, port }];
+    const { host, port, target } = descriptor as { host?: string; port?: number; target?: { baseUrl: string } };
+    // A full target (issue 30): its base URL's host and port (the scheme's when it names none).
+    if (target !== undefined) return [urlTarget('target.baseUrl', target.baseUrl)];
+    return [{ path: 'host', host: host ?? 'localhost', port: port ?? 8002 }];
   }
   return [urlTarget('url', (descriptor as { url: string }).url)];
 }

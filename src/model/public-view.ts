@@ -35,7 +35,8 @@ function invokeLocation(publicUrl: URL, toolName: string): { endpoint: string; h
 
 /** Builds the entry with a fixed key order, so equal views serialise to equal bytes. */
 export function publicToolView(tool: Tool, record: ToolRecord, publicUrl: URL): PublicTool {
-  const location = tool.http ?? invokeLocation(publicUrl, tool.name);
+  // A tool with a full target is reached through the registry, like message-bus tools.
+  const location = tool.http?.endpoint !== undefined ? tool.http : invokeLocation(publicUrl, tool.name);
   return {
     name: tool.name,
     description: tool.description,

@@ -16,6 +16,7 @@ import {
   unsafeStrings,
 } from './text-checks.js';
 import type { McpTool } from './mcp-schemas.js';
+import { HttpTargetSchema, pathPlaceholders, TARGET_ARGUMENTS_MAX, type HttpTarget } from './http-target.js';
 
 /** Valid as a function name for every model vendor's function calling. */
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -356,11 +357,12 @@ const HTTP_MARKER = z.literal('http').optional();
 
 /** An HTTP tool's fields after its marker and name (httpToolInput adds the name's schema). */
 const HTTP_TOOL_FIELDS = {
-  /** Path on the tool's host that takes a POST of the arguments. */
+  /** Path on the tool's host that takes a POST of the arguments as JSON (the article's form; or give `target`). */
   endpoint: z
     .string()
     .max(2048)
-    .regex(/^\/[\x21-\x7E]*$/, 'must be an absolute path starting with "/"'),
+    .regex(/^\/[\x21-\x7E]*$/, 'must be an absolute path starting with "/"')
+    .optional(),
   /** OAuth scopes any one of which grants the tool; none means every caller. */
   scopes: z.array(ScopeSchema).max(64).default([]),
   description: DescriptionSchema,
@@ -380,15 +382,23 @@ const HTTP_TOOL_FIELDS = {
   outputSchema: ObjectJsonSchema.optional(),
   /** What the tool gives back, in words. */
   returns: text(8192).default(''),
+  /** The tool's host, with `endpoint` (default `localhost`). */
   host: z
     .string()
     .regex(/^(\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9]([a-zA-Z0-9.-]{0,251}[a-zA-Z0-9])?)$/, 'must be a host name or IP address')
-    .default('localhost'),
-  port: z.number().int().min(1).max(65535).default(8002),
+    .optional(),
+  /** Its port, with `endpoint` (default `8002`). */
+  port: z.number().int().min(1).max(65535).optional(),
+  /** A full target instead of `host`, `port` and `endpoint`: base URL (https or http), method, path template and where each argument goes. */
+  target: HttpTargetSchema.optional(),
   /** How long a call may wait for its answer. */
   timeoutMs: z.number().int().min(1).max(600_000).optional(),
-  /** Forward the caller's Authorization header to the tool (the article's tools check it). */
-  forwardAuthorization: z.boolean().default(true),
+  /**
+   * Forward the caller's Authorization header to the tool's host: only when an operator says so
+   * (issue 30), since the token's audience is the registry, not the tool. Tools stored before
+   * issue 30 were stored with the old default, `true`, written out, and keep it.
+   */
+  forwardAuthorization: z.boolean().default(false),
 };
 
 /**
@@ -406,8 +416,76 @@ function finishHttpTool<T extends { type?: 'http' | undefined; parameters?: unkn
     }
     return z.NEVER;
   }
-  const { type: _type, ...rest } = value;
+  const fields = value as unknown as HttpToolFields;
+  if (!pathArgumentsRequired(fields, ctx)) return z.NEVER;
+  const { type: _type, ...given } = value;
+  // The article's form keeps its defaults where zod's `.default` put them before issue 30, so
+  // that its stored bytes (and ETags) are what every version wrote for the same body.
+  let rest = given;
+  if (fields.target === undefined) {
+    const ordered: Record<string, unknown> = { name: fields.name };
+    for (const key of Object.keys(HTTP_TOOL_FIELDS)) {
+      const field =
+        key === 'host' ? (fields.host ?? 'localhost') : key === 'port' ? (fields.port ?? 8002) : fields[key as keyof HttpToolFields];
+      if (field !== undefined) ordered[key] = field;
+    }
+    rest = ordered as typeof given;
+  }
   return rest.inputSchema === undefined ? { ...rest, parameters: rest.parameters ?? {} } : rest;
+}
+
+type HttpToolFields = { name?: string | undefined } & {
+  [K in keyof typeof HTTP_TOOL_FIELDS]: z.output<(typeof HTTP_TOOL_FIELDS)[K]>;
+};
+
+/**
+ * Either the article's `endpoint` (with `host` and `port`) or a `target`, not both. Run on the
+ * value as sent even when other fields fail (`when`), so that a body missing its endpoint hears
+ * so together with its other problems, as when `endpoint` was a required field.
+ */
+function locatedOnce(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  if (value['target'] === undefined) {
+    if (value['endpoint'] === undefined)
+      ctx.addIssue({ code: 'custom', path: ['endpoint'], message: 'is required (or give "target": {baseUrl, method, path})' });
+    return;
+  }
+  for (const key of ['endpoint', 'host', 'port'])
+    if (value[key] !== undefined)
+      ctx.addIssue({ code: 'custom', path: [key], message: 'give either "target" or "host", "port" and "endpoint", not both' });
+}
+
+/** Every argument a target's path needs is one the tool requires, so that no call leaves a hole in it. */
+function pathArgumentsRequired(value: HttpToolFields, ctx: z.RefinementCtx): boolean {
+  const { target } = value;
+  if (target === undefined) return true;
+  let ok = true;
+  for (const name of pathArgumentsOf(target)) {
+    if (requiresArgument(value, name)) continue;
+    ctx.addIssue({
+      code: 'custom',
+      path: ['target', 'path'],
+      message: `{${name}} must be filled by a required argument "${name}" of the tool's parameters or inputSchema`,
+    });
+    ok = false;
+  }
+  return ok;
+}
+
+/** The arguments a target's path template takes, by argument name. */
+function pathArgumentsOf(target: HttpTarget): string[] {
+  const renamed = new Map<string, string>();
+  for (const [argument, placement] of Object.entries(target.arguments ?? {}))
+    if (placement.in === 'path') renamed.set(placement.name ?? argument, argument);
+  return (pathPlaceholders(target.path) ?? []).map((name) => renamed.get(name) ?? name);
+}
+
+function requiresArgument(value: HttpToolFields, name: string): boolean {
+  if (value.inputSchema !== undefined) {
+    const { properties, required } = value.inputSchema as { properties?: unknown; required?: unknown };
+    return isRecord(properties) && Object.hasOwn(properties, name) && Array.isArray(required) && required.includes(name);
+  }
+  const parameters = value.parameters ?? {};
+  return Object.hasOwn(parameters, name) && parameters[name]?.required !== false;
 }
 
 /**
@@ -417,10 +495,15 @@ function finishHttpTool<T extends { type?: 'http' | undefined; parameters?: unkn
  */
 export function httpToolInput<Name extends z.ZodType<string | undefined>>(name: Name, meta?: z.GlobalMeta) {
   const object = z.strictObject({ type: HTTP_MARKER, name, ...HTTP_TOOL_FIELDS });
-  return (meta ? object.meta(meta) : object).transform(finishHttpTool);
+  return (meta ? object.meta(meta) : object)
+    .superRefine(locatedOnce, { when: (payload) => isRecord(payload.value) })
+    .transform(finishHttpTool);
 }
 export const HttpToolSchema = httpToolInput(ToolNameSchema);
 export type HttpTool = z.output<typeof HttpToolSchema>;
+
+/** The stored HTTP tool's fields, for the document's answer shapes (no checks across fields: what is stored passed them). */
+export const StoredHttpToolFieldsSchema = z.strictObject({ name: ToolNameSchema, ...HTTP_TOOL_FIELDS });
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -433,6 +516,13 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
  * bounds this raises nothing, and the parameters' own checks name each problem as they would.
  */
 function httpToolBoundsFirst(value: unknown, ctx: z.RefinementCtx): unknown {
+  // A target's placements, counted before any is parsed, like the parameters below.
+  const target = isRecord(value) ? value['target'] : undefined;
+  const placements = isRecord(target) ? target['arguments'] : undefined;
+  if (isRecord(placements) && Object.keys(placements).length > TARGET_ARGUMENTS_MAX) {
+    ctx.addIssue({ code: 'custom', path: ['target', 'arguments'], message: `must have at most ${TARGET_ARGUMENTS_MAX} entries` });
+    return value;
+  }
   const parameters = isRecord(value) ? value['parameters'] : undefined;
   if (!isRecord(parameters)) return value;
   const entries = Object.entries(parameters);

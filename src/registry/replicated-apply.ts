@@ -12,6 +12,7 @@ import { parseMcpServerBody, parseToolServicePut } from '../model/descriptors.js
 import { parseToolPutBody } from '../json-schema/tool-schemas.js';
 import type { ImportPartLimits, ReplicationEvent } from '../model/replication.js';
 import { isLastImportPart } from '../model/replication.js';
+import { FORWARD_AUTHORIZATION_BEFORE_ISSUE_30, toolWithForwardingStated, withForwardingStated } from '../model/forwarding.js';
 import type { Actor, AuditEntryInput } from '../model/records.js';
 import type { RegistryStore } from '../store/registry-store.js';
 import type { StagedImport } from '../store/import-part-rows.js';
@@ -44,11 +45,11 @@ export class ReplicatedApply {
    */
   apply(event: ReplicationEvent, pin: Pin, actor?: Actor, refusal?: RegistryError): Promise<Outcome> {
     if (refusal === undefined && event.op === 'import') {
-      return this.#commit.enqueueExclusive(() => this.#importReplicated(() => event.body, actor, pin));
+      return this.#commit.enqueueExclusive(() => this.#importReplicated(() => beforeIssue30(event.body), actor, pin));
     }
     if (refusal === undefined && isLastImportPart(event)) {
       return this.#commit.enqueueExclusive(() =>
-        this.#importReplicated((notBefore) => this.#joinedImport(event, notBefore), actor, pin, event.write),
+        this.#importReplicated((notBefore) => beforeIssue30(this.#joinedImport(event, notBefore)), actor, pin, event.write),
       );
     }
     const run =
@@ -87,7 +88,13 @@ export class ReplicatedApply {
     const commands = this.#commands;
     switch (event.op) {
       case 'tool.put':
-        return () => commands.putTool(parseToolPutBody(event.body, target), { pathName: target, condition: event.condition, actor, owner });
+        return () =>
+          commands.putTool(parseToolPutBody(toolWithForwardingStated(event.body, FORWARD_AUTHORIZATION_BEFORE_ISSUE_30), target), {
+            pathName: target,
+            condition: event.condition,
+            actor,
+            owner,
+          });
       case 'tool.delete':
         return () => commands.deleteTool(required(), { condition: event.condition, actor, owner });
       case 'tool-service.put':
@@ -191,6 +198,9 @@ export class ReplicatedApply {
     return { ok: true, value: await this.#imports.write(plan, at, actor, { pin, partsOf }) };
   }
 }
+
+/** HTTP tools on the topic without `forwardAuthorization` were published before issue 30 (src/model/forwarding.ts). */
+const beforeIssue30 = (bundle: unknown) => withForwardingStated(bundle, FORWARD_AUTHORIZATION_BEFORE_ISSUE_30);
 
 /** Half of a UTF-16 pair without its other half: a chunk cut inside a character (SQLite would store U+FFFD). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

@@ -29,6 +29,7 @@ import { randomUUID, type KeyObject } from 'node:crypto';
 import { RegistryError } from '../model/errors.js';
 import type { McpServerPutBody, ToolPutBody, ToolServicePutBody } from '../model/descriptors.js';
 import type { McpTool } from '../model/mcp-schemas.js';
+import { withForwardingStated } from '../model/forwarding.js';
 import { IMPORT_PART_LIMITS, replicationKey, type RefusalReason, type ReplicationEvent, type ReplicationOp } from '../model/replication.js';
 import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
@@ -275,7 +276,8 @@ export class Replicator implements RegistryWrites {
 
   /** One message when it fits one; else `import.part` messages (src/replication/import-parts.ts), applied at the last. */
   importBundle(input: unknown, actor?: Actor): Promise<ImportSummary> {
-    return this.#write('import', () => ({ body: input }), actor);
+    // The field written out, so that replicas of every version store what this writer means.
+    return this.#write('import', () => ({ body: withForwardingStated(input, false) }), actor);
   }
 
   observeCommits(observer: CommitObserver): () => void {

@@ -1,6 +1,7 @@
 /**
  * HTTP tools called through the registry: arguments POSTed to the tool's endpoint with the
- * caller's token forwarded (unless the descriptor turns that off), and the error mapping.
+ * caller's token forwarded where the descriptor turns that on (issue 30: off by default), and
+ * the error mapping.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -56,7 +57,8 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
       });
       expect(res.statusCode, res.body).toBe(201);
     };
-    await register({});
+    // The one tool here that forwards the caller's token: an operator said so (issue 30).
+    await register({ forwardAuthorization: true });
     // Tools called with no arguments take none: calls are checked against the input schema (issue 12).
     const none = { scopes: [], parameters: {} };
     await register({ ...none, name: 'structured', endpoint: '/tools/structured' });
@@ -92,6 +94,13 @@ describe('HTTP tools through POST /tools/{name}/invoke', () => {
   it('never forwards a token that carries the admin scope', async () => {
     const res = await invoke('calculator', { expression: '1' }, bearer(t.token(['calculator:use', 'registry:write'])));
     expect(res.statusCode, res.body).toBe(200);
+    expect(seen.at(-1)?.headers['authorization']).toBeUndefined();
+  });
+
+  it('does not forward the token of a tool registered without forwardAuthorization (issue 30)', async () => {
+    const res = await invoke('structured', {}, bearer(t.token([])));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(seen.at(-1)?.url).toBe('/tools/structured');
     expect(seen.at(-1)?.headers['authorization']).toBeUndefined();
   });
 

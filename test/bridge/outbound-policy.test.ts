@@ -122,7 +122,7 @@ describe('rules', () => {
     const config = loadConfig({}, { OUTBOUND_ALLOW: '169.254.170.2/32', OUTBOUND_DENY: '0.0.0.0/0,::/0' });
     expect(config.outbound.allow).toHaveLength(1);
     expect(config.outbound.deny).toHaveLength(2);
-    expect(loadConfig({}, {}).outbound).toEqual({ allow: [], deny: [] });
+    expect(loadConfig({}, {}).outbound).toEqual({ allow: [], deny: [], ca: [] });
   });
 });
 

@@ -37,7 +37,7 @@ describe('tool schemas at registration (issue 12)', () => {
     const res = await register(order());
     expect(res.statusCode, res.body).toBe(201);
     // Stored as given: no `parameters` beside the schema, so that an export imports again.
-    expect(res.json().descriptor).toEqual({ ...order(), returns: '', host: 'localhost', port: 8002, forwardAuthorization: true });
+    expect(res.json().descriptor).toEqual({ ...order(), returns: '', host: 'localhost', port: 8002, forwardAuthorization: false });
 
     const entry = (await t.app.inject({ method: 'GET', url: '/tools/place_order', headers: agent })).json();
     expect(entry.inputSchema).toEqual(ORDER_INPUT);

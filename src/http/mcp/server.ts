@@ -29,6 +29,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import type { ToolBridge } from '../../bridge/bridge.js';
 import type { Catalog, CatalogTool, CatalogView } from '../../catalog/catalog.js';
 import type { CatalogListing } from '../../catalog/listing.js';
+import type { BinaryContent } from '../../model/api.js';
 import type { Caller } from '../../model/caller.js';
 import { RegistryError } from '../../model/errors.js';
 import { mcpResultOf, mcpToolOf, type McpToolEntry } from '../../model/mcp-tool.js';
@@ -190,6 +191,8 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
                   .catch(() => undefined);
               },
       });
+      // An answer of bytes is MCP image content, or an embedded resource named by the call's id.
+      if (result.content !== undefined && tool.outputSchema === undefined) return { content: [binaryContentOf(result.content, result.id)] };
       const answer = mcpResultOf(tool, result.result);
       // Structured content must conform to the output schema (MCP 2025-06-18); a clients' SDK
       // refuses the whole result otherwise, so a tool that breaks its schema is a failed call.
@@ -222,6 +225,12 @@ function rpcError(code: ErrorCode, message: string): McpError {
   const err = new McpError(code, message);
   err.message = message;
   return err;
+}
+
+/** Bytes as MCP content: an image as image content, anything else as an embedded resource's blob. */
+function binaryContentOf(binary: BinaryContent, callId: string): CallToolResult['content'][number] {
+  if (binary.type === 'image') return { type: 'image', data: binary.data, mimeType: binary.mimeType };
+  return { type: 'resource', resource: { uri: `urn:uuid:${callId}`, mimeType: binary.mimeType, blob: binary.data } };
 }
 
 /** A call that failed, as MCP reports it to the model: a readable message and `isError`. */

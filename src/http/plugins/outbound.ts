@@ -33,7 +33,7 @@ export default fp<OutboundPluginOptions>(
       publicUrl: config.publicUrl,
       ...(resolve && { resolve }),
     });
-    const guarded = new GuardedFetch(policy);
+    const guarded = new GuardedFetch(policy, config.outbound.ca);
     app.decorate('outbound', { policy, fetch: guarded.fetch });
     app.addHook('onListen', async () => {
       for (const address of app.addresses()) if (typeof address === 'object') policy.listening(address.port);

@@ -41,9 +41,13 @@ accepts is an argument, and is passed on).
 Each caller (token issuer and subject, or client address) may have at most
 \`MAX_INFLIGHT_CALLS_PER_CALLER\` calls in flight, and the registry \`MAX_INFLIGHT_CALLS\`.
 
-An HTTP tool gets the arguments POSTed as JSON to \`http://{host}:{port}{endpoint}\`,
-with the caller's \`Authorization\` header unless the tool sets
-\`forwardAuthorization: false\` (a token carrying the admin scope is never forwarded); a
+An HTTP tool gets the arguments POSTed as JSON to \`http://{host}:{port}{endpoint}\`, or,
+when it has a \`target\` (\`HttpTarget\`), its method on its base URL and path with each
+argument where the target places it (path, query, header, cookie or JSON body; TLS verified,
+redirects not followed, a 3xx answer a failed call); an answer of bytes (an image, a PDF)
+comes back base64 with its media type in \`content\`, \`result\` naming it. Either form goes
+with the caller's \`Authorization\` header only when the tool sets
+\`forwardAuthorization: true\` (default \`false\`; a token carrying the admin scope is never forwarded); a
 message-bus tool's call is carried over its tool service's queues (this needs
 \`PULSAR_WS_URL\`; without it such calls answer \`503\`); an mcp tool's call is a
 \`tools/call\` to its upstream MCP server, with the server's own credential (never the
