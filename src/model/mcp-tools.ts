@@ -155,18 +155,9 @@ export function planMcpSync(
   const kept = new Set<string>();
   for (const listed of wanted) {
     const existing = stored(listed.name);
-    if (existing && !(existing.kind === 'mcp' && existing.serviceId === serverId)) {
-      const holder = existing.kind === 'mcp' ? `a tool of MCP server "${existing.serviceId ?? ''}"` : `a tool of kind ${existing.kind}`;
-      plan.clashes.push({ name: listed.upstreamName, reason: `"${listed.name}" is taken by ${holder}` });
-      if (review?.pending(listed.name)) plan.settled.push(listed.name);
-      continue;
-    }
-    const tombstone = existing ? undefined : deleted(listed.name);
-    if (tombstone && tombstone.kind !== 'mcp') {
-      plan.clashes.push({
-        name: listed.upstreamName,
-        reason: `"${listed.name}" was a tool of kind ${tombstone.kind}, deleted: a name an operator held is never taken over by an upstream`,
-      });
+    const clash = clashOf(serverId, listed.name, existing, deleted);
+    if (clash !== undefined) {
+      plan.clashes.push({ name: listed.upstreamName, reason: clash });
       if (review?.pending(listed.name)) plan.settled.push(listed.name);
       continue;
     }
@@ -180,6 +171,28 @@ export function planMcpSync(
   }
   for (const name of own) if (!kept.has(name)) plan.deletes.push(name);
   return plan;
+}
+
+/**
+ * Why the server may not hold `name`, or undefined when it may: another tool has it (an
+ * operator's, an announcer's, another server's), or its tombstone is one an operator's or an
+ * announcer's tool left. The one rule for a sync's tools and for an operator's accept of one.
+ */
+export function clashOf(
+  serverId: string,
+  name: string,
+  existing: StoredTool | undefined,
+  deleted: (name: string) => StoredTool | undefined,
+): string | undefined {
+  if (existing) {
+    if (existing.kind === 'mcp' && existing.serviceId === serverId) return undefined;
+    const holder = existing.kind === 'mcp' ? `a tool of MCP server "${existing.serviceId ?? ''}"` : `a tool of kind ${existing.kind}`;
+    return `"${name}" is taken by ${holder}`;
+  }
+  const tombstone = deleted(name);
+  if (tombstone && tombstone.kind !== 'mcp')
+    return `"${name}" was a tool of kind ${tombstone.kind}, deleted: a name an operator held is never taken over by an upstream`;
+  return undefined;
 }
 
 /**

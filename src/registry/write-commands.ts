@@ -11,7 +11,7 @@ import { named, type McpServerPutBody, type ToolPutBody, type ToolServicePutBody
 import { outboundTargetsOf, type OutboundCheck, type OutboundTarget } from '../model/outbound-address.js';
 import type { BusTool, ToolService } from '../model/schemas.js';
 import { credentialOf, type McpServer, type McpTool } from '../model/mcp-schemas.js';
-import { planMcpSync, prefixOf, type McpSyncPlan } from '../model/mcp-tools.js';
+import { clashOf, planMcpSync, prefixOf, type McpSyncPlan } from '../model/mcp-tools.js';
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { AuditFor, PendingRecord, RegistryStore } from '../store/registry-store.js';
 import { toolRecordRepresentation } from '../catalog/record-etag.js';
@@ -255,16 +255,17 @@ export class WriteCommands {
     );
     const pending = { serverId, put: plan.pending, drop: this.#pendingDropped(serverId, plan, wanted, listed, review) };
     const pendingChanged = pending.put.length > 0 || pending.drop.length > 0;
+    const wrote = plan.upserts.length > 0 || plan.deletes.length > 0;
+    // The same list as last time writes nothing (no stamp, no index, no change event).
+    if (!wrote && !pendingChanged) return { stale: false, index: null, plan };
     const at = this.#commit.stamp();
     const detail = syncDetail(plan, (name) => view.tool(name));
-    // The same list as last time writes nothing: no index, no change event.
-    if (plan.upserts.length === 0 && plan.deletes.length === 0) {
-      if (pendingChanged) {
-        const audit = plan.pending.some((p) => p.fresh)
-          ? this.#audit(mcpServerActor(serverId), at, 'mcp-server.sync', () => [serverId, 200, detail])
-          : undefined;
-        this.#store.writeMcpPending(pending, at, audit?.(undefined));
-      }
+    // Only pending versions changed: no tool agents see, so no index and no change event.
+    if (!wrote) {
+      const audit = plan.pending.some((p) => p.fresh)
+        ? this.#audit(mcpServerActor(serverId), at, 'mcp-server.sync', () => [serverId, 200, detail])
+        : undefined;
+      this.#store.writeMcpPending(pending, at, audit?.(undefined));
       return { stale: false, index: null, plan };
     }
     const writes = plan.upserts.map((tool) => ({ name: tool.name, kind: 'mcp' as const, serviceId: serverId, descriptor: tool }));
@@ -308,26 +309,16 @@ export class WriteCommands {
   acceptMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor: Actor | undefined): ReviewResult {
     const view = this.#commit.view;
     const found = this.#reviewed(serverId, changes, 'accept');
+    // Taken meanwhile (an operator's write of the name): the rule a sync holds its tools to.
     const errors: FieldError[] = [];
     found.forEach(({ version }, i) => {
-      const existing = view.tool(version.descriptor.name);
-      if (existing && !(existing.kind === 'mcp' && existing.serviceId === serverId))
-        errors.push({
-          path: `changes.${i}.tool`,
-          message: `"${version.descriptor.name}" is taken by a tool of kind ${existing.kind} meanwhile`,
-        });
+      const clash = clashOf(serverId, version.name, view.tool(version.name), (name) => view.tombstone(name));
+      if (clash !== undefined) errors.push({ path: `changes.${i}.tool`, message: clash });
     });
     if (errors.length > 0)
       throw new RegistryError('TR_ERR_CONFLICT', `cannot accept: ${errors[0]?.message ?? ''}`, { fieldErrors: errors });
     const at = this.#commit.stamp();
-    const result: ReviewResult = {
-      index: null,
-      changes: found.map(({ version }) => ({
-        tool: version.name,
-        digest: version.digest,
-        acceptedDigest: currentDigest(view.tool(version.name)),
-      })),
-    };
+    const result: ReviewResult = { index: null, changes: found.map(({ change }) => change) };
     const detail = `${result.changes.length} change(s) accepted: ${namedDigests(result.changes.map((c) => `${c.tool} ${c.acceptedDigest ?? 'none'} -> ${c.digest}`))}`;
     const writes = found.map(({ version }) => ({
       name: version.name,
@@ -351,17 +342,9 @@ export class WriteCommands {
    * what they are served, and the same version listed again stays out of the queue.
    */
   rejectMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor: Actor | undefined): ReviewResult {
-    const view = this.#commit.view;
     const found = this.#reviewed(serverId, changes, 'reject');
     const at = this.#commit.stamp();
-    const result: ReviewResult = {
-      index: null,
-      changes: found.map(({ version }) => ({
-        tool: version.name,
-        digest: version.digest,
-        acceptedDigest: currentDigest(view.tool(version.name)),
-      })),
-    };
+    const result: ReviewResult = { index: null, changes: found.map(({ change }) => change) };
     const detail = `${result.changes.length} change(s) rejected: ${namedDigests(result.changes.map((c) => `${c.tool} ${c.digest}`))}`;
     const audit = this.#audit(actor, at, 'mcp-server.reject', () => [serverId, 200, detail]);
     this.#store.rejectMcpPending(
@@ -373,11 +356,19 @@ export class WriteCommands {
     return result;
   }
 
-  /** The pending versions `changes` name, each at the digest given; a 404 or 409 naming each that is not. */
-  #reviewed(serverId: string, changes: readonly ReviewedChange[], verb: 'accept' | 'reject'): { version: PendingRecord }[] {
-    if (!this.#commit.view.mcpServer(serverId)) throw new RegistryError('TR_ERR_NOT_FOUND', `no MCP server "${serverId}"`);
+  /**
+   * The pending versions `changes` name, each at the digest given, with the entry the answer
+   * gives for it (the digest agents are served now); a 404 or 409 naming each that is not.
+   */
+  #reviewed(
+    serverId: string,
+    changes: readonly ReviewedChange[],
+    verb: 'accept' | 'reject',
+  ): { version: PendingRecord; change: ReviewResult['changes'][number] }[] {
+    const view = this.#commit.view;
+    if (!view.mcpServer(serverId)) throw new RegistryError('TR_ERR_NOT_FOUND', `no MCP server "${serverId}"`);
     const errors: FieldError[] = [];
-    const found: { version: PendingRecord }[] = [];
+    const found: { version: PendingRecord; change: ReviewResult['changes'][number] }[] = [];
     const seen = new Set<string>();
     changes.forEach((change, i) => {
       if (seen.has(change.tool)) {
@@ -392,7 +383,11 @@ export class WriteCommands {
           path: `changes.${i}.digest`,
           message: `the pending version of "${change.tool}" is ${version.digest} now, not ${change.digest}: read the queue again`,
         });
-      else found.push({ version });
+      else
+        found.push({
+          version,
+          change: { tool: version.name, digest: version.digest, acceptedDigest: currentDigest(view.tool(version.name)) },
+        });
     });
     if (errors.length > 0) {
       throw new RegistryError('TR_ERR_CONFLICT', `cannot ${verb}: ${errors[0]?.message ?? ''}`, {

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { jsonDiff } from '../../src/model/json-diff.js';
 import { McpServerSchema, type McpTool } from '../../src/model/mcp-schemas.js';
+import { clashOf } from '../../src/model/mcp-tools.js';
 import { openDatabase } from '../../src/store/database.js';
 import { loadMigrations, migrate } from '../../src/store/migrations.js';
 import { McpPendingRows } from '../../src/store/mcp-pending-rows.js';
@@ -86,5 +87,18 @@ describe('jsonDiff', () => {
     let deep: unknown = 'leaf';
     for (let i = 0; i < 50_000; i++) deep = { d: deep };
     expect(jsonDiff(deep, { d: 1 }).ops).toEqual([{ op: 'replace', pointer: '/d', old: expect.anything() as unknown, new: 1 }]);
+  });
+});
+
+describe('clashOf: the one rule for a sync and an accept', () => {
+  it("keeps a server off another's tool, and off an operator's tombstone, but not off its own", () => {
+    const none = () => undefined;
+    const own = { kind: 'mcp' as const, serviceId: 'up', descriptor: tool('x') };
+    const operators = { kind: 'http' as const, serviceId: null, descriptor: tool('x') };
+    expect(clashOf('up', 'up_echo', own, none)).toBeUndefined();
+    expect(clashOf('up', 'up_echo', { ...own, serviceId: 'other' }, none)).toBe('"up_echo" is taken by a tool of MCP server "other"');
+    expect(clashOf('up', 'up_echo', operators, none)).toBe('"up_echo" is taken by a tool of kind http');
+    expect(clashOf('up', 'up_echo', undefined, () => operators)).toMatch(/^"up_echo" was a tool of kind http, deleted/);
+    expect(clashOf('up', 'up_echo', undefined, () => own)).toBeUndefined();
   });
 });
