@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import type { McpTool } from '../../src/model/mcp-schemas.js';
+import { mcpToolOf } from '../helpers/fixtures.js';
 import { toolDigest } from '../../src/registry/tool-digest.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 
@@ -15,15 +16,8 @@ let t: TestApp;
 let base: string;
 let token: string;
 
-const listed = (name: string, description: string): McpTool => ({
-  type: 'mcp',
-  name: `up_${name}`,
-  server: 'up',
-  upstreamName: name,
-  description,
-  inputSchema: { type: 'object', properties: { q: { type: 'string' } } },
-  scopes: [],
-});
+const listed = (name: string, description: string): McpTool =>
+  mcpToolOf('up', 'up_', name, description, { type: 'object', properties: { q: { type: 'string' } } });
 
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';

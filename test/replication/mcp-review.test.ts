@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseMcpServerBody } from '../../src/model/descriptors.js';
 import type { McpTool } from '../../src/model/mcp-schemas.js';
+import { mcpToolOf } from '../helpers/fixtures.js';
 import type { RegistryError } from '../../src/model/errors.js';
 import { toolDigest } from '../../src/registry/tool-digest.js';
 import { POLLING, Replicas } from './running.js';
@@ -16,15 +17,7 @@ const replicas = new Replicas();
 const topic = (r: Replicas) => r.topic.entries.map((e) => JSON.parse(e.text) as { op: string; slice?: boolean; listed?: string[] });
 afterEach(() => replicas.close());
 
-const listed = (name: string, description: string): McpTool => ({
-  type: 'mcp',
-  name: `up_${name}`,
-  server: 'up',
-  upstreamName: name,
-  description,
-  inputSchema: { type: 'object' },
-  scopes: [],
-});
+const listed = (name: string, description: string): McpTool => mcpToolOf('up', 'up_', name, description);
 
 describe('upstream tools, replicated (issue 29)', () => {
   it('writes a long sync in slices on every replica: a slice deletes nothing, the last deletes what the list no longer has', async () => {
