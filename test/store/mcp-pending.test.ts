@@ -8,19 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { jsonDiff } from '../../src/model/json-diff.js';
 import { McpServerSchema, type McpTool } from '../../src/model/mcp-schemas.js';
 import { clashOf } from '../../src/model/mcp-tools.js';
+import { mcpToolOf } from '../helpers/fixtures.js';
 import { openDatabase } from '../../src/store/database.js';
 import { loadMigrations, migrate } from '../../src/store/migrations.js';
 import { McpPendingRows } from '../../src/store/mcp-pending-rows.js';
 
-const tool = (description: string): McpTool => ({
-  type: 'mcp',
-  name: 'up_echo',
-  server: 'up',
-  upstreamName: 'echo',
-  description,
-  inputSchema: { type: 'object' },
-  scopes: [],
-});
+const tool = (description: string): McpTool => mcpToolOf('up', 'up_', 'echo', description);
 
 describe('migration 013 and pending versions', () => {
   it('keeps the servers of a version 12 database on `auto`, and new servers default to `review`', () => {
