@@ -16,7 +16,27 @@ export const OPERATIONS_MAX = 5000;
 /** Expanded-schema budget (nodes visited while copying dereferenced schemas): refuses $ref bombs. */
 export const EXPANDED_NODES_MAX = 2_000_000;
 const NAME_MAX = 64;
-const DESCRIPTION_MAX = 1000;
+/** The registry's DescriptionSchema allows 8192 characters; an import keeps descriptions shorter, since every tool's text reaches agents. */
+const DESCRIPTION_MAX = 4000;
+/** Headers the registry sets itself (http-target.ts refuses them as arguments): such a parameter is left out. */
+const RESERVED_HEADERS = new Set([
+  'authorization',
+  'connection',
+  'content-length',
+  'content-type',
+  'cookie',
+  'expect',
+  'host',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'traceparent',
+  'tracestate',
+]);
 
 export interface OpenApiImportOptions {
   document: string | Record<string, unknown>;
@@ -101,7 +121,8 @@ function toJsonSchema(schema: unknown, drop: 'readOnly' | 'writeOnly'): unknown 
   if (Array.isArray(schema)) return schema.map((s) => toJsonSchema(s, drop));
   const out: Json = {};
   for (const [k, v] of Object.entries(schema as Json)) {
-    if (['nullable', 'discriminator', 'xml', 'externalDocs', 'example'].includes(k)) continue;
+    // OpenAPI-only keywords and `x-` extensions are not JSON Schema 2020-12: the registry refuses unknown keywords.
+    if (['nullable', 'discriminator', 'xml', 'externalDocs', 'example'].includes(k) || k.startsWith('x-')) continue;
     if (k === 'properties' && v && typeof v === 'object') {
       const props: Json = {};
       for (const [p, s] of Object.entries(v as Json)) if (!(s && (s as Json)[drop] === true)) props[p] = toJsonSchema(s, drop);
@@ -158,6 +179,11 @@ export async function importOpenApi(options: OpenApiImportOptions): Promise<Impo
       ...(flows.length ? { scopes: [...new Set(flows.flatMap((f) => Object.keys(f.scopes ?? {})))] } : {}),
     };
   }
+  const credentialParams = new Set(
+    Object.values(schemes)
+      .filter((s) => s.type === 'apiKey' && s.in && s.name)
+      .map((s) => `${s.in}:${s.in === 'header' ? s.name!.toLowerCase() : s.name}`),
+  );
   const operations: ImportedOperation[] = [];
   const skipped: ImportedDocument['skipped'] = [];
   const ids = new Map<string, string>();
@@ -184,6 +210,11 @@ export async function importOpenApi(options: OpenApiImportOptions): Promise<Impo
       const args: Json = {};
       const params = [...(item.parameters ?? []), ...(op.parameters ?? [])] as Json[];
       for (const p of params) {
+        // A parameter that a security scheme names (Petstore's api_key header) is a credential the
+        // outbound credential machinery fills, not an argument; nor is a header the registry sets.
+        const name = String(p.name);
+        if (p.in === 'header' && RESERVED_HEADERS.has(name.toLowerCase())) continue;
+        if (credentialParams.has(`${p.in}:${p.in === 'header' ? name.toLowerCase() : name}`)) continue;
         properties[p.name] = toJsonSchema(p.schema ?? {}, 'readOnly');
         if (p.description && typeof properties[p.name] === 'object') properties[p.name].description ??= p.description;
         if (p.required || p.in === 'path') required.push(p.name);
@@ -201,11 +232,16 @@ export async function importOpenApi(options: OpenApiImportOptions): Promise<Impo
         }
         const schema = toJsonSchema(content[type].schema ?? {}, 'readOnly') as Json;
         if (schema.type === 'object' && schema.properties) {
+          // A body property named like a parameter (updateUser's `username`) becomes `body_<name>`,
+          // placed under its own name in the body, so that both stay arguments.
+          const taken = new Set(Object.keys(args));
+          const argOf = (k: string) => (taken.has(k) ? `body_${k}` : k);
           for (const [k, v] of Object.entries(schema.properties as Json)) {
-            properties[k] = v;
-            args[k] = { in: 'body' };
+            const arg = argOf(k);
+            properties[arg] = v;
+            args[arg] = arg === k ? { in: 'body' } : { in: 'body', name: k };
           }
-          for (const r of schema.required ?? []) required.push(r);
+          for (const r of schema.required ?? []) required.push(argOf(r));
         } else {
           // A non-object body becomes one argument `body`: its whole value is the JSON body.
           properties.body = schema;
@@ -228,7 +264,7 @@ export async function importOpenApi(options: OpenApiImportOptions): Promise<Impo
       const text = [op.summary, op.description].filter(Boolean).join('\n\n') || `${method} ${path}`;
       const body: Json = {
         name,
-        kind: 'http',
+        type: 'http',
         description: text.slice(0, DESCRIPTION_MAX),
         inputSchema: { type: 'object', properties, ...(required.length ? { required: [...new Set(required)] } : {}) },
         target: { baseUrl, method, path, arguments: args },
