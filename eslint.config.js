@@ -17,6 +17,7 @@ const MAY_IMPORT = {
   store: ['package-root', 'model'], // storage
   catalog: ['model'], //               the read model: fed records, never reads SQL (a read never waits on SQL)
   'json-schema': ['package-root', 'model'], // tools' JSON Schemas with Ajv: the check at registration, argument validators (package-root: its worker)
+  sources: ['json-schema', 'model'], // OpenAPI documents converted to HTTP tool bodies (issue 30): pure, no storage
   usage: ['store', 'model'],
   auth: ['config', 'model'],
   registry: ['catalog', 'json-schema', 'store', 'model'], // the write side feeds the catalogue after commit
@@ -54,6 +55,7 @@ const FOLDERS = [
   'model',
   'store',
   'catalog',
+  'sources',
   'json-schema',
   'registry',
   'auth',
