@@ -62,7 +62,16 @@ export function missingTokens(entries: readonly string[], held: ReadonlySet<stri
   return nearest ?? [];
 }
 
-/** Reads entries as a person would: "needs write:pets and read:pets, or api_key". */
+/**
+ * Reads entries as a person would: "write:pets and read:pets, or api_key"; single-token entries
+ * alone read as before the rule ("a or b"), so existing messages do not change.
+ */
 export function describeEntries(entries: readonly string[]): string {
-  return entries.map((entry) => entryTokens(entry).join(' and ')).join(', or ');
+  const parts = entries.map((entry) => entryTokens(entry).join(' and '));
+  return parts.join(entries.some((entry) => entry.includes(' ')) ? ', or ' : ' or ');
+}
+
+/** Whether some entry names this token: what `?scope=` filters on. */
+export function namesToken(entries: readonly string[], token: string): boolean {
+  return entries.some((entry) => entryTokens(entry).includes(token));
 }
