@@ -9,6 +9,7 @@
 import { queuePatternMatcher, type AnnouncerBinding } from '../model/announcer-bindings.js';
 import type { ServiceRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
+import { tokensOf } from '../model/scope-rule.js';
 
 /** The two queues of a service descriptor. */
 function queuesOf(service: Pick<ToolService, 'request-queue' | 'response-queue'>): string[] {
@@ -57,7 +58,11 @@ export function refusedSharing(
   return undefined;
 }
 
-/** The scopes of announced tools against the binding's grant. */
+/**
+ * The scopes of announced tools against the binding's grant: every token any entry names must be
+ * granted (an entry `a b` needs the binding to grant both a and b), so an announcer cannot
+ * widen a tool's audience past the scopes it was bound to.
+ */
 export function refusedScopes(
   binding: AnnouncerBinding,
   tools: readonly { name: string; scopes: readonly string[] }[],
@@ -66,7 +71,7 @@ export function refusedScopes(
   for (const tool of tools) {
     if (tool.scopes.length === 0 && !binding.unscopedTools)
       return `tool "${tool.name}" requires no scope (every caller could call it), which the binding of announcer ${binding.subject} does not allow (unscopedTools)`;
-    const ungranted = tool.scopes.filter((scope) => !granted.has(scope));
+    const ungranted = tokensOf(tool.scopes).filter((scope) => !granted.has(scope));
     if (ungranted.length > 0)
       return `tool "${tool.name}" requires ${ungranted.join(', ')}, which the binding of announcer ${binding.subject} does not grant`;
   }

@@ -183,6 +183,11 @@ export class Catalog {
     return this.#live.namesWithScope(scope);
   }
 
+  /** The entry indexes whose scope entries match (LiveIndexes.scopeIndexes). */
+  scopeIndexes(match: (entry: string) => boolean): SortedNames[] {
+    return this.#live.scopeIndexes(match);
+  }
+
   toolsUsingService(id: string): string[] {
     return this.#live.toolsUsingService(id);
   }
@@ -192,17 +197,22 @@ export class Catalog {
     return this.#live.toolsOfMcpServer(id);
   }
 
-  /** Every scope any live tool requires, with how many tools require it, in name order. */
+  /** Every scope entry any live tool lists, with how many tools list it, in name order. */
   knownScopes(): ReadonlyMap<string, number> {
     return this.#live.knownScopes();
   }
 
+  /** Every scope token some live tool's entry names (what `scopes_supported` lists). */
+  knownTokens(): ReadonlySet<string> {
+    return this.#live.knownTokens();
+  }
+
   /**
-   * The names of every scope some live tool requires: what the visibility rules list in the
-   * challenge under ANONYMOUS_DISCOVERY=none. Bound once, so a request passes it without
-   * allocating a closure.
+   * Every scope token some live tool's entry names: what the visibility rules list in the
+   * challenge under ANONYMOUS_DISCOVERY=none (tokens, as RFC 6750's `scope` is). Bound once, so
+   * a request passes it without allocating a closure.
    */
-  readonly knownScopeNames = (): Iterable<string> => this.#live.knownScopes().keys();
+  readonly knownScopeNames = (): Iterable<string> => this.#live.knownTokens();
 
   getTombstone(name: string): ToolRecord | undefined {
     return this.#history.getTombstone(name);

@@ -4,6 +4,7 @@
  * service and per MCP server. A write plan (write-plan.ts) changes them in place (update), or a
  * big one has changed copies built beside them in steps (build) and swapped in at once (swap).
  */
+import { entryTokens } from '../model/scope-rule.js';
 import type { CatalogTool } from './catalog-tool.js';
 import { compareNames, SortedNames } from './sorted-names.js';
 import type { Steps } from './steps.js';
@@ -42,6 +43,8 @@ export class LiveIndexes {
   #sorted: readonly CatalogTool[] | null = null;
   /** How many live tools require each scope, in scope name order; rebuilt lazily after a write. */
   #scopeUsage: Map<string, number> | null = null;
+  /** Every token some live tool's scope entry names; rebuilt lazily after a write. */
+  #tokens: Set<string> | null = null;
 
   get size(): number {
     return this.#tools.size;
@@ -70,9 +73,28 @@ export class LiveIndexes {
     return which === 'all' ? this.#all : this.#public;
   }
 
-  /** Live names in order of the tools that list this scope among theirs (undefined: none). */
+  /**
+   * Live names in order of the tools that list this scope entry (canonical form) among theirs
+   * (undefined: none). The indexes are keyed by entry, so `a b` and `a` are apart.
+   */
   namesWithScope(scope: string): SortedNames | undefined {
     return this.#byScope.get(scope);
+  }
+
+  /** The entry indexes whose entries match: those a view's held tokens grant, or those naming a token. */
+  scopeIndexes(match: (entry: string) => boolean): SortedNames[] {
+    const indexes: SortedNames[] = [];
+    for (const [entry, names] of this.#byScope) if (match(entry)) indexes.push(names);
+    return indexes;
+  }
+
+  /**
+   * Every scope token some live tool's entry names: only these can change what a token sees,
+   * so views are keyed by the held scopes among them (views.ts).
+   */
+  knownTokens(): ReadonlySet<string> {
+    this.#tokens ??= new Set([...this.#byScope.keys()].flatMap((entry) => entryTokens(entry)));
+    return this.#tokens;
   }
 
   /** Names of the live tools of a tool service, in name order. */
@@ -95,7 +117,7 @@ export class LiveIndexes {
     return { services: count(serviceIds, this.#byService), mcpServers: count(mcpServerIds, this.#byMcpServer) };
   }
 
-  /** Every scope any live tool requires, with how many tools require it, in name order. */
+  /** Every scope entry any live tool lists, with how many tools list it, in name order. */
   knownScopes(): ReadonlyMap<string, number> {
     this.#scopeUsage ??= new Map(
       [...this.#byScope].map(([scope, names]) => [scope, names.size] as const).sort(([a], [b]) => compareNames(a, b)),
@@ -128,6 +150,7 @@ export class LiveIndexes {
     for (const [scope, names] of scopeNames) this.#byScope.set(scope, new SortedNames(names));
     this.#sorted = null;
     this.#scopeUsage = null;
+    this.#tokens = null;
   }
 
   /** Applies a write's steps in place; returns whether the set of known scopes changed. */
@@ -171,6 +194,7 @@ export class LiveIndexes {
     }
     this.#sorted = null;
     this.#scopeUsage = null;
+    this.#tokens = null;
     return scopeSetChanged;
   }
 
@@ -267,6 +291,7 @@ export class LiveIndexes {
     this.#byMcpServer = built.byMcpServer;
     this.#sorted = built.sorted;
     this.#scopeUsage = null;
+    this.#tokens = null;
   }
 
   /** Notes the name indexes a tool is in (every tool, public, one per scope) as changing for it. */

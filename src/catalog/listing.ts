@@ -8,6 +8,7 @@ import type { LRUCache } from 'lru-cache';
 import { normaliseTool } from '../model/normalise.js';
 import { RegistryError } from '../model/errors.js';
 import type { ToolRecord } from '../model/records.js';
+import { namesToken } from '../model/scope-rule.js';
 import { viewKeyString, visibleScopes, type ViewKey } from '../model/visibility.js';
 import type { Catalog } from './catalog.js';
 import { lruByteCache } from './lru-byte-cache.js';
@@ -157,7 +158,7 @@ export class CatalogListing {
       entry.record.serviceId !== null &&
       !health.available(entry.record.serviceId);
     const inView = (scopes: readonly string[], entry?: CatalogTool) =>
-      visibleScopes(scopes, key) && (scope === undefined || scopes.includes(scope)) && (entry === undefined || !failing(entry));
+      visibleScopes(scopes, key) && (scope === undefined || namesToken(scopes, scope)) && (entry === undefined || !failing(entry));
 
     if (query.q !== undefined) {
       // Ranked by relevance among the tools of the view (and filters): no cursor, the first `limit`.

@@ -169,12 +169,12 @@ export class CatalogViews {
   }
 
   /**
-   * Only scopes some tool requires can change a view, so tokens that differ in other scopes
-   * share one cached view.
+   * Only tokens some tool's scope entry names can change a view, so tokens that differ in other
+   * scopes share one cached view.
    */
   #normalise(key: ViewKey): ViewKey {
     if (key.kind !== 'scopes') return key;
-    const known = this.#snapshot.live.knownScopes();
+    const known = this.#snapshot.live.knownTokens();
     return { kind: 'scopes', scopes: new Set([...key.scopes].filter((s) => known.has(s))) };
   }
 

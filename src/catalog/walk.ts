@@ -1,31 +1,27 @@
 /**
  * Walks a view of the catalogue in name order from any name, merging the name indexes the view
- * is made of (the tools needing no scope, and those needing each scope the caller holds), so
- * that a page costs what the page holds, not what the catalogue holds.
+ * is made of (the tools needing no scope, and those of each scope entry whose tokens the caller
+ * all holds), so that a page costs what the page holds, not what the catalogue holds.
  */
+import { entryGranted, namesToken } from '../model/scope-rule.js';
 import { visibleScopes, type ViewKey } from '../model/visibility.js';
 import type { CatalogTool } from './catalog-tool.js';
 import type { LiveIndexes } from './indexes.js';
 import type { SortedNames } from './sorted-names.js';
 
 /** What a walk reads: the live indexes, or the catalogue that serves them. */
-type Walkable = Pick<LiveIndexes, 'names' | 'namesWithScope' | 'getTool'>;
+type Walkable = Pick<LiveIndexes, 'names' | 'scopeIndexes' | 'getTool'>;
 
 /** The name indexes whose union (filtered by the view) holds the view's tools with this scope. */
 function sources(live: Walkable, key: ViewKey, scope: string | undefined): SortedNames[] {
   if (scope !== undefined) {
-    // Tools listing `scope`; under a token that lacks it, only those another scope of it grants.
+    // Tools an entry of which names the token `scope`; under a token, only those the view grants.
     if (key.kind === 'public') return [];
-    const names = live.namesWithScope(scope);
-    return names ? [names] : [];
+    return live.scopeIndexes((entry) => namesToken([entry], scope));
   }
   if (key.kind !== 'scopes') return [live.names(key.kind)];
-  const indexes = [live.names('public')];
-  for (const held of key.scopes) {
-    const names = live.namesWithScope(held);
-    if (names) indexes.push(names);
-  }
-  return indexes;
+  // One subset check per known entry: its tokens all held.
+  return [live.names('public'), ...live.scopeIndexes((entry) => entryGranted(entry, key.scopes))];
 }
 
 /**
@@ -42,7 +38,7 @@ export function* walkView(
   const check = key.kind === 'scopes' || options.scope !== undefined;
   let last: string | undefined;
   for (;;) {
-    // The smallest head among the indexes (few of them: one per scope the caller holds).
+    // The smallest head among the indexes (few of them: one per entry the caller's scopes grant).
     let smallest: string | undefined;
     let from = -1;
     for (let i = 0; i < indexes.length; i++) {
@@ -58,7 +54,7 @@ export function* walkView(
     last = smallest;
     const entry = live.getTool(smallest);
     if (!entry) continue;
-    if (check && !(visibleScopes(entry.tool.scopes, key) && (options.scope === undefined || entry.tool.scopes.includes(options.scope))))
+    if (check && !(visibleScopes(entry.tool.scopes, key) && (options.scope === undefined || namesToken(entry.tool.scopes, options.scope))))
       continue;
     yield entry;
   }

@@ -1,12 +1,16 @@
 import type { Tool } from './normalise.js';
 import type { Caller } from './caller.js';
+import { describeEntries, grants, missingTokens, tokensOf } from './scope-rule.js';
 
 export interface AccessExplanation {
   tool: string;
-  /** Any one of these grants the tool; none means every caller with a token. */
+  /**
+   * The tool's scope entries: any one grants the tool, each needing all its space-separated
+   * tokens (src/model/scope-rule.ts); none means every caller with a token.
+   */
   requiredScopes: string[];
   grantedScopes: string[];
-  /** Required scopes the caller lacks (all of them when none is held). */
+  /** The tokens the caller lacks for the nearest entry (every token of it when anonymous); empty when allowed. */
   missingScopes: string[];
   /** Whether the tool is in the caller's discovery view. */
   discoverable: boolean;
@@ -18,26 +22,34 @@ export interface AccessExplanation {
 export function explainAccess(tool: Tool, caller: Caller, discoverable: boolean): AccessExplanation {
   const required = [...tool.scopes].sort();
   const granted = caller.kind === 'token' ? [...caller.scopes].sort() : [];
-  const matching = required.filter((s) => granted.includes(s));
+  const held = new Set(granted);
   const base = { tool: tool.name, requiredScopes: required, grantedScopes: granted, discoverable };
+  // One-token entries read as a list, as before the rule; an entry of several reads "a and b".
+  const compound = required.some((entry) => entry.includes(' '));
+  const listed = compound ? describeEntries(required) : required.join(', ');
   if (caller.kind === 'anonymous') {
     return {
       ...base,
-      missingScopes: required,
+      missingScopes: compound ? missingTokens(required, held) : required,
       decision: 'deny',
       reason:
         required.length === 0
           ? 'calling a tool needs a bearer token; this tool needs no particular scope'
-          : `calling this tool needs a bearer token with one of: ${required.join(', ')}`,
+          : `calling this tool needs a bearer token with ${compound ? '' : 'one of: '}${listed}`,
     };
   }
   if (required.length === 0)
     return { ...base, missingScopes: [], decision: 'allow', reason: 'the tool needs no scope; any valid token may call it' };
-  if (matching.length > 0) return { ...base, missingScopes: [], decision: 'allow', reason: `granted by scope ${matching.join(', ')}` };
+  if (grants(required, held)) {
+    const matching = required.filter((entry) => grants([entry], held));
+    return { ...base, missingScopes: [], decision: 'allow', reason: `granted by scope ${matching.join(', ')}` };
+  }
   return {
     ...base,
-    missingScopes: required,
+    missingScopes: compound ? missingTokens(required, held) : tokensOf(required),
     decision: 'deny',
-    reason: `the token has none of the scopes that grant this tool: ${required.join(', ')}`,
+    reason: compound
+      ? `the token lacks ${missingTokens(required, held).join(' and ')} of the nearest alternative; this tool needs ${listed}`
+      : `the token has none of the scopes that grant this tool: ${listed}`,
   };
 }

@@ -47,7 +47,9 @@ export const DiscoveryQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional().describe('Page size (default 100), or the most search results.'),
   cursor: z.string().max(MAX_CURSOR_LENGTH).optional().describe('The `nextCursor` of the previous page, as given (opaque).'),
   q: z.string().max(500).optional().describe('Full-text search over tool names and descriptions.'),
-  scope: ScopeSchema.describe('Only tools that list this scope among theirs.').optional(),
+  scope: ScopeSchema.describe(
+    'Only tools one of whose scope entries names this scope token (an entry `a b` names both `a` and `b`).',
+  ).optional(),
   passing: z
     .enum(['', 'true', 'false'], { error: 'must be true or false' })
     .transform((v) => v !== 'false')
@@ -239,7 +241,9 @@ export const AccessExplanationSchema = z
     tool: ToolNameSchema,
     requiredScopes: z.array(z.string()).describe('Any one of these grants the tool; none means every caller with a token.'),
     grantedScopes: z.array(z.string()).describe("The caller's scopes (empty for anonymous callers)."),
-    missingScopes: z.array(z.string()).describe('Required scopes the caller lacks (all of them when it holds none; empty when allowed).'),
+    missingScopes: z
+      .array(z.string())
+      .describe('The scope tokens the caller lacks for the nearest scope entry (the one needing fewest more); empty when allowed.'),
     discoverable: z.boolean().describe("Whether the tool is in the caller's discovery view."),
     decision: z.enum(['allow', 'deny']),
     reason: z.string().describe('Why, in words an agent can act on.'),
@@ -269,7 +273,9 @@ export const StatsSchema = z
   .strictObject({
     total_tools: CountSchema,
     tools_by_name: z.array(ToolNameSchema),
-    scope_usage: z.record(z.string(), CallsSchema).describe('How many tools in the view require each scope.'),
+    scope_usage: z
+      .record(z.string(), CallsSchema)
+      .describe('How many tools in the view list each scope entry (an entry `a b`, needing both tokens, counts apart from `a`).'),
     unique_scopes: CountSchema,
     tools_by_kind: z.record(z.string(), CountSchema).describe('Tools in the view by kind (`http`, `tool-service`, `mcp`).'),
     total_tool_services: CountSchema.describe("Every live tool service, whatever the caller's view."),
@@ -422,7 +428,7 @@ export const ProtectedResourceMetadataSchema = z
   .strictObject({
     resource: z.string().describe("This API's resource identifier (`RESOURCE_URL`, default `PUBLIC_URL`)."),
     authorization_servers: z.array(z.string()).describe('Issuer URLs (`AUTHORIZATION_SERVERS`, default `JWT_ISSUER`); may be empty.'),
-    scopes_supported: z.array(z.string()).describe('Every scope a live tool requires, plus the admin scope, sorted.'),
+    scopes_supported: z.array(z.string()).describe("Every scope token a live tool's scope entries name, plus the admin scope, sorted."),
     bearer_methods_supported: z.array(z.literal('header')),
     resource_name: z.literal('tool-registry'),
   })

@@ -18,7 +18,9 @@ import {
   ParameterSchema,
   PulsarQueueSchema,
   PulsarTopicSchema,
+  ScopeEntrySchema,
   ScopeSchema,
+  ScopesSchema,
   ServiceIdSchema,
   ToolNameSchema,
   ToolServiceSchema,
@@ -41,6 +43,16 @@ function name<T extends z.ZodType>(schema: T, id: string, description?: string):
 name(ToolNameSchema, 'ToolName', "Valid as a function name for every model vendor's function calling.");
 name(ServiceIdSchema, 'ServiceId', '1 to 128 characters of letters, digits, `_`, `.` or `-`, not starting with `.` or `-`.');
 name(ScopeSchema, 'Scope', 'An OAuth scope token (RFC 6749 section 3.3) of at most 200 characters.');
+name(
+  ScopeEntrySchema,
+  'ScopeEntry',
+  'One alternative of `scopes`: a scope token, or up to 16 tokens separated by single spaces (RFC 6749 section 3.3), ALL of which are needed; also accepted as an array of tokens. Stored with its tokens sorted and de-duplicated, joined by one space.',
+);
+name(
+  ScopesSchema,
+  'Scopes',
+  'Scope entries, any ONE of which grants the tool; an empty list needs no scope. `["write:pets read:pets", "api_key"]` means (write:pets AND read:pets) OR api_key. Repeated entries are dropped, order kept.',
+);
 name(PulsarTopicSchema, 'PulsarTopic', 'A Pulsar topic name, e.g. `non-persistent://tg/request/joke`.');
 name(TopicLocalNameSchema, 'TopicLocalName', 'A Pulsar local topic name (no `/`).');
 name(JsonTypeSchema, 'JsonType', 'A JSON Schema type name.');

@@ -5,7 +5,7 @@
  * (migrations/008_mcp_servers.sql) and never part of any answer, log line or export.
  */
 import { z } from 'zod';
-import { DescriptionSchema, NOT_PROTO, notProto, ObjectJsonSchema, ScopeSchema, ServiceIdSchema, ToolNameSchema } from './schemas.js';
+import { DescriptionSchema, NOT_PROTO, notProto, ObjectJsonSchema, ScopesSchema, ServiceIdSchema, ToolNameSchema } from './schemas.js';
 import { countedFirst, text } from './text-checks.js';
 
 /** A tool's name at its upstream: MCP allows more than the registry's names (which may be prefixed). */
@@ -29,8 +29,8 @@ export const McpToolSchema = z.strictObject({
   inputSchema: ObjectJsonSchema,
   /** The upstream's JSON Schema of the structured answer, where it declares one. */
   outputSchema: ObjectJsonSchema.optional(),
-  /** OAuth scopes any one of which grants the tool: the server's `toolScopes` entry, else its `scopes`. */
-  scopes: z.array(ScopeSchema).max(64),
+  /** Scope entries any one of which grants the tool (ScopesSchema): the server's `toolScopes` entry, else its `scopes`. */
+  scopes: ScopesSchema,
   /** The server's `timeoutMs`, where it sets one. */
   timeoutMs: z.number().int().min(1).max(600_000).optional(),
 });
@@ -62,13 +62,13 @@ export const McpServerSchema = z.strictObject({
     .regex(/^[a-zA-Z0-9_-]{1,32}$/, 'must be 1 to 32 letters, digits, "_" or "-"')
     .optional(),
   /** Scopes for every tool of the server; none means every caller. */
-  scopes: z.array(ScopeSchema).max(64).default([]),
+  scopes: ScopesSchema.default([]),
   /** Scopes per upstream tool name; an entry wins over `scopes`. */
   toolScopes: countedFirst(
     10_000,
     'entries',
     z
-      .record(UpstreamToolNameSchema, z.array(ScopeSchema).max(64))
+      .record(UpstreamToolNameSchema, ScopesSchema)
       .refine((value) => Object.keys(value).length <= 10_000, 'must have at most 10000 entries')
       // Inside the count, which lets undefined through: zod's document shows no default outside a preprocess.
       .default({}),

@@ -17,6 +17,7 @@ import {
 } from './text-checks.js';
 import type { McpTool } from './mcp-schemas.js';
 import { HttpTargetSchema, pathPlaceholders, TARGET_ARGUMENTS_MAX, type HttpTarget } from './http-target.js';
+import { MAX_TOKENS_PER_ENTRY, normaliseEntry } from './scope-rule.js';
 
 /** Valid as a function name for every model vendor's function calling. */
 const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -48,6 +49,32 @@ export const ScopeSchema = z
   .max(200, 'must be at most 200 characters')
   .regex(/^[\x21\x23-\x5B\x5D-\x7E]*$/, 'must be an OAuth scope token (printable ASCII, no spaces or quotes)')
   .refine(notProto, NOT_PROTO);
+
+/**
+ * One alternative of a tool's `scopes` (issue 30, src/model/scope-rule.ts): a scope token, or
+ * several separated by single spaces, all of which are needed; also accepted as an array of
+ * tokens. Stored in canonical form (tokens sorted and de-duplicated, joined by one space).
+ */
+export const ScopeEntrySchema = z
+  .union([
+    z
+      .string()
+      .max(16 * 201, 'must be at most 16 scope tokens')
+      .refine((s) => s.split(' ').every((t) => t.length > 0), 'must be scope tokens separated by single spaces')
+      .transform((s) => s.split(' ')),
+    z.array(z.string()),
+  ])
+  .pipe(z.array(ScopeSchema).min(1, 'must name at least one scope token').max(MAX_TOKENS_PER_ENTRY, 'must be at most 16 scope tokens'))
+  .transform((tokens) => normaliseEntry(tokens))
+  // Piped into a plain string so that the stored form (the answers' schema) can be documented.
+  .pipe(z.string());
+
+/** A tool's `scopes`: alternatives, any one of which grants the tool; entries de-duplicated in order. */
+export const ScopesSchema = z
+  .array(ScopeEntrySchema)
+  .max(64)
+  .transform((entries) => [...new Set(entries)])
+  .pipe(z.array(z.string()));
 
 /** Pulsar tenant, namespace and local topic names, as the broker's NamedEntity allows. */
 const PULSAR_NAME = '[a-zA-Z0-9_.=:%-]+';
@@ -263,8 +290,8 @@ export const BusToolFieldsSchema = z.object({
   arguments: z.array(ArgumentSchema).max(256).default([]),
   /** A JSON Schema of the service's answer when it is a JSON object (MCP's `structuredContent`). */
   outputSchema: ObjectJsonSchema.optional(),
-  /** OAuth scopes any one of which grants the tool; none means every caller. */
-  scopes: z.array(ScopeSchema).max(64).default([]),
+  /** Scope entries any one of which grants the tool, each needing all its tokens (ScopesSchema); none means every caller. */
+  scopes: ScopesSchema.default([]),
   /** How long a call may wait for its answer. */
   timeoutMs: z.number().int().min(1).max(600_000).optional(),
   /** The agent's tool groups: a request for one of them offers the tool (default `["default"]`). */
@@ -363,8 +390,8 @@ const HTTP_TOOL_FIELDS = {
     .max(2048)
     .regex(/^\/[\x21-\x7E]*$/, 'must be an absolute path starting with "/"')
     .optional(),
-  /** OAuth scopes any one of which grants the tool; none means every caller. */
-  scopes: z.array(ScopeSchema).max(64).default([]),
+  /** Scope entries any one of which grants the tool, each needing all its tokens (ScopesSchema); none means every caller. */
+  scopes: ScopesSchema.default([]),
   description: DescriptionSchema,
   /** Parameter name to its JSON Schema type and description (or give `inputSchema`); default `{}`. */
   parameters: z

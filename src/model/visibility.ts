@@ -6,6 +6,7 @@
 import { hasAnyScope, type Caller } from './caller.js';
 import { RegistryError } from './errors.js';
 import type { Change } from './records.js';
+import { grants } from './scope-rule.js';
 
 export const ANONYMOUS_POLICIES = ['full', 'public', 'none'] as const;
 /** What callers without a token see: every tool, tools needing no scope, or nothing (401). */
@@ -25,7 +26,7 @@ export interface VisibilityPolicy {
 /**
  * Which view a caller gets. Operators (the admin scope, or the dashboard read scope) see the
  * whole catalogue; anonymous callers follow the anonymous policy; any other token sees the
- * tools that need no scope plus those any of whose scopes it holds. Under `none` an anonymous
+ * tools that need no scope plus those one of whose scope entries it holds every token of. Under `none` an anonymous
  * caller is refused, and the challenge lists the scopes that show more (`knownScopes`).
  */
 export function viewKeyFor(caller: Caller, policy: VisibilityPolicy, knownScopes: () => Iterable<string> = () => []): ViewKey {
@@ -54,11 +55,14 @@ function anonymousViewKey(anonymous: AnonymousPolicy): ViewKey | null {
   }
 }
 
-/** Whether a tool that these scopes grant is in the view. */
+/**
+ * Whether a tool with these scope entries is in the view: one entry's tokens all among the
+ * view's scopes (src/model/scope-rule.ts).
+ */
 export function visibleScopes(scopes: readonly string[], key: ViewKey): boolean {
   if (key.kind === 'all' || scopes.length === 0) return true;
   if (key.kind === 'public') return false;
-  return scopes.some((s) => key.scopes.has(s));
+  return grants(scopes, key.scopes);
 }
 
 export function isAdmin(caller: Caller, policy: Pick<VisibilityPolicy, 'adminScope'>): boolean {

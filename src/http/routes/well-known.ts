@@ -32,7 +32,7 @@ const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
   const handler = async () => ({
     resource: config.resource,
     authorization_servers: config.authorizationServers,
-    scopes_supported: [...new Set([...app.catalog.knownScopes().keys(), config.adminScope])].sort(),
+    scopes_supported: [...new Set([...app.catalog.knownTokens(), config.adminScope])].sort(),
     bearer_methods_supported: ['header' as const],
     resource_name: 'tool-registry' as const,
   });
@@ -87,7 +87,7 @@ const wellKnownRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
     async () => ({
       resource: config.mcp.resource,
       authorization_servers: config.authorizationServers,
-      scopes_supported: [...app.catalog.knownScopes().keys()].sort(),
+      scopes_supported: [...app.catalog.knownTokens()].sort(),
       bearer_methods_supported: ['header' as const],
       resource_name: 'tool-registry' as const,
     }),
