@@ -82,7 +82,7 @@ function maskClient(fields: Record<string, unknown>): Record<string, unknown> {
   return { ...rest, ...maskSecret(fields, 'clientSecret') };
 }
 
-export function kindOf(credential: OutboundCredential): OutboundCredentialKind {
+function kindOf(credential: OutboundCredential): OutboundCredentialKind {
   if ('in' in credential) return 'apiKey';
   if ('basic' in credential) return 'basic';
   if ('clientCredentials' in credential) return 'clientCredentials';
