@@ -59,6 +59,8 @@ export const ERRORS = {
    * points (or where its name resolved), which only an operator can change.
    */
   TR_ERR_TARGET_REFUSED: { status: 502, title: "The tool's address is refused by the outbound address policy" },
+  /** The registry could not get its own credential for the tool's host (token endpoint, secret file); the caller cannot fix it. */
+  TR_ERR_UPSTREAM_CREDENTIAL: { status: 502, title: "The registry could not obtain its credential for the tool's host" },
   TR_ERR_BUS_UNAVAILABLE: { status: 503, title: 'The tool cannot be reached now' },
   /** Apart from the bus's code: an operator looks at the MCP server, not at the broker. */
   TR_ERR_UPSTREAM_UNAVAILABLE: { status: 503, title: "The tool's MCP server cannot be reached now" },
