@@ -10,11 +10,11 @@ import { RegistryError } from '../../model/errors.js';
 import type { HttpMethod } from '../../model/http-target.js';
 
 /** Largest document text accepted: beyond it the import is refused before parsing. */
-export const DOCUMENT_BYTES_MAX = 10 * 1024 * 1024;
+const DOCUMENT_BYTES_MAX = 10 * 1024 * 1024;
 /** Most operations one document may convert. */
-export const OPERATIONS_MAX = 5000;
+const OPERATIONS_MAX = 5000;
 /** Expanded-schema budget (nodes visited while copying dereferenced schemas): refuses $ref bombs. */
-export const EXPANDED_NODES_MAX = 2_000_000;
+const EXPANDED_NODES_MAX = 2_000_000;
 const NAME_MAX = 64;
 /** The registry's DescriptionSchema allows 8192 characters; an import keeps descriptions shorter, since every tool's text reaches agents. */
 const DESCRIPTION_MAX = 4000;
