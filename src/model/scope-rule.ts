@@ -41,9 +41,13 @@ export function grants(entries: readonly string[], held: ReadonlySet<string> | r
   return entries.some((entry) => entryGranted(entry, set));
 }
 
-/** Every token any entry names, de-duplicated and sorted: what a challenge or `scopes_supported` lists. */
+/**
+ * Every token any entry names, de-duplicated, in the order the entries name them: what a
+ * challenge lists. The order is the route's or the tool's (a route's own scope first, then the
+ * read-only one), which tells a client which to ask for first; sorting lost that.
+ */
 export function tokensOf(entries: readonly string[]): string[] {
-  return [...new Set(entries.flatMap((entry) => entryTokens(entry)))].sort();
+  return [...new Set(entries.flatMap((entry) => entryTokens(entry)))];
 }
 
 /**

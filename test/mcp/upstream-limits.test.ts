@@ -43,7 +43,7 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
       ['a credential with a space', { url: upstream.url, policy: 'auto', credential: { bearer: 'a b' } }, 'credential'],
       ['a credential to keep that is not there', { url: upstream.url, policy: 'auto', credential: { set: true } }, 'credential'],
       ['an unknown field', { url: upstream.url, policy: 'auto', headers: {} }, 'headers'],
-      ['a bad scope', { url: upstream.url, policy: 'auto', toolScopes: { one: ['has space'] } }, 'toolScopes.one.0'],
+      ['a bad scope', { url: upstream.url, policy: 'auto', toolScopes: { one: ['has"quote'] } }, 'toolScopes.one.0'],
     ];
     for (const [what, payload, path] of refused) {
       const res = await put(payload);

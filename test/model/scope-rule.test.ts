@@ -20,7 +20,8 @@ describe('scope rule', () => {
   });
 
   it('lists tokens and what is missing from the nearest alternative', () => {
-    expect(tokensOf(['write:pets read:pets', 'api_key'])).toEqual(['api_key', 'read:pets', 'write:pets']);
+    expect(tokensOf(['write:pets read:pets', 'api_key'])).toEqual(['read:pets', 'write:pets', 'api_key']);
+    expect(tokensOf(['b', 'a', 'a c'])).toEqual(['b', 'a', 'c']);
     expect(missingTokens(['a b c', 'd e'], ['a', 'b'])).toEqual(['c']);
     expect(missingTokens(['a b', 'c'], ['c'])).toEqual([]);
     expect(missingTokens(['a b', 'c'], [])).toEqual(['c']);
