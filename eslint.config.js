@@ -17,7 +17,7 @@ const MAY_IMPORT = {
   store: ['package-root', 'model'], // storage
   catalog: ['model'], //               the read model: fed records, never reads SQL (a read never waits on SQL)
   'json-schema': ['package-root', 'model'], // tools' JSON Schemas with Ajv: the check at registration, argument validators (package-root: its worker)
-  sources: ['json-schema', 'model'], // OpenAPI documents converted to HTTP tool bodies (issue 30): pure, no storage
+  sources: ['json-schema', 'package-root', 'model'], // OpenAPI documents converted to HTTP tool bodies (issue 30), off the event loop (package-root: its worker); no storage
   usage: ['store', 'model'],
   auth: ['config', 'model'],
   registry: ['catalog', 'json-schema', 'store', 'model'], // the write side feeds the catalogue after commit
@@ -33,6 +33,7 @@ const MAY_IMPORT = {
     'auth',
     'bridge',
     'json-schema', // the tool bodies' check, validated on their routes
+    'sources', // OpenAPI documents converted on their route
     'pulsar', // broker limits and frame sizes, for the plugins that build the bus clients
     'usage',
     'store',

@@ -10,6 +10,7 @@ const config: KnipConfig = {
     'src/index.ts',
     'src/store/bulk-write-worker.ts',
     'src/json-schema/validation-worker.ts',
+    'src/sources/openapi/convert-worker.ts',
     'scripts/*.ts',
     'bench/*.ts',
     'examples/*.ts',

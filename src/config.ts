@@ -132,6 +132,8 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     host,
     portFile: env.PORT_FILE,
     databasePath: env.DATABASE_PATH,
+    /** The key file sealing outbound credentials at rest; undefined: beside the database (src/store/credential-box.ts). */
+    credentialsKeyFile: env.CREDENTIALS_KEY_FILE,
     publicUrl,
     anonymousDiscovery: env.ANONYMOUS_DISCOVERY,
     adminScope: env.ADMIN_SCOPE,

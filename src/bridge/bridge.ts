@@ -218,6 +218,8 @@ export class ToolBridge {
         arguments: args,
         sub,
         authorization: tool.http?.forwardAuthorization && !this.#carriesAdminScope(request.caller) ? request.authorization : undefined,
+        owner: record.owner ?? null,
+        callerToken: bearerOf(request.authorization),
         onChunk: request.onChunk,
         signal: controller.signal,
       });
@@ -368,3 +370,9 @@ export class ToolBridge {
 const round = (ms: number) => Math.round(ms * 100) / 100;
 
 const subOf = (caller: Caller) => (caller.kind === 'token' ? (caller.sub ?? null) : null);
+
+/** The token of a `Bearer` Authorization header. */
+function bearerOf(authorization: string | undefined): string | undefined {
+  const match = authorization === undefined ? null : /^Bearer +([\x21-\x7E]+) *$/i.exec(authorization);
+  return match?.[1];
+}

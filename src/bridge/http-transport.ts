@@ -12,6 +12,15 @@ import { httpRequestOf, type HttpRequestPlan } from './http-request.js';
 import { refusalOf, type OutboundFetch } from './outbound-fetch.js';
 import { annotateActive, traceTransport } from './tracing.js';
 import type { ToolTransport, TransportAnswer, TransportCall } from './transport.js';
+import type { CredentialParts, OutboundCredentials } from './outbound-credentials.js';
+import type { OutboundCredential } from '../model/outbound-credential.js';
+
+/** The registry's own credentials for tool hosts (issue 30): which one an owner's tools carry, and how it becomes request parts. */
+export interface HostCredentials {
+  /** The credential of an owner (`openapi-source:<id>`), or undefined for none. */
+  credentialOf(owner: string): OutboundCredential | undefined;
+  parts: OutboundCredentials;
+}
 
 interface HttpCall {
   request: HttpRequestPlan;
@@ -20,6 +29,19 @@ interface HttpCall {
   maxResponseBytes: number;
   /** W3C trace context of the call's span (`traceparent`), empty when tracing is off. */
   traceHeaders: Record<string, string>;
+  /** What the registry's own credential adds (never together with `authorization`). */
+  credential: CredentialParts | undefined;
+}
+
+/** The request with the credential's header, query parameter or cookie added. */
+function withCredential(request: HttpRequestPlan, parts: CredentialParts | undefined): HttpRequestPlan {
+  if (parts === undefined) return request;
+  const url = new URL(request.url);
+  for (const [name, value] of Object.entries(parts.query)) url.searchParams.set(name, value);
+  const headers = { ...request.headers, ...parts.headers };
+  const cookies = Object.entries(parts.cookies).map(([name, value]) => `${name}=${encodeURIComponent(value)}`);
+  if (cookies.length > 0) headers['cookie'] = [request.headers['cookie'], ...cookies].filter(Boolean).join('; ');
+  return { ...request, url, headers };
 }
 
 /** OpenSSL's and Node's codes for a certificate that does not verify. */
@@ -29,7 +51,7 @@ const TLS_FAILURE = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_
 const TEXT_TYPES: ReadonlySet<string> = new Set(['application/xml', 'application/javascript', 'application/x-www-form-urlencoded']);
 
 async function callHttpTool(fetch: OutboundFetch, call: HttpCall, signal: AbortSignal): Promise<TransportAnswer> {
-  const { request } = call;
+  const request = withCredential(call.request, call.credential);
   // An argument placed in the Accept header (an API's version negotiation) replaces the default.
   const headers: Record<string, string> = {
     accept: 'application/json, text/plain;q=0.9, */*;q=0.8',
@@ -37,7 +59,8 @@ async function callHttpTool(fetch: OutboundFetch, call: HttpCall, signal: AbortS
     ...call.traceHeaders,
   };
   if (request.body !== undefined) headers['content-type'] = 'application/json';
-  if (call.authorization !== undefined) headers['authorization'] = call.authorization;
+  // The registry's credential replaces any passthrough: the caller's token never goes with it.
+  if (call.authorization !== undefined && call.credential === undefined) headers['authorization'] = call.authorization;
   let response: Response;
   try {
     response = await fetch(request.url, { method: request.method, headers, body: request.body, signal, redirect: 'manual' });
@@ -119,11 +142,21 @@ export class HttpTransport implements ToolTransport {
   readonly state = 'connected' as const;
   readonly #maxResponseBytes: number;
   readonly #fetch: OutboundFetch;
+  readonly #credentials: HostCredentials | undefined;
 
   /** `fetch`: the outbound address policy's (src/bridge/outbound-fetch.ts), which checks every connection's address. */
-  constructor(maxResponseBytes: number, fetch: OutboundFetch) {
+  constructor(maxResponseBytes: number, fetch: OutboundFetch, credentials?: HostCredentials) {
     this.#maxResponseBytes = maxResponseBytes;
     this.#fetch = fetch;
+    this.#credentials = credentials;
+  }
+
+  /** The owner's credential as request parts, fetched (client credentials, token exchange) if need be. */
+  async #credentialParts(call: TransportCall): Promise<CredentialParts | undefined> {
+    if (call.owner === null || this.#credentials === undefined) return undefined;
+    const credential = this.#credentials.credentialOf(call.owner);
+    if (credential === undefined) return undefined;
+    return this.#credentials.parts.partsFor(call.owner, credential, call.callerToken);
   }
 
   async call(call: TransportCall): Promise<TransportAnswer> {
@@ -139,10 +172,11 @@ export class HttpTransport implements ToolTransport {
       'server.port': port,
       'url.path': request.pathTemplate,
     };
+    const credential = await this.#credentialParts(call);
     const answer = await traceTransport(request.method, attributes, (traceHeaders) =>
       callHttpTool(
         this.#fetch,
-        { request, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes, traceHeaders },
+        { request, authorization: call.authorization, maxResponseBytes: this.#maxResponseBytes, traceHeaders, credential },
         call.signal,
       ),
     );

@@ -18,6 +18,10 @@ export interface TransportCall {
   sub: string | null;
   /** The Authorization header to forward, when the tool takes it and policy allows it. */
   authorization: string | undefined;
+  /** Who owns the tool (`openapi-source:<id>` for a source's tools): whose credential the call carries. */
+  owner: string | null;
+  /** The caller's bearer token, for a token exchange (RFC 8693) only: it never reaches the host. */
+  callerToken: string | undefined;
   /** Called with each chunk of a streamed answer as it arrives. */
   onChunk: ((text: string) => void) | undefined;
   /** Aborted at the call's timeout, or when the caller goes away. */

@@ -39,6 +39,10 @@ export const EnvSchema = z.object({
     z.string().min(1),
   ),
   DATABASE_PATH: setting('SQLite database file (":memory:" for a throwaway one)', './data/registry.db', z.string().min(1)),
+  CREDENTIALS_KEY_FILE: optional(
+    "a file with the 32-byte key (base64 or hex, mode 0600) that seals the registry's own outbound credentials in the database (OpenAPI sources' API keys and client secrets); unset: DATABASE_PATH + '.credentials-key', made on first start (none for :memory:, whose key lives and dies with the process)",
+    z.string().min(1),
+  ),
   PUBLIC_URL: optional(
     'base URL agents reach this registry at (default http://HOST:PORT); message-bus tools point at its invoke route',
     httpUrl.transform((v) => new URL(v)),

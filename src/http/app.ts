@@ -34,6 +34,7 @@ import importExportRoutes from './routes/import-export.js';
 import invokeRoutes from './routes/invoke.js';
 import mcpRoutes from './routes/mcp.js';
 import mcpServerRoutes from './routes/mcp-servers.js';
+import openApiSourceRoutes from './routes/openapi-sources.js';
 import metricsRoutes from './routes/metrics.js';
 import openapiRoutes from './routes/openapi.js';
 import statsRoutes from './routes/stats.js';
@@ -117,6 +118,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(mcpRoutes, { config, prefix: '/mcp' });
   await app.register(toolServiceRoutes, { config });
   await app.register(mcpServerRoutes, { config });
+  await app.register(openApiSourceRoutes, { config });
   await app.register(importExportRoutes, { config });
   await app.register(auditRoutes, { config });
   await app.register(healthRoutes);

@@ -5,6 +5,7 @@
  * components and descriptions become its prose. Checks that need the catalogue (a message-bus
  * tool's service and its config params) are resolve.ts's.
  */
+import { OpenApiSourcePutBodySchema, type OpenApiSourcePutBody } from './openapi-source.js';
 import { z } from 'zod';
 import { RegistryError } from './errors.js';
 import { fieldErrorsFrom, resolveTool, validationError, type ParsedTool, type ServiceLookup } from './resolve.js';
@@ -267,3 +268,8 @@ export const StoredToolDescriptorSchema = z.union([StoredHttpToolSchema, BusTool
 export type StoredToolDescriptor = z.input<typeof StoredToolDescriptorSchema>;
 
 name(ToolServiceSchema, 'ToolService', 'The stored, normalised tool service (always the full queue form).');
+
+/** `PUT /openapi-sources/{id}` (issue 30), the id filled from the path. */
+export function parseOpenApiSourceBody(input: unknown, pathId?: string): OpenApiSourcePutBody {
+  return parseWith(OpenApiSourcePutBodySchema, 'OpenAPI source', withPathKey(input, 'id', pathId), []);
+}

@@ -107,3 +107,19 @@ export function maskCredential(credential: OutboundCredential): MaskedCredential
       return { kind, ...maskClient(c[kind] as Record<string, unknown>), set: true };
   }
 }
+
+/**
+ * An OpenAPI source's credential (issue 30): as an HTTP tool's, except that what the document's
+ * security schemes say may be left out: `{"apiKey": "…"}` fills the document's `apiKey` scheme
+ * (its header, query or cookie name), and a client-credentials credential without `tokenUrl`
+ * takes the token URL of the document's `oauth2` client-credentials flow.
+ */
+export const SourceCredentialSchema = z.union([
+  OutboundCredentialSchema,
+  secretOf('apiKey'),
+  z.strictObject({ clientCredentials: z.intersection(ClientFields.partial({ tokenUrl: true }).loose(), secretOf('clientSecret')) }),
+]);
+export type SourceCredential = z.output<typeof SourceCredentialSchema>;
+
+/** A source's `credential` member: a credential, `{"set": true}` (keep), or null (remove). */
+export const SourceCredentialInputSchema = z.union([SourceCredentialSchema, z.strictObject({ set: z.literal(true) }), z.null()]);

@@ -18,7 +18,15 @@ import type { ChangeBus } from './change-bus.js';
 import type { CommitObserver } from './commit-telemetry.js';
 import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from './writes.js';
 import { GroupCommit, isoNow, type Outcome, type Pin } from './group-commit.js';
-import { WriteCommands, type McpSyncResult, type ReviewedChange, type ReviewResult } from './write-commands.js';
+import {
+  WriteCommands,
+  type McpSyncResult,
+  type OpenApiSourceInput,
+  type OpenApiSourceResult,
+  type ReviewedChange,
+  type ReviewResult,
+} from './write-commands.js';
+import type { OpenApiSourceRecord } from '../model/openapi-source.js';
 import { ImportJobs, type ImportSummary } from './import-jobs.js';
 import { ReplicatedApply } from './replicated-apply.js';
 
@@ -117,6 +125,16 @@ export class RegistryService implements RegistryWrites {
   /** Rejects pending versions of a server's tools (issue 29): agents keep what they are served. */
   rejectMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult> {
     return this.#commit.enqueue(() => this.#commands.rejectMcpChanges(serverId, changes, actor));
+  }
+
+  /** `PUT /openapi-sources/{id}` (issue 30): the source and its converted operations' tools, one write. */
+  putOpenApiSource(input: OpenApiSourceInput, actor?: Actor): Promise<OpenApiSourceResult> {
+    return this.#commit.enqueue(() => this.#commands.putOpenApiSource(input, actor));
+  }
+
+  /** Deletes a source and its tools, in one write. */
+  deleteOpenApiSource(id: string, actor?: Actor): Promise<{ record: OpenApiSourceRecord; deleted: string[] }> {
+    return this.#commit.enqueue(() => this.#commands.deleteOpenApiSource(id, actor));
   }
 
   /** Runs alone and in slices, so that reads keep answering (src/registry/import-jobs.ts). */

@@ -10,7 +10,8 @@ import type { WriteCondition } from '../model/write-condition.js';
 import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { CommitObserver } from './commit-telemetry.js';
 import type { ImportSummary, McpSyncResult } from './registry-service.js';
-import type { ReviewedChange, ReviewResult } from './write-commands.js';
+import type { OpenApiSourceInput, OpenApiSourceResult, ReviewedChange, ReviewResult } from './write-commands.js';
+import type { OpenApiSourceRecord } from '../model/openapi-source.js';
 
 /** A tool write's optional parts: POST /tools/register gives none but the actor. */
 export interface ToolWriteOptions {
@@ -51,6 +52,9 @@ export interface RegistryWrites {
   /** Issue 29: an operator accepts or rejects pending versions of an upstream server's tools, by tool and digest. */
   acceptMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult>;
   rejectMcpChanges(serverId: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult>;
+  /** Issue 30: an OpenAPI source and the tools of its kept operations, converted by the caller, in one write. */
+  putOpenApiSource(input: OpenApiSourceInput, actor?: Actor): Promise<OpenApiSourceResult>;
+  deleteOpenApiSource(id: string, actor?: Actor): Promise<{ record: OpenApiSourceRecord; deleted: string[] }>;
   importBundle(input: unknown, actor?: Actor): Promise<ImportSummary>;
   observeCommits(observer: CommitObserver): () => void;
   /** Proves the database still takes a write (readiness); throws when it does not. */

@@ -245,6 +245,19 @@ export class Replicator implements RegistryWrites {
     );
   }
 
+  /**
+   * OpenAPI sources (issue 30) are not on the replication topic yet: their credential is sealed
+   * under each replica's own key, and the converted tools would have to travel in parts. Refused
+   * with a reason rather than written on one replica only.
+   */
+  putOpenApiSource(): Promise<never> {
+    return Promise.reject(notReplicated());
+  }
+
+  deleteOpenApiSource(): Promise<never> {
+    return Promise.reject(notReplicated());
+  }
+
   deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }> {
     return this.#write('mcp-server.delete', () => ({ target: id }), actor);
   }
@@ -420,4 +433,11 @@ export class Replicator implements RegistryWrites {
     const payload = Buffer.from(text);
     return this.#producer.publish(payload, key, this.#keys.sign(this.#options.topic, payload));
   }
+}
+
+function notReplicated(): RegistryError {
+  return new RegistryError(
+    'TR_ERR_CONFLICT',
+    'OpenAPI sources are not replicated yet: in replicated mode register the API as HTTP tools (PUT /tools/{name} with a target), which replicas share',
+  );
 }

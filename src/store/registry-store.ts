@@ -9,12 +9,15 @@ import type { CredentialChange, McpServer } from '../model/mcp-schemas.js';
 import type { PendingVersion } from '../model/mcp-tools.js';
 import type { AuditEntryInput, ChangeRecord, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
+import { openApiSourceOwner, type OpenApiSourceRecord } from '../model/openapi-source.js';
 import type { AuditStore } from './audit-store.js';
+import { CredentialBox } from './credential-box.js';
 import { ChangeRows, type ToolHistoryEntry } from './change-rows.js';
 import type { SqliteDatabase } from './database.js';
 import { ImportPartRows, type ImportPartRow, type StagedImport } from './import-part-rows.js';
 import { McpPendingRows, type PendingRecord } from './mcp-pending-rows.js';
 import { McpServerRows } from './mcp-server-rows.js';
+import { OpenApiSourceRows, type OpenApiSourceWrite } from './openapi-source-rows.js';
 import { ReadinessProbe } from './readiness-probe.js';
 import { RegistryIndexRows } from './registry-index-rows.js';
 import { ReplicationPositionRows, type ReplicationPosition } from './replication-position-rows.js';
@@ -26,7 +29,7 @@ import type { Fdatasync } from './wal-sync.js';
 import type { WriteGate } from './write-gate.js';
 
 // The names callers have always imported from here.
-export type { AuditFor, BulkWrite, GroupOptions, PendingRecord, ReplicationPosition, SlicedWrite, ToolWrite };
+export type { AuditFor, BulkWrite, GroupOptions, OpenApiSourceWrite, PendingRecord, ReplicationPosition, SlicedWrite, ToolWrite };
 
 /** What a sync does to a server's pending versions (issue 29): rows written, and names whose row goes. */
 export interface PendingChanges {
@@ -40,6 +43,8 @@ export interface RegistryStoreOptions {
   fdatasync?: Fdatasync;
   /** Free room (on the disk, and under max_page_count) below which the database is not ready. */
   minRoomBytes?: number;
+  /** Seals outbound credentials at rest (issue 30); default: a key of its own, for this process only. */
+  credentials?: CredentialBox;
 }
 
 export class RegistryStore {
@@ -47,6 +52,8 @@ export class RegistryStore {
   readonly gate: WriteGate;
   /** Each announcer's last sequence number (src/announce/): per replica, never replicated. */
   readonly announcerSequences: AnnouncerSequenceRows;
+  /** Seals and opens outbound credentials (src/store/credential-box.ts). */
+  readonly credentials: CredentialBox;
   readonly #audit: AuditStore | undefined;
   readonly #index: RegistryIndexRows;
   readonly #changes: ChangeRows;
@@ -54,6 +61,7 @@ export class RegistryStore {
   readonly #services: ServiceRows;
   readonly #mcpServers: McpServerRows;
   readonly #mcpPending: McpPendingRows;
+  readonly #openApiSources: OpenApiSourceRows;
   readonly #importParts: ImportPartRows;
   readonly #replication: ReplicationPositionRows;
   readonly #transactions: Transactions;
@@ -61,12 +69,14 @@ export class RegistryStore {
 
   constructor(db: SqliteDatabase, audit?: AuditStore, options: RegistryStoreOptions = {}) {
     this.#audit = audit;
+    this.credentials = options.credentials ?? CredentialBox.ephemeral();
     this.#index = new RegistryIndexRows(db);
     this.#changes = new ChangeRows(db);
     this.#tools = new ToolRows(db, this.#changes);
     this.#services = new ServiceRows(db, this.#changes);
     this.#mcpServers = new McpServerRows(db);
     this.#mcpPending = new McpPendingRows(db);
+    this.#openApiSources = new OpenApiSourceRows(db);
     this.#importParts = new ImportPartRows(db);
     this.#replication = new ReplicationPositionRows(db);
     this.announcerSequences = new AnnouncerSequenceRows(db);
@@ -313,6 +323,56 @@ export class RegistryStore {
       for (const name of names) this.#mcpPending.reject(serverId, name, now);
       if (audit) this.#audit?.insert(audit);
     });
+  }
+
+  /** Every OpenAPI source (issue 30), sorted by id. */
+  openApiSources(): OpenApiSourceRecord[] {
+    return translate(() => this.#openApiSources.all());
+  }
+
+  openApiSource(id: string): OpenApiSourceRecord | undefined {
+    return translate(() => this.#openApiSources.get(id));
+  }
+
+  /** A source's sealed credential, read only to call its API. */
+  openApiSourceCredential(id: string): string | undefined {
+    return translate(() => this.#openApiSources.sealedCredential(id));
+  }
+
+  /** Names of the live tools of a source, inside the open transaction if there is one. */
+  openApiSourceTools(id: string): string[] {
+    return translate(() => this.#openApiSources.toolsOf(openApiSourceOwner(id)));
+  }
+
+  /** A source and its tools in one write: the source's row, its tools written, those it no longer has deleted. */
+  putOpenApiSource(
+    write: OpenApiSourceWrite,
+    tools: readonly ToolWrite[],
+    deletes: readonly string[],
+    now: string,
+    audit?: AuditFor<{ record: OpenApiSourceRecord; created: boolean; tools: ToolRecord[] }>,
+  ): { record: OpenApiSourceRecord; created: boolean; tools: ToolRecord[] } {
+    return this.#transactions.write((index) => {
+      const result = this.#openApiSources.put(write, index, now);
+      const records = [
+        ...tools.map((t) => this.#tools.put(t, index, now).record),
+        ...deletes.map((name) => this.#tools.tombstone(name, index, now)),
+      ];
+      return { ...result, tools: records };
+    }, audit);
+  }
+
+  /** Deletes a source (its credential with it) and tombstones its tools, in one write. */
+  deleteOpenApiSource(
+    id: string,
+    now: string,
+    audit?: AuditFor<{ record: OpenApiSourceRecord; tools: ToolRecord[] }>,
+  ): { record: OpenApiSourceRecord; tools: ToolRecord[] } {
+    return this.#transactions.write((index) => {
+      const record = this.#openApiSources.delete(id);
+      const tools = this.#openApiSources.toolsOf(openApiSourceOwner(id)).map((name) => this.#tools.tombstone(name, index, now));
+      return { record, tools };
+    }, audit);
   }
 
   /** The version of a server's tool pending now, inside the open transaction if there is one. */

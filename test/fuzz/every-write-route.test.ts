@@ -460,6 +460,10 @@ beforeAll(async () => {
   await write('POST', '/tools/register', admin, httpTool('fuzz_doomed'));
   await write('PUT', '/tool-services/fuzz-doomed', admin, { id: 'fuzz-doomed', topic: 'doomed' });
   await write('PUT', '/mcp-servers/fuzz-doomed', admin, mcpServer('doomed_'));
+  await write('PUT', '/openapi-sources/fuzz-doomed', admin, {
+    prefix: 'doomed_src_',
+    document: { openapi: '3.1.0', info: { title: 'Doomed', version: '1' }, servers: [{ url: 'https://api.example.com' }], paths: {} },
+  });
   await write('POST', '/tools/register', admin, httpTool('echo'));
   // Two callers, so that the initialize cases (each opens a session) never crowd out the session the calls use.
   const caller = bearer(t.token(['registry:write'], { sub: 'fuzz-mcp-caller' }));
@@ -522,6 +526,21 @@ beforeAll(async () => {
     deleteToolService: [{ params: { id: 'fuzz-doomed' } }],
     putMcpServer: [{ params: { id: 'fuzz-upstream' }, body: mcpServer('up_') }],
     deleteMcpServer: [{ params: { id: 'fuzz-doomed' } }],
+    putOpenApiSource: [
+      {
+        params: { id: 'fuzz-openapi' },
+        body: {
+          prefix: 'fz_',
+          document: {
+            openapi: '3.1.0',
+            info: { title: 'Fuzz', version: '1' },
+            servers: [{ url: 'https://api.example.com' }],
+            paths: { '/ping': { get: { operationId: 'ping', responses: { '200': { description: 'pong' } } } } },
+          },
+        },
+      },
+    ],
+    deleteOpenApiSource: [{ params: { id: 'fuzz-doomed' } }],
     // Issue 29's review: one pending change each (the first send of each example is accepted; later ones are refusals).
     acceptMcpServerChanges: [{ params: { id: 'fuzz-review' }, body: { changes: [reviewed.a] } }],
     rejectMcpServerChanges: [{ params: { id: 'fuzz-review' }, body: { changes: [reviewed.b] } }],

@@ -744,6 +744,42 @@ describe('the OpenAPI document', () => {
     ).toBe(404);
     expect((await call('/mcp-servers/{id}', { method: 'DELETE', url: '/mcp-servers/up', headers: admin })).res.statusCode).toBe(200);
 
+    // OpenAPI sources (issue 30): a small document, its one operation a tool.
+    const source = {
+      prefix: 'ex_',
+      credential: { bearer: 'example-api-token' },
+      document: {
+        openapi: '3.1.0',
+        info: { title: 'Example', version: '1' },
+        servers: [{ url: 'https://api.example.com/v1' }],
+        paths: {
+          '/items/{id}': {
+            get: {
+              operationId: 'getItem',
+              parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+              responses: { '200': { description: 'the item' } },
+            },
+          },
+        },
+      },
+    };
+    const putSource = (payload: unknown) =>
+      call('/openapi-sources/{id}', { method: 'PUT', url: '/openapi-sources/example', headers: admin, payload: payload as never });
+    expect((await putSource(source)).res.statusCode).toBe(201);
+    expect((await putSource({ ...source, credential: { set: true } })).res.statusCode).toBe(200);
+    expect((await putSource({ ...source, document: 'openapi: [' })).res.statusCode).toBe(400);
+    expect((await call('/openapi-sources', { method: 'GET', url: '/openapi-sources', headers: admin })).res.statusCode).toBe(200);
+    expect((await call('/openapi-sources/{id}', { method: 'GET', url: '/openapi-sources/example', headers: admin })).res.statusCode).toBe(
+      200,
+    );
+    expect((await call('/openapi-sources/{id}', { method: 'GET', url: '/openapi-sources/nope', headers: admin })).res.statusCode).toBe(404);
+    expect(
+      (await call('/openapi-sources/{id}', { method: 'DELETE', url: '/openapi-sources/example', headers: admin })).res.statusCode,
+    ).toBe(200);
+    expect(
+      (await call('/openapi-sources/{id}', { method: 'DELETE', url: '/openapi-sources/example', headers: admin })).res.statusCode,
+    ).toBe(404);
+
     // Bulk.
     const bundle: unknown = JSON.parse(readFileSync(join(ROOT, 'examples', 'seed.json'), 'utf8'));
     expect((await call('/import', { method: 'POST', url: '/import', headers: admin, payload: bundle as never })).res.statusCode).toBe(200);

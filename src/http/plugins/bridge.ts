@@ -4,6 +4,9 @@ import { readBrokerLimits, type BrokerLimits } from '../../pulsar/broker-limits.
 import { ToolBridge } from '../../bridge/bridge.js';
 import { BusTransport } from '../../bridge/bus-transport.js';
 import { HttpTransport } from '../../bridge/http-transport.js';
+import { OutboundCredentials } from '../../bridge/outbound-credentials.js';
+import { openApiSourceOf } from '../../model/openapi-source.js';
+import type { OutboundCredential } from '../../model/outbound-credential.js';
 import { McpTransport } from '../../bridge/mcp-transport.js';
 import { PulsarWsClient } from '../../bridge/pulsar-ws.js';
 import { effectiveLimits, payloadLimit, type BusLimits } from '../../pulsar/limits.js';
@@ -104,7 +107,15 @@ export default fp<{ config: Config }>(
     const bridge = new ToolBridge({
       catalog: app.catalog,
       transports: {
-        http: new HttpTransport(MAX_RESPONSE_BYTES, app.outbound.fetch),
+        http: new HttpTransport(MAX_RESPONSE_BYTES, app.outbound.fetch, {
+          // An OpenAPI source's credential, opened from its sealed row at each call (a rotated one applies at once).
+          credentialOf: (owner) => {
+            const source = openApiSourceOf(owner);
+            const sealed = source === undefined ? undefined : app.store.openApiSourceCredential(source);
+            return sealed === undefined ? undefined : (app.store.credentials.open(owner, sealed) as OutboundCredential);
+          },
+          parts: new OutboundCredentials({ fetch: app.outbound.fetch }),
+        }),
         'tool-service': new BusTransport(client, app.catalog.lookupService),
         // Over the connections the MCP server sync keeps (src/http/plugins/mcp-upstreams.ts).
         mcp: new McpTransport((id) => app.mcpUpstreams.connection(id), MAX_RESPONSE_BYTES),

@@ -18,6 +18,7 @@ import { openDatabase } from '../../store/database.js';
 import { migrate } from '../../store/migrations.js';
 import { AuditStore } from '../../store/audit-store.js';
 import { RegistryStore } from '../../store/registry-store.js';
+import { CredentialBox } from '../../store/credential-box.js';
 import { UsageStore } from '../../store/usage-store.js';
 
 declare module 'fastify' {
@@ -54,6 +55,20 @@ export interface RegistryPluginOptions {
 /** How long a write waits on another process's lock once the registry serves (5 s at startup, for migrations). */
 const SERVING_BUSY_TIMEOUT_MS = 200;
 
+/**
+ * The key that seals outbound credentials at rest: CREDENTIALS_KEY_FILE, which must exist, or
+ * one made beside the database file on first start; a database in memory gets a key of its own.
+ */
+function credentialBoxOf(config: Config): CredentialBox {
+  const file = config.credentialsKeyFile;
+  if (file === undefined && config.databasePath === ':memory:') return CredentialBox.ephemeral();
+  try {
+    return CredentialBox.atPath(file ?? `${config.databasePath}.credentials-key`, file === undefined);
+  } catch (err) {
+    throw new ConfigError(`CREDENTIALS_KEY_FILE: ${(err as Error).message}`);
+  }
+}
+
 /** Opens and migrates the database, loads the catalogue once, and closes the database on close. */
 export default fp<RegistryPluginOptions>(
   async (app, { config }) => {
@@ -64,7 +79,7 @@ export default fp<RegistryPluginOptions>(
       const { applied, version } = migrate(db);
       if (applied.length > 0) app.log.info({ applied, version }, 'database migrated');
       auditStore = new AuditStore(db);
-      store = new RegistryStore(db, auditStore, { minRoomBytes: config.readyMinFreeBytes });
+      store = new RegistryStore(db, auditStore, { minRoomBytes: config.readyMinFreeBytes, credentials: credentialBoxOf(config) });
     } catch (err) {
       db.close();
       throw err;

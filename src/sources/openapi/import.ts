@@ -46,6 +46,14 @@ export interface OpenApiImportOptions {
   timeoutMs?: number;
   scopes?: string[];
   scopeMap?: Record<string, string>;
+  /**
+   * Whether the source's credential fills the document's apiKey schemes (default true): then a
+   * parameter that such a scheme names (Petstore's `api_key` header) is the registry's to send,
+   * not an argument. Without an API key of the registry's, it stays an argument of the call.
+   */
+  apiKeyFilled?: boolean;
+  /** Where the document was read from: a relative `servers` URL is resolved against it (OpenAPI 3.1 section 4.8.5). */
+  relativeTo?: string;
 }
 export interface ImportedOperation {
   name: string;
@@ -162,6 +170,8 @@ export async function importOpenApi(options: OpenApiImportOptions): Promise<Impo
     const server = doc.servers?.[0];
     let url: string = server?.url ?? '';
     for (const [k, v] of Object.entries((server?.variables ?? {}) as Json)) url = url.replaceAll(`{${k}}`, String(v.default));
+    if (!/^https?:\/\//.test(url) && options.relativeTo !== undefined && URL.canParse(url, options.relativeTo))
+      url = new URL(url, options.relativeTo).href;
     if (!/^https?:\/\//.test(url)) throw bad('/servers/0/url', 'a relative or missing servers url needs baseUrl');
     baseUrl = url;
   }
@@ -180,7 +190,7 @@ export async function importOpenApi(options: OpenApiImportOptions): Promise<Impo
     };
   }
   const credentialParams = new Set(
-    Object.values(schemes)
+    Object.values(options.apiKeyFilled === false ? {} : schemes)
       .filter((s) => s.type === 'apiKey' && s.in && s.name)
       .map((s) => `${s.in}:${s.in === 'header' ? s.name!.toLowerCase() : s.name}`),
   );

@@ -1,0 +1,151 @@
+/**
+ * OpenAPI sources (issue 30): an operator's OpenAPI 3.0 or 3.1 document, whose kept operations
+ * the registry serves as HTTP tools named under the source's `prefix`. What is stored of a
+ * source is this descriptor (the document text beside it, the credential sealed apart from both,
+ * migrations/015_openapi_sources.sql); its tools are ordinary HTTP tools owned by
+ * `openapi-source:<id>`, which only writes of the source change.
+ */
+import { z } from 'zod';
+import { SourceCredentialInputSchema } from './outbound-credential.js';
+import { ScopeSchema, ScopesSchema, ServiceIdSchema } from './schemas.js';
+
+/** The owner string of a source's tools and credential. */
+export const openApiSourceOwner = (id: string): string => `openapi-source:${id}`;
+
+/** The source id an owner string names, or undefined when it is not a source's. */
+export function openApiSourceOf(owner: string | null | undefined): string | undefined {
+  return owner?.startsWith('openapi-source:') ? owner.slice('openapi-source:'.length) : undefined;
+}
+
+const URL_TEXT = z
+  .string()
+  .max(2048)
+  .regex(/^[\x21-\x7E]+$/, 'must be a URL of printable ASCII characters')
+  .pipe(z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }))
+  .refine((value) => {
+    if (!URL.canParse(value)) return true;
+    const url = new URL(value);
+    return url.username === '' && url.password === '' && url.hash === '';
+  }, 'must not carry a user, password or fragment (give a credential as "credential")');
+
+const FILTER_LIST = (item: z.ZodType<string>) => z.array(item).min(1).max(1000).optional();
+
+const OpenApiFilterSchema = z
+  .strictObject({
+    /** Operations with at least one of these tags. */
+    tags: FILTER_LIST(z.string().min(1).max(200)),
+    /** Operations with one of these `operationId`s. */
+    operationIds: FILTER_LIST(z.string().min(1).max(200)),
+    /** Operations whose path starts with one of these (`/pet`). */
+    pathPrefixes: FILTER_LIST(z.string().min(1).max(1000).startsWith('/', 'must start with "/"')),
+    /** Operations of these methods. */
+    methods: FILTER_LIST(z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'get', 'post', 'put', 'patch', 'delete'])),
+  })
+  .meta({
+    id: 'OpenApiFilter',
+    description:
+      'Which operations become tools: those that pass every filter given (tags: any of them; operationIds; pathPrefixes; methods). No filter keeps every operation.',
+  });
+
+/** What is stored of a source: everything but its document text and its credential. */
+export const OpenApiSourceSchema = z.strictObject({
+  id: ServiceIdSchema,
+  /** Where the document was read from, when it was not given inline. */
+  documentUrl: URL_TEXT.optional(),
+  /** The API's base URL, instead of the document's first `servers` entry. */
+  baseUrl: URL_TEXT.optional(),
+  /** Prepended to every tool name, as an upstream MCP server's prefix is (required). */
+  prefix: z.string().regex(/^[a-zA-Z0-9_-]{1,32}$/, 'must be 1 to 32 letters, digits, "_" or "-"'),
+  filter: OpenApiFilterSchema.optional(),
+  /** Each call's timeout, unless TOOL_CALL_TIMEOUT_MS. */
+  timeoutMs: z.number().int().min(1).max(600_000).optional(),
+  /** Scope entries for the operations the document leaves open (no `security`); none: open, as the document says. */
+  scopes: ScopesSchema.default([]),
+  /** The document's scope (and scheme) names mapped to the registry's: `{"write:pets": "pets.write"}`. */
+  scopeMap: z
+    .record(ScopeSchema, ScopeSchema)
+    .refine((m) => Object.keys(m).length <= 1000, 'must have at most 1000 entries')
+    .optional(),
+});
+export type OpenApiSource = z.infer<typeof OpenApiSourceSchema>;
+
+/** `PUT /openapi-sources/{id}`: the descriptor, the document inline (`document`) or by URL (`documentUrl`), and a credential. */
+export const OpenApiSourcePutBodySchema = OpenApiSourceSchema.extend({
+  /** The document itself: JSON or YAML text, or the JSON object. */
+  document: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+  /** What the registry sends to the API: the document's security scheme filled (`{"apiKey": "…"}`), or a full credential. */
+  credential: SourceCredentialInputSchema.optional(),
+})
+  .refine((body) => (body.document === undefined) !== (body.documentUrl === undefined), {
+    message: 'give exactly one of "document" (the document inline) and "documentUrl"',
+    path: ['document'],
+  })
+  .meta({ id: 'OpenApiSourcePut' });
+export type OpenApiSourcePutBody = z.infer<typeof OpenApiSourcePutBodySchema>;
+
+/** One stored source, as the store reads it back. */
+export interface OpenApiSourceRecord {
+  id: string;
+  descriptor: OpenApiSource;
+  /** The document text as given, or as last read from documentUrl. */
+  document: string;
+  title: string;
+  version: string;
+  skipped: { pointer: string; reason: string }[];
+  /** The masked credential (kind and fields that are not secret), or null. */
+  credential: Record<string, unknown> | null;
+  createdIndex: number;
+  index: number;
+  updatedAt: string;
+}
+
+const SkippedSchema = z.array(z.strictObject({ pointer: z.string(), reason: z.string() }));
+
+/** The admin view of a source: what is stored, its document's title and version, its tools; never its credential's secret. */
+export const OpenApiSourceRecordSchema = z
+  .strictObject({
+    id: ServiceIdSchema,
+    index: z.number().int().describe('Registry index of the last write of the source.'),
+    createdIndex: z.number().int().describe('Registry index of the write that created it.'),
+    updatedAt: z.string(),
+    descriptor: OpenApiSourceSchema,
+    title: z.string().describe("The document's info.title."),
+    version: z.string().describe("The document's info.version."),
+    documentBytes: z.number().int().describe('Size of the stored document text.'),
+    credential: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe(
+        'The credential masked: its kind and the fields that are not secret (a secret only as `set: true`, a file path as itself).',
+      ),
+    tools: z.array(z.string()).describe("The names of the source's tools."),
+    skipped: SkippedSchema.describe('Operations not made into tools, each with its JSON pointer and why.'),
+    written: z.array(z.string()).optional().describe('On a write: the tools it wrote (new or changed).'),
+    deleted: z.array(z.string()).optional().describe('On a write or delete: the tools it deleted.'),
+  })
+  .meta({ id: 'OpenApiSourceRecord', description: 'An OpenAPI source as stored, with its tools.' });
+
+export const OpenApiSourceListSchema = z
+  .strictObject({ openApiSources: z.array(OpenApiSourceRecordSchema) })
+  .meta({ id: 'OpenApiSourceList' });
+
+export const OpenApiSourceIdParamsSchema = z.object({
+  id: z.string().describe("The source's id (1 to 128 letters, digits, `_`, `.` or `-`)."),
+});
+
+/** What a read shows of a stored source. */
+export function openApiSourceBody(record: OpenApiSourceRecord, tools: readonly string[]): z.output<typeof OpenApiSourceRecordSchema> {
+  return {
+    id: record.id,
+    index: record.index,
+    createdIndex: record.createdIndex,
+    updatedAt: record.updatedAt,
+    descriptor: record.descriptor,
+    title: record.title,
+    version: record.version,
+    documentBytes: Buffer.byteLength(record.document),
+    ...(record.credential !== null && { credential: record.credential }),
+    tools: [...tools],
+    skipped: record.skipped,
+  };
+}
