@@ -358,7 +358,9 @@ export const WindowStatsSchema = StatsSchema.pick({
       ),
     buckets: z
       .array(MinuteBucketSchema)
-      .describe('One entry per minute of the window (60 or 1,440), oldest first, the current minute last; minutes without calls are included, with zeros and null percentiles.'),
+      .describe(
+        'One entry per minute of the window (60 or 1,440), oldest first, the current minute last; minutes without calls are included, with zeros and null percentiles.',
+      ),
   })
   .meta({
     id: 'WindowStats',

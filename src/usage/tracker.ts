@@ -21,7 +21,7 @@ export interface UsageOptions {
 }
 
 /** The windows `GET /stats?window=` takes, in minutes. */
-export const USAGE_WINDOWS = { '1h': 60, '24h': MINUTES_KEPT } as const;
+const USAGE_WINDOWS = { '1h': 60, '24h': MINUTES_KEPT } as const;
 export type UsageWindow = keyof typeof USAGE_WINDOWS;
 
 /** Closed minutes are written this long after the minute turns, so a call that ended at :59.999 is in. */

@@ -93,6 +93,19 @@ describe('minute buckets', () => {
     expect(sixth.p50_ms! / nearestRank(slow, 50)).toBeLessThanOrEqual(BOUND + 0.01);
   });
 
+  it('holds every duration whatever order they come in (a cell widens its bucket range as needed)', () => {
+    const values = [...durations(300, 9), 0, 0.01, 600_000, 1e9];
+    const direct = new Map<number, number>();
+    for (const ms of values) direct.set(bucketOf(ms), (direct.get(bucketOf(ms)) ?? 0) + 1);
+    for (const order of [values, [...values].sort((a, b) => a - b), [...values].sort((a, b) => b - a)]) {
+      const buckets = new MinuteBuckets();
+      for (const ms of order) buckets.record('t', 'ok', ms, T0);
+      const [row] = buckets.takeChanged(Number.POSITIVE_INFINITY).rows;
+      expect(new Map(row!.latency)).toEqual(direct);
+      expect([row!.minMs, row!.maxMs]).toEqual([0, 1e9]);
+    }
+  });
+
   it('answers one bucket per minute, oldest first, zero minutes included, the open minute last', () => {
     const buckets = new MinuteBuckets();
     buckets.record('a', 'ok', 3, T0 + 30_000);
@@ -202,7 +215,10 @@ describe('the tracker (per-minute figures)', () => {
     migrate(db);
     const store = new UsageStore(db);
     let now = T0 + 10_000;
-    const first = new UsageTracker(store, options(() => now));
+    const first = new UsageTracker(
+      store,
+      options(() => now),
+    );
     first.record({ at: new Date(now).toISOString(), tool: 'calc', sub: 's', outcome: 'ok', durationMs: 4 });
     first.record({ at: new Date(now).toISOString(), tool: 'calc', sub: 's', outcome: 'timeout', durationMs: 900 });
     now += MINUTE_MS;
@@ -214,13 +230,21 @@ describe('the tracker (per-minute figures)', () => {
     expect(store.minutesSince(0)).toHaveLength(1);
     first.close();
     expect(store.minutesSince(0)).toHaveLength(2);
-    const second = new UsageTracker(store, options(() => now));
+    const second = new UsageTracker(
+      store,
+      options(() => now),
+    );
     expect(second.windowStats('1h')).toEqual(first.windowStats('1h'));
     expect(second.windowStats('1h')).toMatchObject({ total_tool_calls: 3, errors_by_class: { timeout: 1 } });
     // A call after the restart in the same minute adds to it; the row written again holds both runs' calls.
     second.record({ at: new Date(now).toISOString(), tool: 'calc', sub: 's', outcome: 'ok', durationMs: 6 });
     second.close();
-    expect(new UsageTracker(store, options(() => now)).windowStats('24h').total_tool_calls).toBe(4);
+    expect(
+      new UsageTracker(
+        store,
+        options(() => now),
+      ).windowStats('24h').total_tool_calls,
+    ).toBe(4);
     db.close();
   });
 
