@@ -2,6 +2,9 @@
  * Usage figures for /stats: counts per tool, per agent and per outcome, and latency
  * percentiles per tool from a bounded window of recent calls. Records reach SQLite in batches
  * (one transaction per flush, not per call) and the figures are rebuilt from it at startup.
+ * Beside them, the last day minute by minute (src/usage/minute-buckets.ts) for
+ * `GET /stats?window=`: each minute is written once it closes, all its tools in one
+ * transaction, and the open one at shutdown, so a crash loses at most the open minute.
  */
 import { BatchWriter } from '../store/batch-writer.js';
 import type { CallOutcome, CallRecord } from '../model/records.js';
