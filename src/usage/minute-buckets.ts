@@ -5,8 +5,9 @@
  * in a minute x 380 to 700 bytes (50 tools called every minute of a day: 27 MB, measured);
  * minutes older than the ring are dropped as the clock moves. Recording a call is O(1) and
  * measured at about 100 ns: a map lookup, a few increments, and an allocation only the first
- * time a tool is called in a minute or when its durations spread past the buckets it holds. Closed minutes are handed to the store in one batch per
- * minute (src/usage/tracker.ts); what the store gave back at startup is loaded again.
+ * time a tool is called in a minute or when its durations spread past the buckets it holds.
+ * Closed minutes are handed to the store in one batch per minute (src/usage/tracker.ts); what
+ * the store gave back at startup is loaded again.
  */
 import { CALL_OUTCOMES, type CallOutcome } from '../model/records.js';
 import type { UsageMinuteRow } from '../store/usage-store.js';
