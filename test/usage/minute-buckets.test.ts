@@ -3,7 +3,7 @@
  * histograms, pruning past a day, the bound on cells) and its rows through the real SQLite
  * store of migration 017 and back, and the tracker that writes closed minutes and loads them.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrations.js';
 import { UsageStore } from '../../src/store/usage-store.js';
@@ -246,6 +246,39 @@ describe('the tracker (per-minute figures)', () => {
       ).windowStats('24h').total_tool_calls,
     ).toBe(4);
     db.close();
+  });
+
+  it('writes each minute on its own just after it closes, not once per call', () => {
+    vi.useFakeTimers({ now: T0 + 10_000, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    try {
+      const db = openDatabase(':memory:');
+      migrate(db);
+      const store = new UsageStore(db);
+      const writes: number[] = [];
+      const writeMinutes = store.writeMinutes.bind(store);
+      store.writeMinutes = (rows, pruneBefore) => {
+        writes.push(rows.length);
+        writeMinutes(rows, pruneBefore);
+      };
+      const tracker = new UsageTracker(store, { flushIntervalMs: 1000, window: 1024, retentionDays: 90 });
+      for (let i = 0; i < 100; i++)
+        tracker.record({ at: new Date().toISOString(), tool: `t${i % 3}`, sub: null, outcome: 'ok', durationMs: i });
+      vi.advanceTimersByTime(49_000); // 10:00:59
+      expect(store.minutesSince(0)).toEqual([]);
+      vi.advanceTimersByTime(1_000 + 100); // just after 10:01:00
+      expect(store.minutesSince(0).map((r) => r.tool)).toEqual(['t0', 't1', 't2']);
+      expect(writes.filter((n) => n > 0)).toEqual([3]);
+      // A minute without calls writes nothing new; the next busy one is written after it closes.
+      vi.advanceTimersByTime(60_000);
+      tracker.record({ at: new Date().toISOString(), tool: 't0', sub: null, outcome: 'ok', durationMs: 1 });
+      vi.advanceTimersByTime(60_000);
+      expect(store.minutesSince(0)).toHaveLength(4);
+      expect(writes.filter((n) => n > 0)).toEqual([3, 1]);
+      tracker.close();
+      db.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('keeps minutes a failed write did not take for the next round', () => {
