@@ -321,6 +321,53 @@ export const StatsSchema = z
       "Inventory over the caller's view (the article's figures) plus the registry index and usage fields filled in by the call bridge.",
   });
 
+export const StatsQuerySchema = z.object({
+  window: z
+    .enum(['1h', '24h'])
+    .optional()
+    .describe(
+      'Usage over the last hour or day instead of since the database was created, with one bucket per minute (`WindowStats`). Without it the answer is `Stats`.',
+    ),
+});
+
+const MinuteBucketSchema = z
+  .strictObject({
+    start: z.iso.datetime().describe("The minute's first instant, RFC 3339 (`2026-12-03T10:15:00Z`)."),
+    calls: CountSchema.describe('Calls in the minute, counted as `total_tool_calls` counts them.'),
+    errors: CountSchema.describe('Calls in the minute that did not succeed, every class of `errors_by_class` (`denied` included).'),
+    p50_ms: z.number().min(0).nullable().describe("Median call duration in the minute over the view's tools; null without calls."),
+    p95_ms: z.number().min(0).nullable().describe('95th percentile of call durations in the minute; null without calls.'),
+  })
+  .meta({ id: 'MinuteBucket', description: "One minute of a `WindowStats`, over the tools in the caller's view." });
+
+export const WindowStatsSchema = StatsSchema.pick({
+  replica: true,
+  usage_by_tool: true,
+  most_used_tool: true,
+  errors_by_class: true,
+})
+  .extend({
+    window: z.enum(['1h', '24h']).describe('The window asked for.'),
+    total_tool_calls: CountSchema.describe(
+      "Calls to the tools in the view in the window's minutes, the current one included, counted as `Stats.total_tool_calls` counts them. `usage_by_tool`, `most_used_tool` and `latency_ms_by_tool` count the same calls.",
+    ),
+    latency_ms_by_tool: z
+      .record(z.string(), LatencySummarySchema)
+      .describe(
+        "Call duration percentiles per tool over every call in the window, merged from per-minute histograms: between 0.125 ms and 524 s within a factor 2^(1/8) (+9.1 % / -8.3 %) of the exact nearest-rank value, and never outside the window's shortest and longest call. `samples` is the number of calls.",
+      ),
+    buckets: z
+      .array(MinuteBucketSchema)
+      .describe(
+        'One entry per minute of the window (60 or 1,440), oldest first, the current minute last; minutes without calls are included, with zeros and null percentiles.',
+      ),
+  })
+  .meta({
+    id: 'WindowStats',
+    description:
+      "`GET /stats?window=`: the usage fields of `Stats` over the last hour or day of this process's database, plus one bucket per minute. Per-agent figures are not kept by the minute (`usage_by_agent` is absent). Minutes are written to SQLite once they close; a crash loses at most the open minute, a clean shutdown none.",
+  });
+
 // ---------------------------------------------------------------------------------------------
 // Calls
 

@@ -64,8 +64,9 @@ export interface ChangeRecord extends Change {
 /** Told after every committed write, with the registry index and what it changed. */
 export type ChangeListener = (index: number, changes: readonly Change[]) => void;
 
-/** `cancelled`: the caller hung up and the call was abandoned. */
-export type CallOutcome = 'ok' | 'service-error' | 'timeout' | 'unavailable' | 'denied' | 'cancelled';
+/** `cancelled`: the caller hung up and the call was abandoned. The order is that of stored per-minute counts (migration 017). */
+export const CALL_OUTCOMES = ['ok', 'service-error', 'timeout', 'unavailable', 'denied', 'cancelled'] as const;
+export type CallOutcome = (typeof CALL_OUTCOMES)[number];
 
 export interface CallRecord {
   at: string;

@@ -2,10 +2,14 @@
  * Usage figures for /stats: counts per tool, per agent and per outcome, and latency
  * percentiles per tool from a bounded window of recent calls. Records reach SQLite in batches
  * (one transaction per flush, not per call) and the figures are rebuilt from it at startup.
+ * Beside them, the last day minute by minute (src/usage/minute-buckets.ts) for
+ * `GET /stats?window=`: each minute is written once it closes, all its tools in one
+ * transaction, and the open one at shutdown, so a crash loses at most the open minute.
  */
 import { BatchWriter } from '../store/batch-writer.js';
 import type { CallOutcome, CallRecord } from '../model/records.js';
 import type { UsageStore } from '../store/usage-store.js';
+import { MINUTES_KEPT, MINUTE_MS, MinuteBuckets, type WindowUsage } from './minute-buckets.js';
 
 export interface UsageOptions {
   flushIntervalMs: number;
@@ -15,7 +19,16 @@ export interface UsageOptions {
   retentionDays: number;
   onError?: (err: unknown, what: string) => void;
   onPruned?: (removed: number) => void;
+  /** The clock of the per-minute figures (tests move it); Date.now by default. */
+  now?: () => number;
 }
+
+/** The windows `GET /stats?window=` takes, in minutes. */
+const USAGE_WINDOWS = { '1h': 60, '24h': MINUTES_KEPT } as const;
+export type UsageWindow = keyof typeof USAGE_WINDOWS;
+
+/** Closed minutes are written this long after the minute turns, so a call that ended at :59.999 is in. */
+const AFTER_MINUTE_MS = 100;
 
 const DAY_MS = 86_400_000;
 const PRUNE_EVERY_MS = 3_600_000;
@@ -73,6 +86,10 @@ export class UsageTracker {
   readonly #pruneTimer: NodeJS.Timeout;
   /** Told of every call as it is recorded (metrics), whatever pruning later does to the records. */
   readonly #observers = new Set<(call: CallRecord) => void>();
+  /** The last day, minute by minute (issue 34), written once a minute. */
+  readonly #minutes = new MinuteBuckets();
+  readonly #now: () => number;
+  #minuteTimer: NodeJS.Timeout | undefined;
 
   /** Prunes past retention, then rebuilds the figures from what earlier runs stored. */
   constructor(store: UsageStore, options: UsageOptions) {
@@ -85,9 +102,11 @@ export class UsageTracker {
       onError: (err) => options.onError?.(err, 'writing usage records failed'),
       gate: store.gate,
     });
+    this.#now = options.now ?? Date.now;
     this.prune();
     this.#pruneTimer = setInterval(() => this.prune(), PRUNE_EVERY_MS).unref();
     this.#load();
+    this.#scheduleMinute();
   }
 
   prune(): void {
@@ -99,19 +118,57 @@ export class UsageTracker {
     }
   }
 
+  /** Writes what is pending, the open minute included (a clean shutdown loses no minute). */
   close(): void {
     clearInterval(this.#pruneTimer);
+    clearTimeout(this.#minuteTimer);
     this.#writer.flush();
+    this.flushMinutes(Number.POSITIVE_INFINITY);
   }
 
   #load(): void {
     for (const { tool, sub, outcome, n } of this.#store.counts()) this.#count(tool, sub, outcome, n);
     for (const { tool, durationMs } of this.#store.recentDurations(this.#options.window)) this.#ring(tool).push(durationMs);
+    try {
+      const now = this.#now();
+      this.#minutes.load(this.#store.minutesSince(Math.floor(now / MINUTE_MS) - MINUTES_KEPT + 1), now);
+    } catch (err) {
+      this.#options.onError?.(err, 'reading per-minute usage failed');
+    }
+  }
+
+  /**
+   * Writes the minutes that closed before `beforeMs` (all of them, the open one too, for
+   * Infinity) in one transaction and prunes past a day. Waits while an import holds the
+   * connection, and keeps what a failed write did not take for the next round.
+   */
+  flushMinutes(beforeMs = this.#now()): void {
+    const now = this.#now();
+    this.#minutes.prune(now);
+    if (this.#store.gate.held) return;
+    const { rows, restore } = this.#minutes.takeChanged(beforeMs);
+    try {
+      this.#store.writeMinutes(rows, Math.floor(now / MINUTE_MS) - MINUTES_KEPT + 1);
+    } catch (err) {
+      restore();
+      this.#options.onError?.(err, 'writing per-minute usage failed');
+    }
+  }
+
+  /** Each minute, just after it turns: the minute that closed goes to SQLite. */
+  #scheduleMinute(): void {
+    const now = this.#now();
+    const wait = MINUTE_MS - (now % MINUTE_MS) + AFTER_MINUTE_MS;
+    this.#minuteTimer = setTimeout(() => {
+      this.flushMinutes();
+      this.#scheduleMinute();
+    }, wait).unref();
   }
 
   record(call: CallRecord): void {
     this.#count(call.tool, call.sub, call.outcome, 1);
     if (call.outcome !== 'denied') this.#ring(call.tool).push(call.durationMs);
+    this.#minutes.record(call.tool, call.outcome, call.durationMs, this.#now());
     this.#writer.push(call);
     for (const observer of this.#observers) observer(call);
   }
@@ -165,6 +222,15 @@ export class UsageTracker {
       errors_by_class: Object.fromEntries(Object.entries(errors).sort(([a], [b]) => (a < b ? -1 : 1))),
       latency_ms_by_tool: latency,
     };
+  }
+
+  /**
+   * Usage over the last hour or day (the open minute included) over the tools `include`
+   * accepts, minute by minute. Per-agent figures are not kept by the minute: tools x agents x
+   * 1,440 minutes has no useful bound.
+   */
+  windowStats(window: UsageWindow, include: (tool: string) => boolean = () => true): WindowUsage {
+    return this.#minutes.window(USAGE_WINDOWS[window], this.#now(), include);
   }
 
   /**

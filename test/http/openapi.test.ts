@@ -920,6 +920,11 @@ describe('the OpenAPI document', () => {
     expect(operatorUsage['usage_by_agent']).toEqual({ 'test-agent': { broken: 1, echo: 3, slow: 1, 'tell-joke': 1 } });
     expect(usage['errors_by_class']).toEqual({ denied: 5, 'service-error': 1, timeout: 1, unavailable: 1 });
     expect(usage['latency_ms_by_tool']?.['echo']).toMatchObject({ samples: 3 });
+    // The same calls over the last hour, minute by minute (issue 34); a window it does not keep is a 400.
+    const hour = (await call('/stats', { method: 'GET', url: '/stats?window=1h' })).body as Record<string, unknown>;
+    expect(hour['usage_by_tool']).toEqual(usage['usage_by_tool']);
+    expect(hour['errors_by_class']).toEqual(usage['errors_by_class']);
+    expect((await call('/stats', { method: 'GET', url: '/stats?window=7d' })).res.statusCode).toBe(400);
 
     // AG-UI (issue 12): a run of an assistant message's calls, and one call answered as a run.
     const runInput = {
