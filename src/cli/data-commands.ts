@@ -18,15 +18,37 @@ export const DATA_COMMANDS: ReadonlySet<string> = new Set(['put', 'get', 'list',
 const DEFAULT_URL = 'http://127.0.0.1:8006';
 
 interface Target {
-  collection: 'tools' | 'tool-services';
+  collection: 'tools' | 'tool-services' | 'openapi-sources';
   key: string;
 }
 
-/** `tool/<name>` or `tool-service/<id>`. */
+const COLLECTIONS = { tool: 'tools', 'tool-service': 'tool-services', 'openapi-source': 'openapi-sources' } as const;
+
+/** `tool/<name>`, `tool-service/<id>` or `openapi-source/<id>` (issue 30). */
 function parseTarget(text: string | undefined): Target {
-  const match = /^(tool|tool-service)\/(.+)$/.exec(text ?? '');
-  if (!match?.[2]) throw new UsageError('name what to act on as tool/<name> or tool-service/<id>');
-  return { collection: match[1] === 'tool' ? 'tools' : 'tool-services', key: match[2] };
+  const match = /^(tool|tool-service|openapi-source)\/(.+)$/.exec(text ?? '');
+  if (!match?.[2]) throw new UsageError('name what to act on as tool/<name>, tool-service/<id> or openapi-source/<id>');
+  return { collection: COLLECTIONS[match[1] as keyof typeof COLLECTIONS], key: match[2] };
+}
+
+/**
+ * An OpenAPI source's body (issue 30): the JSON of --file or stdin if given, with --document's
+ * file (JSON or YAML, sent as its text), --prefix and --base-url over it.
+ */
+async function openApiSourceBody(options: ReadonlyMap<string, readonly string[]>, io: CliIo): Promise<unknown> {
+  const file = options.get('file')?.at(-1);
+  const document = options.get('document')?.at(-1);
+  const given =
+    file !== undefined ? readJson(file, readNamedFile(file)) : document === undefined ? readJson('stdin', await readStdin(io)) : {};
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) throw new UsageError('the OpenAPI source must be a JSON object');
+  const prefix = options.get('prefix')?.at(-1);
+  const baseUrl = options.get('base-url')?.at(-1);
+  return {
+    ...given,
+    ...(document !== undefined && { document: readNamedFile(document) }),
+    ...(prefix !== undefined && { prefix }),
+    ...(baseUrl !== undefined && { baseUrl }),
+  };
 }
 
 /** A file the user named: one that cannot be read is a usage error (exit 2), as bad JSON in it is. */
@@ -142,7 +164,13 @@ const DATA_OPTIONS: CommandOptions = {
   accept: { type: 'string', multiple: true },
   reject: { type: 'string', multiple: true },
   'accept-all': { type: 'boolean' },
+  // put openapi-source/<id> (issue 30)
+  document: { type: 'string' },
+  prefix: { type: 'string' },
+  'base-url': { type: 'string' },
 };
+
+const SOURCE_OPTIONS = ['document', 'prefix', 'base-url'] as const;
 
 const REVIEW_OPTIONS = ['accept', 'reject', 'accept-all'] as const;
 
@@ -164,6 +192,9 @@ export async function runDataCommand(command: string, args: readonly string[], i
   if (format !== undefined && !EXPORT_FORMATS.has(format)) throw new UsageError(`--format takes ${[...EXPORT_FORMATS].join(' or ')}`);
   const misplaced = command === 'review' ? undefined : REVIEW_OPTIONS.find((o) => options.has(o));
   if (misplaced !== undefined) throw new UsageError(`--${misplaced} is an option of review, not of ${command}`);
+  const sourceOption = SOURCE_OPTIONS.find((o) => options.has(o));
+  if (sourceOption !== undefined && !(command === 'put' && rest[0]?.startsWith('openapi-source/')))
+    throw new UsageError(`--${sourceOption} is an option of put openapi-source/<id>, not of ${command}`);
   const client = httpClient(url, clientToken(options.get('token')?.at(-1), env, settings));
   const print = (value: unknown) => io.stdout(`${terminalJson(value)}\n`);
   const unexpected = (n: number) => {
@@ -174,7 +205,12 @@ export async function runDataCommand(command: string, args: readonly string[], i
     case 'put': {
       unexpected(1);
       const target = parseTarget(rest[0]);
-      const body = file !== undefined ? readJson(file, readNamedFile(file)) : readJson('stdin', await readStdin(io));
+      const body =
+        target.collection === 'openapi-sources'
+          ? await openApiSourceBody(options, io)
+          : file !== undefined
+            ? readJson(file, readNamedFile(file))
+            : readJson('stdin', await readStdin(io));
       print(await client.request('PUT', `/${target.collection}/${encodeURIComponent(target.key)}`, body));
       return 0;
     }

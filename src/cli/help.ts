@@ -20,8 +20,11 @@ Usage:
                                              file of mode 0600, and print its ANNOUNCER_KEYS_FILE binding
   tool-registry put tool/<name> [--file F]   create or replace a tool (JSON on stdin or --file)
   tool-registry put tool-service/<id> [--file F]
-  tool-registry get tool/<name> | tool-service/<id>
-  tool-registry delete tool/<name> | tool-service/<id>
+  tool-registry put openapi-source/<id> --document F --prefix P [--base-url U] [--file F]
+                                             register an OpenAPI 3.0/3.1 document (JSON or YAML) as tools;
+                                             --file gives the rest of the source as JSON (credential, filter)
+  tool-registry get tool/<name> | tool-service/<id> | openapi-source/<id>
+  tool-registry delete tool/<name> | tool-service/<id> | openapi-source/<id>
   tool-registry list [tools | tool-services]
   tool-registry import <file>                import {"tool-services": [...], "tools": [...]} in one transaction
                                              (or a TrustGraph config dump: tool-service and tool items)
