@@ -208,6 +208,8 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     usageRetentionDays: env.USAGE_RETENTION_DAYS,
     bodyLimit: env.BODY_LIMIT,
     importBodyLimit: env.IMPORT_BODY_LIMIT,
+    /** The largest OpenAPI document a source may have (issue 30). */
+    openApiMaxDocumentBytes: env.OPENAPI_MAX_DOCUMENT_BYTES,
     maxHeaderSize: env.MAX_HEADER_SIZE,
     jsonMaxDepth: env.JSON_MAX_DEPTH,
     maxConnections: env.MAX_CONNECTIONS,

@@ -106,6 +106,11 @@ export const EnvSchema = z.object({
     String(64 * 1024 * 1024),
     integer(1024, 2 * 1024 * 1024 * 1024),
   ),
+  OPENAPI_MAX_DOCUMENT_BYTES: setting(
+    'largest OpenAPI document (JSON or YAML text) PUT /openapi-sources/{id} takes inline or reads from documentUrl; larger is a 400 naming it (the request body may be twice this, JSON escaping included)',
+    String(8 * 1024 * 1024),
+    integer(1024, 64 * 1024 * 1024),
+  ),
   MAX_HEADER_SIZE: setting('largest request header block in bytes', String(16 * 1024), integer(1024, 1024 * 1024)),
   JSON_MAX_DEPTH: setting('deepest nesting of objects and arrays a JSON request body may have; deeper is a 400', '64', integer(2, 1000)),
   MAX_CONNECTIONS: setting('most concurrent connections; further ones are refused', '10000', integer(1, 1_000_000)),

@@ -3,57 +3,21 @@
  * `provider.registerGrantType`: the wire parameters and client authentication are what the
  * provider received, and exchanged tokens are cached per caller token.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { OutboundCredentials } from '../../src/bridge/outbound-credentials.js';
 import { OutboundCredentialSchema } from '../../src/model/outbound-credential.js';
+import { startTokenExchangeServer, TOKEN_EXCHANGE_GRANT as GRANT, type TokenExchangeServer } from '../helpers/token-exchange.js';
 
-const GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
-const received: Array<{ clientId: string; params: Record<string, unknown> }> = [];
+let as: TokenExchangeServer;
 let tokenUrl = '';
-let close: () => Promise<void>;
+let received: TokenExchangeServer['received'] = [];
 
 beforeAll(async () => {
-  const Provider = (await import('oidc-provider')).default;
-  let handler: Parameters<typeof createServer>[1] = (_q, s) => s.end();
-  const server = createServer((q, s) => handler?.(q, s));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const provider = new Provider(issuer, {
-    clients: [
-      {
-        client_id: 'registry',
-        client_secret: 'te-secret',
-        grant_types: [GRANT],
-        response_types: [],
-        redirect_uris: [],
-        token_endpoint_auth_method: 'client_secret_basic',
-      },
-    ],
-    features: { devInteractions: { enabled: false } },
-  });
-  let n = 0;
-  provider.registerGrantType(
-    GRANT,
-    (ctx) => {
-      const params = ctx.oidc.params as Record<string, unknown>;
-      received.push({ clientId: String(ctx.oidc.client?.clientId), params: { ...params } });
-      n += 1;
-      ctx.body = {
-        access_token: `exchanged-${n}-for-${String(params.subject_token)}`,
-        token_type: 'Bearer',
-        expires_in: 300,
-        issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
-      };
-    },
-    ['subject_token', 'subject_token_type', 'audience', 'resource', 'scope', 'requested_token_type'],
-  );
-  handler = provider.callback();
-  tokenUrl = `${issuer}/token`;
-  close = () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r())));
+  as = await startTokenExchangeServer({ clientId: 'registry', clientSecret: 'te-secret' });
+  tokenUrl = as.tokenUrl;
+  received = as.received;
 });
-afterAll(() => close());
+afterAll(() => as.close());
 
 it('sends the RFC 8693 parameters with client authentication and caches per caller token', async () => {
   const credential = OutboundCredentialSchema.parse({

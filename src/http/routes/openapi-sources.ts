@@ -31,8 +31,6 @@ import { pathKeyIntoBody, validatedBy } from '../validation.js';
 
 const writeIndex = { 'X-Registry-Index': headers['X-Registry-Index'] };
 
-/** The largest document text read from a documentUrl (the converter's own bound). */
-const DOCUMENT_BYTES_MAX = 10 * 1024 * 1024;
 /** How long reading a documentUrl may take. */
 const FETCH_TIMEOUT_MS = 30_000;
 /** How long one conversion may run in its worker. */
@@ -62,6 +60,9 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const security = adminOnly(config.adminScope);
   const converter = new OpenApiConverter({ timeoutMs: CONVERT_TIMEOUT_MS });
+  const maxBytes = config.openApiMaxDocumentBytes;
+  // The document inside a JSON body: YAML's line feeds and quotes escaped, and the other fields.
+  const bodyLimit = 2 * maxBytes + 64 * 1024;
   app.addHook('onClose', async () => converter.close());
   const live = (id: string) => {
     const record = app.store.openApiSource(id);
@@ -71,9 +72,15 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
 
   /** The document text as given, or as read from its URL now. */
   const documentOf = async (body: OpenApiSourcePutBody): Promise<string> => {
-    if (typeof body.document === 'string') return body.document;
-    if (body.document !== undefined) return JSON.stringify(body.document);
-    return readDocument(app.outbound.fetch, body.documentUrl as string);
+    if (body.document === undefined) return readDocument(app.outbound.fetch, body.documentUrl as string, maxBytes);
+    const text = typeof body.document === 'string' ? body.document : JSON.stringify(body.document);
+    if (Buffer.byteLength(text) > maxBytes) {
+      const message = `is larger than ${maxBytes} bytes (OPENAPI_MAX_DOCUMENT_BYTES)`;
+      throw new RegistryError('TR_ERR_VALIDATION', `invalid OpenAPI source: document: ${message}`, {
+        fieldErrors: [{ path: 'document', message }],
+      });
+    }
+    return text;
   };
 
   app.get(
@@ -113,11 +120,11 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
   app.put(
     '/openapi-sources/:id',
     {
-      bodyLimit: config.importBodyLimit,
+      bodyLimit,
       config: {
         admin: 'writing an OpenAPI source',
         audit: 'openapi-source.put',
-        bodyLimit: { bytes: config.importBodyLimit, setting: 'IMPORT_BODY_LIMIT' },
+        bodyLimit: { bytes: bodyLimit, setting: 'OPENAPI_MAX_DOCUMENT_BYTES' },
       },
       preValidation: pathKeyIntoBody('id'),
       schema: {
@@ -141,6 +148,7 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
       const text = await documentOf(body);
       const converted = await converter.convert({
         document: text,
+        maxBytes,
         prefix: source.prefix,
         ...(source.baseUrl !== undefined && { baseUrl: source.baseUrl }),
         ...(source.documentUrl !== undefined && { relativeTo: source.documentUrl }),
@@ -216,7 +224,7 @@ function fillsApiKey(credential: OpenApiSourcePutBody['credential'], storedKind:
 }
 
 /** Reads a document from its URL through the outbound address policy: 200 only, no redirects, bounded. */
-async function readDocument(fetch: (url: string, init: RequestInit) => Promise<Response>, url: string): Promise<string> {
+async function readDocument(fetch: (url: string, init: RequestInit) => Promise<Response>, url: string, maxBytes: number): Promise<string> {
   const refused = (message: string) =>
     new RegistryError('TR_ERR_VALIDATION', `invalid OpenAPI source: documentUrl: ${message}`, {
       fieldErrors: [{ path: 'documentUrl', message }],
@@ -240,7 +248,10 @@ async function readDocument(fetch: (url: string, init: RequestInit) => Promise<R
   let size = 0;
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
     size += chunk.byteLength;
-    if (size > DOCUMENT_BYTES_MAX) throw refused(`is larger than ${DOCUMENT_BYTES_MAX} bytes`);
+    if (size > maxBytes) {
+      await response.body?.cancel().catch(() => undefined);
+      throw refused(`serves more than ${maxBytes} bytes (OPENAPI_MAX_DOCUMENT_BYTES)`);
+    }
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');

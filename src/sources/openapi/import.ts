@@ -40,6 +40,8 @@ const RESERVED_HEADERS = new Set([
 
 export interface OpenApiImportOptions {
   document: string | Record<string, unknown>;
+  /** Largest document text (default DOCUMENT_BYTES_MAX). */
+  maxBytes?: number;
   prefix: string;
   baseUrl?: string;
   filter?: { tags?: string[]; operationIds?: string[]; pathPrefixes?: string[]; methods?: string[] };
@@ -142,6 +144,16 @@ function toJsonSchema(schema: unknown, drop: 'readOnly' | 'writeOnly'): unknown 
   return out;
 }
 
+/** The value of a text that is JSON (it starts with `{`), or undefined to read it as YAML. */
+function jsonOrUndefined(text: string): unknown {
+  if (!text.trimStart().startsWith('{')) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const isJson = (type: string) => /^application\/(.+\+)?json(;.*)?$/i.test(type);
 
@@ -149,15 +161,26 @@ export async function importOpenApi(options: OpenApiImportOptions): Promise<Impo
   if (!/^[a-zA-Z0-9_-]{1,32}$/.test(options.prefix)) throw bad('/prefix', 'prefix must be 1-32 of [a-zA-Z0-9_-]');
   let doc: Json;
   if (typeof options.document === 'string') {
-    if (Buffer.byteLength(options.document) > DOCUMENT_BYTES_MAX) throw bad('', `document too large (over ${DOCUMENT_BYTES_MAX} bytes)`);
+    const max = options.maxBytes ?? DOCUMENT_BYTES_MAX;
+    if (Buffer.byteLength(options.document) > max) throw bad('', `document too large (over ${max} bytes)`);
     try {
-      doc = parseYaml(options.document, { maxAliasCount: 100 }) as Json;
+      // JSON first when it looks like JSON: the YAML parser takes 10 to 50 times as long for the same text.
+      doc = (jsonOrUndefined(options.document) ?? parseYaml(options.document, { maxAliasCount: 100 })) as Json;
     } catch (error) {
       throw bad('', `not JSON or YAML: ${(error as Error).message.split('\n')[0]}`);
     }
   } else doc = structuredClone(options.document) as Json;
   if (doc === null || typeof doc !== 'object' || typeof doc.openapi !== 'string' || !/^3\.[01]\./.test(doc.openapi))
     throw bad('/openapi', 'not an OpenAPI 3.0 or 3.1 document');
+  // Before the validation, which costs time per operation: a document can hold no more than
+  // four times the operations it may keep, whatever its filter keeps.
+  const paths: unknown = doc.paths;
+  let declared = 0;
+  if (paths !== null && typeof paths === 'object')
+    for (const item of Object.values(paths as Json))
+      if (item !== null && typeof item === 'object') declared += METHODS.filter((m) => m.toLowerCase() in item).length;
+  if (declared > 4 * OPERATIONS_MAX)
+    throw bad('/paths', `${declared} operations, more than the ${4 * OPERATIONS_MAX} a document may declare`);
   checkRefs(doc);
   try {
     await SwaggerParser.validate(structuredClone(doc) as never, { resolve: { external: false }, dereference: { circular: 'ignore' } });
