@@ -10,6 +10,7 @@ import { ERRORS, type ErrorCode } from './errors.js';
 import { JsonTypeSchema, ScopeSchema, ToolNameSchema } from './schemas.js';
 import { EXPORT_FORMATS } from './exports.js';
 import { REFUSAL_REASONS } from './replication.js';
+import { ToolDeprecationSchema } from './deprecation.js';
 
 // ---------------------------------------------------------------------------------------------
 // Query strings
@@ -189,8 +190,9 @@ export const PublicToolSchema = z
     state: AgentHintSchema.optional(),
     'applicable-states': AgentHintSchema.optional(),
     status: ToolStatusSchema.describe(
-      '`deleted` only for tombstones in `GET /` pages and `updated_since` results; the full view and `GET /tools/{name}` never show deleted tools.',
+      '`deprecated` for a tool with a deprecation (issue 34: still callable until its sunset, then gone from every view); `deleted` only for tombstones in `GET /` pages and `updated_since` results; the full view and `GET /tools/{name}` never show deleted tools.',
     ),
+    deprecation: ToolDeprecationSchema.optional(),
     index: z.number().int().min(1).describe('Registry index of the last write that touched the tool (for a tombstone, its deletion).'),
     updatedAt: DateTimeSchema,
   })

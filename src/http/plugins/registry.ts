@@ -131,6 +131,7 @@ export default fp<RegistryPluginOptions>(
       health.close();
       replication?.close();
       waiters.close();
+      catalog.close();
       store.close();
     });
   },
