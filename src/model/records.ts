@@ -77,6 +77,8 @@ export interface CallRecord {
   sub: string | null;
   outcome: CallOutcome;
   durationMs: number;
+  /** Issue 34: the tool was deprecated when called (counted in /stats, not stored). */
+  deprecated?: boolean;
 }
 
 export type AuditOutcome = 'ok' | 'denied' | 'invalid' | 'error';
