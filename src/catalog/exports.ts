@@ -65,10 +65,7 @@ export function exportOf(view: CatalogView, format: ExportFormat): ExportBody {
   }
   let entry = formats.get(format);
   if (!entry) {
-    const { text, contentType } = render(
-      view.tools.map(exported),
-      format,
-    );
+    const { text, contentType } = render(view.tools.map(exported), format);
     // The view's ETag already hashes what its tools are; the format and version tell exports apart.
     const etag = `"${createHash('sha256').update(`${EXPORT_VERSION}\u0000${format}\u0000${view.etag}`).digest('base64url').slice(0, 32)}"`;
     entry = { body: Buffer.from(text), etag, contentType };

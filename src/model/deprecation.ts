@@ -17,9 +17,14 @@ export const DeprecationSchema = z
       .optional()
       .describe('When the tool stops being callable and leaves every view: an RFC 3339 time with `Z` or an offset. Absent: no date set.'),
     /** The tool to use instead: it must exist, and not be the deprecated tool itself. */
-    replacement: ToolNameSchema.optional().describe('The name of the tool to use instead; it must be a registered tool other than this one.'),
+    replacement: ToolNameSchema.optional().describe(
+      'The name of the tool to use instead; it must be a registered tool other than this one.',
+    ),
     /** Why, for operators and agents: held to the rules of descriptions. */
-    reason: text(1024).min(1, 'must not be empty').optional().describe('Why the tool is deprecated (at most 1024 characters, the characters descriptions may hold).'),
+    reason: text(1024)
+      .min(1, 'must not be empty')
+      .optional()
+      .describe('Why the tool is deprecated (at most 1024 characters, the characters descriptions may hold).'),
   })
   .meta({ id: 'DeprecationBody', description: 'A deprecation as an operator sets it: every field optional.' });
 export type DeprecationBody = z.infer<typeof DeprecationSchema>;
@@ -33,7 +38,10 @@ export const ToolDeprecationSchema = z
     replacement: ToolNameSchema.optional().describe('The tool to use instead.'),
     reason: z.string().optional().describe('Why the tool is deprecated.'),
   })
-  .meta({ id: 'ToolDeprecation', description: "A tool's deprecation (issue 34): present only on deprecated tools, whose `status` is `deprecated`." });
+  .meta({
+    id: 'ToolDeprecation',
+    description: "A tool's deprecation (issue 34): present only on deprecated tools, whose `status` is `deprecated`.",
+  });
 export type ToolDeprecation = z.infer<typeof ToolDeprecationSchema>;
 
 /** The stored deprecation of a body set at `since`: the sunset in UTC, so that times compare as strings. */
@@ -67,6 +75,7 @@ export function deprecationHeaders(deprecation: ToolDeprecation, toolUrl: (name:
 export function deprecationNote(deprecation: ToolDeprecation): string {
   const parts = ['Deprecated'];
   if (deprecation.replacement !== undefined) parts.push(`: use ${deprecation.replacement} instead`);
-  if (deprecation.sunset !== undefined) parts.push(`${deprecation.replacement !== undefined ? ';' : ':'} stops working at ${deprecation.sunset}`);
+  if (deprecation.sunset !== undefined)
+    parts.push(`${deprecation.replacement !== undefined ? ';' : ':'} stops working at ${deprecation.sunset}`);
   return `${parts.join('')}.`;
 }

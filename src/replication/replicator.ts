@@ -218,7 +218,11 @@ export class Replicator implements RegistryWrites {
 
   /** Issue 34: the body travels as sent (null lifts it); every replica stamps `since` with the message's time. */
   deprecateTool(name: string, body: DeprecationBody | null, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
-    return this.#write(body ? 'tool.deprecate' : 'tool.undeprecate', () => ({ target: name, ...(body && { body }), ...(condition && { condition }) }), actor);
+    return this.#write(
+      body ? 'tool.deprecate' : 'tool.undeprecate',
+      () => ({ target: name, ...(body && { body }), ...(condition && { condition }) }),
+      actor,
+    );
   }
 
   putService(input: ToolServicePutBody, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {

@@ -31,7 +31,8 @@ interface ToolBefore {
  * A tools row, read as an array in this order (`.raw()`): a load reads 100,000 of them at a
  * time, and better-sqlite3's arrays cost a quarter less than its row objects.
  */
-const TOOL_COLUMNS = 'name, kind, service_id, mcp_server_id, descriptor, status, create_index, modify_index, updated_at, owner, deprecation';
+const TOOL_COLUMNS =
+  'name, kind, service_id, mcp_server_id, descriptor, status, create_index, modify_index, updated_at, owner, deprecation';
 type ToolRow = [string, ToolKind, string | null, string | null, string, ToolStatus, number, number, string, string | null, string | null];
 
 function toolFromRow(row: ToolRow): ToolRecord {
@@ -66,7 +67,9 @@ export class ToolRows {
       live: db.prepare(`SELECT ${TOOL_COLUMNS} FROM tools WHERE status != 'deleted' ORDER BY name`).raw(true),
       get: db.prepare(`SELECT ${TOOL_COLUMNS} FROM tools WHERE name = ?`).raw(true),
       // What a put needs of the row it replaces, without reading and parsing its descriptor.
-      before: db.prepare("SELECT status, create_index, json_extract(descriptor, '$.scopes') AS scopes, deprecation FROM tools WHERE name = ?"),
+      before: db.prepare(
+        "SELECT status, create_index, json_extract(descriptor, '$.scopes') AS scopes, deprecation FROM tools WHERE name = ?",
+      ),
       upsert: db.prepare(`
         INSERT INTO tools (name, kind, service_id, mcp_server_id, descriptor, status, create_index, modify_index, updated_at, owner)
         VALUES (@name, @kind, @serviceId, @mcpServerId, @descriptor, 'active', @index, @index, @now, @owner)
@@ -84,7 +87,9 @@ export class ToolRows {
           modify_index = excluded.modify_index,
           updated_at = excluded.updated_at`),
       deprecate: db
-        .prepare(`UPDATE tools SET deprecation = ?, modify_index = ?, updated_at = ? WHERE name = ? AND status != 'deleted' RETURNING ${TOOL_COLUMNS}`)
+        .prepare(
+          `UPDATE tools SET deprecation = ?, modify_index = ?, updated_at = ? WHERE name = ? AND status != 'deleted' RETURNING ${TOOL_COLUMNS}`,
+        )
         .raw(true),
       tombstone: db
         .prepare(

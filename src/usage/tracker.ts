@@ -171,7 +171,8 @@ export class UsageTracker {
 
   record(call: CallRecord): void {
     this.#count(call.tool, call.sub, call.outcome, 1);
-    if (call.deprecated === true && call.outcome !== 'denied') this.#deprecatedByTool.set(call.tool, (this.#deprecatedByTool.get(call.tool) ?? 0) + 1);
+    if (call.deprecated === true && call.outcome !== 'denied')
+      this.#deprecatedByTool.set(call.tool, (this.#deprecatedByTool.get(call.tool) ?? 0) + 1);
     if (call.outcome !== 'denied') this.#ring(call.tool).push(call.durationMs);
     this.#minutes.record(call.tool, call.outcome, call.durationMs, this.#now());
     this.#writer.push(call);

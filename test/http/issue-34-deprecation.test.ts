@@ -25,7 +25,11 @@ const deprecate = (name: string, payload: object, headers: Record<string, string
 describe('settable deprecation', () => {
   it('sets a deprecation: status, record fields, headers and a new ETag', async () => {
     const before = (await t.app.inject({ method: 'GET', url: '/tools/calculator', headers: admin })).headers['etag'];
-    const res = await deprecate('calculator', { sunset: '2999-01-01T01:00:00+01:00', replacement: 'file_reader', reason: 'use the new one' });
+    const res = await deprecate('calculator', {
+      sunset: '2999-01-01T01:00:00+01:00',
+      replacement: 'file_reader',
+      reason: 'use the new one',
+    });
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body.status).toBe('deprecated');
@@ -47,7 +51,12 @@ describe('settable deprecation', () => {
   });
 
   it('keeps the deprecation across re-registration and a restart, and lifts it with DELETE', async () => {
-    const again = await t.app.inject({ method: 'PUT', url: '/tools/calculator', headers: admin, payload: { ...seed('calculator'), name: 'calculator' } });
+    const again = await t.app.inject({
+      method: 'PUT',
+      url: '/tools/calculator',
+      headers: admin,
+      payload: { ...seed('calculator'), name: 'calculator' },
+    });
     expect(again.statusCode).toBe(200);
     expect(again.json().status).toBe('deprecated');
     await t.restart();

@@ -46,7 +46,7 @@ export const headers = {
     schema: z.string().regex(/^@-?[0-9]+$/),
   },
   Sunset: {
-    description: "On a deprecated tool with a sunset only (RFC 8594): when it stops working, as an HTTP date.",
+    description: 'On a deprecated tool with a sunset only (RFC 8594): when it stops working, as an HTTP date.',
     required: false,
     schema: z.string(),
   },

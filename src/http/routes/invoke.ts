@@ -109,7 +109,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
         response: {
           200: {
             description:
-              'The call completed (`application/json`), or the call started and its events follow (`text/event-stream`, when `Accept` asked for it, or AG-UI events with `?stream=ag-ui`). A deprecated tool\'s JSON answer carries `Deprecation`, and `Sunset` and `Link` where set (issue 34).',
+              "The call completed (`application/json`), or the call started and its events follow (`text/event-stream`, when `Accept` asked for it, or AG-UI events with `?stream=ag-ui`). A deprecated tool's JSON answer carries `Deprecation`, and `Sunset` and `Link` where set (issue 34).",
             headers: { Deprecation: headers.Deprecation, Sunset: headers.Sunset, Link: headers.DeprecationLink },
             content: {
               'application/json': {

@@ -310,7 +310,8 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
         tags: ['tools'],
         operationId: 'undeprecateTool',
         summary: "Lift a tool's deprecation",
-        description: "Lifts the tool's deprecation: its `status` is `active` again. Lifting none is not an error. `404` for a tool that does not exist (or is past its sunset).",
+        description:
+          "Lifts the tool's deprecation: its `status` is `active` again. Lifting none is not an error. `404` for a tool that does not exist (or is past its sunset).",
         security: admin,
         params: ToolNameParamsSchema,
         headers: WriteConditionHeaders,
