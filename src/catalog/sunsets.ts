@@ -7,7 +7,7 @@ import { pastSunset } from '../model/deprecation.js';
 import type { ToolRecord } from '../model/records.js';
 
 /** The record a tool past its sunset is served as: a tombstone, its deprecation still saying why. */
-export function sunsetTombstone(record: ToolRecord): ToolRecord {
+function sunsetTombstone(record: ToolRecord): ToolRecord {
   return { ...record, status: 'deleted' };
 }
 

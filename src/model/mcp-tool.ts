@@ -16,7 +16,7 @@ export interface McpToolEntry {
 }
 
 /** The `_meta` key of a deprecated tool's deprecation in `tools/list` (MCP's reverse-DNS prefix form). */
-export const DEPRECATION_META = 'io.tool-registry/deprecation';
+const DEPRECATION_META = 'io.tool-registry/deprecation';
 
 export function mcpToolOf(tool: Tool, deprecation?: ToolDeprecation): McpToolEntry {
   return {
