@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { requireScope, type Caller } from '../model/caller.js';
 import { normaliseTool, type Tool } from '../model/normalise.js';
 import { mayLearnOf, type VisibilityPolicy } from '../model/visibility.js';
+import { pastSunset } from '../model/deprecation.js';
 import type { Catalog, CatalogTool } from '../catalog/catalog.js';
 import type { ToolKind } from '../model/schemas.js';
 import { RegistryError, type FieldError } from '../model/errors.js';
@@ -128,8 +129,11 @@ export class ToolBridge {
       this.#options.usage.record({ at: new Date().toISOString(), tool: tool.name, sub: subOf(caller), outcome: 'denied', durationMs: 0 });
       throw err;
     }
-    if (record.status !== 'active') {
-      throw new RegistryError('TR_ERR_GONE', `tool "${tool.name}" is ${record.status} and can no longer be called`);
+    // A deprecated tool works until its sunset (issue 34); the catalogue drops it at the sunset,
+    // and this check covers the moment before its timer fires.
+    if (record.status === 'deleted') throw new RegistryError('TR_ERR_GONE', `tool "${tool.name}" was deleted and can no longer be called`);
+    if (record.deprecation !== undefined && pastSunset(record.deprecation, Date.now())) {
+      throw new RegistryError('TR_ERR_GONE', `tool "${tool.name}" passed its sunset and can no longer be called`);
     }
     // A tool service that stopped its heartbeats: refused at once, not after the call's timeout.
     const health =
@@ -161,9 +165,10 @@ export class ToolBridge {
     const { tool, record } = this.admit(request.toolName, request.caller);
     const sub = subOf(request.caller);
     const started = performance.now();
+    const deprecated = record.deprecation !== undefined;
     const finish = (outcome: CallOutcome) => {
       const durationMs = performance.now() - started;
-      usage.record({ at: new Date().toISOString(), tool: tool.name, sub, outcome, durationMs });
+      usage.record({ at: new Date().toISOString(), tool: tool.name, sub, outcome, durationMs, ...(deprecated && { deprecated }) });
       return durationMs;
     };
     // No body means no arguments; a JSON null is a value, and not an object.

@@ -32,7 +32,15 @@ export interface CatalogOptions {
   viewCacheBytes: number;
   /** The app's one scheduler of background work (a new one when not given). */
   scheduler?: Scheduler;
+  /** The clock sunsets are read against (issue 34); Date.now when not given. */
+  now?: () => number;
 }
+
+/** Told when tools leave the catalogue at their sunset (issue 34), as after a write at the current index. */
+export type SunsetListener = (index: number, changes: readonly Change[]) => void;
+
+/** setTimeout's longest delay (about 24.8 days): a later sunset re-arms the timer when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface CatalogStats {
   total_tools: number;
@@ -61,11 +69,25 @@ export class Catalog {
   readonly #serviceName: string;
   /** The whole catalogue's view after each prepared write, built with it. */
   readonly #preparedViews = new WeakMap<PreparedWrite, CatalogView>();
+  readonly #now: () => number;
+  #sunsetTimer: NodeJS.Timeout | undefined;
+  /** The sunset the timer is armed for. */
+  #sunsetAt: number | undefined;
+  readonly #sunsetListeners = new Set<SunsetListener>();
 
   constructor(options: CatalogOptions) {
     this.#serviceName = options.serviceName;
     this.scheduler = options.scheduler ?? new Scheduler();
-    this.#snapshot = new CatalogSnapshot(options.publicUrl, () => this.#views.invalidate(), this.scheduler);
+    this.#now = options.now ?? Date.now;
+    this.#snapshot = new CatalogSnapshot(
+      options.publicUrl,
+      () => {
+        this.#views.invalidate();
+        this.#armSunset();
+      },
+      this.scheduler,
+      this.#now,
+    );
     this.#live = this.#snapshot.live;
     this.#history = this.#snapshot.history;
     this.#feeder = this.#snapshot.feeder;
@@ -73,6 +95,58 @@ export class Catalog {
     this.getTool = this.#live.getTool;
     this.existedAt = this.#history.existedAt;
     this.lookupService = this.#snapshot.lookupService;
+  }
+
+  /** Calls `listener` when tools leave at their sunset; returns the unsubscribe. */
+  onSunset(listener: SunsetListener): () => void {
+    this.#sunsetListeners.add(listener);
+    return () => {
+      this.#sunsetListeners.delete(listener);
+    };
+  }
+
+  /** Stops the sunset timer (the app's close). */
+  close(): void {
+    clearTimeout(this.#sunsetTimer);
+    this.#sunsetTimer = undefined;
+    this.#sunsetAt = undefined;
+  }
+
+  /**
+   * Arms the timer for the nearest sunset, after every change of the state: a map of the few
+   * tools with one, never a walk of the catalogue.
+   */
+  #armSunset(): void {
+    const next = this.#snapshot.sunsets.nearest();
+    if (next === this.#sunsetAt) return;
+    clearTimeout(this.#sunsetTimer);
+    this.#sunsetAt = next;
+    if (next === undefined) return;
+    this.#sunsetTimer = setTimeout(() => this.expireSunsets(), Math.min(MAX_TIMER_MS, Math.max(0, next - this.#now())));
+    this.#sunsetTimer.unref();
+  }
+
+  /**
+   * Drops the tools whose sunset has come, as tombstones at the current index, without a write:
+   * the views are rebuilt as after a write, and the listeners (the change bus) told, so that
+   * blocking queries and change feeds wake. Returns the changes (none when nothing was due).
+   */
+  expireSunsets(): Change[] {
+    this.#sunsetTimer = undefined;
+    this.#sunsetAt = undefined;
+    const due = this.#snapshot.sunsets.due(this.#now());
+    const records = due.flatMap((name) => {
+      const record = this.getTool(name)?.record;
+      return record ? [record] : [];
+    });
+    if (records.length === 0) {
+      this.#armSunset();
+      return [];
+    }
+    // apply() turns each past-sunset record into its tombstone.
+    const changes = this.#snapshot.apply(this.index, { tools: records });
+    for (const listener of this.#sunsetListeners) listener(this.index, changes);
+    return changes;
   }
 
   /** The article's `service` field of discovery responses. */

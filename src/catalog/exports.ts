@@ -26,11 +26,23 @@ import {
   type SkippedTool,
 } from '../model/exports.js';
 import type { Tool } from '../model/normalise.js';
+import type { ToolRecord } from '../model/records.js';
+import { deprecationNote } from '../model/deprecation.js';
 import type { Listing } from './listing.js';
 import type { CatalogView } from './views.js';
 
 /** Bumped whenever a format's conversion changes, so that an older ETag never matches. */
-const EXPORT_VERSION = 3;
+const EXPORT_VERSION = 4;
+
+/**
+ * The tool as the formats render it: a deprecated one's description ends with a short note
+ * (issue 34), since no vendor's format has a field for a deprecation. Built per export, which
+ * is built once per view.
+ */
+function exported({ tool, record }: { tool: Tool; record: ToolRecord }): Tool {
+  if (record.deprecation === undefined) return tool;
+  return { ...tool, description: `${tool.description}\n\n${deprecationNote(record.deprecation)}` };
+}
 
 export interface ExportBody {
   body: Buffer;
@@ -53,10 +65,7 @@ export function exportOf(view: CatalogView, format: ExportFormat): ExportBody {
   }
   let entry = formats.get(format);
   if (!entry) {
-    const { text, contentType } = render(
-      view.tools.map((t) => t.tool),
-      format,
-    );
+    const { text, contentType } = render(view.tools.map(exported), format);
     // The view's ETag already hashes what its tools are; the format and version tell exports apart.
     const etag = `"${createHash('sha256').update(`${EXPORT_VERSION}\u0000${format}\u0000${view.etag}`).digest('base64url').slice(0, 32)}"`;
     entry = { body: Buffer.from(text), etag, contentType };
@@ -80,7 +89,7 @@ export function exportPageOf(listing: Listing, format: ExportFormat, query: stri
   const tools: Tool[] = [];
   for (const { tool, record } of listing.entries) {
     identity.push(`${record.name}\u0000${record.index}\u0000${record.updatedAt}\u0000${record.status}`);
-    if (record.status === 'active') tools.push(tool);
+    if (record.status !== 'deleted') tools.push(exported({ tool, record }));
   }
   const { text, contentType } = render(tools, format, listing.nextCursor);
   const etag = `"${createHash('sha256').update(identity.join('\n')).digest('base64url').slice(0, 32)}"`;

@@ -20,6 +20,7 @@ import { SearchFeeder } from './search-feeder.js';
 import { compareNames } from './sorted-names.js';
 import { finish, type Steps } from './steps.js';
 import { planWrite, type CatalogWrite, type PlanSource, type WritePlan } from './write-plan.js';
+import { asOf, Sunsets } from './sunsets.js';
 
 export type { CatalogWrite } from './write-plan.js';
 
@@ -64,13 +65,17 @@ export class CatalogSnapshot {
   readonly #arena = new ByteArena(256 * 1024);
   /** What a plan reads of this catalogue. */
   readonly #source: PlanSource;
+  /** Issue 34: the live tools' sunsets, and the clock they are read against. */
+  readonly sunsets = new Sunsets();
+  readonly #now: () => number;
 
   /**
    * `onChange`: called after every change of the state (load, apply, applyPrepared);
    * `scheduler`: the app's scheduler of background work, which drains the search backlog.
    */
-  constructor(publicUrl: URL, onChange: () => void, scheduler: Scheduler) {
+  constructor(publicUrl: URL, onChange: () => void, scheduler: Scheduler, now: () => number = Date.now) {
     this.#publicUrl = publicUrl;
+    this.#now = now;
     this.feeder = new SearchFeeder(this.live, scheduler);
     this.#onChange = onChange;
     this.#source = {
@@ -133,8 +138,21 @@ export class CatalogSnapshot {
     this.#mcpServers.clear();
     for (const s of data.services) this.#services.set(s.id, s);
     for (const m of data.mcpServers ?? []) this.#mcpServers.set(m.id, m);
-    this.live.load(data.tools.map((t) => this.#entry(t)));
-    this.history.load(data.tombstones ?? [], data.toolHistory ?? []);
+    // A tool past its sunset is loaded as a tombstone (issue 34): after a restart it stays gone.
+    const now = this.#now();
+    const live: ToolRecord[] = [];
+    const tombstones = [...(data.tombstones ?? [])];
+    this.sunsets.clear();
+    for (const t of data.tools) {
+      const record = asOf(t, now);
+      if (record.status === 'deleted') tombstones.push(record);
+      else {
+        live.push(record);
+        this.sunsets.track(record);
+      }
+    }
+    this.live.load(live.map((t) => this.#entry(t)));
+    this.history.load(tombstones, data.toolHistory ?? []);
     this.feeder.load();
     this.#scopeSetChangedAt = data.index;
     this.#changed(data.index);
@@ -157,7 +175,15 @@ export class CatalogSnapshot {
    * built again).
    */
   apply(index: number, change: CatalogWrite, prepared?: ReadonlyMap<string, CatalogTool>): Change[] {
-    return this.#commit(finish(planWrite(this.#source, index, change, { base: this.#version, entries: prepared })));
+    return this.#commit(finish(planWrite(this.#source, index, this.#asOfNow(change), { base: this.#version, entries: prepared })));
+  }
+
+  /** A write's tools past their sunset (a deprecation set with a past one) applied as tombstones. */
+  #asOfNow(change: CatalogWrite): CatalogWrite {
+    const tools = change.tools;
+    if (tools === undefined || !tools.some((t) => t.deprecation?.sunset !== undefined)) return change;
+    const now = this.#now();
+    return { ...change, tools: tools.map((t) => asOf(t, now)) };
   }
 
   /**
@@ -199,6 +225,7 @@ export class CatalogSnapshot {
       if (s.status === 'deleted') this.#services.delete(s.id);
       else this.#services.set(s.id, s);
     }
+    for (const step of plan.steps) this.sunsets.track(step.record);
     let scopeSetChanged: boolean;
     if (prepared) {
       this.live.swap(prepared.indexes);

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { AuditOutcomeSchema, CountSchema, DateTimeSchema, ToolKindSchema, ToolStatusSchema } from './api.js';
 import { StoredToolDescriptorSchema, ToolBodySchema, ToolServiceBodySchema } from './descriptors.js';
 import { McpServerSchema } from './mcp-schemas.js';
+import { ToolDeprecationSchema } from './deprecation.js';
 import { ServiceIdSchema, ToolNameSchema, ToolServiceSchema } from './schemas.js';
 // ---------------------------------------------------------------------------------------------
 // Records (admin views)
@@ -20,6 +21,7 @@ export const ToolRecordSchema = z
     index: WriteIndexSchema.describe('Registry index of the last write that touched the tool.'),
     createdIndex: WriteIndexSchema.describe('Registry index of the write that (re)created the tool.'),
     updatedAt: DateTimeSchema,
+    deprecation: ToolDeprecationSchema.optional(),
     descriptor: StoredToolDescriptorSchema,
   })
   .meta({ id: 'ToolRecord', description: 'The admin view of a stored tool.' });

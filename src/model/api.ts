@@ -10,6 +10,7 @@ import { ERRORS, type ErrorCode } from './errors.js';
 import { JsonTypeSchema, ScopeSchema, ToolNameSchema } from './schemas.js';
 import { EXPORT_FORMATS } from './exports.js';
 import { REFUSAL_REASONS } from './replication.js';
+import { ToolDeprecationSchema } from './deprecation.js';
 
 // ---------------------------------------------------------------------------------------------
 // Query strings
@@ -189,8 +190,9 @@ export const PublicToolSchema = z
     state: AgentHintSchema.optional(),
     'applicable-states': AgentHintSchema.optional(),
     status: ToolStatusSchema.describe(
-      '`deleted` only for tombstones in `GET /` pages and `updated_since` results; the full view and `GET /tools/{name}` never show deleted tools.',
+      '`deprecated` for a tool with a deprecation (issue 34: still callable until its sunset, then gone from every view); `deleted` only for tombstones in `GET /` pages and `updated_since` results; the full view and `GET /tools/{name}` never show deleted tools.',
     ),
+    deprecation: ToolDeprecationSchema.optional(),
     index: z.number().int().min(1).describe('Registry index of the last write that touched the tool (for a tombstone, its deletion).'),
     updatedAt: DateTimeSchema,
   })
@@ -297,7 +299,7 @@ export const StatsSchema = z
         'Replicated mode only: the replica that answered (`REPLICA_ID`). Usage figures and audit entries are per replica: each counts the calls it carried and the writes it took.',
       ),
     total_tool_calls: CountSchema.describe(
-      "Calls through `POST /tools/{name}/invoke` to the tools in the view (the full view also counts tools deleted since they were called), since the database was created. Every call that passed the tool's scope check counts, whatever its outcome: answered, failed, timed out, cancelled, or refused for want of capacity. Calls refused at the scope check (no token, or none of the tool's scopes) are not uses of the tool: they count only in `errors_by_class` (`denied`). Requests refused before the scope check (invalid token, rate limit, unreadable body, unknown or deleted tool) or after it because the tool is deprecated or the arguments do not fit its input schema do not count at all. `usage_by_tool`, `most_used_tool`, `usage_by_agent` and `latency_ms_by_tool` count the same calls as this figure.",
+      "Calls through `POST /tools/{name}/invoke` to the tools in the view (the full view also counts tools deleted since they were called), since the database was created. Every call that passed the tool's scope check counts, whatever its outcome: answered, failed, timed out, cancelled, or refused for want of capacity. Calls refused at the scope check (no token, or none of the tool's scopes) are not uses of the tool: they count only in `errors_by_class` (`denied`). Requests refused before the scope check (invalid token, rate limit, unreadable body, unknown, deleted or past-sunset tool) or after it because the arguments do not fit its input schema do not count at all. `usage_by_tool`, `most_used_tool`, `usage_by_agent` and `latency_ms_by_tool` count the same calls as this figure.",
     ),
     usage_by_tool: z.record(z.string(), CallsSchema).describe('Calls per tool, for tools called at least once, sorted by name.'),
     most_used_tool: z.string().nullable().describe('The tool with the most calls (the first by name on a tie); null before any call.'),
@@ -314,6 +316,12 @@ export const StatsSchema = z
     latency_ms_by_tool: z
       .record(z.string(), LatencySummarySchema)
       .describe('Call duration percentiles per tool, over its most recent calls that passed the scope check (at most 1024).'),
+    deprecated_tool_calls: CountSchema.describe(
+      'Issue 34: of `total_tool_calls`, the calls made while the tool was deprecated (`PUT /tools/{name}/deprecation`), counted as `total_tool_calls` counts them, since this process started.',
+    ),
+    deprecated_calls_by_tool: z
+      .record(z.string(), CallsSchema)
+      .describe('`deprecated_tool_calls` per tool, for tools called at least once while deprecated, sorted by name.'),
   })
   .meta({
     id: 'Stats',

@@ -3,6 +3,7 @@
  * nothing about where the call goes. Scopes, hosts and queues stay the registry's business.
  */
 import type { Tool } from './normalise.js';
+import { deprecationNote, type ToolDeprecation } from './deprecation.js';
 
 export interface McpToolEntry {
   name: string;
@@ -10,15 +11,21 @@ export interface McpToolEntry {
   description: string;
   inputSchema: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
+  /** Issue 34: MCP's `annotations` are fixed hints, so a deprecation goes in `_meta` under the registry's prefix. */
+  _meta?: { [DEPRECATION_META]: ToolDeprecation };
 }
 
-export function mcpToolOf(tool: Tool): McpToolEntry {
+/** The `_meta` key of a deprecated tool's deprecation in `tools/list` (MCP's reverse-DNS prefix form). */
+const DEPRECATION_META = 'io.tool-registry/deprecation';
+
+export function mcpToolOf(tool: Tool, deprecation?: ToolDeprecation): McpToolEntry {
   return {
     name: tool.name,
     ...(tool.title !== undefined && { title: tool.title }),
-    description: tool.description,
+    description: deprecation === undefined ? tool.description : `${tool.description}\n\n${deprecationNote(deprecation)}`,
     inputSchema: tool.inputSchema as unknown as Record<string, unknown>,
     ...(tool.outputSchema !== undefined && { outputSchema: tool.outputSchema }),
+    ...(deprecation !== undefined && { _meta: { [DEPRECATION_META]: deprecation } }),
   };
 }
 

@@ -6,6 +6,7 @@
 import type { JsonSchemaObject, Tool, ToolParameter } from './normalise.js';
 import type { ToolKind } from './schemas.js';
 import type { ToolRecord, ToolStatus } from './records.js';
+import type { ToolDeprecation } from './deprecation.js';
 
 export interface PublicTool {
   name: string;
@@ -21,6 +22,8 @@ export interface PublicTool {
   /** Where the tool declares one. */
   outputSchema?: JsonSchemaObject;
   status: ToolStatus;
+  /** Issue 34: on deprecated tools only. */
+  deprecation?: ToolDeprecation;
   index: number;
   updatedAt: string;
   [hint: string]: unknown;
@@ -51,6 +54,7 @@ export function publicToolView(tool: Tool, record: ToolRecord, publicUrl: URL): 
     ...(tool.outputSchema !== undefined && { outputSchema: tool.outputSchema }),
     ...tool.hints,
     status: record.status,
+    ...(record.deprecation !== undefined && { deprecation: record.deprecation }),
     index: record.index,
     updatedAt: record.updatedAt,
   };

@@ -9,6 +9,7 @@ export function toolRecordBody(record: ToolRecord) {
     index: record.index,
     createdIndex: record.createdIndex,
     updatedAt: record.updatedAt,
+    ...(record.deprecation !== undefined && { deprecation: record.deprecation }),
     descriptor: record.descriptor,
   };
 }

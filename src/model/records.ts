@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import type { McpServerRecordSchema, ServiceRecordSchema, ToolRecordSchema } from './admin-api.js';
 import type { McpServer } from './mcp-schemas.js';
 import type { ToolDescriptor, ToolService } from './schemas.js';
+import type { ToolDeprecation } from './deprecation.js';
 
 /**
  * A record's registry metadata, as the admin answers spell it (ToolRecordSchema and the
@@ -38,6 +39,8 @@ export interface ToolRecord extends Metadata<z.output<typeof ToolRecordSchema>> 
   descriptor: ToolDescriptor;
   /** Who announced it (`announcer:<subject>`, src/announce/); absent for an operator's. */
   owner?: string;
+  /** Issue 34: set by `PUT /tools/{name}/deprecation`; `status` is then `deprecated`. */
+  deprecation?: ToolDeprecation;
 }
 
 export interface PutResult<T> {
@@ -74,6 +77,8 @@ export interface CallRecord {
   sub: string | null;
   outcome: CallOutcome;
   durationMs: number;
+  /** Issue 34: the tool was deprecated when called (counted in /stats, not stored). */
+  deprecated?: boolean;
 }
 
 export type AuditOutcome = 'ok' | 'denied' | 'invalid' | 'error';

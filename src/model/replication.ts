@@ -12,6 +12,9 @@ import { isObject } from './json-object.js';
 export const REPLICATION_OPS = [
   'tool.put',
   'tool.delete',
+  /** Issue 34: a tool's deprecation set (`body`: the DeprecationBody as sent) or lifted. */
+  'tool.deprecate',
+  'tool.undeprecate',
   'tool-service.put',
   'tool-service.delete',
   'mcp-server.put',
@@ -44,7 +47,7 @@ export const ReplicationEventSchema = z.object({
   body: z.unknown().optional(),
   /** Who owns what the write makes: the announcer (src/announce/), absent for an operator. */
   owner: z.string().min(1).max(300).optional(),
-  /** tool.put, tool.delete: If-Match / If-None-Match, checked against the tool where the write is applied. */
+  /** tool.put, tool.delete, tool.deprecate, tool.undeprecate: If-Match / If-None-Match, checked against the tool where the write is applied. */
   condition: WriteConditionSchema.optional(),
   /** mcp-server.sync: the server record's index the tools were listed at. */
   serverIndex: z.number().int().nonnegative().optional(),
@@ -129,6 +132,10 @@ export function replicationKey(event: ReplicationEvent): string {
     case 'tool.put':
     case 'tool.delete':
       return `tool/${event.target ?? nameOf(event.body) ?? event.write}`;
+    case 'tool.deprecate':
+    case 'tool.undeprecate':
+      // Not the tool's key: a compacted reader must keep the tool's last put beside its deprecation.
+      return `tool-deprecation/${event.target ?? nameOf(event.body) ?? event.write}`;
     case 'tool-service.put':
     case 'tool-service.delete':
       return `tool-service/${event.target ?? idOf(event.body) ?? event.write}`;

@@ -12,6 +12,7 @@ import type { McpServerPutBody, ToolPutBody, ToolServicePutBody } from '../model
 import type { McpTool } from '../model/mcp-schemas.js';
 import { IMPORT_PART_LIMITS, type ImportPartLimits, type ReplicationEvent } from '../model/replication.js';
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
+import type { DeprecationBody } from '../model/deprecation.js';
 import type { RegistryStore } from '../store/registry-store.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ChangeBus } from './change-bus.js';
@@ -67,6 +68,8 @@ export class RegistryService implements RegistryWrites {
     this.#commands = new WriteCommands(store, this.#commit, outbound);
     this.#imports = new ImportJobs(store, catalog, bus, this.#commit, this.#commands);
     this.#replicated = new ReplicatedApply(store, this.#commit, this.#commands, this.#imports, partLimits);
+    // Issue 34: tools leaving at their sunset reach every front as a write's changes do.
+    catalog.onSunset((index, changes) => bus.publish(index, changes));
   }
 
   /** `POST /tools/register` and `PUT /tools/{name}`; `pathName` must match the body's name. */
@@ -76,6 +79,10 @@ export class RegistryService implements RegistryWrites {
 
   deleteTool(name: string, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
     return this.#commit.enqueue(() => this.#commands.deleteTool(name, { condition, ...writer(actor) }));
+  }
+
+  deprecateTool(name: string, body: DeprecationBody | null, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
+    return this.#commit.enqueue(() => this.#commands.deprecateTool(name, body, { condition, ...writer(actor) }));
   }
 
   putService(input: ToolServicePutBody, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {

@@ -19,6 +19,7 @@ import type { StagedImport } from '../store/import-part-rows.js';
 import type { GroupCommit, Outcome, Pin } from './group-commit.js';
 import type { ImportJobs, ImportPlan } from './import-jobs.js';
 import type { WriteCommands } from './write-commands.js';
+import { DeprecationSchema } from '../model/deprecation.js';
 
 export class ReplicatedApply {
   readonly #store: RegistryStore;
@@ -97,6 +98,14 @@ export class ReplicatedApply {
           });
       case 'tool.delete':
         return () => commands.deleteTool(required(), { condition: event.condition, actor, owner });
+      case 'tool.deprecate':
+        return () => {
+          const body = DeprecationSchema.safeParse(event.body);
+          if (!body.success) throw new RegistryError('TR_ERR_VALIDATION', 'a replicated deprecation is malformed');
+          return commands.deprecateTool(required(), body.data, { condition: event.condition, actor, owner });
+        };
+      case 'tool.undeprecate':
+        return () => commands.deprecateTool(required(), null, { condition: event.condition, actor, owner });
       case 'tool-service.put':
         return () => commands.putService(parseToolServicePut(event.body, target), { pathId: target, actor, owner });
       case 'tool-service.delete':

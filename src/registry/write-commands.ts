@@ -20,6 +20,7 @@ import { toolRecordRepresentation } from '../catalog/record-etag.js';
 import { checkWriteCondition, type WriteCondition } from '../model/write-condition.js';
 import type { GroupCommit } from './group-commit.js';
 import { toolDigest } from './tool-digest.js';
+import { deprecationOf, type DeprecationBody } from '../model/deprecation.js';
 
 /** What a sync of an MCP server's tools did (src/registry/mcp-sync.ts). */
 export interface McpSyncResult {
@@ -175,6 +176,37 @@ export class WriteCommands {
       name,
       at,
       this.#audit(actor, at, 'tool.delete', (r) => [r.name, 200]),
+    );
+    this.#commit.stage(record.index, { tools: [record] });
+    return record;
+  }
+
+  /**
+   * Issue 34: sets (a body) or lifts (null) a live tool's deprecation. The replacement must be
+   * another tool the registry has now; the sunset is stored in UTC. An OpenAPI source's or an
+   * announcer's tool may be deprecated too: the deprecation is the operator's, not the source's.
+   */
+  deprecateTool(
+    name: string,
+    body: DeprecationBody | null,
+    { condition, actor, owner }: Writer & { condition?: WriteCondition | undefined },
+  ): ToolRecord {
+    if (condition !== undefined) this.#checkCondition(name, condition);
+    if (owner !== null) refuseNotOwned('tool', name, this.#commit.view.tool(name), owner);
+    if (!this.#commit.view.tool(name)) throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${name}"`);
+    const replacement = body?.replacement;
+    if (replacement !== undefined) {
+      const field = (message: string) =>
+        new RegistryError('TR_ERR_BAD_REQUEST', `replacement: ${message}`, { fieldErrors: [{ path: 'replacement', message }] });
+      if (replacement === name) throw field('must be another tool than the deprecated one');
+      if (!this.#commit.view.tool(replacement)) throw field(`no tool "${replacement}"`);
+    }
+    const at = this.#commit.stamp();
+    const record = this.#store.deprecateTool(
+      name,
+      body && deprecationOf(body, at),
+      at,
+      this.#audit(actor, at, body ? 'tool.deprecate' : 'tool.undeprecate', (r) => [r.name, 200]),
     );
     this.#commit.stage(record.index, { tools: [record] });
     return record;

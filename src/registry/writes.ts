@@ -12,6 +12,7 @@ import type { CommitObserver } from './commit-telemetry.js';
 import type { ImportSummary, McpSyncResult } from './registry-service.js';
 import type { OpenApiSourceInput, OpenApiSourceResult, ReviewedChange, ReviewResult } from './write-commands.js';
 import type { OpenApiSourceRecord } from '../model/openapi-source.js';
+import type { DeprecationBody } from '../model/deprecation.js';
 
 /** A tool write's optional parts: POST /tools/register gives none but the actor. */
 export interface ToolWriteOptions {
@@ -38,6 +39,8 @@ export interface KeyedWriteOptions {
 export interface RegistryWrites {
   putTool(input: ToolPutBody, options?: ToolWriteOptions): Promise<PutResult<ToolRecord>>;
   deleteTool(name: string, options?: ToolDeleteOptions): Promise<ToolRecord>;
+  /** Issue 34: sets (a body) or lifts (null) a live tool's deprecation. */
+  deprecateTool(name: string, body: DeprecationBody | null, options?: ToolDeleteOptions): Promise<ToolRecord>;
   putService(input: ToolServicePutBody, options?: KeyedWriteOptions): Promise<PutResult<ServiceRecord>>;
   deleteService(id: string, actor?: Actor): Promise<ServiceRecord>;
   putMcpServer(input: McpServerPutBody, options?: KeyedWriteOptions): Promise<PutResult<McpServerRecord>>;

@@ -43,6 +43,7 @@ import { importParts } from './import-parts.js';
 import { ReplicationKeys } from './message-auth.js';
 import { ReplicaApplier, unavailable, type RefusedMessage, type Waiting } from './replica-applier.js';
 import { MessageTooLargeError, TopicProducer, TopicUnavailableError } from './topic.js';
+import type { DeprecationBody } from '../model/deprecation.js';
 
 export interface ReplicatorOptions {
   /** Pulsar's WebSocket API. */
@@ -213,6 +214,15 @@ export class Replicator implements RegistryWrites {
 
   deleteTool(name: string, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
     return this.#write('tool.delete', () => ({ target: name, ...(condition && { condition }) }), actor);
+  }
+
+  /** Issue 34: the body travels as sent (null lifts it); every replica stamps `since` with the message's time. */
+  deprecateTool(name: string, body: DeprecationBody | null, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
+    return this.#write(
+      body ? 'tool.deprecate' : 'tool.undeprecate',
+      () => ({ target: name, ...(body && { body }), ...(condition && { condition }) }),
+      actor,
+    );
   }
 
   putService(input: ToolServicePutBody, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {

@@ -9,6 +9,7 @@ import type { CredentialChange, McpServer } from '../model/mcp-schemas.js';
 import type { PendingVersion } from '../model/mcp-tools.js';
 import type { AuditEntryInput, ChangeRecord, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { ToolService } from '../model/schemas.js';
+import type { ToolDeprecation } from '../model/deprecation.js';
 import { openApiSourceOwner, type OpenApiSourceRecord } from '../model/openapi-source.js';
 import type { AuditStore } from './audit-store.js';
 import { CredentialBox } from './credential-box.js';
@@ -230,6 +231,11 @@ export class RegistryStore {
 
   putTool(tool: ToolWrite, now: string, audit?: AuditFor<PutResult<ToolRecord>>): PutResult<ToolRecord> {
     return this.#transactions.write((index) => this.#tools.put(tool, index, now), audit);
+  }
+
+  /** Issue 34: sets or (null) lifts a live tool's deprecation. */
+  deprecateTool(name: string, deprecation: ToolDeprecation | null, now: string, audit?: AuditFor<ToolRecord>): ToolRecord {
+    return this.#transactions.write((index) => this.#tools.deprecate(name, deprecation, index, now), audit);
   }
 
   /** Tombstones a service; refuses while any live tool still uses it. */

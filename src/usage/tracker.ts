@@ -47,6 +47,8 @@ export interface UsageStats {
   usage_by_agent: Record<string, Record<string, number>>;
   errors_by_class: Record<string, number>;
   latency_ms_by_tool: Record<string, LatencySummary>;
+  deprecated_tool_calls: number;
+  deprecated_calls_by_tool: Record<string, number>;
 }
 
 /** A fixed-size ring of the latest durations. */
@@ -82,6 +84,8 @@ export class UsageTracker {
   /** tool -> outcome -> count, so error figures follow the caller's view too. */
   readonly #outcomes = new Map<string, Map<CallOutcome, number>>();
   readonly #latency = new Map<string, Ring>();
+  /** Issue 34: calls to deprecated tools that count as uses, since this process started. */
+  readonly #deprecatedByTool = new Map<string, number>();
   readonly #writer: BatchWriter<CallRecord>;
   readonly #pruneTimer: NodeJS.Timeout;
   /** Told of every call as it is recorded (metrics), whatever pruning later does to the records. */
@@ -167,6 +171,8 @@ export class UsageTracker {
 
   record(call: CallRecord): void {
     this.#count(call.tool, call.sub, call.outcome, 1);
+    if (call.deprecated === true && call.outcome !== 'denied')
+      this.#deprecatedByTool.set(call.tool, (this.#deprecatedByTool.get(call.tool) ?? 0) + 1);
     if (call.outcome !== 'denied') this.#ring(call.tool).push(call.durationMs);
     this.#minutes.record(call.tool, call.outcome, call.durationMs, this.#now());
     this.#writer.push(call);
@@ -214,6 +220,13 @@ export class UsageTracker {
     for (const [tool, ring] of [...this.#latency].sort(([a], [b]) => (a < b ? -1 : 1))) {
       if (include(tool)) latency[tool] = ring.summary();
     }
+    const deprecatedByTool: Record<string, number> = Object.create(null) as Record<string, number>;
+    let deprecatedTotal = 0;
+    for (const [tool, n] of [...this.#deprecatedByTool].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (!include(tool)) continue;
+      deprecatedByTool[tool] = n;
+      deprecatedTotal += n;
+    }
     return {
       total_tool_calls: total,
       usage_by_tool: usageByTool,
@@ -221,6 +234,8 @@ export class UsageTracker {
       usage_by_agent: usageByAgent,
       errors_by_class: Object.fromEntries(Object.entries(errors).sort(([a], [b]) => (a < b ? -1 : 1))),
       latency_ms_by_tool: latency,
+      deprecated_tool_calls: deprecatedTotal,
+      deprecated_calls_by_tool: deprecatedByTool,
     };
   }
 

@@ -27,6 +27,8 @@ interface WindowStats {
 }
 
 const STATS_FIELDS = [
+  'deprecated_calls_by_tool',
+  'deprecated_tool_calls',
   'errors_by_class',
   'latency_ms_by_tool',
   'most_used_tool',

@@ -74,7 +74,7 @@ const entries = new WeakMap<CatalogTool, McpToolEntry>();
 
 function entryOf(tool: CatalogTool): McpToolEntry {
   let entry = entries.get(tool);
-  if (!entry) entries.set(tool, (entry = mcpToolOf(tool.tool)));
+  if (!entry) entries.set(tool, (entry = mcpToolOf(tool.tool, tool.record.deprecation)));
   return entry;
 }
 
@@ -162,7 +162,7 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
       throw err;
     }
     // A pinned walk also returns tools deleted during it (as tombstones): MCP lists live tools.
-    const tools = page.entries.filter((e) => e.record.status === 'active').map(entryOf);
+    const tools = page.entries.filter((e) => e.record.status !== 'deleted').map(entryOf);
     // No `nextCursor: null` on the last page: the SDK's schema refuses it.
     return page.nextCursor === null ? { tools } : { tools, nextCursor: page.nextCursor };
   });

@@ -40,6 +40,21 @@ const EntityTag = z.string().regex(/^"[A-Za-z0-9_-]+"$/);
 
 /** Headers, by the name `components.headers` gives them. */
 export const headers = {
+  Deprecation: {
+    description: 'On a deprecated tool only (issue 34, RFC 9745): `@` and the Unix time in seconds the deprecation was set.',
+    required: false,
+    schema: z.string().regex(/^@-?[0-9]+$/),
+  },
+  Sunset: {
+    description: 'On a deprecated tool with a sunset only (RFC 8594): when it stops working, as an HTTP date.',
+    required: false,
+    schema: z.string(),
+  },
+  DeprecationLink: {
+    description: 'On a deprecated tool with a replacement only: `<{PUBLIC_URL}/tools/{replacement}>; rel="successor-version"`.',
+    required: false,
+    schema: z.string(),
+  },
   ETag: {
     description: 'Strong entity tag over the exact body of this view (a quoted base64url string).',
     required: true,

@@ -120,7 +120,7 @@ export default fp<RegistryPluginOptions>(
       for (const change of written) {
         if (change.kind !== 'tool-service') continue;
         const record = catalog.getService(change.name);
-        if (record?.status !== 'active' || !record.owner) health.forget(change.name);
+        if (!record || record.status === 'deleted' || !record.owner) health.forget(change.name);
       }
     });
     // Page bodies share the view cache's budget: a quarter of VIEW_CACHE_BYTES.
@@ -131,6 +131,7 @@ export default fp<RegistryPluginOptions>(
       health.close();
       replication?.close();
       waiters.close();
+      catalog.close();
       store.close();
     });
   },

@@ -12,6 +12,7 @@ import { BEARER, headers, problem, problems } from '../openapi/responses.js';
 import { problemBody, problemOf } from '../plugins/errors.js';
 import { sseEvent as sse } from '../sse.js';
 import { documentedOnly } from '../validation.js';
+import { deprecationHeaders } from '../../model/deprecation.js';
 
 const CallEventsSchema = z
   .string()
@@ -89,6 +90,8 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   // Not held: a call's stream ends with the call, bounded by its timeout and the bridge's limits.
   const streams = eventStreams(fastify);
+  const base = fastify.catalog.publicUrl.href.replace(/\/+$/, '');
+  const toolUrl = (name: string) => `${base}/tools/${encodeURIComponent(name)}`;
   app.post(
     '/tools/:name/invoke',
     {
@@ -106,7 +109,8 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
         response: {
           200: {
             description:
-              'The call completed (`application/json`), or the call started and its events follow (`text/event-stream`, when `Accept` asked for it, or AG-UI events with `?stream=ag-ui`).',
+              "The call completed (`application/json`), or the call started and its events follow (`text/event-stream`, when `Accept` asked for it, or AG-UI events with `?stream=ag-ui`). A deprecated tool's JSON answer carries `Deprecation`, and `Sunset` and `Link` where set (issue 34).",
+            headers: { Deprecation: headers.Deprecation, Sunset: headers.Sunset, Link: headers.DeprecationLink },
             content: {
               'application/json': {
                 schema: InvokeResultSchema,
@@ -173,7 +177,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
             },
           ),
           410: problem(
-            'The tool was deleted (or is deprecated) and can no longer be called (`TR_ERR_GONE`; callers with a token that could have known of the tool only).',
+            'The tool was deleted, or passed its sunset (issue 34), and can no longer be called (`TR_ERR_GONE`; callers with a token that could have known of the tool only).',
             {
               example: {
                 type: 'urn:tool-registry:error:gone',
@@ -245,6 +249,9 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
       }
       if (!(request.headers.accept ?? '').includes('text/event-stream')) {
         const result = await app.bridge.invoke(invoke);
+        // Issue 34: a deprecated tool's answer says so (the call passed its checks, so the caller may know of it).
+        const deprecation = app.catalog.getTool(invoke.toolName)?.record.deprecation;
+        if (deprecation !== undefined) reply.headers(deprecationHeaders(deprecation, toolUrl));
         return result;
       }
 

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
@@ -12,6 +12,7 @@ import { RegistryError } from '../../model/errors.js';
 import { toolRecordRepresentation } from '../../catalog/record-etag.js';
 import { toolRecordBody as storedRecordBody } from '../../model/record-bodies.js';
 import type { ToolRecord } from '../../model/records.js';
+import { DeprecationSchema, deprecationHeaders } from '../../model/deprecation.js';
 import { isAdmin, mayKnowOf, viewKeyFor, visibleScopes } from '../../model/visibility.js';
 import { actorOf } from '../plugins/audit.js';
 import { ANYONE, adminOnly, empty, headers, json, problems, writeProblems } from '../openapi/responses.js';
@@ -60,6 +61,9 @@ const WriteConditionHeaders = documentedOnly(
 const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const admin = adminOnly(config.adminScope);
+  const base = config.publicUrl.href.replace(/\/+$/, '');
+  /** Where a tool's record is read: the `Link` of a deprecation's replacement. */
+  const toolUrl = (name: string) => `${base}/tools/${encodeURIComponent(name)}`;
 
   /** The article's runtime registration; either tool form. 201 when new, 200 when replaced. */
   app.post(
@@ -118,6 +122,9 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
               'X-Registry-Index': headers['X-Registry-Index'],
               'Cache-Control': headers.DiscoveryCacheControl,
               Vary: headers.VaryAuthorization,
+              Deprecation: headers.Deprecation,
+              Sunset: headers.Sunset,
+              Link: headers.DeprecationLink,
             },
           }),
           304: empty('The tool still matches an entity tag given in `If-None-Match`; no body.', {
@@ -143,6 +150,8 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       }
       viewCacheHeaders(reply, request.caller.kind === 'token', config.anonymousMaxAgeS);
       reply.header('x-registry-index', String(entry.record.index));
+      const { deprecation } = entry.record;
+      if (deprecation !== undefined) reply.headers(deprecationHeaders(deprecation, toolUrl));
       if (admin) {
         // The stored record (config values included): rarer, serialised per request.
         const { body, etag } = toolRecordRepresentation(entry.record);
@@ -235,6 +244,86 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       reply.header('x-registry-index', String(record.index));
       reply.header('etag', toolRecordRepresentation(record).etag);
       return reply.code(created ? 201 : 200).send(toolRecordBody(record));
+    },
+  );
+
+  const deprecated = (description: string) =>
+    json(ToolRecordSchema, description, {
+      headers: {
+        'X-Registry-Index': headers['X-Registry-Index'],
+        ETag: headers.RecordETag,
+        Deprecation: headers.Deprecation,
+        Sunset: headers.Sunset,
+        Link: headers.DeprecationLink,
+      },
+    });
+  const deprecationProblems = {
+    400: problems.BadRequest,
+    401: problems.Unauthorized,
+    403: problems.Forbidden,
+    404: problems.NotFound,
+    409: problems.WriteConflict,
+    412: problems.PreconditionFailed,
+    429: problems.TooManyRequests,
+    503: problems.Unavailable,
+  };
+  /** The record's answer after a deprecation's write: its new ETag, and the headers its reads carry. */
+  const sendDeprecated = (reply: FastifyReply, record: ToolRecord) => {
+    reply.header('x-registry-index', String(record.index));
+    reply.header('etag', toolRecordRepresentation(record).etag);
+    if (record.deprecation !== undefined) reply.headers(deprecationHeaders(record.deprecation, toolUrl));
+    return reply.send(toolRecordBody(record));
+  };
+
+  /** Issue 34: operators script against these names and fields. */
+  app.put(
+    '/tools/:name/deprecation',
+    {
+      config: { admin: 'deprecating a tool', audit: 'tool.deprecate' },
+      schema: {
+        tags: ['tools'],
+        operationId: 'deprecateTool',
+        summary: 'Deprecate a tool',
+        description:
+          "Sets (or replaces) the tool's deprecation: its `status` becomes `deprecated`, every record of it (discovery, lookups, pages, search, exports, `/mcp`) carries `deprecation`, and its own routes answer with the `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and `Link` (`successor-version`) headers. Calls keep working until the sunset and count in `/stats` as `deprecated_tool_calls`; from the sunset on the tool leaves every view and calls get `410`. Every field is optional; `replacement` must be another registered tool (`400` naming it otherwise). Re-registering the tool (`PUT /tools/{name}`) keeps the deprecation; `DELETE` lifts it. `404` for a tool that does not exist.",
+        security: admin,
+        params: ToolNameParamsSchema,
+        headers: WriteConditionHeaders,
+        body: DeprecationSchema,
+        response: { 200: deprecated('The deprecated tool.'), ...deprecationProblems },
+      },
+    },
+    async (request, reply) => {
+      const record = await app.registry.deprecateTool(request.params.name, request.body, {
+        actor: actorOf(request),
+        condition: writeConditionOf(request.headers),
+      });
+      return sendDeprecated(reply, record);
+    },
+  );
+
+  app.delete(
+    '/tools/:name/deprecation',
+    {
+      config: { admin: 'lifting a deprecation', audit: 'tool.undeprecate' },
+      schema: {
+        tags: ['tools'],
+        operationId: 'undeprecateTool',
+        summary: "Lift a tool's deprecation",
+        description:
+          "Lifts the tool's deprecation: its `status` is `active` again. Lifting none is not an error. `404` for a tool that does not exist (or is past its sunset).",
+        security: admin,
+        params: ToolNameParamsSchema,
+        headers: WriteConditionHeaders,
+        response: { 200: deprecated('The tool, no longer deprecated.'), ...deprecationProblems },
+      },
+    },
+    async (request, reply) => {
+      const record = await app.registry.deprecateTool(request.params.name, null, {
+        actor: actorOf(request),
+        condition: writeConditionOf(request.headers),
+      });
+      return sendDeprecated(reply, record);
     },
   );
 
