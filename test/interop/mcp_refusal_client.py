@@ -22,14 +22,24 @@ def emit(**fields):
 
 def describe(result):
     texts = [c.text for c in result.content if getattr(c, "type", None) == "text"]
-    return {"isError": bool(result.isError), "text": " ".join(texts), "meta": result.meta}
+    # 1.x spells the fields as the wire does; 2.x in snake case.
+    is_error = getattr(result, "isError", None) if hasattr(result, "isError") else getattr(result, "is_error", None)
+    meta = getattr(result, "meta", None)
+    return {"isError": bool(is_error), "text": " ".join(texts), "meta": meta}
+
+
+def reason(err):
+    """The error, and for an ExceptionGroup the errors in it (where HTTPStatusError shows)."""
+    inner = getattr(err, "exceptions", None)
+    text = f"{type(err).__name__}: {err}"
+    return text + "".join(f" [{reason(e)}]" for e in inner) if inner else text
 
 
 async def step(name, action):
     try:
         emit(step=name, ok=True, **(await action()))
     except BaseException as err:  # an ExceptionGroup when the transport's task group ends
-        emit(step=name, ok=False, error=f"{type(err).__name__}: {err}")
+        emit(step=name, ok=False, error=reason(err))
         raise
 
 
@@ -62,5 +72,5 @@ if __name__ == "__main__":
     try:
         asyncio.run(main())
     except BaseException as err:
-        emit(step="session", ok=False, error=f"{type(err).__name__}: {err}")
+        emit(step="session", ok=False, error=reason(err))
         sys.exit(1)
