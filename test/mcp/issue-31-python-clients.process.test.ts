@@ -78,7 +78,12 @@ for (const major of [1, 2] as const) {
     it('a session that never authenticated: told it needs a token, and the session lists on', async (ctx) => {
       if (python === undefined) return ctx.skip(skip);
       const [, refused, list] = await runClient(python, r.url, undefined, ['beta_echo']);
-      expect(refused).toMatchObject({ step: 'refused', ok: true, isError: true, text: 'calling beta_echo needs a bearer token with scope beta' });
+      expect(refused).toMatchObject({
+        step: 'refused',
+        ok: true,
+        isError: true,
+        text: 'calling beta_echo needs a bearer token with scope beta',
+      });
       expect(refused?.meta?.[PROBLEM_META_KEY]).toMatchObject({ code: 'TR_ERR_UNAUTHENTICATED' });
       expect(list).toMatchObject({ step: 'list', ok: true, tools: ['alpha_echo', 'beta_echo', 'open_echo'] });
     });
