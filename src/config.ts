@@ -255,6 +255,9 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       sessionIdleMs: env.MCP_SESSION_IDLE_S * 1000,
       pageSize: env.MCP_PAGE_SIZE,
       forwardAuthorization: env.MCP_FORWARD_AUTHORIZATION,
+      scopeChallenge: env.MCP_SCOPE_CHALLENGE,
+      /** Last-Event-ID replay per session (src/http/mcp/event-store.ts); `maxEvents` 0 turns it off. */
+      replay: { maxEvents: env.MCP_REPLAY_EVENTS, maxAgeMs: env.MCP_REPLAY_S * 1000, maxBytes: env.MCP_REPLAY_BYTES },
       allowedOrigins: env.MCP_ALLOWED_ORIGINS ?? [publicUrl.origin],
     },
   };

@@ -315,6 +315,22 @@ export const EnvSchema = z.object({
     'false',
     boolean,
   ),
+  MCP_SCOPE_CHALLENGE: setting(
+    "answer an MCP tools/call outside the token's scopes with the authorization spec's HTTP 403 insufficient_scope challenge, for clients that re-authorise on it (false: a tools/call result with isError and the reason, which every client keeps its session with)",
+    'false',
+    boolean,
+  ),
+  MCP_REPLAY_EVENTS: setting(
+    'events per MCP session kept for clients that reconnect with Last-Event-ID (0: streams carry no event ids and are not resumable)',
+    '256',
+    integer(0, 100_000),
+  ),
+  MCP_REPLAY_S: setting('seconds an MCP stream event stays replayable with Last-Event-ID', '300', integer(1, 86_400)),
+  MCP_REPLAY_BYTES: setting(
+    'bytes of events per MCP session kept for Last-Event-ID replay (the oldest go first)',
+    String(256 * 1024),
+    integer(0, 1024 ** 3),
+  ),
   MCP_ALLOWED_ORIGINS: optional(
     'browser origins allowed to call /mcp, comma-separated (default: the origin of PUBLIC_URL); requests with another Origin get 403',
     list,

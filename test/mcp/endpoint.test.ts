@@ -60,7 +60,8 @@ describe('the MCP endpoint', () => {
     });
     await new Promise<void>((resolve) => toolHost.listen(0, '127.0.0.1', resolve));
     toolPort = (toolHost.address() as AddressInfo).port;
-    t = await createTestApp({ RATE_LIMIT_MAX: '0', MCP_PAGE_SIZE: '2', MCP_SESSIONS_PER_CALLER: '3' });
+    // The 403 step-up challenge is opt-in since issue 31 (in-band refusals: issue-31-refusals.test.ts).
+    t = await createTestApp({ RATE_LIMIT_MAX: '0', MCP_PAGE_SIZE: '2', MCP_SESSIONS_PER_CALLER: '3', MCP_SCOPE_CHALLENGE: 'true' });
     admin = t.token(['registry:write'], { sub: 'operator' });
     await register('public_echo', []);
     await register('alpha_echo', ['alpha']);

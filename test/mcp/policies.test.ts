@@ -48,9 +48,10 @@ describe('/mcp with ANONYMOUS_DISCOVERY=public and MCP_ALLOW_ANONYMOUS', () => {
     const c = await connect(url, undefined);
     clients.push(c);
     expect((await listAll(c.client)).tools.map((tool) => tool.name)).toEqual(['open_tool']);
-    const err = await c.client.callTool({ name: 'open_tool', arguments: {} }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(StreamableHTTPError);
-    expect((err as StreamableHTTPError).code).toBe(401);
+    // Answered in the session since issue 31: a result with isError and the reason.
+    const refused = await c.client.callTool({ name: 'open_tool', arguments: {} });
+    expect(refused.isError).toBe(true);
+    expect(refused.content).toEqual([{ type: 'text', text: 'calling open_tool needs a bearer token' }]);
   });
 
   it("a tool outside the token's view is unknown: no 403 and no scope named", async () => {

@@ -17,9 +17,11 @@ belongs to the caller that opened it (token issuer and subject): it answers no o
 **Tools.** \`tools/list\` returns exactly the tools \`GET /\` shows the same token, in pages of
 \`MCP_PAGE_SIZE\` with \`nextCursor\`. \`tools/call\` goes through the same bridge as
 \`POST /tools/{name}/invoke\` (scopes checked again, usage and audit recorded): a call the
-token holds none of the tool's scopes for is answered \`403\` with
-\`error="insufficient_scope"\` and the scopes that would do; a tool that fails gives a result
-with \`isError: true\`; streamed output becomes \`notifications/progress\` when the request
+caller may not make (no token, none of the tool's scopes) is a result with \`isError: true\`,
+the reason as text and the problem (\`code\`, \`status\`, \`scopes\`) in
+\`_meta["tool-registry/problem"]\`, which every client keeps its session with; under
+\`MCP_SCOPE_CHALLENGE\` a missing scope is instead \`403\` with \`error="insufficient_scope"\`, for
+clients that step up on it; a tool that fails gives a result with \`isError: true\`; streamed output becomes \`notifications/progress\` when the request
 carries a \`progressToken\`. The client's token is not forwarded to tool hosts unless
 \`MCP_FORWARD_AUTHORIZATION\` is on. \`notifications/tools/list_changed\` reaches a session's
 stream when a write changes what its token sees, and only then.
@@ -38,7 +40,9 @@ its least recently used), the registry \`MCP_MAX_SESSIONS\`; a session unused fo
 \`MCP_SESSION_IDLE_S\` without an open stream ends (requests naming it get \`404\`, and the
 client starts a new one). An open \`GET\` stream counts against \`MAX_WAITERS\` and
 \`MAX_WAITERS_PER_CALLER\`, ends when its token expires, and is cut off when its client stops
-reading. Requests from a browser \`Origin\` not in \`MCP_ALLOWED_ORIGINS\` get \`403\`.
+reading. Stream events carry ids: a client that lost a stream sends \`GET\` with
+\`Last-Event-ID\` and is sent what it missed, within \`MCP_REPLAY_EVENTS\`, \`MCP_REPLAY_S\`
+and \`MCP_REPLAY_BYTES\` per session. Requests from a browser \`Origin\` not in \`MCP_ALLOWED_ORIGINS\` get \`403\`.
 Refusals made before the SDK sees the request and the SDK's own are problem details; those
 of the SDK also carry the JSON-RPC \`error\`.`;
 

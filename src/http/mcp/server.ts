@@ -35,6 +35,7 @@ import { RegistryError } from '../../model/errors.js';
 import { mcpResultOf, mcpToolOf, type McpToolEntry } from '../../model/mcp-tool.js';
 import { viewKeyFor, type VisibilityPolicy } from '../../model/visibility.js';
 import { describeInvalidParams, type ParamsIssue } from './invalid-params.js';
+import { refusedCall } from './refusals.js';
 
 /** What the route knows about the HTTP request a message came in. */
 export interface McpRequestContext {
@@ -210,7 +211,8 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
       ctx.onCallFailed(name, err.code, status);
       // A name the caller may not know of is a protocol error, as for any unknown tool.
       if (err.code === 'TR_ERR_NOT_FOUND' || err.code === 'TR_ERR_GONE') throw rpcError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
-      return failed(err.message);
+      // Refused calls too (no token, a missing scope): a result the client keeps its session with.
+      return refusedCall(err);
     }
   });
   return server;

@@ -14,10 +14,12 @@ import { changeInView, viewKeyString, type ViewKey } from '../../model/visibilit
 /** The notification Server.sendToolListChanged sends (the SDK's Protocol adds `jsonrpc` to the method). */
 const LIST_CHANGED = { method: 'notifications/tools/list_changed', jsonrpc: '2.0' } satisfies JSONRPCNotification;
 /**
- * Its bytes on the session's stream: the event the SDK's transport writes for it
- * (writeSSEEvent; no event id, since no event store is given to the transport).
+ * Its bytes on the session's stream, at most: the event the SDK's transport writes for it
+ * (writeSSEEvent), with the longest id the session's event store gives it (event-store.ts).
  */
-const LIST_CHANGED_BYTES = Buffer.byteLength(`event: message\ndata: ${JSON.stringify(LIST_CHANGED)}\n\n`);
+const LIST_CHANGED_BYTES = Buffer.byteLength(
+  `event: message\nid: _GET_stream/${Number.MAX_SAFE_INTEGER}\ndata: ${JSON.stringify(LIST_CHANGED)}\n\n`,
+);
 
 export interface McpSession {
   /** Given by the transport when `initialize` succeeds; empty until then. */
@@ -158,11 +160,12 @@ export class McpSessions {
     this.#pending.clear();
     for (const session of sessions) {
       const stream = session.stream;
-      // Notifications go out on the session's standalone stream; without one there is no one to tell.
-      if (stream === null) continue;
-      // A client that lets even these small notices pile up is not reading: the stream's
-      // cut-off ends it, and it reconnects (and lists again) when it reads.
-      if (!stream.admits(LIST_CHANGED_BYTES)) continue;
+      // Notifications go out on the session's standalone stream. Without one, the SDK keeps the
+      // event in the session's event store for a client reconnecting with Last-Event-ID (and,
+      // with no store, drops it: there is no one to tell). A client that lets even these small
+      // notices pile up is not reading: the stream's cut-off ends it, and it reconnects (and
+      // lists again) when it reads.
+      if (stream !== null && !stream.admits(LIST_CHANGED_BYTES)) continue;
       session.server.sendToolListChanged().catch(() => undefined);
     }
   }

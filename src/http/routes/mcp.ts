@@ -24,6 +24,8 @@ import { answer } from '../mcp/answer.js';
 import { readMessages, type McpMessage } from '../mcp/messages.js';
 import { DESCRIPTION, McpEventsSchema, refusals } from '../mcp/openapi.js';
 import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
+import { SessionEventStore } from '../mcp/event-store.js';
+import { replayAnswered } from '../mcp/resumption.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
 import { recordFailedCall } from '../plugins/audit.js';
 import { ANYONE, BEARER, empty, headers, problem, problems } from '../openapi/responses.js';
@@ -60,6 +62,8 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     sessions.closeAll();
   });
 
+  /** Each session's event store (Last-Event-ID replay), where replay is on. */
+  const eventStores = new WeakMap<McpSession, SessionEventStore>();
   /** The HTTP request behind each message, keyed by the authInfo object handed to the SDK. */
   const contexts = new WeakMap<object, McpRequestContext>();
   const deps = {
@@ -154,6 +158,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     const owner = callerKey(request);
     sessions.makeRoom(owner, Date.now());
     const server = createMcpServer(deps, contextOf);
+    const events = mcp.replay.maxEvents > 0 ? new SessionEventStore(mcp.replay) : undefined;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
@@ -161,8 +166,11 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         sessions.add(session);
       },
       onsessionclosed: () => sessions.close(session),
+      // Event ids and Last-Event-ID replay (issue 31), from this session's own bounded store.
+      eventStore: events,
     });
     const session: McpSession = { id: '', owner, server, transport, view: key, lastSeen: Date.now(), stream: null, inflight: new Set() };
+    if (events) eventStores.set(session, events);
     await server.connect(transport);
     endResponsesOfCancelledRequests(transport);
     return session;
@@ -228,7 +236,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         opened = true;
       } else {
         session = sessionOf(request);
-        refuseCallOutsideScopes(request, messages);
+        if (mcp.scopeChallenge) refuseCallOutsideScopes(request, messages);
         holdRequestIds(session, messages, reply);
       }
       session.view = key;
@@ -256,9 +264,10 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   };
 
   /**
-   * A call the token may know of but holds none of the scopes of is the MCP authorization rules'
-   * insufficient-scope case: HTTP 403 with the challenge, before the SDK answers 200. Every
-   * other refusal (an unknown tool, a deleted one) is the protocol's own error, from the handler.
+   * Under MCP_SCOPE_CHALLENGE, a call the token may know of but holds none of the scopes of is
+   * the MCP authorization rules' insufficient-scope case: HTTP 403 with the challenge, before the
+   * SDK answers 200, for clients that step up on it. Otherwise, and for every other refusal, the
+   * handler answers in the session (src/http/mcp/refusals.ts says why).
    */
   const refuseCallOutsideScopes = (request: FastifyRequest, messages: readonly McpMessage[]) => {
     // Each call of a batch (protocol revisions before 2025-06-18), as a single one.
@@ -267,7 +276,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       try {
         app.bridge.admit(tool, request.caller);
       } catch (err) {
-        if (err instanceof RegistryError && (err.code === 'TR_ERR_INSUFFICIENT_SCOPE' || err.code === 'TR_ERR_UNAUTHENTICATED')) {
+        if (err instanceof RegistryError && err.code === 'TR_ERR_INSUFFICIENT_SCOPE') {
           recordFailedCall(request, tool, err.code, err.status);
           throw err;
         }
@@ -287,6 +296,9 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         },
         400: problem('No `Mcp-Session-Id` (`TR_ERR_BAD_REQUEST`).'),
         406: problem('`Accept` must list `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).'),
+        405: problem(
+          '`Last-Event-ID` names an event of a `POST` stream that has answered its request, and nothing after it is left to send (`TR_ERR_METHOD_NOT_ALLOWED`).',
+        ),
         409: problem('The session has a stream open already (`TR_ERR_CONFLICT`).'),
         503: problem(
           '`MAX_WAITERS` streams and blocking queries are held already, or `MAX_WAITERS_PER_CALLER` by this caller (`TR_ERR_UNAVAILABLE`).',
@@ -300,6 +312,9 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       const key = enter(request);
       const session = sessionOf(request);
       session.view = key;
+      const lastEventId = request.headers['last-event-id'];
+      const answered = typeof lastEventId === 'string' ? eventStores.get(session)?.answeredAfter(lastEventId) : undefined;
+      if (answered !== undefined && typeof lastEventId === 'string') return replayAnswered(reply, session.id, lastEventId, answered);
       const stream = streams.open(request, reply, {
         maxBufferedBytes: SESSION_STREAM_BUFFER_BYTES,
         hold: {

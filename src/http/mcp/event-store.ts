@@ -1,0 +1,149 @@
+/**
+ * Resumable MCP streams (issue 31): the SDK transport's `EventStore`, one per session, holding
+ * the session's recent events in memory so that a client that lost a stream and comes back
+ * with `Last-Event-ID` is sent what it missed (the Streamable HTTP transport's resumability).
+ *
+ * Bounded three ways, per session: at most `maxEvents` events, none older than `maxAgeMs`, and
+ * at most `maxBytes` of their JSON; the oldest go first. An event id is `<stream>/<sequence>`
+ * and means something only to the store of the session that made it: a session's transport
+ * asks its own store, so no id replays another session's events (and sessions already answer
+ * their own caller only). An id older than what is still held replays what is held of its
+ * stream; a client that was away longer than the window misses the rest (for
+ * `notifications/tools/list_changed`, its next `tools/list` catches up anyway).
+ */
+import type { EventId, EventStore, StreamId } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+
+export interface McpEventHistoryLimits {
+  /** Events kept per session, over all its streams. */
+  maxEvents: number;
+  /** How long an event stays replayable. */
+  maxAgeMs: number;
+  /** Bytes of event JSON kept per session. */
+  maxBytes: number;
+}
+
+/**
+ * Streams a session's store remembers: each POST answered as a stream is one (its ids end with
+ * it), the GET stream another, refreshed by every event on it and every reconnect's priming.
+ */
+const KNOWN_STREAMS = 256;
+
+interface StoredEvent {
+  readonly streamId: StreamId;
+  readonly sequence: number;
+  readonly message: JSONRPCMessage;
+  readonly bytes: number;
+  readonly at: number;
+}
+
+/** The SDK's priming events: an empty object that carries no message, never replayed. */
+function isPriming(message: JSONRPCMessage): boolean {
+  return Object.keys(message).length === 0;
+}
+
+export class SessionEventStore implements EventStore {
+  readonly #limits: McpEventHistoryLimits;
+  readonly #now: () => number;
+  /** Oldest first; sequences rise by one across the session's streams. */
+  readonly #events: StoredEvent[] = [];
+  /**
+   * Streams this store has given ids for, least recently used first (at most KNOWN_STREAMS): an
+   * id naming another is not this session's, or too old, and the SDK answers it 400.
+   */
+  readonly #streams = new Set<StreamId>();
+  /** Streams a JSON-RPC response was stored on: POST answers that have nothing more to come. */
+  readonly #answered = new Set<StreamId>();
+  #sequence = 0;
+  #bytes = 0;
+
+  constructor(limits: McpEventHistoryLimits, now: () => number = Date.now) {
+    this.#limits = limits;
+    this.#now = now;
+  }
+
+  /** Events held now (for tests and limits). */
+  get size(): number {
+    return this.#events.length;
+  }
+
+  async storeEvent(streamId: StreamId, message: JSONRPCMessage): Promise<EventId> {
+    const sequence = ++this.#sequence;
+    this.#streams.delete(streamId);
+    this.#streams.add(streamId);
+    if (this.#streams.size > KNOWN_STREAMS) {
+      const oldest = this.#streams.values().next().value;
+      if (oldest !== undefined) {
+        this.#streams.delete(oldest);
+        this.#answered.delete(oldest);
+      }
+    }
+    // A priming event gets an id (the client's cursor) but holds nothing worth replaying.
+    if ('id' in message && ('result' in message || 'error' in message)) this.#answered.add(streamId);
+    if (!isPriming(message)) {
+      const bytes = Buffer.byteLength(JSON.stringify(message));
+      this.#events.push({ streamId, sequence, message, bytes, at: this.#now() });
+      this.#bytes += bytes;
+    }
+    this.#evict();
+    return `${streamId}/${sequence}`;
+  }
+
+  async getStreamIdForEventId(eventId: EventId): Promise<StreamId | undefined> {
+    return this.#parse(eventId)?.streamId;
+  }
+
+  async replayEventsAfter(lastEventId: EventId, { send }: { send: (eventId: EventId, message: JSONRPCMessage) => Promise<void> }) {
+    const cursor = this.#parse(lastEventId);
+    // The SDK asks getStreamIdForEventId first and refuses ids it does not know (400).
+    if (cursor === undefined) throw new Error('unknown event id');
+    this.#evict();
+    for (const event of [...this.#events]) {
+      if (event.streamId === cursor.streamId && event.sequence > cursor.sequence)
+        await send(`${event.streamId}/${event.sequence}`, event.message);
+    }
+    return cursor.streamId;
+  }
+
+  /**
+   * For a cursor on a POST stream that has been answered, the held events after it (empty when
+   * the client has them all): such a stream ends once they are sent, where the SDK would keep a
+   * resumed stream open. Undefined for the GET stream, a stream still being answered, or an id
+   * this store does not know.
+   */
+  answeredAfter(lastEventId: EventId): { id: EventId; message: JSONRPCMessage }[] | undefined {
+    const cursor = this.#parse(lastEventId);
+    if (cursor === undefined || !this.#answered.has(cursor.streamId)) return undefined;
+    this.#evict();
+    return this.#events
+      .filter((event) => event.streamId === cursor.streamId && event.sequence > cursor.sequence)
+      .map((event) => ({ id: `${event.streamId}/${event.sequence}`, message: event.message }));
+  }
+
+  /** `<stream>/<sequence>` for a stream of this store and a sequence it has given; else undefined. */
+  #parse(eventId: EventId): { streamId: StreamId; sequence: number } | undefined {
+    const slash = eventId.lastIndexOf('/');
+    if (slash <= 0) return undefined;
+    const streamId = eventId.slice(0, slash);
+    const digits = eventId.slice(slash + 1);
+    if (!/^[0-9]{1,15}$/.test(digits) || !this.#streams.has(streamId)) return undefined;
+    const sequence = Number(digits);
+    return sequence <= this.#sequence ? { streamId, sequence } : undefined;
+  }
+
+  #evict(): void {
+    const { maxEvents, maxAgeMs, maxBytes } = this.#limits;
+    const oldest = this.#now() - maxAgeMs;
+    let drop = 0;
+    let bytes = this.#bytes;
+    while (drop < this.#events.length) {
+      const event = this.#events[drop];
+      if (event === undefined) break;
+      if (this.#events.length - drop <= maxEvents && bytes <= maxBytes && event.at >= oldest) break;
+      bytes -= event.bytes;
+      drop++;
+    }
+    if (drop > 0) this.#events.splice(0, drop);
+    this.#bytes = bytes;
+  }
+}
