@@ -98,6 +98,9 @@ export interface OpenApiSourceInput extends OpenApiSourceWrite {
   operations: readonly OpenApiOperationTool[];
 }
 
+/** The reason of a deprecation an OpenAPI document's `deprecated: true` sets (lifted when the document drops it). */
+export const DEPRECATED_IN_DOCUMENT = 'The OpenAPI document marks this operation deprecated.';
+
 /** What a write of a source did. */
 export interface OpenApiSourceResult {
   record: OpenApiSourceRecord;
@@ -300,6 +303,8 @@ export class WriteCommands {
     const errors: FieldError[] = [];
     const writes: { name: string; kind: 'http'; serviceId: null; descriptor: HttpTool; owner: string }[] = [];
     const wanted = new Set<string>();
+    const deprecate: string[] = [];
+    const undeprecate: string[] = [];
     for (const operation of input.operations) {
       const parsed = resolveTool(operation.body, this.#lookupService);
       this.checkTargets(parsed, ['operations', operation.pointer]);
@@ -309,6 +314,11 @@ export class WriteCommands {
         errors.push({ path: operation.pointer, message: `the tool name "${parsed.name}" is taken by ${holderOf(existing)}` });
         continue;
       }
+      // OpenAPI `deprecated` (issue 34's deprecation): set while the document says so, lifted when
+      // it no longer does; a deprecation an operator set is the operator's, and stays.
+      const ours = existing?.deprecation?.reason === DEPRECATED_IN_DOCUMENT;
+      if (operation.deprecated && existing?.deprecation === undefined) deprecate.push(parsed.name);
+      else if (!operation.deprecated && ours) undeprecate.push(parsed.name);
       if (existing && isDeepStrictEqual(existing.descriptor, parsed.descriptor)) continue;
       writes.push({ name: parsed.name, kind: 'http', serviceId: null, descriptor: operation.body, owner });
     }
@@ -317,14 +327,19 @@ export class WriteCommands {
     const deletes = this.#store.openApiSourceTools(id).filter((name) => !wanted.has(name));
     const at = this.#commit.stamp();
     const detail = `${writes.length} tool(s) written, ${deletes.length} deleted, ${input.operations.length - writes.length} unchanged`;
+    const deprecations = [
+      ...deprecate.map((name) => ({ name, deprecation: { since: at, reason: DEPRECATED_IN_DOCUMENT } })),
+      ...undeprecate.map((name) => ({ name, deprecation: null })),
+    ];
     const result = this.#store.putOpenApiSource(
       input,
       writes,
       deletes,
       at,
       this.#audit(actor, at, 'openapi-source.put', (r) => [r.record.id, r.created ? 201 : 200, detail]),
+      deprecations,
     );
-    if (result.tools.length > 0) this.#commit.stage(result.record.index, { tools: result.tools });
+    this.#commit.stage(result.record.index, { tools: result.tools });
     return { record: result.record, created: result.created, written: writes.map((w) => w.name), deleted: deletes };
   }
 
@@ -336,7 +351,7 @@ export class WriteCommands {
       at,
       this.#audit(actor, at, 'openapi-source.delete', (r) => [r.record.id, 200, `${r.tools.length} tool(s) deleted with it`]),
     );
-    if (result.tools.length > 0) this.#commit.stage(result.record.index, { tools: result.tools });
+    this.#commit.stage(result.record.index, { tools: result.tools });
     return { record: result.record, deleted: result.tools.map((t) => t.name) };
   }
 

@@ -357,14 +357,16 @@ export class RegistryStore {
     deletes: readonly string[],
     now: string,
     audit?: AuditFor<{ record: OpenApiSourceRecord; created: boolean; tools: ToolRecord[] }>,
+    deprecations: readonly { name: string; deprecation: ToolDeprecation | null }[] = [],
   ): { record: OpenApiSourceRecord; created: boolean; tools: ToolRecord[] } {
     return this.#transactions.write((index) => {
       const result = this.#openApiSources.put(write, index, now);
-      const records = [
-        ...tools.map((t) => this.#tools.put(t, index, now).record),
-        ...deletes.map((name) => this.#tools.tombstone(name, index, now)),
-      ];
-      return { ...result, tools: records };
+      // By name, the last write of each: a tool written and then deprecated is staged once.
+      const records = new Map<string, ToolRecord>();
+      for (const t of tools) records.set(t.name, this.#tools.put(t, index, now).record);
+      for (const { name, deprecation } of deprecations) records.set(name, this.#tools.deprecate(name, deprecation, index, now));
+      for (const name of deletes) records.set(name, this.#tools.tombstone(name, index, now));
+      return { ...result, tools: [...records.values()] };
     }, audit);
   }
 
