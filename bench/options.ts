@@ -18,6 +18,7 @@ export const GROUPS = [
   'writes',
   'cores',
   'mcp',
+  'openapi',
   'replication',
   'validation',
   'search-index',

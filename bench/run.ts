@@ -10,7 +10,7 @@
  *   --only=a,b,...          run only these groups (below); default: all of them
  *   --no-<group>            leave one group out (--no-scenarios, --no-growth, --no-bridge,
  *                           --no-waiters, --no-pages, --no-lookup, --no-search, --no-filters,
- *                           --no-import, --no-writes, --no-cores, --no-mcp, --no-replication,
+ *                           --no-import, --no-writes, --no-cores, --no-mcp, --no-openapi, --no-replication,
  *                           --no-validation, --no-search-index)
  *   --sizes=1000,10000      catalogue sizes of the classic scenarios (default 1000,10000); given
  *                           alone, also the sizes of pages, lookup, search, filters and writes
@@ -64,6 +64,10 @@
  *              tools/list over /mcp (one initialized session, one page) against GET / with the
  *              same token, and tools/call of the echo tool over /mcp against POST
  *              /tools/{name}/invoke with the same arguments and token; ratios MCP / HTTP.
+ *   Issue 30 (bench/openapi.ts):
+ *   openapi    PUT /openapi-sources/{id} of 1,000 operations (time, memory, /healthz during it),
+ *              discovery of the imported tools against the ceiling, and a bridged GET of a REST
+ *              API over HTTPS (a throwaway CA, an API key) against calling the API directly.
  *   Issue 14 (bench/replication.ts; a Pulsar broker: PULSAR_WS_URL, else the one scripts/pulsar.sh
  *   runs, else one started with scripts/pulsar.sh and stopped at the end):
  *   replication  Three replicas on one topic: time from a write on one until every replica's
@@ -91,6 +95,7 @@ import { growth, growthSections, type GrowthRow } from './growth.js';
 import { importDuringReads, importSection, type ImportReadsResult } from './import-reads.js';
 import { killAllChildren, REPO_ROOT } from './lib.js';
 import { mcpBench, mcpSection, type McpResult } from './mcp.js';
+import { openApiBench, openApiSections, type OpenApiResult } from './openapi.js';
 import { replication, replicationSections, stopReplicationBrokerSync, type ReplicationResult } from './replication.js';
 import { log, opts, TARGETS } from './options.js';
 import { f0, machine, table, type Section } from './report.js';
@@ -132,6 +137,7 @@ async function main(): Promise<void> {
     importDuringReads: ImportReadsResult | Failed | null;
     cores: CoresRow[] | Failed | null;
     mcp: McpResult | Failed | null;
+    openapi: OpenApiResult | Failed | null;
     replication: ReplicationResult | Failed | null;
     validation: ValidationResult | Failed | null;
     searchIndex: SearchIndexResult | Failed | null;
@@ -150,6 +156,7 @@ async function main(): Promise<void> {
     importDuringReads: null,
     cores: null,
     mcp: null,
+    openapi: null,
     replication: null,
     validation: null,
     searchIndex: null,
@@ -212,6 +219,14 @@ async function main(): Promise<void> {
     } catch (err) {
       results.mcp = failed(err);
       log(`mcp: ${results.mcp.skipped}`);
+    }
+  }
+  if (g.openapi) {
+    try {
+      results.openapi = await openApiBench();
+    } catch (err) {
+      results.openapi = failed(err);
+      log(`openapi: ${results.openapi.skipped}`);
     }
   }
   if (g.replication) {
@@ -281,6 +296,10 @@ async function main(): Promise<void> {
   if (results.mcp) {
     const r = results.mcp;
     sections.push('skipped' in r ? skippedSection('MCP over /mcp', r) : mcpSection(r));
+  }
+  if (results.openapi) {
+    const r = results.openapi;
+    sections.push(...('skipped' in r ? [skippedSection('OpenAPI sources', r)] : openApiSections(r)));
   }
   if (results.replication) {
     const r = results.replication;

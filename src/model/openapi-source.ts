@@ -71,6 +71,8 @@ export type OpenApiSource = z.infer<typeof OpenApiSourceSchema>;
 
 /** `PUT /openapi-sources/{id}`: the descriptor, the document inline (`document`) or by URL (`documentUrl`), and a credential. */
 export const OpenApiSourcePutBodySchema = OpenApiSourceSchema.extend({
+  /** The path gives it; a body that names another id is refused. */
+  id: ServiceIdSchema.optional(),
   /** The document itself: JSON or YAML text, or the JSON object. */
   document: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
   /** What the registry sends to the API: the document's security scheme filled (`{"apiKey": "…"}`), or a full credential. */

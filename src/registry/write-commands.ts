@@ -99,7 +99,7 @@ export interface OpenApiSourceInput extends OpenApiSourceWrite {
 }
 
 /** The reason of a deprecation an OpenAPI document's `deprecated: true` sets (lifted when the document drops it). */
-export const DEPRECATED_IN_DOCUMENT = 'The OpenAPI document marks this operation deprecated.';
+const DEPRECATED_IN_DOCUMENT = 'The OpenAPI document marks this operation deprecated.';
 
 /** What a write of a source did. */
 export interface OpenApiSourceResult {

@@ -526,6 +526,9 @@ beforeAll(async () => {
     deleteToolService: [{ params: { id: 'fuzz-doomed' } }],
     putMcpServer: [{ params: { id: 'fuzz-upstream' }, body: mcpServer('up_') }],
     deleteMcpServer: [{ params: { id: 'fuzz-doomed' } }],
+    // Issue 34: a deprecation of a live tool, and its lifting.
+    deprecateTool: [{ params: { name: 'echo' }, body: { sunset: '2099-01-01T00:00:00Z', reason: 'fuzzed' } }],
+    undeprecateTool: [{ params: { name: 'echo' } }],
     putOpenApiSource: [
       {
         params: { id: 'fuzz-openapi' },

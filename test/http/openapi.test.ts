@@ -744,6 +744,18 @@ describe('the OpenAPI document', () => {
     ).toBe(404);
     expect((await call('/mcp-servers/{id}', { method: 'DELETE', url: '/mcp-servers/up', headers: admin })).res.statusCode).toBe(200);
 
+    // Deprecation (issue 34): set, refused for an unknown tool, lifted.
+    const deprecation = (method: 'PUT' | 'DELETE', name: string, payload?: unknown) =>
+      call('/tools/{name}/deprecation', {
+        method,
+        url: `/tools/${name}/deprecation`,
+        headers: admin,
+        ...(payload !== undefined && { payload: payload as never }),
+      });
+    expect((await deprecation('PUT', 'calculator', { reason: 'checked by the document test' })).res.statusCode).toBe(200);
+    expect((await deprecation('PUT', 'nope', {})).res.statusCode).toBe(404);
+    expect((await deprecation('DELETE', 'calculator')).res.statusCode).toBe(200);
+
     // OpenAPI sources (issue 30): a small document, its one operation a tool.
     const source = {
       prefix: 'ex_',
@@ -1245,7 +1257,8 @@ describe('the OpenAPI document', () => {
       payload: { jsonrpc: '2.0', id: 2, method: 'tools/list' },
     });
     expect(listed.res.statusCode).toBe(200);
-    expect(String(listed.body)).toMatch(/^event: message\ndata: \{"result":\{"tools":\[/);
+    // A first event to resume from (an id, empty data), then the answer with its event id (issue 31).
+    expect(String(listed.body)).toMatch(/^id: [^\n]+\ndata: \n\nevent: message\nid: [^\n]+\ndata: \{"result":\{"tools":\[/);
     const notices = await openStream(port, '/mcp', { ...session, accept: 'text/event-stream' });
     expectDocumented(document, '/mcp', 'get', notices.answer());
     notices.close();

@@ -48,8 +48,10 @@ of the SDK also carry the JSON-RPC \`error\`.`;
 
 export const McpEventsSchema = z
   .string()
-  .regex(/^(?:event: message\n(?:id: [^\n]*\n)?data: [^\n]+\n\n|: [^\n]*\n\n)*$/)
-  .describe('Server-sent events, each `event: message` with one JSON-RPC message as `data`, and `: keepalive` comments.');
+  .regex(/^(?:event: message\n(?:id: [^\n]*\n)?data: [^\n]+\n\n|id: [^\n]*\n(?:retry: \d+\n)?data: \n\n|: [^\n]*\n\n)*$/)
+  .describe(
+    'Server-sent events, each `event: message` with one JSON-RPC message as `data` and its event `id` (for `Last-Event-ID`), a first event with an `id` and empty `data` that a client may resume from before any message, and `: keepalive` comments.',
+  );
 
 const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
 

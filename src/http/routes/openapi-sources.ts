@@ -144,7 +144,8 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
     },
     async (request, reply) => {
       const body = request.body;
-      const { document: _document, credential, ...source } = body;
+      const { document: _document, credential, ...rest } = body;
+      const source: OpenApiSource = { ...rest, id: request.params.id };
       const text = await documentOf(body);
       const converted = await converter.convert({
         document: text,
@@ -168,7 +169,7 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
         }
       }
       const input: OpenApiSourceInput = {
-        source: source as OpenApiSource,
+        source,
         document: text,
         title: converted.title,
         version: converted.version,
