@@ -210,6 +210,7 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
     importBodyLimit: env.IMPORT_BODY_LIMIT,
     /** The largest OpenAPI document a source may have (issue 30). */
     openApiMaxDocumentBytes: env.OPENAPI_MAX_DOCUMENT_BYTES,
+    openApiRefreshS: env.OPENAPI_REFRESH_S,
     maxHeaderSize: env.MAX_HEADER_SIZE,
     jsonMaxDepth: env.JSON_MAX_DEPTH,
     maxConnections: env.MAX_CONNECTIONS,

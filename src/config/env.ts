@@ -111,6 +111,11 @@ export const EnvSchema = z.object({
     String(8 * 1024 * 1024),
     integer(1024, 64 * 1024 * 1024),
   ),
+  OPENAPI_REFRESH_S: setting(
+    "seconds between reads of an OpenAPI source's documentUrl, unless the source sets refreshIntervalS; what a read finds new or changed waits for review under the source's policy `review`; 0: read only on demand (POST /openapi-sources/{id}/refresh)",
+    '3600',
+    integer(0, 604_800),
+  ),
   MAX_HEADER_SIZE: setting('largest request header block in bytes', String(16 * 1024), integer(1024, 1024 * 1024)),
   JSON_MAX_DEPTH: setting('deepest nesting of objects and arrays a JSON request body may have; deeper is a 400', '64', integer(2, 1000)),
   MAX_CONNECTIONS: setting('most concurrent connections; further ones are refused', '10000', integer(1, 1_000_000)),

@@ -14,6 +14,7 @@ import bridgePlugin from './plugins/bridge.js';
 import connectionsPlugin, { serverTimeouts } from './plugins/connections.js';
 import errorsPlugin from './plugins/errors.js';
 import mcpUpstreamsPlugin from './plugins/mcp-upstreams.js';
+import openApiSourcesPlugin from './plugins/openapi-sources.js';
 import metricsPlugin from './plugins/metrics.js';
 import openapiPlugin from './plugins/openapi.js';
 import outboundPlugin from './plugins/outbound.js';
@@ -101,6 +102,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(auditPlugin, { config });
   // Before the bridge, whose mcp transport uses its connections.
   await app.register(mcpUpstreamsPlugin, { config });
+  await app.register(openApiSourcesPlugin, { config });
   await app.register(announcePlugin, { config });
   await app.register(bridgePlugin, { config });
   // After the services it reads, before the routes it times.

@@ -93,11 +93,11 @@ export const McpServerListSchema = z.strictObject({ mcpServers: z.array(McpServe
 // ---------------------------------------------------------------------------------------------
 // Review of upstream tools (issue 29; admin only)
 
-const DigestSchema = z
+export const DigestSchema = z
   .string()
   .regex(/^sha256:[0-9a-f]{64}$/, 'must be "sha256:" and 64 lowercase hex digits')
   .describe(
-    'SHA-256 of the canonical JSON (keys sorted) of what agents are served of the tool: name, title, description, input and output schemas.',
+    "SHA-256 of the canonical JSON (keys sorted) of the tool's version: of an upstream MCP server's tool, what agents are served (name, title, description, input and output schemas); of an OpenAPI source's tool, the whole tool, where its calls go and its scopes included.",
   );
 
 /**
@@ -108,7 +108,7 @@ const DigestSchema = z
 export const ReviewChangesSchema = z
   .array(
     z.object({
-      tool: ToolNameSchema.describe("The tool's served name (the server's prefix and the upstream's name)."),
+      tool: ToolNameSchema.describe("The tool's served name (the server's or source's prefix and the upstream's or operation's name)."),
       digest: DigestSchema,
     }),
   )

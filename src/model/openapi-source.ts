@@ -57,6 +57,24 @@ export const OpenApiSourceSchema = z.strictObject({
   /** Prepended to every tool name, as an upstream MCP server's prefix is (required). */
   prefix: z.string().regex(/^[a-zA-Z0-9_-]{1,32}$/, 'must be 1 to 32 letters, digits, "_" or "-"'),
   filter: OpenApiFilterSchema.optional(),
+  /**
+   * Whether what a re-read of documentUrl finds reaches agents at once (`auto`) or once an
+   * operator accepts it (`review`), as for upstream MCP servers (issue 29).
+   */
+  policy: z
+    .enum(['review', 'auto'])
+    .default('review')
+    .describe(
+      "For a `documentUrl` source: `review` (the default): what a later read of the URL finds new or changed waits in `GET /openapi-sources/{id}/pending` until an operator accepts it, agents keep the tools they have meanwhile, and an operation the document drops leaves at once. `auto`: every read applies at once. A PUT is the operator's own word and always applies at once.",
+    ),
+  /** Seconds between reads of documentUrl (default OPENAPI_REFRESH_S; 0: only on demand). */
+  refreshIntervalS: z
+    .number()
+    .int()
+    .min(0)
+    .max(604_800)
+    .refine((s) => s === 0 || s >= 60, 'must be 0 (read only on demand) or 60 to 604800 seconds')
+    .optional(),
   /** Each call's timeout, unless TOOL_CALL_TIMEOUT_MS. */
   timeoutMs: z.number().int().min(1).max(600_000).optional(),
   /** Scope entries for the operations the document leaves open (no `security`); none: open, as the document says. */
@@ -122,6 +140,15 @@ export const OpenApiSourceRecordSchema = z
       ),
     tools: z.array(z.string()).describe("The names of the source's tools."),
     skipped: SkippedSchema.describe('Operations not made into tools, each with its JSON pointer and why.'),
+    refresh: z
+      .strictObject({
+        lastReadAt: z.string().nullable().describe('When the registry last read the documentUrl again (null: not since it started).'),
+        lastError: z.string().nullable().describe('Why that read failed; null when it did not. The tools stay as they were.'),
+        nextReadAt: z.string().nullable().describe('When the next read on the interval is due; null: only on demand.'),
+        pending: z.number().int().describe('Versions found by reads that wait for review (rejected ones left out).'),
+      })
+      .optional()
+      .describe('For a source read from documentUrl: its reads again, and what waits for review.'),
     written: z.array(z.string()).optional().describe('On a write: the tools it wrote (new or changed).'),
     deleted: z.array(z.string()).optional().describe('On a write or delete: the tools it deleted.'),
   })

@@ -19,14 +19,14 @@ import type { ChangeBus } from './change-bus.js';
 import type { CommitObserver } from './commit-telemetry.js';
 import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from './writes.js';
 import { GroupCommit, isoNow, type Outcome, type Pin } from './group-commit.js';
+import { WriteCommands, auditFor, holderOf, type McpSyncResult, type ReviewedChange, type ReviewResult } from './write-commands.js';
 import {
-  WriteCommands,
-  type McpSyncResult,
+  OpenApiSourceCommands,
+  type OpenApiRefreshInput,
+  type OpenApiRefreshResult,
   type OpenApiSourceInput,
   type OpenApiSourceResult,
-  type ReviewedChange,
-  type ReviewResult,
-} from './write-commands.js';
+} from './openapi-source-commands.js';
 import type { OpenApiSourceRecord } from '../model/openapi-source.js';
 import { ImportJobs, type ImportSummary } from './import-jobs.js';
 import { ReplicatedApply } from './replicated-apply.js';
@@ -56,6 +56,7 @@ export class RegistryService implements RegistryWrites {
   readonly #now: () => string;
   readonly #commit: GroupCommit;
   readonly #commands: WriteCommands;
+  readonly #sources: OpenApiSourceCommands;
   readonly #imports: ImportJobs;
   readonly #replicated: ReplicatedApply;
 
@@ -66,6 +67,13 @@ export class RegistryService implements RegistryWrites {
     this.#now = now;
     this.#commit = new GroupCommit(store, catalog, bus, { now, orphanAfterMs: partLimits.orphanAfterMs });
     this.#commands = new WriteCommands(store, this.#commit, outbound);
+    this.#sources = new OpenApiSourceCommands({
+      store,
+      commit: this.#commit,
+      checkTargets: (tool, prefix) => this.#commands.checkTargets(tool, prefix),
+      holderOf,
+      audit: auditFor,
+    });
     this.#imports = new ImportJobs(store, catalog, bus, this.#commit, this.#commands);
     this.#replicated = new ReplicatedApply(store, this.#commit, this.#commands, this.#imports, partLimits);
     // Issue 34: tools leaving at their sunset reach every front as a write's changes do.
@@ -136,12 +144,26 @@ export class RegistryService implements RegistryWrites {
 
   /** `PUT /openapi-sources/{id}` (issue 30): the source and its converted operations' tools, one write. */
   putOpenApiSource(input: OpenApiSourceInput, actor?: Actor): Promise<OpenApiSourceResult> {
-    return this.#commit.enqueue(() => this.#commands.putOpenApiSource(input, actor));
+    return this.#commit.enqueue(() => this.#sources.put(input, actor));
   }
 
   /** Deletes a source and its tools, in one write. */
   deleteOpenApiSource(id: string, actor?: Actor): Promise<{ record: OpenApiSourceRecord; deleted: string[] }> {
-    return this.#commit.enqueue(() => this.#commands.deleteOpenApiSource(id, actor));
+    return this.#commit.enqueue(() => this.#sources.delete(id, actor));
+  }
+
+  /** A re-read of a source's documentUrl (issue 30): removals at once, the rest written or held for review by the source's policy. */
+  refreshOpenApiSource(input: OpenApiRefreshInput, actor?: Actor): Promise<OpenApiRefreshResult> {
+    return this.#commit.enqueue(() => this.#sources.refresh(input, actor));
+  }
+
+  /** An operator accepts pending versions of a source's tools, by tool and digest. */
+  acceptOpenApiChanges(id: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult> {
+    return this.#commit.enqueue(() => this.#sources.accept(id, changes, actor));
+  }
+
+  rejectOpenApiChanges(id: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult> {
+    return this.#commit.enqueue(() => this.#sources.reject(id, changes, actor));
   }
 
   /** Runs alone and in slices, so that reads keep answering (src/registry/import-jobs.ts). */

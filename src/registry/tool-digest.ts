@@ -24,6 +24,15 @@ export function toolDigest(tool: ServedTool): string {
   return `sha256:${createHash('sha256').update(canonicalJson(served)).digest('hex')}`;
 }
 
+/**
+ * `sha256:` and 64 hex digits of a whole descriptor (issue 30): for an OpenAPI source's tool,
+ * where a re-read document moving calls to another host or path, or opening a tool, is as much a
+ * change to review as a new description.
+ */
+export function descriptorDigest(descriptor: unknown): string {
+  return `sha256:${createHash('sha256').update(canonicalJson(descriptor)).digest('hex')}`;
+}
+
 /** JSON with every object's keys sorted (undefined members left out, as JSON.stringify does). */
 function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {

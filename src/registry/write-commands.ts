@@ -13,9 +13,8 @@ import type { BusTool, ToolService } from '../model/schemas.js';
 import { credentialOf, type McpServer, type McpTool } from '../model/mcp-schemas.js';
 import { clashOf, planMcpSync, prefixOf, type McpSyncPlan } from '../model/mcp-tools.js';
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
-import type { AuditFor, OpenApiSourceWrite, PendingRecord, RegistryStore } from '../store/registry-store.js';
-import { openApiSourceOf, openApiSourceOwner, type OpenApiSourceRecord } from '../model/openapi-source.js';
-import type { HttpTool } from '../model/schemas.js';
+import type { AuditFor, PendingRecord, RegistryStore } from '../store/registry-store.js';
+import { openApiSourceOf } from '../model/openapi-source.js';
 import { toolRecordRepresentation } from '../catalog/record-etag.js';
 import { checkWriteCondition, type WriteCondition } from '../model/write-condition.js';
 import type { GroupCommit } from './group-commit.js';
@@ -84,30 +83,6 @@ function syncDetail(plan: McpSyncPlan, stored: (name: string) => ToolRecord | un
   const parts = [written.length > 0 ? `${counts}: ${namedDigests(written)}` : counts];
   if (fresh.length > 0) parts.push(`${fresh.length} pending review: ${namedDigests(fresh)}`);
   return parts.join('; ');
-}
-
-/** One operation of an OpenAPI source as a tool body, where it came from in the document. */
-export interface OpenApiOperationTool {
-  pointer: string;
-  deprecated: boolean;
-  body: HttpTool;
-}
-
-/** A converted OpenAPI source, ready to write: the row, and the tool each kept operation becomes. */
-export interface OpenApiSourceInput extends OpenApiSourceWrite {
-  operations: readonly OpenApiOperationTool[];
-}
-
-/** The reason of a deprecation an OpenAPI document's `deprecated: true` sets (lifted when the document drops it). */
-const DEPRECATED_IN_DOCUMENT = 'The OpenAPI document marks this operation deprecated.';
-
-/** What a write of a source did. */
-export interface OpenApiSourceResult {
-  record: OpenApiSourceRecord;
-  created: boolean;
-  /** Names of the tools written (new or changed) and deleted. */
-  written: string[];
-  deleted: string[];
 }
 
 /** One change an operator accepts or rejects (issue 29): the served name and the digest it was listed with. */
@@ -288,71 +263,6 @@ export class WriteCommands {
     const result = this.#store.deleteMcpServer(id, at, this.#audit(actor, at, 'mcp-server.delete', describe));
     this.#commit.stage(result.server.index, { mcpServers: [result.server], tools: result.tools });
     return result;
-  }
-
-  /**
-   * An OpenAPI source (issue 30) and its tools in one write: each kept operation's tool written
-   * unless unchanged, the source's tools it no longer has deleted. A name held by a tool that is
-   * not the source's (an operator's, an upstream's, another source's or an announcer's) refuses
-   * the whole write with 409 naming the operation: nothing is written.
-   */
-  putOpenApiSource(input: OpenApiSourceInput, actor: Actor | undefined): OpenApiSourceResult {
-    const view = this.#commit.view;
-    const { id } = input.source;
-    const owner = openApiSourceOwner(id);
-    const errors: FieldError[] = [];
-    const writes: { name: string; kind: 'http'; serviceId: null; descriptor: HttpTool; owner: string }[] = [];
-    const wanted = new Set<string>();
-    const deprecate: string[] = [];
-    const undeprecate: string[] = [];
-    for (const operation of input.operations) {
-      const parsed = resolveTool(operation.body, this.#lookupService);
-      this.checkTargets(parsed, ['operations', operation.pointer]);
-      wanted.add(parsed.name);
-      const existing = view.tool(parsed.name);
-      if (existing !== undefined && existing.owner !== owner) {
-        errors.push({ path: operation.pointer, message: `the tool name "${parsed.name}" is taken by ${holderOf(existing)}` });
-        continue;
-      }
-      // OpenAPI `deprecated` (issue 34's deprecation): set while the document says so, lifted when
-      // it no longer does; a deprecation an operator set is the operator's, and stays.
-      const ours = existing?.deprecation?.reason === DEPRECATED_IN_DOCUMENT;
-      if (operation.deprecated && existing?.deprecation === undefined) deprecate.push(parsed.name);
-      else if (!operation.deprecated && ours) undeprecate.push(parsed.name);
-      if (existing && isDeepStrictEqual(existing.descriptor, parsed.descriptor)) continue;
-      writes.push({ name: parsed.name, kind: 'http', serviceId: null, descriptor: operation.body, owner });
-    }
-    if (errors.length > 0)
-      throw new RegistryError('TR_ERR_CONFLICT', `OpenAPI source "${id}": ${errors[0]?.message ?? ''}`, { fieldErrors: errors });
-    const deletes = this.#store.openApiSourceTools(id).filter((name) => !wanted.has(name));
-    const at = this.#commit.stamp();
-    const detail = `${writes.length} tool(s) written, ${deletes.length} deleted, ${input.operations.length - writes.length} unchanged`;
-    const deprecations = [
-      ...deprecate.map((name) => ({ name, deprecation: { since: at, reason: DEPRECATED_IN_DOCUMENT } })),
-      ...undeprecate.map((name) => ({ name, deprecation: null })),
-    ];
-    const result = this.#store.putOpenApiSource(
-      input,
-      writes,
-      deletes,
-      at,
-      this.#audit(actor, at, 'openapi-source.put', (r) => [r.record.id, r.created ? 201 : 200, detail]),
-      deprecations,
-    );
-    this.#commit.stage(result.record.index, { tools: result.tools });
-    return { record: result.record, created: result.created, written: writes.map((w) => w.name), deleted: deletes };
-  }
-
-  /** Deletes a source, its credential and its tools, in one write. */
-  deleteOpenApiSource(id: string, actor: Actor | undefined): { record: OpenApiSourceRecord; deleted: string[] } {
-    const at = this.#commit.stamp();
-    const result = this.#store.deleteOpenApiSource(
-      id,
-      at,
-      this.#audit(actor, at, 'openapi-source.delete', (r) => [r.record.id, 200, `${r.tools.length} tool(s) deleted with it`]),
-    );
-    this.#commit.stage(result.record.index, { tools: result.tools });
-    return { record: result.record, deleted: result.tools.map((t) => t.name) };
   }
 
   /**
@@ -616,16 +526,26 @@ export class WriteCommands {
     action: string,
     describe: (result: T) => [target: string | null, status: number, detail?: string],
   ): AuditFor<T> | undefined {
-    if (!actor) return undefined;
-    return (result: T): AuditEntryInput => {
-      const [target, status, detail] = describe(result);
-      return { ...actor, at, action, target, outcome: 'ok', status, detail: detail ?? null };
-    };
+    return auditFor(actor, at, action, describe);
   }
 }
 
+/** The audit entry of a write by `actor`, from its result; none without an actor (the registry's own writes). */
+export function auditFor<T>(
+  actor: Actor | undefined,
+  at: string,
+  action: string,
+  describe: (result: T) => [target: string | null, status: number, detail?: string],
+): AuditFor<T> | undefined {
+  if (!actor) return undefined;
+  return (result: T): AuditEntryInput => {
+    const [target, status, detail] = describe(result);
+    return { ...actor, at, action, target, outcome: 'ok', status, detail: detail ?? null };
+  };
+}
+
 /** Who holds a tool name, in words for a refusal. */
-function holderOf(record: ToolRecord): string {
+export function holderOf(record: ToolRecord): string {
   const source = openApiSourceOf(record.owner);
   if (source !== undefined) return `OpenAPI source "${source}"`;
   if (record.kind === 'mcp') return `MCP server "${record.serviceId ?? ''}"`;

@@ -10,7 +10,8 @@ import type { WriteCondition } from '../model/write-condition.js';
 import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { CommitObserver } from './commit-telemetry.js';
 import type { ImportSummary, McpSyncResult } from './registry-service.js';
-import type { OpenApiSourceInput, OpenApiSourceResult, ReviewedChange, ReviewResult } from './write-commands.js';
+import type { ReviewedChange, ReviewResult } from './write-commands.js';
+import type { OpenApiRefreshInput, OpenApiRefreshResult, OpenApiSourceInput, OpenApiSourceResult } from './openapi-source-commands.js';
 import type { OpenApiSourceRecord } from '../model/openapi-source.js';
 import type { DeprecationBody } from '../model/deprecation.js';
 
@@ -58,6 +59,10 @@ export interface RegistryWrites {
   /** Issue 30: an OpenAPI source and the tools of its kept operations, converted by the caller, in one write. */
   putOpenApiSource(input: OpenApiSourceInput, actor?: Actor): Promise<OpenApiSourceResult>;
   deleteOpenApiSource(id: string, actor?: Actor): Promise<{ record: OpenApiSourceRecord; deleted: string[] }>;
+  /** A re-read of a source's documentUrl; and an operator's review of what re-reads held back. */
+  refreshOpenApiSource(input: OpenApiRefreshInput, actor?: Actor): Promise<OpenApiRefreshResult>;
+  acceptOpenApiChanges(id: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult>;
+  rejectOpenApiChanges(id: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult>;
   importBundle(input: unknown, actor?: Actor): Promise<ImportSummary>;
   observeCommits(observer: CommitObserver): () => void;
   /** Proves the database still takes a write (readiness); throws when it does not. */

@@ -268,6 +268,18 @@ export class Replicator implements RegistryWrites {
     return Promise.reject(notReplicated());
   }
 
+  refreshOpenApiSource(): Promise<never> {
+    return Promise.reject(notReplicated());
+  }
+
+  acceptOpenApiChanges(): Promise<never> {
+    return Promise.reject(notReplicated());
+  }
+
+  rejectOpenApiChanges(): Promise<never> {
+    return Promise.reject(notReplicated());
+  }
+
   deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }> {
     return this.#write('mcp-server.delete', () => ({ target: id }), actor);
   }

@@ -61,6 +61,10 @@ export class OpenApiSourceRows {
           descriptor = excluded.descriptor, document = excluded.document, title = excluded.title,
           version = excluded.version, skipped = excluded.skipped, credential = excluded.credential,
           credential_shown = excluded.credential_shown, modify_index = excluded.modify_index, updated_at = excluded.updated_at`),
+      // A re-read: the document and what it gave, not the source's descriptor nor its index.
+      reread: db.prepare(`
+        UPDATE openapi_sources SET document = @document, title = @title, version = @version, skipped = @skipped, updated_at = @now
+        WHERE id = @id`),
       delete: db.prepare(`DELETE FROM openapi_sources WHERE id = ? RETURNING ${COLUMNS}`),
       tools: db.prepare("SELECT name FROM tools WHERE owner = ? AND status != 'deleted' ORDER BY name").pluck(),
     };
@@ -127,6 +131,18 @@ export class OpenApiSourceRows {
       now,
     });
     return { record: recordOf(row), created: before === undefined };
+  }
+
+  /** Stores the document a re-read found, with its title, version and skipped operations. */
+  reread(id: string, read: Pick<OpenApiSourceWrite, 'document' | 'title' | 'version' | 'skipped'>, now: string): void {
+    this.#stmts.reread.run({
+      id,
+      document: read.document,
+      title: read.title,
+      version: read.version,
+      skipped: JSON.stringify(read.skipped),
+      now,
+    });
   }
 
   delete(id: string): OpenApiSourceRecord {

@@ -17,6 +17,8 @@ import { ChangeRows, type ToolHistoryEntry } from './change-rows.js';
 import type { SqliteDatabase } from './database.js';
 import { ImportPartRows, type ImportPartRow, type StagedImport } from './import-part-rows.js';
 import { McpPendingRows, type PendingRecord } from './mcp-pending-rows.js';
+import { PendingRows, type PendingRow, type PendingWrite } from './pending-rows.js';
+import type { OpenApiPendingTool } from '../model/openapi-review.js';
 import { McpServerRows } from './mcp-server-rows.js';
 import { OpenApiSourceRows, type OpenApiSourceWrite } from './openapi-source-rows.js';
 import { ReadinessProbe } from './readiness-probe.js';
@@ -31,6 +33,23 @@ import type { WriteGate } from './write-gate.js';
 
 // The names callers have always imported from here.
 export type { AuditFor, BulkWrite, GroupOptions, OpenApiSourceWrite, PendingRecord, ReplicationPosition, SlicedWrite, ToolWrite };
+
+/** A source's document as a re-read found it (issue 30). */
+export interface OpenApiReread {
+  document: string;
+  title: string;
+  version: string;
+  skipped: OpenApiSourceRecord['skipped'];
+}
+
+/** What a re-read of a source's document writes. */
+export interface OpenApiRefreshChange {
+  writes: readonly ToolWrite[];
+  deletes: readonly string[];
+  deprecations: readonly { name: string; deprecation: ToolDeprecation | null }[];
+  pendingPut: readonly PendingWrite<OpenApiPendingTool>[];
+  pendingDrop: readonly string[];
+}
 
 /** What a sync does to a server's pending versions (issue 29): rows written, and names whose row goes. */
 export interface PendingChanges {
@@ -63,6 +82,7 @@ export class RegistryStore {
   readonly #mcpServers: McpServerRows;
   readonly #mcpPending: McpPendingRows;
   readonly #openApiSources: OpenApiSourceRows;
+  readonly #openApiPending: PendingRows<OpenApiPendingTool>;
   readonly #importParts: ImportPartRows;
   readonly #replication: ReplicationPositionRows;
   readonly #transactions: Transactions;
@@ -78,6 +98,7 @@ export class RegistryStore {
     this.#mcpServers = new McpServerRows(db);
     this.#mcpPending = new McpPendingRows(db);
     this.#openApiSources = new OpenApiSourceRows(db);
+    this.#openApiPending = new PendingRows<OpenApiPendingTool>(db, { table: 'openapi_pending', owner: 'source_id' });
     this.#importParts = new ImportPartRows(db);
     this.#replication = new ReplicationPositionRows(db);
     this.announcerSequences = new AnnouncerSequenceRows(db);
@@ -361,6 +382,8 @@ export class RegistryStore {
   ): { record: OpenApiSourceRecord; created: boolean; tools: ToolRecord[] } {
     return this.#transactions.write((index) => {
       const result = this.#openApiSources.put(write, index, now);
+      // The operator's own word on the source: nothing an earlier re-read found waits any more.
+      this.#openApiPending.dropOwner(write.source.id);
       // By name, the last write of each: a tool written and then deprecated is staged once.
       const records = new Map<string, ToolRecord>();
       for (const t of tools) records.set(t.name, this.#tools.put(t, index, now).record);
@@ -378,9 +401,93 @@ export class RegistryStore {
   ): { record: OpenApiSourceRecord; tools: ToolRecord[] } {
     return this.#transactions.write((index) => {
       const record = this.#openApiSources.delete(id);
+      this.#openApiPending.dropOwner(id);
       const tools = this.#openApiSources.toolsOf(openApiSourceOwner(id)).map((name) => this.#tools.tombstone(name, index, now));
       return { record, tools };
     }, audit);
+  }
+
+  /**
+   * A re-read of a source's document (issue 30) that changes tools agents see: tools written
+   * (policy `auto`), deleted (gone from the document) or whose deprecation follows the
+   * document's mark, with the document read and what it does to the source's pending versions,
+   * in one write.
+   */
+  writeOpenApiRefresh(
+    id: string,
+    read: OpenApiReread,
+    change: OpenApiRefreshChange,
+    now: string,
+    audit?: AuditFor<ToolRecord[]>,
+  ): ToolRecord[] {
+    return this.#transactions.write((index) => {
+      this.#openApiSources.reread(id, read, now);
+      this.#writeOpenApiPending(id, change, now);
+      const records = new Map<string, ToolRecord>();
+      for (const t of change.writes) records.set(t.name, this.#tools.put(t, index, now).record);
+      for (const { name, deprecation } of change.deprecations) records.set(name, this.#tools.deprecate(name, deprecation, index, now));
+      for (const name of change.deletes) records.set(name, this.#tools.tombstone(name, index, now));
+      return [...records.values()];
+    }, audit);
+  }
+
+  /** A re-read that changes only the document stored and what is pending: no registry index, no change event. */
+  writeOpenApiPending(id: string, read: OpenApiReread, change: OpenApiRefreshChange, now: string, audit?: AuditEntryInput): void {
+    this.#transactions.group(() => {
+      this.#openApiSources.reread(id, read, now);
+      this.#writeOpenApiPending(id, change, now);
+      if (audit) this.#audit?.insert(audit);
+    });
+  }
+
+  #writeOpenApiPending(id: string, change: OpenApiRefreshChange, now: string): void {
+    for (const name of change.pendingDrop) this.#openApiPending.drop(id, name);
+    for (const version of change.pendingPut) this.#openApiPending.putRow(id, version, now);
+  }
+
+  /** Accepted versions of a source's tools written, their pending rows gone, in one write. */
+  acceptOpenApiTools(
+    id: string,
+    writes: readonly ToolWrite[],
+    deprecations: readonly { name: string; deprecation: ToolDeprecation | null }[],
+    now: string,
+    audit?: AuditFor<ToolRecord[]>,
+  ): ToolRecord[] {
+    return this.#transactions.write((index) => {
+      const records = new Map<string, ToolRecord>();
+      for (const write of writes) {
+        this.#openApiPending.drop(id, write.name);
+        records.set(write.name, this.#tools.put(write, index, now).record);
+      }
+      for (const { name, deprecation } of deprecations) records.set(name, this.#tools.deprecate(name, deprecation, index, now));
+      return [...records.values()];
+    }, audit);
+  }
+
+  /** Rejected versions stay, marked, so that the same version read again is not pending again. */
+  rejectOpenApiPending(id: string, names: readonly string[], now: string, audit?: AuditEntryInput): void {
+    this.#transactions.group(() => {
+      for (const name of names) this.#openApiPending.reject(id, name, now);
+      if (audit) this.#audit?.insert(audit);
+    });
+  }
+
+  /** The version of a source's tool pending now, inside the open transaction if there is one. */
+  openApiPending(id: string, name: string): PendingRow<OpenApiPendingTool> | undefined {
+    return translate(() => this.#openApiPending.get(id, name));
+  }
+
+  openApiPendingPage(id: string, after: string, limit: number, rejected: boolean): PendingRow<OpenApiPendingTool>[] {
+    return translate(() => this.#openApiPending.page(id, after, limit, rejected));
+  }
+
+  openApiPendingCount(id: string): number {
+    return translate(() => this.#openApiPending.count(id));
+  }
+
+  /** Names with a pending row (rejected ones too). */
+  openApiPendingNames(id: string): string[] {
+    return translate(() => this.#openApiPending.names(id));
   }
 
   /** The version of a server's tool pending now, inside the open transaction if there is one. */

@@ -8,8 +8,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../../config.js';
+import { PendingQuerySchema, ReviewBodySchema, ReviewResultSchema } from '../../model/admin-api.js';
 import { parseOpenApiSourceBody } from '../../model/descriptors.js';
 import { RegistryError } from '../../model/errors.js';
+import { OpenApiPendingListSchema, OpenApiRefreshResultSchema, openApiPendingBody } from '../../model/openapi-review.js';
 import {
   OpenApiSourceIdParamsSchema,
   OpenApiSourceListSchema,
@@ -18,27 +20,19 @@ import {
   openApiSourceBody,
   openApiSourceOwner,
   type OpenApiSource,
-  type OpenApiSourcePutBody,
+  type OpenApiSourceRecord,
 } from '../../model/openapi-source.js';
-import { maskCredential } from '../../model/outbound-credential.js';
-import type { HttpTool } from '../../model/schemas.js';
-import type { OpenApiSourceInput } from '../../registry/write-commands.js';
-import { OpenApiConverter } from '../../sources/openapi/convert.js';
-import { completeCredential } from '../../sources/openapi/credential.js';
 import { adminOnly, adminReadProblems, headers, json, problems, writeProblems } from '../openapi/responses.js';
 import { actorOf } from '../plugins/audit.js';
 import { pathKeyIntoBody, validatedBy } from '../validation.js';
 
 const writeIndex = { 'X-Registry-Index': headers['X-Registry-Index'] };
 
-/** How long reading a documentUrl may take. */
-const FETCH_TIMEOUT_MS = 30_000;
-/** How long one conversion may run in its worker. */
-const CONVERT_TIMEOUT_MS = 60_000;
-
 const PUT_DESCRIPTION = `Registers an OpenAPI 3.0 or 3.1 document as tools, or replaces one. Give the document
 inline as \`document\` (JSON or YAML text, or the JSON object), or \`documentUrl\`, which the registry
-reads once now (through the outbound address policy, no redirects). Every operation that passes
+reads now (through the outbound address policy, no redirects) and again on the source's interval
+(\`refreshIntervalS\`, default OPENAPI_REFRESH_S) or on \`POST /openapi-sources/{id}/refresh\`: what
+a later read finds new or changed waits for review under the \`policy\` \`review\` (the default). Every operation that passes
 \`filter\` becomes an HTTP tool named \`prefix\` + its \`operationId\` (or its method and path),
 sanitised and unique; its description from \`summary\` and \`description\`; its input schema from
 the parameters and the JSON request body (\`$ref\`s resolved, \`readOnly\` properties left out); its
@@ -56,31 +50,55 @@ keeps the stored one. The source and all its tools are one write: a name another
 invalid document (with the JSON pointer of the problem) or a refused base URL changes nothing.
 Operations whose tool would not pass registration are listed in \`skipped\`. \`201\` when created.`;
 
+const REFRESH_DESCRIPTION = `Reads the source's \`documentUrl\` now (as its interval does), converts it, and
+applies what differs from the tools agents are served: an operation the document no longer has
+leaves at once; a new or changed one is written at once under the source's \`policy\` \`auto\`, or
+waits in \`GET /openapi-sources/{id}/pending\` under \`review\` (the default), agents keeping the tool
+they have. A pending version is the whole tool: where its calls go and its scopes count as much as
+its text. An operation whose name another tool holds, or whose target the outbound address policy
+refuses, is skipped with the reason. A document that cannot be read or converted is a 400 naming
+it, and changes nothing; a source given its document inline has no URL to read (409).`;
+
+const PENDING_DESCRIPTION = `The versions of the source's tools that a read of its \`documentUrl\` found new or changed
+and that wait for an operator (policy \`review\`). Each names the \`tool\`, the operation's JSON
+\`pointer\` and the \`digest\` of its pending version, which \`POST /openapi-sources/{id}/accept\` and
+\`/reject\` take, with a \`diff\` from the tool agents are served (a new tool is all \`add\`s).`;
+
+const ACCEPT_DESCRIPTION = `Accepts pending changes, each by its \`tool\` and the \`digest\` listed in
+\`GET /openapi-sources/{id}/pending\`: agents are served those tools from this write on. All or none: a
+change no longer pending, or pending at another digest now, is a 409 naming it, and nothing is
+accepted. Audited under the operator, with the digests before and after.`;
+
+const REJECT_DESCRIPTION = `Rejects pending changes, by \`tool\` and \`digest\` as for accepting them: agents keep
+what they are served, and the same version read again stays out of the queue (a later, different
+version is pending again). Rejected versions are listed with \`rejected=true\`, and can still be
+accepted. Audited under the operator.`;
+
 const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const security = adminOnly(config.adminScope);
-  const converter = new OpenApiConverter({ timeoutMs: CONVERT_TIMEOUT_MS });
   const maxBytes = config.openApiMaxDocumentBytes;
   // The document inside a JSON body: YAML's line feeds and quotes escaped, and the other fields.
   const bodyLimit = 2 * maxBytes + 64 * 1024;
-  app.addHook('onClose', async () => converter.close());
   const live = (id: string) => {
     const record = app.store.openApiSource(id);
     if (!record) throw new RegistryError('TR_ERR_NOT_FOUND', `no OpenAPI source "${id}"`);
     return record;
   };
-
-  /** The document text as given, or as read from its URL now. */
-  const documentOf = async (body: OpenApiSourcePutBody): Promise<string> => {
-    if (body.document === undefined) return readDocument(app.outbound.fetch, body.documentUrl as string, maxBytes);
-    const text = typeof body.document === 'string' ? body.document : JSON.stringify(body.document);
-    if (Buffer.byteLength(text) > maxBytes) {
-      const message = `is larger than ${maxBytes} bytes (OPENAPI_MAX_DOCUMENT_BYTES)`;
-      throw new RegistryError('TR_ERR_VALIDATION', `invalid OpenAPI source: document: ${message}`, {
-        fieldErrors: [{ path: 'document', message }],
-      });
-    }
-    return text;
+  /** A source as reads show it: with its tools, and for a documentUrl source when it is read again and what waits for review. */
+  const body = (record: OpenApiSourceRecord) => {
+    const status = app.openApiSources.status(record.id);
+    return {
+      ...openApiSourceBody(record, app.store.openApiSourceTools(record.id)),
+      ...(record.descriptor.documentUrl !== undefined && {
+        refresh: {
+          lastReadAt: status?.lastReadAt ?? null,
+          lastError: status?.lastError ?? null,
+          nextReadAt: status?.nextReadAt ?? null,
+          pending: app.store.openApiPendingCount(record.id),
+        },
+      }),
+    };
   };
 
   app.get(
@@ -96,7 +114,7 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
         response: { 200: json(OpenApiSourceListSchema, 'The OpenAPI sources.'), ...adminReadProblems },
       },
     },
-    async () => ({ openApiSources: app.store.openApiSources().map((r) => openApiSourceBody(r, app.store.openApiSourceTools(r.id))) }),
+    async () => ({ openApiSources: app.store.openApiSources().map(body) }),
   );
 
   app.get(
@@ -114,7 +132,7 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
         response: { 200: json(OpenApiSourceRecordSchema, 'The source.'), ...adminReadProblems, 404: problems.NotFound },
       },
     },
-    async (request) => openApiSourceBody(live(request.params.id), app.store.openApiSourceTools(request.params.id)),
+    async (request) => body(live(request.params.id)),
   );
 
   app.put(
@@ -143,53 +161,112 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
       },
     },
     async (request, reply) => {
-      const body = request.body;
-      const { document: _document, credential, ...rest } = body;
+      const { document: _document, credential: _credential, ...rest } = request.body;
       const source: OpenApiSource = { ...rest, id: request.params.id };
-      const text = await documentOf(body);
-      const converted = await converter.convert({
-        document: text,
-        maxBytes,
-        prefix: source.prefix,
-        ...(source.baseUrl !== undefined && { baseUrl: source.baseUrl }),
-        ...(source.documentUrl !== undefined && { relativeTo: source.documentUrl }),
-        ...(source.filter !== undefined && { filter: source.filter }),
-        ...(source.timeoutMs !== undefined && { timeoutMs: source.timeoutMs }),
-        scopes: source.scopes,
-        apiKeyFilled: fillsApiKey(credential, () => app.store.openApiSource(source.id)?.credential?.['kind']),
-        ...(source.scopeMap !== undefined && { scopeMap: source.scopeMap }),
-      });
-      const owner = openApiSourceOwner(source.id);
-      let sealed: OpenApiSourceInput['credential'] = null;
-      if (credential !== undefined && credential !== null) {
-        if ('set' in credential) sealed = 'keep';
-        else {
-          const full = completeCredential(credential, converted.securitySchemes);
-          sealed = { sealed: app.store.credentials.seal(owner, full), shown: maskCredential(full) };
-        }
-      }
-      const input: OpenApiSourceInput = {
-        source,
-        document: text,
-        title: converted.title,
-        version: converted.version,
-        skipped: converted.skipped,
-        credential: sealed,
-        operations: converted.operations.map((op) => ({
-          pointer: op.pointer,
-          deprecated: op.deprecated,
-          body: op.body as unknown as HttpTool,
-        })),
-      };
+      const input = await app.openApiSources.prepare(source, request.body);
       const result = await app.registry.putOpenApiSource(input, actorOf(request));
+      app.openApiSources.written(result.record);
       reply.header('x-registry-index', String(result.record.index));
-      return reply.code(result.created ? 201 : 200).send({
-        ...openApiSourceBody(result.record, app.store.openApiSourceTools(source.id)),
-        written: result.written,
-        deleted: result.deleted,
-      });
+      return reply.code(result.created ? 201 : 200).send({ ...body(result.record), written: result.written, deleted: result.deleted });
     },
   );
+
+  app.post(
+    '/openapi-sources/:id/refresh',
+    {
+      config: { admin: 'reading an OpenAPI source again', audit: 'openapi-source.refresh' },
+      schema: {
+        tags: ['openapi-sources'],
+        operationId: 'refreshOpenApiSource',
+        summary: "Read an OpenAPI source's documentUrl again now",
+        description: REFRESH_DESCRIPTION,
+        security,
+        params: OpenApiSourceIdParamsSchema,
+        response: {
+          200: json(OpenApiRefreshResultSchema, 'What the read changed.', { headers: writeIndex }),
+          ...writeProblems,
+          404: problems.NotFound,
+        },
+      },
+    },
+    async (request, reply) => {
+      live(request.params.id);
+      const result = await app.openApiSources.refresh(request.params.id, actorOf(request));
+      if (result.index !== null) reply.header('x-registry-index', String(result.index));
+      const { stale: _stale, ...shown } = result;
+      return { id: request.params.id, ...shown };
+    },
+  );
+
+  app.get(
+    '/openapi-sources/:id/pending',
+    {
+      config: { admin: 'reading pending changes of an OpenAPI source' },
+      schema: {
+        tags: ['openapi-sources'],
+        operationId: 'listOpenApiSourcePending',
+        summary: "List an OpenAPI source's changes that wait for review",
+        description: PENDING_DESCRIPTION,
+        security,
+        params: OpenApiSourceIdParamsSchema,
+        querystring: PendingQuerySchema,
+        response: {
+          200: json(OpenApiPendingListSchema, 'A page of pending changes, by tool name.'),
+          ...adminReadProblems,
+          404: problems.NotFound,
+        },
+      },
+    },
+    async (request) => {
+      const { id } = live(request.params.id);
+      const { after, limit, rejected } = request.query;
+      const rows = app.store.openApiPendingPage(id, after ?? '', limit + 1, rejected);
+      const page = rows.slice(0, limit);
+      const owner = openApiSourceOwner(id);
+      const accepted = (name: string) => {
+        const tool = app.catalog.getTool(name)?.record;
+        return tool?.owner === owner ? (tool.descriptor as unknown as Record<string, unknown>) : undefined;
+      };
+      return {
+        changes: page.map((row) => openApiPendingBody(row, accepted(row.name))),
+        pending: app.store.openApiPendingCount(id),
+        next: rows.length > limit ? (page.at(-1)?.name ?? null) : null,
+      };
+    },
+  );
+
+  for (const verb of ['accept', 'reject'] as const) {
+    app.post(
+      `/openapi-sources/:id/${verb}`,
+      {
+        config: { admin: `${verb === 'accept' ? 'accepting' : 'rejecting'} changes of an OpenAPI source`, audit: `openapi-source.${verb}` },
+        schema: {
+          tags: ['openapi-sources'],
+          operationId: verb === 'accept' ? 'acceptOpenApiSourceChanges' : 'rejectOpenApiSourceChanges',
+          summary: verb === 'accept' ? 'Accept pending changes of an OpenAPI source' : 'Reject pending changes of an OpenAPI source',
+          description: verb === 'accept' ? ACCEPT_DESCRIPTION : REJECT_DESCRIPTION,
+          security,
+          params: OpenApiSourceIdParamsSchema,
+          body: ReviewBodySchema,
+          response: {
+            200:
+              verb === 'accept'
+                ? json(ReviewResultSchema, 'The changes were accepted.', { headers: writeIndex })
+                : json(ReviewResultSchema, 'The changes were rejected.'),
+            ...writeProblems,
+            404: problems.NotFound,
+          },
+        },
+      },
+      async (request, reply) => {
+        live(request.params.id);
+        const write = verb === 'accept' ? app.registry.acceptOpenApiChanges : app.registry.rejectOpenApiChanges;
+        const result = await write.call(app.registry, request.params.id, request.body.changes, actorOf(request));
+        if (result.index !== null) reply.header('x-registry-index', String(result.index));
+        return { changes: result.changes };
+      },
+    );
+  }
 
   app.delete(
     '/openapi-sources/:id',
@@ -211,51 +288,11 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
     },
     async (request, reply) => {
       const { record, deleted } = await app.registry.deleteOpenApiSource(request.params.id, actorOf(request));
+      app.openApiSources.deleted(record.id);
       reply.header('x-registry-index', String(record.index));
       return { ...openApiSourceBody(record, []), deleted };
     },
   );
 };
-
-/** Whether the source's credential (or, for `{"set": true}`, the stored one) is an API key, which fills the document's apiKey parameters. */
-function fillsApiKey(credential: OpenApiSourcePutBody['credential'], storedKind: () => unknown): boolean {
-  if (credential === undefined || credential === null) return false;
-  if ('set' in credential) return storedKind() === 'apiKey';
-  return 'apiKey' in credential || 'apiKeyFile' in credential;
-}
-
-/** Reads a document from its URL through the outbound address policy: 200 only, no redirects, bounded. */
-async function readDocument(fetch: (url: string, init: RequestInit) => Promise<Response>, url: string, maxBytes: number): Promise<string> {
-  const refused = (message: string) =>
-    new RegistryError('TR_ERR_VALIDATION', `invalid OpenAPI source: documentUrl: ${message}`, {
-      fieldErrors: [{ path: 'documentUrl', message }],
-    });
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      headers: { accept: 'application/json, application/yaml, text/yaml, */*;q=0.5' },
-      redirect: 'manual',
-      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-    });
-  } catch (err) {
-    const code = (err as { cause?: { code?: string } }).cause?.code;
-    throw refused(`cannot be read (${code ?? (err as Error).message.slice(0, 200)})`);
-  }
-  if (response.status !== 200) {
-    await response.body?.cancel();
-    throw refused(`answered ${response.status}, not 200 with the document (redirects are not followed)`);
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength;
-    if (size > maxBytes) {
-      await response.body?.cancel().catch(() => undefined);
-      throw refused(`serves more than ${maxBytes} bytes (OPENAPI_MAX_DOCUMENT_BYTES)`);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 export default openApiSourceRoutes;
