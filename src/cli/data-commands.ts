@@ -13,7 +13,7 @@ import { runReview } from './review.js';
 import { mintToken } from './token.js';
 import { UsageError } from './usage-error.js';
 
-export const DATA_COMMANDS: ReadonlySet<string> = new Set(['put', 'get', 'list', 'delete', 'import', 'export', 'review']);
+export const DATA_COMMANDS: ReadonlySet<string> = new Set(['put', 'get', 'list', 'delete', 'import', 'export', 'review', 'refresh']);
 
 const DEFAULT_URL = 'http://127.0.0.1:8006';
 
@@ -261,7 +261,8 @@ export async function runDataCommand(command: string, args: readonly string[], i
     case 'review': {
       unexpected(1);
       const server = rest[0];
-      if (server === undefined) throw new UsageError('review needs an MCP server id: tool-registry review <server>');
+      if (server === undefined)
+        throw new UsageError('review needs an MCP server id or an OpenAPI source: tool-registry review <server> | openapi-source/<id>');
       const request = {
         server,
         accept: options.get('accept') ?? [],
@@ -269,6 +270,14 @@ export async function runDataCommand(command: string, args: readonly string[], i
         acceptAll: options.has('accept-all'),
       };
       return runReview(client, request, io.stdout, terminalSafe);
+    }
+    case 'refresh': {
+      // refresh openapi-source/<id> (issue 30): read its documentUrl again now.
+      unexpected(1);
+      const id = /^openapi-source\/(.+)$/.exec(rest[0] ?? '')?.[1];
+      if (id === undefined) throw new UsageError('refresh needs an OpenAPI source: tool-registry refresh openapi-source/<id>');
+      print(await client.request('POST', `/openapi-sources/${encodeURIComponent(id)}/refresh`, {}));
+      return 0;
     }
     default:
       throw new UsageError(`unknown command "${command}"`);

@@ -34,9 +34,12 @@ Usage:
                                              each as <tool>@<digest> with its diff
   tool-registry review <server> --accept T[@DIGEST] [--reject T[@DIGEST]] | --accept-all
                                              accept or reject them (a tool alone: the version pending now)
+  tool-registry review openapi-source/<id> [--accept ... | --reject ... | --accept-all]
+                                             the same for what re-reads of an OpenAPI source's documentUrl found
+  tool-registry refresh openapi-source/<id>  read an OpenAPI source's documentUrl again now
   tool-registry --version                    print the version
 
-Data commands (put, get, delete, list, import, export, review) talk to a running registry:
+Data commands (put, get, delete, list, import, export, review, refresh) talk to a running registry:
   --url URL          registry base URL (REGISTRY_URL; default http://127.0.0.1:8006)
   --token TOKEN      bearer token (REGISTRY_TOKEN; default: an admin token minted from
                      JWT_SECRET or the dev secret beside --database-path)

@@ -1,7 +1,8 @@
 /**
- * `tool-registry review <server>` (issue 29): the pending changes of an upstream MCP server, each
- * with its digest and its diff, and `--accept` / `--reject` of them by tool (and digest), over
- * GET /mcp-servers/{id}/pending and POST .../accept and .../reject.
+ * `tool-registry review <server>` (issue 29) and `review openapi-source/<id>` (issue 30): the
+ * pending changes of an upstream MCP server or of an OpenAPI source's re-reads, each with its
+ * digest and its diff, and `--accept` / `--reject` of them by tool (and digest), over
+ * GET .../pending and POST .../accept and .../reject.
  */
 import { UsageError } from './usage-error.js';
 
@@ -42,12 +43,20 @@ function parseChoice(text: string): { tool: string; digest: string | undefined }
   return { tool: text.slice(0, at), digest };
 }
 
-async function everyChange(client: ReviewClient, server: string): Promise<PendingChange[]> {
+/** Whose queue: `openapi-source/<id>` (issue 30), or an MCP server by `mcp-server/<id>` or its id alone. */
+function queueOf(target: string): { base: string; label: string } {
+  const source = /^openapi-source\/(.+)$/.exec(target)?.[1];
+  if (source !== undefined) return { base: `/openapi-sources/${encodeURIComponent(source)}`, label: `OpenAPI source "${source}"` };
+  const server = target.replace(/^mcp-server\//, '');
+  return { base: `/mcp-servers/${encodeURIComponent(server)}`, label: `MCP server "${server}"` };
+}
+
+async function everyChange(client: ReviewClient, base: string): Promise<PendingChange[]> {
   const changes: PendingChange[] = [];
   let after = '';
   for (let page = 0; page < MAX_PAGES; page++) {
     const query = new URLSearchParams({ limit: '500', ...(after !== '' && { after }) });
-    const got = (await client.request('GET', `/mcp-servers/${encodeURIComponent(server)}/pending?${query.toString()}`)) as PendingPage;
+    const got = (await client.request('GET', `${base}/pending?${query.toString()}`)) as PendingPage;
     changes.push(...got.changes);
     if (got.next === null) break;
     after = got.next;
@@ -88,19 +97,18 @@ export async function runReview(
   out: (text: string) => void,
   safe: (text: string) => string,
 ): Promise<number> {
-  const { server } = request;
-  const base = `/mcp-servers/${encodeURIComponent(server)}`;
+  const { base, label } = queueOf(request.server);
   const choices = { accept: request.accept.map(parseChoice), reject: request.reject.map(parseChoice) };
   if (!request.acceptAll && choices.accept.length === 0 && choices.reject.length === 0) {
-    out(describe(await everyChange(client, server), safe));
+    out(describe(await everyChange(client, base), safe));
     return 0;
   }
   const needsQueue = request.acceptAll || [...choices.accept, ...choices.reject].some((c) => c.digest === undefined);
-  const queue = needsQueue ? new Map((await everyChange(client, server)).map((c) => [c.tool, c.digest])) : new Map<string, string>();
+  const queue = needsQueue ? new Map((await everyChange(client, base)).map((c) => [c.tool, c.digest])) : new Map<string, string>();
   const resolved = (list: { tool: string; digest: string | undefined }[]) =>
     list.map(({ tool, digest }) => {
       const found = digest ?? queue.get(tool);
-      if (found === undefined) throw new Error(`no change of "${safe(tool)}" is pending on MCP server "${safe(server)}"`);
+      if (found === undefined) throw new Error(`no change of "${safe(tool)}" is pending on ${safe(label)}`);
       return { tool, digest: found };
     });
   const accept = request.acceptAll ? [...queue].map(([tool, digest]) => ({ tool, digest })) : resolved(choices.accept);

@@ -74,3 +74,49 @@ describe('tool-registry put openapi-source/<id> (issue 30)', () => {
     expect((await cli('get', 'tool/store_getInventory')).code).toBe(1);
   });
 });
+
+describe('tool-registry refresh and review openapi-source/<id> (issue 30)', () => {
+  it('reads a documentUrl again, lists what waits with its diff, and accepts it by name', async () => {
+    const { createServer } = await import('node:http');
+    let paths: Record<string, unknown> = {
+      '/a': { get: { operationId: 'a', description: 'A one.', responses: { '200': { description: 'ok' } } } },
+    };
+    const host = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          openapi: '3.1.0',
+          info: { title: 'Served', version: '1' },
+          servers: [{ url: 'https://api.example.com' }],
+          paths,
+        }),
+      ),
+    );
+    await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(host.address() as AddressInfo).port}/openapi.json`;
+      const rest = join(dir, 'served.json');
+      writeFileSync(rest, JSON.stringify({ documentUrl: url }));
+      const put = await cli('put', 'openapi-source/served', '--prefix', 'sv_', '--file', rest);
+      expect(put.code, put.stderr).toBe(0);
+      paths = { '/a': { get: { operationId: 'a', description: 'A two.', responses: { '200': { description: 'ok' } } } } };
+      const refreshed = await cli('refresh', 'openapi-source/served');
+      expect(refreshed.code, refreshed.stderr).toBe(0);
+      expect(JSON.parse(refreshed.stdout)).toMatchObject({ pending: ['sv_a'], written: [], deleted: [] });
+      const listed = await cli('review', 'openapi-source/served');
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toMatch(
+        /^sv_a@sha256:[0-9a-f]{64}\tchanged\t\(agents are served sha256:[0-9a-f]{64}\)\n {2}replace \/description\n/,
+      );
+      expect(listed.stdout).toContain('+ A two.');
+      const accepted = await cli('review', 'openapi-source/served', '--accept', 'sv_a');
+      expect(accepted.code, accepted.stderr).toBe(0);
+      expect(accepted.stdout).toMatch(/^accepted sv_a@sha256:/);
+      const tool = await t.app.inject({ method: 'GET', url: '/tools/sv_a', headers: { authorization: `Bearer ${token}` } });
+      expect(tool.json().descriptor.description).toContain('A two.');
+      const inline = await cli('refresh', 'tool/x');
+      expect(inline.code).toBe(2);
+    } finally {
+      await new Promise<void>((r) => host.close(() => r()));
+    }
+  });
+});

@@ -360,9 +360,28 @@ async function mcpSession(headers: Record<string, string>): Promise<string> {
   return id;
 }
 
+/** What the tool host serves as an OpenAPI source's document (issue 30). */
+let servedDocument: unknown = {};
+const refreshDocument = (paths: string[]) => ({
+  openapi: '3.1.0',
+  info: { title: 'Refreshed', version: String(paths.length) },
+  servers: [{ url: 'https://api.example.com' }],
+  paths: Object.fromEntries(
+    paths.map((path) => [
+      `/${path}`,
+      { get: { operationId: path, description: `${path} ${paths.length}`, responses: { '200': { description: 'ok' } } } },
+    ]),
+  ),
+});
+
 beforeAll(async () => {
   // The tool host: answers every call with the arguments it was sent.
   toolHost = createServer((req, res) => {
+    // Issue 30's re-read sources: the document at its documentUrl, which the setup changes.
+    if (req.method === 'GET' && req.url === '/openapi.json') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(servedDocument));
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(chunks.length === 0 ? '{}' : Buffer.concat(chunks)));
@@ -465,6 +484,16 @@ beforeAll(async () => {
     document: { openapi: '3.1.0', info: { title: 'Doomed', version: '1' }, servers: [{ url: 'https://api.example.com' }], paths: {} },
   });
   await write('POST', '/tools/register', admin, httpTool('echo'));
+  // Issue 30: a source read again whose document changed, so that two changes wait for review.
+  servedDocument = refreshDocument(['one']);
+  await write('PUT', '/openapi-sources/fuzz-refresh', admin, { prefix: 'rf_', documentUrl: `http://127.0.0.1:${port}/openapi.json` });
+  servedDocument = refreshDocument(['one', 'two']);
+  const refreshed = await t.app.inject({ method: 'POST', url: '/openapi-sources/fuzz-refresh/refresh', headers: admin });
+  if (refreshed.statusCode !== 200) throw new Error(`refreshing fuzz-refresh: ${refreshed.statusCode} ${refreshed.body}`);
+  const refreshPending = (await t.app.inject({ method: 'GET', url: '/openapi-sources/fuzz-refresh/pending', headers: admin })).json()
+    .changes as { tool: string; digest: string }[];
+  const [refreshOne, refreshTwo] = refreshPending.map(({ tool, digest }) => ({ tool, digest }));
+  if (!refreshOne || !refreshTwo) throw new Error(`expected two pending changes of fuzz-refresh, got ${JSON.stringify(refreshPending)}`);
   // Two callers, so that the initialize cases (each opens a session) never crowd out the session the calls use.
   const caller = bearer(t.token(['registry:write'], { sub: 'fuzz-mcp-caller' }));
   const opener = bearer(t.token(['registry:write'], { sub: 'fuzz-mcp-opener' }));
@@ -544,6 +573,9 @@ beforeAll(async () => {
       },
     ],
     deleteOpenApiSource: [{ params: { id: 'fuzz-doomed' } }],
+    refreshOpenApiSource: [{ params: { id: 'fuzz-refresh' }, body: {} }],
+    acceptOpenApiSourceChanges: [{ params: { id: 'fuzz-refresh' }, body: { changes: [refreshOne] } }],
+    rejectOpenApiSourceChanges: [{ params: { id: 'fuzz-refresh' }, body: { changes: [refreshTwo] } }],
     // Issue 29's review: one pending change each (the first send of each example is accepted; later ones are refusals).
     acceptMcpServerChanges: [{ params: { id: 'fuzz-review' }, body: { changes: [reviewed.a] } }],
     rejectMcpServerChanges: [{ params: { id: 'fuzz-review' }, body: { changes: [reviewed.b] } }],

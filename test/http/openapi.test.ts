@@ -785,6 +785,51 @@ describe('the OpenAPI document', () => {
       200,
     );
     expect((await call('/openapi-sources/{id}', { method: 'GET', url: '/openapi-sources/nope', headers: admin })).res.statusCode).toBe(404);
+    // Read again (issue 30): a source given inline has no URL (409); one read from a URL queues what changed.
+    const refresh = (id: string) =>
+      call('/openapi-sources/{id}/refresh', { method: 'POST', url: `/openapi-sources/${id}/refresh`, headers: admin });
+    expect((await refresh('example')).res.statusCode).toBe(409);
+    let served: unknown = source.document;
+    const documentHost = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(served)),
+    );
+    await new Promise<void>((r) => documentHost.listen(0, '127.0.0.1', r));
+    try {
+      const documentUrl = `http://127.0.0.1:${(documentHost.address() as AddressInfo).port}/openapi.json`;
+      const putServed = await call('/openapi-sources/{id}', {
+        method: 'PUT',
+        url: '/openapi-sources/served',
+        headers: admin,
+        payload: { prefix: 'sv_', documentUrl } as never,
+      });
+      expect(putServed.res.statusCode).toBe(201);
+      served = {
+        ...source.document,
+        paths: { ...source.document.paths, '/other': { get: { operationId: 'other', responses: { '200': { description: 'ok' } } } } },
+      };
+      expect((await refresh('served')).res.statusCode).toBe(200);
+      const pending = await call('/openapi-sources/{id}/pending', {
+        method: 'GET',
+        url: '/openapi-sources/served/pending',
+        headers: admin,
+      });
+      expect(pending.res.statusCode).toBe(200);
+      const change = (pending.res.json().changes as { tool: string; digest: string }[])[0];
+      expect(change?.tool).toBe('sv_other');
+      const review = (verb: 'accept' | 'reject', changes: unknown) =>
+        call(`/openapi-sources/{id}/${verb}`, {
+          method: 'POST',
+          url: `/openapi-sources/served/${verb}`,
+          headers: admin,
+          payload: { changes } as never,
+        });
+      expect((await review('reject', [{ tool: 'sv_other', digest: change?.digest }])).res.statusCode).toBe(200);
+      expect((await review('accept', [{ tool: 'sv_other', digest: `sha256:${'1'.repeat(64)}` }])).res.statusCode).toBe(409);
+      expect((await review('accept', [{ tool: 'sv_other', digest: change?.digest }])).res.statusCode).toBe(200);
+      expect((await review('reject', [{ tool: 'sv_other', digest: change?.digest }])).res.statusCode).toBe(409);
+    } finally {
+      await new Promise<void>((r) => documentHost.close(() => r()));
+    }
     expect(
       (await call('/openapi-sources/{id}', { method: 'DELETE', url: '/openapi-sources/example', headers: admin })).res.statusCode,
     ).toBe(200);

@@ -7,6 +7,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { PendingQuerySchema, ReviewBodySchema, ReviewResultSchema } from '../../model/admin-api.js';
 import { parseOpenApiSourceBody } from '../../model/descriptors.js';
@@ -182,8 +183,10 @@ const openApiSourceRoutes: FastifyPluginAsync<{ config: Config }> = async (fasti
         description: REFRESH_DESCRIPTION,
         security,
         params: OpenApiSourceIdParamsSchema,
+        body: z.strictObject({}).nullish().describe('None is needed (an empty JSON object is taken too).'),
         response: {
-          200: json(OpenApiRefreshResultSchema, 'What the read changed.', { headers: writeIndex }),
+          // Only a read that changes tools agents see takes a registry index (then also in X-Registry-Index).
+          200: json(OpenApiRefreshResultSchema, 'What the read changed.'),
           ...writeProblems,
           404: problems.NotFound,
         },
