@@ -17,8 +17,12 @@ import type { OutboundCredential } from '../model/outbound-credential.js';
 
 /** The registry's own credentials for tool hosts (issue 30): which one an owner's tools carry, and how it becomes request parts. */
 export interface HostCredentials {
-  /** The credential of an owner (`openapi-source:<id>`), or undefined for none. */
-  credentialOf(owner: string): OutboundCredential | undefined;
+  /**
+   * The credential a call to `tool` (of `owner`, null for an operator's) at `origin` carries: its
+   * OpenAPI source's, or the tool's own; with the key its fetched tokens are cached under.
+   * Undefined for none; throws when the tool's own credential was set for another origin.
+   */
+  credentialOf(owner: string | null, tool: string, origin: string): { key: string; credential: OutboundCredential } | undefined;
   parts: OutboundCredentials;
 }
 
@@ -152,11 +156,11 @@ export class HttpTransport implements ToolTransport {
   }
 
   /** The owner's credential as request parts, fetched (client credentials, token exchange) if need be. */
-  async #credentialParts(call: TransportCall): Promise<CredentialParts | undefined> {
-    if (call.owner === null || this.#credentials === undefined) return undefined;
-    const credential = this.#credentials.credentialOf(call.owner);
-    if (credential === undefined) return undefined;
-    return this.#credentials.parts.partsFor(call.owner, credential, call.callerToken);
+  async #credentialParts(call: TransportCall, origin: string): Promise<CredentialParts | undefined> {
+    if (this.#credentials === undefined) return undefined;
+    const found = this.#credentials.credentialOf(call.owner, call.tool.name, origin);
+    if (found === undefined) return undefined;
+    return this.#credentials.parts.partsFor(found.key, found.credential, call.callerToken);
   }
 
   async call(call: TransportCall): Promise<TransportAnswer> {
@@ -172,7 +176,7 @@ export class HttpTransport implements ToolTransport {
       'server.port': port,
       'url.path': request.pathTemplate,
     };
-    const credential = await this.#credentialParts(call);
+    const credential = await this.#credentialParts(call, request.url.origin);
     const answer = await traceTransport(request.method, attributes, (traceHeaders) =>
       callHttpTool(
         this.#fetch,

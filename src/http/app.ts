@@ -41,6 +41,7 @@ import openapiRoutes from './routes/openapi.js';
 import statsRoutes from './routes/stats.js';
 import toolServiceRoutes from './routes/tool-services.js';
 import toolRoutes from './routes/tools.js';
+import toolCredentialRoutes from './routes/tool-credentials.js';
 import wellKnownRoutes, { resourceMetadataUrl } from './routes/well-known.js';
 import { serializerCompiler, validatorCompiler } from './validation.js';
 
@@ -114,6 +115,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(changesRoutes, { config });
   await app.register(statsRoutes, { config });
   await app.register(toolRoutes, { config });
+  await app.register(toolCredentialRoutes, { config });
   await app.register(invokeRoutes);
   await app.register(agUiRoutes, { config });
   // Its own prefix, so that the catch-all @fastify/cors adds stays under /mcp (routes/mcp.ts).

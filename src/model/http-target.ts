@@ -176,3 +176,18 @@ export function placementOf(target: HttpTarget, argument: string): ArgumentPlace
   if ((pathPlaceholders(target.path) ?? []).includes(argument)) return { in: 'path' };
   return target.method === 'GET' || target.method === 'DELETE' ? { in: 'query' } : { in: 'body' };
 }
+
+/**
+ * The origin (scheme, host and port) an HTTP tool's calls go to, from its stored descriptor: its
+ * target's base URL, or the article's `http://host:port`. What a tool's own credential is bound
+ * to (issue 30): a tool moved elsewhere sends it nowhere.
+ */
+export function httpToolOrigin(descriptor: {
+  target?: { baseUrl: string } | undefined;
+  host?: string | undefined;
+  port?: number | undefined;
+}): string {
+  if (descriptor.target !== undefined) return new URL(descriptor.target.baseUrl).origin;
+  const host = descriptor.host ?? '';
+  return new URL(`http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${descriptor.port ?? 80}`).origin;
+}

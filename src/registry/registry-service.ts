@@ -29,6 +29,9 @@ import {
 } from './openapi-source-commands.js';
 import type { OpenApiSourceRecord } from '../model/openapi-source.js';
 import { ImportJobs, type ImportSummary } from './import-jobs.js';
+import { removeToolCredential, setToolCredential } from './tool-credential-commands.js';
+import type { OutboundCredential } from '../model/outbound-credential.js';
+import type { ToolCredentialRecord } from '../store/tool-credential-rows.js';
 import { ReplicatedApply } from './replicated-apply.js';
 
 export type { Outcome, Pin } from './group-commit.js';
@@ -150,6 +153,15 @@ export class RegistryService implements RegistryWrites {
   /** Deletes a source and its tools, in one write. */
   deleteOpenApiSource(id: string, actor?: Actor): Promise<{ record: OpenApiSourceRecord; deleted: string[] }> {
     return this.#commit.enqueue(() => this.#sources.delete(id, actor));
+  }
+
+  /** A single HTTP tool's own outbound credential (issue 30), sealed and bound to the tool's origin now. */
+  setToolCredential(name: string, credential: OutboundCredential, actor?: Actor): Promise<ToolCredentialRecord> {
+    return this.#commit.enqueue(() => setToolCredential(this.#store, this.#commit, name, credential, actor));
+  }
+
+  removeToolCredential(name: string, actor?: Actor): Promise<void> {
+    return this.#commit.enqueue(() => removeToolCredential(this.#store, this.#commit, name, actor));
   }
 
   /** A re-read of a source's documentUrl (issue 30): removals at once, the rest written or held for review by the source's policy. */

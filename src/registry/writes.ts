@@ -13,6 +13,8 @@ import type { ImportSummary, McpSyncResult } from './registry-service.js';
 import type { ReviewedChange, ReviewResult } from './write-commands.js';
 import type { OpenApiRefreshInput, OpenApiRefreshResult, OpenApiSourceInput, OpenApiSourceResult } from './openapi-source-commands.js';
 import type { OpenApiSourceRecord } from '../model/openapi-source.js';
+import type { OutboundCredential } from '../model/outbound-credential.js';
+import type { ToolCredentialRecord } from '../store/tool-credential-rows.js';
 import type { DeprecationBody } from '../model/deprecation.js';
 
 /** A tool write's optional parts: POST /tools/register gives none but the actor. */
@@ -59,6 +61,9 @@ export interface RegistryWrites {
   /** Issue 30: an OpenAPI source and the tools of its kept operations, converted by the caller, in one write. */
   putOpenApiSource(input: OpenApiSourceInput, actor?: Actor): Promise<OpenApiSourceResult>;
   deleteOpenApiSource(id: string, actor?: Actor): Promise<{ record: OpenApiSourceRecord; deleted: string[] }>;
+  /** Issue 30: a single HTTP tool's own outbound credential. */
+  setToolCredential(name: string, credential: OutboundCredential, actor?: Actor): Promise<ToolCredentialRecord>;
+  removeToolCredential(name: string, actor?: Actor): Promise<void>;
   /** A re-read of a source's documentUrl; and an operator's review of what re-reads held back. */
   refreshOpenApiSource(input: OpenApiRefreshInput, actor?: Actor): Promise<OpenApiRefreshResult>;
   acceptOpenApiChanges(id: string, changes: readonly ReviewedChange[], actor?: Actor): Promise<ReviewResult>;

@@ -268,6 +268,17 @@ export class Replicator implements RegistryWrites {
     return Promise.reject(notReplicated());
   }
 
+  /** A tool's own credential is sealed under each replica's key: not on the topic yet either. */
+  setToolCredential(): Promise<never> {
+    return Promise.reject(
+      new RegistryError('TR_ERR_CONFLICT', "a tool's own credential is not replicated yet: in replicated mode HTTP tools carry none"),
+    );
+  }
+
+  removeToolCredential(): Promise<never> {
+    return this.setToolCredential();
+  }
+
   refreshOpenApiSource(): Promise<never> {
     return Promise.reject(notReplicated());
   }

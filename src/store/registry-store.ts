@@ -18,6 +18,7 @@ import type { SqliteDatabase } from './database.js';
 import { ImportPartRows, type ImportPartRow, type StagedImport } from './import-part-rows.js';
 import { McpPendingRows, type PendingRecord } from './mcp-pending-rows.js';
 import { PendingRows, type PendingRow, type PendingWrite } from './pending-rows.js';
+import { ToolCredentialRows, type SealedToolCredential, type ToolCredentialRecord } from './tool-credential-rows.js';
 import type { OpenApiPendingTool } from '../model/openapi-review.js';
 import { McpServerRows } from './mcp-server-rows.js';
 import { OpenApiSourceRows, type OpenApiSourceWrite } from './openapi-source-rows.js';
@@ -83,6 +84,7 @@ export class RegistryStore {
   readonly #mcpPending: McpPendingRows;
   readonly #openApiSources: OpenApiSourceRows;
   readonly #openApiPending: PendingRows<OpenApiPendingTool>;
+  readonly #toolCredentials: ToolCredentialRows;
   readonly #importParts: ImportPartRows;
   readonly #replication: ReplicationPositionRows;
   readonly #transactions: Transactions;
@@ -99,6 +101,7 @@ export class RegistryStore {
     this.#mcpPending = new McpPendingRows(db);
     this.#openApiSources = new OpenApiSourceRows(db);
     this.#openApiPending = new PendingRows<OpenApiPendingTool>(db, { table: 'openapi_pending', owner: 'source_id' });
+    this.#toolCredentials = new ToolCredentialRows(db);
     this.#importParts = new ImportPartRows(db);
     this.#replication = new ReplicationPositionRows(db);
     this.announcerSequences = new AnnouncerSequenceRows(db);
@@ -470,6 +473,44 @@ export class RegistryStore {
       for (const name of names) this.#openApiPending.reject(id, name, now);
       if (audit) this.#audit?.insert(audit);
     });
+  }
+
+  /**
+   * A single HTTP tool's own credential (issue 30), sealed; no registry index (no tool agents see
+   * changes), in the transaction open, with its audit entry.
+   */
+  putToolCredential(
+    name: string,
+    sealed: string,
+    shown: Record<string, unknown>,
+    origin: string,
+    now: string,
+    audit?: AuditEntryInput,
+  ): ToolCredentialRecord {
+    return this.#transactions.group(() => {
+      const record = this.#toolCredentials.put(name, sealed, shown, origin, now);
+      if (audit) this.#audit?.insert(audit);
+      return record;
+    });
+  }
+
+  /** Whether the tool had a credential. */
+  deleteToolCredential(name: string, audit?: AuditEntryInput): boolean {
+    return this.#transactions.group(() => {
+      const had = this.#toolCredentials.delete(name);
+      if (had && audit) this.#audit?.insert(audit);
+      return had;
+    });
+  }
+
+  /** What reads show of a tool's credential. */
+  toolCredential(name: string): ToolCredentialRecord | undefined {
+    return translate(() => this.#toolCredentials.get(name));
+  }
+
+  /** A tool's sealed credential and its origin, read only to call the tool. */
+  sealedToolCredential(name: string): SealedToolCredential | undefined {
+    return translate(() => this.#toolCredentials.sealed(name));
   }
 
   /** The version of a source's tool pending now, inside the open transaction if there is one. */

@@ -484,6 +484,7 @@ beforeAll(async () => {
     document: { openapi: '3.1.0', info: { title: 'Doomed', version: '1' }, servers: [{ url: 'https://api.example.com' }], paths: {} },
   });
   await write('POST', '/tools/register', admin, httpTool('echo'));
+  await write('PUT', '/tools/echo/credential', admin, { bearer: 'fuzz-bearer' });
   // Issue 30: a source read again whose document changed, so that two changes wait for review.
   servedDocument = refreshDocument(['one']);
   await write('PUT', '/openapi-sources/fuzz-refresh', admin, { prefix: 'rf_', documentUrl: `http://127.0.0.1:${port}/openapi.json` });
@@ -573,6 +574,9 @@ beforeAll(async () => {
       },
     ],
     deleteOpenApiSource: [{ params: { id: 'fuzz-doomed' } }],
+    // Issue 30: an HTTP tool's own credential (the setup gave echo one, so that the first DELETE finds it).
+    putToolCredential: [{ params: { name: 'echo' }, body: { apiKey: 'fuzz-key', in: 'header', name: 'X-API-Key' } }],
+    deleteToolCredential: [{ params: { name: 'echo' } }],
     refreshOpenApiSource: [{ params: { id: 'fuzz-refresh' }, body: {} }],
     acceptOpenApiSourceChanges: [{ params: { id: 'fuzz-refresh' }, body: { changes: [refreshOne] } }],
     rejectOpenApiSourceChanges: [{ params: { id: 'fuzz-refresh' }, body: { changes: [refreshTwo] } }],

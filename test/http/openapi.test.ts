@@ -785,6 +785,32 @@ describe('the OpenAPI document', () => {
       200,
     );
     expect((await call('/openapi-sources/{id}', { method: 'GET', url: '/openapi-sources/nope', headers: admin })).res.statusCode).toBe(404);
+    // A tool's own credential (issue 30), on an HTTP tool of the source's host; not on the source's own tools (409).
+    const cred = (method: 'PUT' | 'GET' | 'DELETE', name: string, payload?: unknown) =>
+      call('/tools/{name}/credential', {
+        method,
+        url: `/tools/${name}/credential`,
+        headers: admin,
+        ...(payload !== undefined && { payload: payload as never }),
+      });
+    expect((await cred('PUT', 'ex_getItem', { bearer: 'x' })).res.statusCode).toBe(409);
+    expect((await cred('PUT', 'nope', { bearer: 'x' })).res.statusCode).toBe(404);
+    expect(
+      (
+        await call('/tools/{name}', {
+          method: 'PUT',
+          url: '/tools/own_credential',
+          headers: admin,
+          payload: { description: 'x', target: { baseUrl: 'https://api.example.com', method: 'GET', path: '/x' } } as never,
+        })
+      ).res.statusCode,
+    ).toBe(201);
+    expect((await cred('PUT', 'own_credential', { bearer: 'x' })).res.statusCode).toBe(200);
+    expect((await cred('PUT', 'own_credential', { bearer: '' })).res.statusCode).toBe(400);
+    expect((await cred('GET', 'own_credential')).res.statusCode).toBe(200);
+    expect((await cred('DELETE', 'own_credential')).res.statusCode).toBe(200);
+    expect((await cred('GET', 'own_credential')).res.statusCode).toBe(404);
+    expect((await cred('DELETE', 'own_credential')).res.statusCode).toBe(404);
     // Read again (issue 30): a source given inline has no URL (409); one read from a URL queues what changed.
     const refresh = (id: string) =>
       call('/openapi-sources/{id}/refresh', { method: 'POST', url: `/openapi-sources/${id}/refresh`, headers: admin });

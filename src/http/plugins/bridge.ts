@@ -1,5 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import fp from 'fastify-plugin';
+import { toolCredentialOwner } from '../../registry/tool-credential-commands.js';
+import { RegistryError } from '../../model/errors.js';
 import { readBrokerLimits, type BrokerLimits } from '../../pulsar/broker-limits.js';
 import { ToolBridge } from '../../bridge/bridge.js';
 import { BusTransport } from '../../bridge/bus-transport.js';
@@ -108,11 +110,26 @@ export default fp<{ config: Config }>(
       catalog: app.catalog,
       transports: {
         http: new HttpTransport(MAX_RESPONSE_BYTES, app.outbound.fetch, {
-          // An OpenAPI source's credential, opened from its sealed row at each call (a rotated one applies at once).
-          credentialOf: (owner) => {
+          // An OpenAPI source's credential, or the tool's own (issue 30), opened from its sealed row
+          // at each call (a rotated one applies at once).
+          credentialOf: (owner, tool, origin) => {
             const source = openApiSourceOf(owner);
-            const sealed = source === undefined ? undefined : app.store.openApiSourceCredential(source);
-            return sealed === undefined ? undefined : (app.store.credentials.open(owner, sealed) as OutboundCredential);
+            if (source !== undefined && owner !== null) {
+              const sealed = app.store.openApiSourceCredential(source);
+              return sealed === undefined
+                ? undefined
+                : { key: owner, credential: app.store.credentials.open(owner, sealed) as OutboundCredential };
+            }
+            const own = app.store.sealedToolCredential(tool);
+            if (own === undefined) return undefined;
+            if (own.origin !== origin) {
+              throw new RegistryError(
+                'TR_ERR_UPSTREAM_CREDENTIAL',
+                `tool "${tool}" now calls ${origin}, not ${own.origin} its credential was set for: it is not sent elsewhere; set the credential again`,
+              );
+            }
+            const key = toolCredentialOwner(tool);
+            return { key, credential: app.store.credentials.open(key, own.sealed) as OutboundCredential };
           },
           parts: new OutboundCredentials({ fetch: app.outbound.fetch }),
         }),
