@@ -15,18 +15,20 @@ import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { JsonRpcMessageSchema, McpHeadersSchema } from '../../model/api.js';
 import { RegistryError } from '../../model/errors.js';
-import { viewKeyFor } from '../../model/visibility.js';
+import { viewKeyFor, type ViewKey } from '../../model/visibility.js';
 import { packageVersion } from '../../package-root.js';
 import { callerKey } from '../caller-key.js';
 import { eventStreams } from '../event-stream.js';
 import { endResponsesOfCancelledRequests } from '../mcp/cancellation.js';
 import { answer } from '../mcp/answer.js';
+import { sendListAnswer, soleListRequest, type ListRequest } from '../mcp/list-answer.js';
 import { readMessages, type McpMessage } from '../mcp/messages.js';
 import { DESCRIPTION, McpEventsSchema, refusals } from '../mcp/openapi.js';
 import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
 import { SessionEventStore } from '../mcp/event-store.js';
 import { replayAnswered } from '../mcp/resumption.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
+import { McpToolLists } from '../mcp/tool-lists.js';
 import { recordFailedCall } from '../plugins/audit.js';
 import { ANYONE, BEARER, empty, headers, problem, problems } from '../openapi/responses.js';
 import { tokenExpiresAt } from '../token-expiry.js';
@@ -66,13 +68,18 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   const eventStores = new WeakMap<McpSession, SessionEventStore>();
   /** The HTTP request behind each message, keyed by the authInfo object handed to the SDK. */
   const contexts = new WeakMap<object, McpRequestContext>();
-  const deps = {
+  // tools/list results as bytes, kept as the listing keeps its page bodies (a quarter of the views' bound).
+  const toolLists = new McpToolLists({
     catalog: app.catalog,
     listing: app.listing,
+    pageSize: mcp.pageSize,
+    cacheBytes: Math.floor(config.viewCacheBytes / 4),
+  });
+  const deps = {
+    toolLists,
     bridge: app.bridge,
     visibility: config.visibility,
     knownScopes: app.catalog.knownScopeNames,
-    pageSize: mcp.pageSize,
     forwardAuthorization: mcp.forwardAuthorization,
     version: packageVersion(),
   };
@@ -240,12 +247,30 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         holdRequestIds(session, messages, reply);
       }
       session.view = key;
+      const list = opened ? undefined : soleListRequest(request.headers, body);
+      if (list !== undefined) {
+        const result = listResult(key, list);
+        if (result !== undefined) {
+          session.lastSeen = Date.now();
+          return sendListAnswer(reply, session.id, eventStores.get(session), list, result);
+        }
+      }
       const response = await handOver(request, reply, session, body);
       // An initialize the SDK refused leaves no session behind.
       if (opened && session.id === '') session.server.close().catch(() => undefined);
       return answer(reply, response);
     },
   );
+
+  /** A tools/list page's result bytes; undefined for a cursor the listing refuses, which the SDK answers. */
+  const listResult = (key: ViewKey, list: ListRequest): Buffer | undefined => {
+    try {
+      return toolLists.resultBytes(key, list.cursor);
+    } catch (err) {
+      if (err instanceof RegistryError) return undefined;
+      throw err;
+    }
+  };
 
   /**
    * The SDK answers by request id: a second request reusing the id of one still being answered
