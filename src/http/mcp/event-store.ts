@@ -38,18 +38,25 @@ interface StoredEvent {
   readonly at: number;
 }
 
-/** A response sent from precomputed bytes: `head`, then the shared `result` bytes, then `}`. */
+/** A response sent from precomputed bytes: `{"result":`, the shared `result` bytes, then `tail`. */
 class SplicedAnswer {
   constructor(
-    readonly head: string,
     readonly result: Buffer,
+    readonly tail: string,
   ) {}
+
+  get bytes(): number {
+    return RESULT_HEAD.length + this.result.length + Buffer.byteLength(this.tail);
+  }
 
   /** Parsed only when replayed, which is rare: the answer was sent as bytes. */
   message(): JSONRPCMessage {
-    return JSON.parse(`${this.head}${this.result.toString('utf8')}}`) as JSONRPCMessage;
+    return JSON.parse(`${RESULT_HEAD}${this.result.toString('utf8')}${this.tail}`) as JSONRPCMessage;
   }
 }
+
+/** How a JSON-RPC response the SDK serialises begins (it builds `{ result, jsonrpc, id }`). */
+const RESULT_HEAD = '{"result":';
 
 const messageOf = (event: StoredEvent): JSONRPCMessage =>
   event.message instanceof SplicedAnswer ? event.message.message() : event.message;
@@ -96,12 +103,12 @@ export class SessionEventStore implements EventStore {
   }
 
   /**
-   * A JSON-RPC response sent as `head`, the `result` bytes and `}` (src/http/mcp/list-answer.ts):
-   * kept as those bytes (the result shared with every answer made of it), counted by their
-   * length, never serialised again.
+   * A JSON-RPC response sent as `{"result":`, the `result` bytes and `tail`
+   * (src/http/mcp/list-answer.ts): kept as those bytes (the result shared with every answer
+   * made of it), counted by their length, never serialised again.
    */
-  storeAnswer(streamId: StreamId, head: string, result: Buffer): EventId {
-    return this.#store(streamId, new SplicedAnswer(head, result), true);
+  storeAnswer(streamId: StreamId, result: Buffer, tail: string): EventId {
+    return this.#store(streamId, new SplicedAnswer(result, tail), true);
   }
 
   #store(streamId: StreamId, message: JSONRPCMessage | SplicedAnswer | undefined, answer: boolean): EventId {
@@ -117,10 +124,7 @@ export class SessionEventStore implements EventStore {
     }
     if (answer) this.#answered.add(streamId);
     if (message !== undefined) {
-      const bytes =
-        message instanceof SplicedAnswer
-          ? Buffer.byteLength(message.head) + message.result.length + 1
-          : Buffer.byteLength(JSON.stringify(message));
+      const bytes = message instanceof SplicedAnswer ? message.bytes : Buffer.byteLength(JSON.stringify(message));
       this.#events.push({ streamId, sequence, message, bytes, at: this.#now() });
       this.#bytes += bytes;
     }

@@ -55,9 +55,10 @@ export function soleListRequest(
 
 /**
  * The answer, as the SDK's transport frames it: its headers, a priming event where it primes,
- * then one `message` event of `{"jsonrpc":"2.0","id":<id>,"result":<result>}`, each event
- * with an id from the session's store where it has one; the stream then ends, as it does once
- * a POST's requests are answered.
+ * then one `message` event of `{"result":<result>,"jsonrpc":"2.0","id":<id>}` (the SDK's own
+ * key order, so that the bytes are the ones it would have sent), each event with an id from
+ * the session's store where it has one; the stream then ends, as it does once a POST's
+ * requests are answered.
  */
 export function sendListAnswer(
   reply: FastifyReply,
@@ -66,15 +67,15 @@ export function sendListAnswer(
   request: ListRequest,
   result: Buffer,
 ): FastifyReply {
-  const head = `{"jsonrpc":"2.0","id":${JSON.stringify(request.id)},"result":`;
+  const tail = `,"jsonrpc":"2.0","id":${JSON.stringify(request.id)}}`;
   let before = '';
   let eventId: string | undefined;
   if (events) {
     const streamId = randomUUID();
     if (request.revision >= PRIMING_REVISION) before = `id: ${events.storePriming(streamId)}\ndata: \n\n`;
-    eventId = events.storeAnswer(streamId, head, result);
+    eventId = events.storeAnswer(streamId, result, tail);
   }
-  before += `event: message\n${eventId === undefined ? '' : `id: ${eventId}\n`}data: ${head}`;
+  before += `event: message\n${eventId === undefined ? '' : `id: ${eventId}\n`}data: {"result":`;
   return reply
     .code(200)
     .header('content-type', 'text/event-stream')
@@ -82,7 +83,5 @@ export function sendListAnswer(
     .header('connection', 'keep-alive')
     .header('x-accel-buffering', 'no')
     .header('mcp-session-id', sessionId)
-    .send(Buffer.concat([Buffer.from(before), result, AFTER]));
+    .send(Buffer.concat([Buffer.from(before), result, Buffer.from(`${tail}\n\n`)]));
 }
-
-const AFTER = Buffer.from('}\n\n');
