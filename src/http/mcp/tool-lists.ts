@@ -18,7 +18,7 @@ const entries = new WeakMap<CatalogTool, McpToolEntry>();
 /** And serialised once per write of a tool. */
 const entryTexts = new WeakMap<CatalogTool, string>();
 
-export function entryOf(tool: CatalogTool): McpToolEntry {
+function entryOf(tool: CatalogTool): McpToolEntry {
   let entry = entries.get(tool);
   if (!entry) entries.set(tool, (entry = mcpToolOf(tool.tool, tool.record.deprecation)));
   return entry;
