@@ -47,6 +47,8 @@ export interface McpRequestContext {
   signal: AbortSignal;
   /** Called when a call fails, with the refusal's code and HTTP status, for the audit log. */
   onCallFailed: (toolName: string, code: string, status: number) => void;
+  /** The request's protocol revision where it is one the SDK does not know (2026-07-28). */
+  revision?: string | undefined;
 }
 
 export interface McpServerDeps {
@@ -58,7 +60,10 @@ export interface McpServerDeps {
   version: string;
 }
 
-const INSTRUCTIONS =
+export const SERVER_NAME = 'tool-registry';
+export const SERVER_TITLE = 'Tool registry';
+
+export const INSTRUCTIONS =
   'A registry of tools. tools/list shows the tools your token may use; tools/call runs one through the registry, which checks your scopes again at call time. The list changes at runtime: follow notifications/tools/list_changed.';
 
 /** The elicitation validator the SDK builds per server; nothing here elicits, so one is shared. */
@@ -117,7 +122,7 @@ class RegistryMcpServer extends Server {
 export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unknown) => McpRequestContext | undefined): Server {
   sharedValidator ??= new AjvJsonSchemaValidator();
   const server = new RegistryMcpServer(
-    { name: 'tool-registry', title: 'Tool registry', version: deps.version },
+    { name: SERVER_NAME, title: SERVER_TITLE, version: deps.version },
     { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator },
   );
   const context = (authInfo: unknown): McpRequestContext => {
@@ -139,16 +144,19 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
     }
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const ctx = context(extra.authInfo);
-    const name = request.params.name;
+  const callTool = async (
+    params: { name: string; arguments?: Record<string, unknown> | undefined },
+    extra: RequestHandlerExtra<ServerRequest | Request, ServerNotification | Notification>,
+    ctx: McpRequestContext,
+  ): Promise<CallToolResult> => {
+    const name = params.name;
     const progressToken = extra._meta?.progressToken;
     let progress = 0;
     try {
       const { tool } = deps.bridge.admit(name, ctx.caller);
       const result = await deps.bridge.invoke({
         toolName: name,
-        arguments: request.params.arguments ?? {},
+        arguments: params.arguments ?? {},
         caller: ctx.caller,
         authorization: deps.forwardAuthorization ? ctx.authorization : undefined,
         callerKey: ctx.callerKey,
@@ -185,7 +193,15 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
       // Refused calls too (no token, a missing scope): a result the client keeps its session with.
       return refusedCall(err);
     }
+  };
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const ctx = context(extra.authInfo);
+    const result = await callTool(request.params, extra, ctx);
+    // Revision 2026-07-28 requires every result to say what it is; nothing here asks for input.
+    return ctx.revision === undefined ? result : { ...result, resultType: 'complete' };
   });
+
   return server;
 }
 

@@ -10,7 +10,7 @@ import cors from '@fastify/cors';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { JsonRpcMessageSchema, McpHeadersSchema } from '../../model/api.js';
@@ -24,7 +24,8 @@ import { answer } from '../mcp/answer.js';
 import { sendListAnswer, soleListRequest, type ListRequest } from '../mcp/list-answer.js';
 import { readMessages, type McpMessage } from '../mcp/messages.js';
 import { DESCRIPTION, McpEventsSchema, refusals } from '../mcp/openapi.js';
-import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
+import { createMcpServer, INSTRUCTIONS, SERVER_NAME, SERVER_TITLE, type McpRequestContext } from '../mcp/server.js';
+import { answerModern, answeredBySdk, isModernPost, MODERN_REVISION, modernRequest } from '../mcp/modern.js';
 import { SessionEventStore } from '../mcp/event-store.js';
 import { replayAnswered } from '../mcp/resumption.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
@@ -83,6 +84,14 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     forwardAuthorization: mcp.forwardAuthorization,
     version: packageVersion(),
   };
+  const modernDeps = {
+    toolLists,
+    publicTtlMs: config.anonymousMaxAgeS * 1000,
+    name: SERVER_NAME,
+    title: SERVER_TITLE,
+    version: deps.version,
+    instructions: INSTRUCTIONS,
+  };
   const contextOf = (authInfo: unknown) => (typeof authInfo === 'object' && authInfo !== null ? contexts.get(authInfo) : undefined);
   const routeConfig = { resourceMetadataUrl: resourceMetadataUrl(mcp.resource) };
   const allowedOrigins = new Set(mcp.allowedOrigins);
@@ -134,6 +143,21 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
 
   /** What the SDK gets of the HTTP request: its transport headers and who is asking. */
   const handOver = async (request: FastifyRequest, reply: FastifyReply, session: McpSession, body?: unknown): Promise<Response> => {
+    session.lastSeen = Date.now();
+    return handTo(request, reply, session.transport, body);
+  };
+
+  /**
+   * Hands the request to an SDK transport. With `revision` (2026-07-28, which the SDK does not
+   * know), the transport is told the newest revision it does know, and the handlers the real one.
+   */
+  const handTo = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    transport: WebStandardStreamableHTTPServerTransport,
+    body?: unknown,
+    revision?: string,
+  ): Promise<Response> => {
     const gone = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) gone.abort();
@@ -149,15 +173,33 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       authorization: request.headers.authorization,
       signal: gone.signal,
       onCallFailed: (tool, code, status) => recordFailedCall(request, tool, code, status),
+      revision,
     });
-    session.lastSeen = Date.now();
     const forwarded = new Headers();
     for (const name of TRANSPORT_HEADERS) {
       const value = request.headers[name];
       if (typeof value === 'string') forwarded.set(name, value);
     }
+    if (revision !== undefined) forwarded.set('mcp-protocol-version', LATEST_PROTOCOL_VERSION);
     const webRequest = new Request(new URL('/mcp', config.publicUrl), { method: request.method, headers: forwarded });
-    return session.transport.handleRequest(webRequest, body === undefined ? { authInfo } : { authInfo, parsedBody: body });
+    return transport.handleRequest(webRequest, body === undefined ? { authInfo } : { authInfo, parsedBody: body });
+  };
+
+  /**
+   * A 2026-07-28 POST (src/http/mcp/modern.ts): no session; `server/discover` and `tools/list`
+   * answered here, `tools/call` and `ping` by an SDK server and stateless transport made for
+   * this one request and closed with it.
+   */
+  const modernPost = async (request: FastifyRequest, reply: FastifyReply, key: ViewKey, messages: readonly McpMessage[]) => {
+    const rpc = modernRequest(request.headers, request.body);
+    if (rpc === undefined) return reply.code(202).send();
+    if (!answeredBySdk(rpc)) return answerModern(reply, modernDeps, rpc, { key, anonymous: request.caller.kind === 'anonymous' });
+    if (mcp.scopeChallenge) refuseCallOutsideScopes(request, messages);
+    const server = createMcpServer(deps, contextOf);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    await server.connect(transport);
+    reply.raw.once('close', () => server.close().catch(() => undefined));
+    return answer(reply, await handTo(request, reply, transport, request.body, MODERN_REVISION));
   };
 
   /** A new session: its own SDK server and transport, held once `initialize` succeeds. */
@@ -231,6 +273,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       const key = enter(request);
       const body = request.body;
       const messages = readMessages(request.headers['mcp-protocol-version'], body);
+      if (isModernPost(request.headers, body)) return modernPost(request, reply, key, messages);
       let session: McpSession;
       let opened = false;
       if (request.headers['mcp-session-id'] === undefined) {
