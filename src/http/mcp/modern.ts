@@ -36,7 +36,7 @@ import type { McpToolLists } from './tool-lists.js';
 
 export const MODERN_REVISION = '2026-07-28';
 /** Every revision /mcp speaks, newest first: this one, then the SDK's. */
-export const SERVED_REVISIONS: readonly string[] = [MODERN_REVISION, ...SUPPORTED_PROTOCOL_VERSIONS];
+const SERVED_REVISIONS: readonly string[] = [MODERN_REVISION, ...SUPPORTED_PROTOCOL_VERSIONS];
 
 const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
 const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
