@@ -13,6 +13,7 @@
  *             a slice of bodiesFile each
  *   write:    { status, bodyFile, headers }            PUT /tools/:name (the JSON body is parsed)
  *   register: { status, bodyFile, headers }            POST /tools/register (the body is parsed)
+ *   mcp:      { status, bodyFile, headers }            POST /mcp (the body is parsed), e.g. a tools/list answer
  *   workers:  N > 1 runs N processes sharing the port (node:cluster)
  *
  * Either way, `GET /` and the exact answers give 304 when If-None-Match equals their ETag.
@@ -45,6 +46,7 @@ export interface CeilingSpec {
   exact?: { bodiesFile: string; entries: ExactEntry[] };
   write?: Answer;
   register?: Answer;
+  mcp?: Answer;
   workers?: number;
 }
 
@@ -103,6 +105,7 @@ async function serve(): Promise<void> {
   }
   const write = spec.write && prepare(spec.write);
   const register = spec.register && prepare(spec.register);
+  const mcp = spec.mcp && prepare(spec.mcp);
 
   const send = (reply: FastifyReply, answer: Prepared, ifNoneMatch: string | undefined) => {
     reply.headers(answer.headers);
@@ -128,6 +131,10 @@ async function serve(): Promise<void> {
   app.post('/tools/register', async (_request, reply) => {
     if (!register) return reply.code(404).send();
     return reply.code(register.status).headers(register.headers).send(register.body);
+  });
+  app.post('/mcp', async (_request, reply) => {
+    if (!mcp) return reply.code(404).send();
+    return reply.code(mcp.status).headers(mcp.headers).send(mcp.body);
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
 

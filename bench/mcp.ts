@@ -2,7 +2,9 @@
  * Issue 11, the MCP endpoint: `tools/list` and a bridged `tools/call` over `/mcp` (Streamable
  * HTTP), each measured side by side with its plain HTTP counterpart on the same registry, with
  * the same token, connections and duration: `GET /` for the list, `POST /tools/{name}/invoke`
- * for the call. The figure is the ratio MCP / HTTP.
+ * for the call. The figure is the ratio MCP / HTTP. And (issue 31) `tools/list` against its
+ * ceiling: a bare Fastify (bench/ceiling-server.ts) answering `POST /mcp` with the bytes of one
+ * of the registry's own answers, with the same headers, to the same requests.
  *
  * One registry process, seeded with 1,000 generated HTTP tools and one echo tool whose host is
  * bench/echo-server.ts (its own process, answers the arguments back at once). Two tokens: the
@@ -13,7 +15,7 @@
  * the SDK's transport routes each answer by its request id). Each answer is checked before the
  * runs and again after them.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type autocannon from 'autocannon';
@@ -22,7 +24,7 @@ import { freePort, spawnNode, type Child } from './lib.js';
 import { loader, measureSides, type LoadSpec, type Side } from './measure.js';
 import { log, opts } from './options.js';
 import { f0, f1, f2, pct, table, type Section } from './report.js';
-import { importBundle, startRegistry, type Registry } from './servers.js';
+import { importBundle, startCeiling, startRegistry, type Ceiling, type Registry } from './servers.js';
 
 /** Generated tools in the catalogue (and in the lister's view): one MCP page at most (1,000). */
 const TOOLS = 1000;
@@ -107,11 +109,18 @@ class McpSession {
     return JSON.stringify({ jsonrpc: '2.0', ...(id !== null && { id }), method, ...(params !== undefined && { params }) });
   }
 
-  async post(body: string): Promise<RpcAnswer & { headers: Headers }> {
-    const res = await fetch(`${this.base}/mcp`, { method: 'POST', headers: this.headers(), body });
+  async post(body: string, base = this.base): Promise<RpcAnswer & { headers: Headers; text: string }> {
+    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: this.headers(), body });
     const text = await res.text();
     const contentType = res.headers.get('content-type') ?? '';
-    return { status: res.status, bytes: Buffer.byteLength(text), contentType, message: parseRpc(contentType, text), headers: res.headers };
+    return {
+      status: res.status,
+      bytes: Buffer.byteLength(text),
+      contentType,
+      message: parseRpc(contentType, text),
+      headers: res.headers,
+      text,
+    };
   }
 
   /** `initialize`, then `notifications/initialized`; keeps the session id the server gave. */
@@ -177,9 +186,9 @@ async function startEcho(): Promise<{ child: Child; port: number }> {
   return { child, port };
 }
 
-/** Throws unless `tools/list` holds exactly `names`, in one page. */
-async function checkList(session: McpSession, names: string[]): Promise<number> {
-  const a = await session.post(session.body('tools/list'));
+/** Throws unless `tools/list` holds exactly `names`, in one page; the answer's body bytes and text. */
+async function checkList(session: McpSession, names: string[], base?: string): Promise<{ bytes: number; text: string; headers: Headers }> {
+  const a = await session.post(session.body('tools/list'), base);
   const result = a.message?.result;
   const tools = result?.['tools'];
   if (a.status !== 200 || !Array.isArray(tools))
@@ -191,7 +200,7 @@ async function checkList(session: McpSession, names: string[]): Promise<number> 
   if (got.length !== want.length || got.some((n, k) => n !== want[k])) {
     throw new Error(`MCP tools/list holds ${got.length} tools, not the ${want.length} GET / shows the same token`);
   }
-  return a.bytes;
+  return { bytes: a.bytes, text: a.text, headers: a.headers };
 }
 
 /** Throws unless `tools/call` of the echo tool gives back the echo text, not as an error. */
@@ -235,6 +244,7 @@ export async function mcpBench(): Promise<McpResult> {
   const dir = mkdtempSync(join(tmpdir(), 'tool-registry-bench-'));
   let registry: Registry | undefined;
   let echo: { child: Child; port: number } | undefined;
+  let ceiling: Ceiling | undefined;
   try {
     echo = await startEcho();
     log(`mcp: starting the registry (${TOOLS} tools and ${ECHO} on 127.0.0.1:${echo.port})`);
@@ -267,7 +277,19 @@ export async function mcpBench(): Promise<McpResult> {
     await listSession.open();
     const callSession = new McpSession(base, caller);
     await callSession.open();
-    const listBytes = await checkList(listSession, view.names);
+    const listed = await checkList(listSession, view.names);
+    const listBytes = listed.bytes;
+    // The ceiling: a bare Fastify answering POST /mcp with the bytes of one such answer, and its headers.
+    writeFileSync(join(dir, 'mcp-list.txt'), listed.text);
+    const ceilingHeaders: Record<string, string> = {};
+    for (const name of ['content-type', 'cache-control', 'x-accel-buffering', 'mcp-session-id']) {
+      const value = listed.headers.get(name);
+      if (value !== null) ceilingHeaders[name] = value;
+    }
+    ceiling = await startCeiling(dir, 'mcp-ceiling', {
+      mcp: { status: 200, bodyFile: join(dir, 'mcp-list.txt'), headers: ceilingHeaders },
+    });
+    const ceilingBytes = (await checkList(listSession, view.names, ceiling.base)).bytes;
     const callBytes = await checkCall(callSession);
     const invokeBytes = await checkInvoke(base, caller);
 
@@ -277,10 +299,11 @@ export async function mcpBench(): Promise<McpResult> {
       mcpSpec: LoadSpec,
       httpSpec: LoadSpec,
       recheck: () => Promise<unknown>,
+      other: { base: string; pid: number | undefined } = { base, pid },
     ) => {
       const [m, h] = await measureSides(`mcp: ${row.row}`, [
         ['mcp', loader(base, mcpSpec, pid)],
-        ['http', loader(base, httpSpec, pid)],
+        [other.base === base ? 'http' : 'ceiling', loader(other.base, httpSpec, other.pid)],
       ]);
       if (!m || !h) throw new Error('mcp: missing side');
       // The session still answers right after the runs (not ended, not mixed up).
@@ -307,6 +330,21 @@ export async function mcpBench(): Promise<McpResult> {
       { path: '/', connections: opts.readConnections, headers: { authorization: lister }, expectStatus: 200, setupRequest: unchanged },
       () => checkList(listSession, view.names),
     );
+    // Issue 31: the same answer's bytes from a bare Fastify (bench/ceiling-server.ts), same request.
+    await measure(
+      {
+        row: `tools/list (${TOOLS.toLocaleString('en-US')} tools, one page) against its ceiling`,
+        mcpRequest: 'POST /mcp tools/list',
+        httpRequest: 'POST /mcp, bare Fastify, same bytes',
+        mcpBytes: listBytes,
+        httpBytes: ceilingBytes,
+        connections: opts.readConnections,
+      },
+      listSession.spec('tools/list', undefined, opts.readConnections),
+      listSession.spec('tools/list', undefined, opts.readConnections),
+      () => checkList(listSession, view.names),
+      { base: ceiling.base, pid: ceiling.child.pid },
+    );
     await measure(
       {
         row: `tools/call ${ECHO} (HTTP tool, echo)`,
@@ -332,6 +370,7 @@ export async function mcpBench(): Promise<McpResult> {
   } finally {
     await registry?.child.stop();
     await echo?.child.stop();
+    await ceiling?.child.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -342,18 +381,18 @@ export function mcpSection(r: McpResult): Section {
       'row',
       'MCP request',
       'compared with',
-      'answer bytes MCP / HTTP',
+      'answer bytes MCP / other',
       'conns',
       'MCP req/s',
       'p50 ms',
       'p99 ms',
       'CPU us/req',
-      'HTTP req/s',
+      'other req/s',
       'p50 ms',
       'p99 ms',
       'CPU us/req',
-      'MCP / HTTP',
-      'errors MCP / HTTP',
+      'MCP / other',
+      'errors MCP / other',
       'note',
     ],
     r.rows.map((x) => [
@@ -378,7 +417,7 @@ export function mcpSection(r: McpResult): Section {
     ['note'],
   );
   return {
-    title: `MCP over /mcp against the HTTP API (issue 11; one registry, ${f0(r.tools)} tools, same token and connections per row; median of ${opts.runs} x ${opts.durationS} s; errors = answers other than 200)`,
+    title: `MCP over /mcp against the HTTP API and a bare-Fastify ceiling (issues 11, 31; one registry, ${f0(r.tools)} tools, same token and connections per row; median of ${opts.runs} x ${opts.durationS} s; errors = answers other than 200)`,
     ...t,
   };
 }

@@ -582,5 +582,12 @@ export const McpHeadersSchema = z.object({
     .max(200)
     .optional()
     .describe('The session id the `initialize` answer gave; required on every request after it.'),
-  'mcp-protocol-version': z.string().max(40).optional().describe('The protocol revision agreed at `initialize`, e.g. `2025-11-25`.'),
+  'mcp-protocol-version': z
+    .string()
+    .max(40)
+    .optional()
+    .describe(
+      'The protocol revision agreed at `initialize`, e.g. `2025-11-25`; at `2026-07-28`, the one the request names in its `_meta`.',
+    ),
+  'mcp-method': z.string().max(200).optional().describe("Revision 2026-07-28: the request's `method`, which it must equal."),
 });

@@ -32,10 +32,34 @@ const KNOWN_STREAMS = 256;
 interface StoredEvent {
   readonly streamId: StreamId;
   readonly sequence: number;
-  readonly message: JSONRPCMessage;
+  /** The message, or a JSON-RPC response kept as the bytes it was sent as (storeAnswer). */
+  readonly message: JSONRPCMessage | SplicedAnswer;
   readonly bytes: number;
   readonly at: number;
 }
+
+/** A response sent from precomputed bytes: `{"result":`, the shared `result` bytes, then `tail`. */
+class SplicedAnswer {
+  constructor(
+    readonly result: Buffer,
+    readonly tail: string,
+  ) {}
+
+  get bytes(): number {
+    return RESULT_HEAD.length + this.result.length + Buffer.byteLength(this.tail);
+  }
+
+  /** Parsed only when replayed, which is rare: the answer was sent as bytes. */
+  message(): JSONRPCMessage {
+    return JSON.parse(`${RESULT_HEAD}${this.result.toString('utf8')}${this.tail}`) as JSONRPCMessage;
+  }
+}
+
+/** How a JSON-RPC response the SDK serialises begins (it builds `{ result, jsonrpc, id }`). */
+const RESULT_HEAD = '{"result":';
+
+const messageOf = (event: StoredEvent): JSONRPCMessage =>
+  event.message instanceof SplicedAnswer ? event.message.message() : event.message;
 
 /** The SDK's priming events: an empty object that carries no message, never replayed. */
 function isPriming(message: JSONRPCMessage): boolean {
@@ -68,6 +92,26 @@ export class SessionEventStore implements EventStore {
   }
 
   async storeEvent(streamId: StreamId, message: JSONRPCMessage): Promise<EventId> {
+    // A priming event gets an id (the client's cursor) but holds nothing worth replaying.
+    const answer = 'id' in message && ('result' in message || 'error' in message);
+    return this.#store(streamId, isPriming(message) ? undefined : message, answer);
+  }
+
+  /** A priming event (an id, no message), as the SDK's transport stores one with storeEvent(id, {}). */
+  storePriming(streamId: StreamId): EventId {
+    return this.#store(streamId, undefined, false);
+  }
+
+  /**
+   * A JSON-RPC response sent as `{"result":`, the `result` bytes and `tail`
+   * (src/http/mcp/list-answer.ts): kept as those bytes (the result shared with every answer
+   * made of it), counted by their length, never serialised again.
+   */
+  storeAnswer(streamId: StreamId, result: Buffer, tail: string): EventId {
+    return this.#store(streamId, new SplicedAnswer(result, tail), true);
+  }
+
+  #store(streamId: StreamId, message: JSONRPCMessage | SplicedAnswer | undefined, answer: boolean): EventId {
     const sequence = ++this.#sequence;
     this.#streams.delete(streamId);
     this.#streams.add(streamId);
@@ -78,10 +122,9 @@ export class SessionEventStore implements EventStore {
         this.#answered.delete(oldest);
       }
     }
-    // A priming event gets an id (the client's cursor) but holds nothing worth replaying.
-    if ('id' in message && ('result' in message || 'error' in message)) this.#answered.add(streamId);
-    if (!isPriming(message)) {
-      const bytes = Buffer.byteLength(JSON.stringify(message));
+    if (answer) this.#answered.add(streamId);
+    if (message !== undefined) {
+      const bytes = message instanceof SplicedAnswer ? message.bytes : Buffer.byteLength(JSON.stringify(message));
       this.#events.push({ streamId, sequence, message, bytes, at: this.#now() });
       this.#bytes += bytes;
     }
@@ -100,7 +143,7 @@ export class SessionEventStore implements EventStore {
     this.#evict();
     for (const event of [...this.#events]) {
       if (event.streamId === cursor.streamId && event.sequence > cursor.sequence)
-        await send(`${event.streamId}/${event.sequence}`, event.message);
+        await send(`${event.streamId}/${event.sequence}`, messageOf(event));
     }
     return cursor.streamId;
   }
@@ -117,7 +160,7 @@ export class SessionEventStore implements EventStore {
     this.#evict();
     return this.#events
       .filter((event) => event.streamId === cursor.streamId && event.sequence > cursor.sequence)
-      .map((event) => ({ id: `${event.streamId}/${event.sequence}`, message: event.message }));
+      .map((event) => ({ id: `${event.streamId}/${event.sequence}`, message: messageOf(event) }));
   }
 
   /** `<stream>/<sequence>` for a stream of this store and a sequence it has given; else undefined. */

@@ -35,6 +35,19 @@ once the rest of that POST are answered (at once, and empty, when nothing is lef
 A request whose params its method does not take is answered \`-32602\` with what is wrong
 (\`tools/call: "name" is required and must be a string\`).
 
+**Revision 2026-07-28.** A \`POST\` whose \`MCP-Protocol-Version\` is \`2026-07-28\` (or that
+has no session and names a revision in \`params._meta["io.modelcontextprotocol/protocolVersion"]\`)
+is of that revision: self-contained, no \`initialize\` and no session. The header and the
+\`_meta\` revision must be equal, and \`Mcp-Method\` (when sent) the method: else \`400\` with
+\`-32020\`; an unknown revision there is \`400\` with \`-32022\` and the revisions served.
+\`server/discover\` answers the revisions served, the capabilities and the server; \`tools/list\`
+carries \`resultType\`, \`ttlMs\` and \`cacheScope\`: \`public\` with \`ANONYMOUS_MAX_AGE_S\` as
+\`ttlMs\` for the anonymous view, \`private\` with \`0\` for a token's; both answer
+\`application/json\`. \`tools/call\` and \`ping\` are answered as at 2025-11-25 (an event
+stream), with \`resultType\`; other methods (\`subscriptions/listen\` among them) are \`404\` with
+\`-32601\`. Older revisions' answers are unchanged, and \`initialize\` proposing 2026-07-28
+(which has none) is negotiated down to 2025-11-25.
+
 **Limits.** Each caller holds at most \`MCP_SESSIONS_PER_CALLER\` sessions (a new one ends
 its least recently used), the registry \`MCP_MAX_SESSIONS\`; a session unused for
 \`MCP_SESSION_IDLE_S\` without an open stream ends (requests naming it get \`404\`, and the
@@ -65,7 +78,7 @@ export const refusals = {
     { headers: challenge },
   ),
   404: problem(
-    'No session with that `Mcp-Session-Id` held by this caller (`TR_ERR_NOT_FOUND`): it ended, or never was. Start a new one with `initialize`.',
+    'No session with that `Mcp-Session-Id` held by this caller (`TR_ERR_NOT_FOUND`): it ended, or never was. Start a new one with `initialize`. At revision 2026-07-28, a method not offered (`TR_ERR_NOT_FOUND` with the JSON-RPC error `-32601`).',
   ),
   429: problems.TooManyRequests,
 };

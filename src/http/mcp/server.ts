@@ -27,15 +27,14 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { ToolBridge } from '../../bridge/bridge.js';
-import type { Catalog, CatalogTool, CatalogView } from '../../catalog/catalog.js';
-import type { CatalogListing } from '../../catalog/listing.js';
 import type { BinaryContent } from '../../model/api.js';
 import type { Caller } from '../../model/caller.js';
 import { RegistryError } from '../../model/errors.js';
-import { mcpResultOf, mcpToolOf, type McpToolEntry } from '../../model/mcp-tool.js';
+import { mcpResultOf } from '../../model/mcp-tool.js';
 import { viewKeyFor, type VisibilityPolicy } from '../../model/visibility.js';
 import { describeInvalidParams, type ParamsIssue } from './invalid-params.js';
 import { refusedCall } from './refusals.js';
+import type { McpToolLists } from './tool-lists.js';
 
 /** What the route knows about the HTTP request a message came in. */
 export interface McpRequestContext {
@@ -48,36 +47,27 @@ export interface McpRequestContext {
   signal: AbortSignal;
   /** Called when a call fails, with the refusal's code and HTTP status, for the audit log. */
   onCallFailed: (toolName: string, code: string, status: number) => void;
+  /** The request's protocol revision where it is one the SDK does not know (2026-07-28). */
+  revision?: string | undefined;
 }
 
 export interface McpServerDeps {
-  catalog: Catalog;
-  listing: CatalogListing;
+  toolLists: McpToolLists;
   bridge: ToolBridge;
   visibility: VisibilityPolicy;
   knownScopes: () => Iterable<string>;
-  pageSize: number;
   forwardAuthorization: boolean;
   version: string;
 }
 
-const INSTRUCTIONS =
+export const SERVER_NAME = 'tool-registry';
+export const SERVER_TITLE = 'Tool registry';
+
+export const INSTRUCTIONS =
   'A registry of tools. tools/list shows the tools your token may use; tools/call runs one through the registry, which checks your scopes again at call time. The list changes at runtime: follow notifications/tools/list_changed.';
 
 /** The elicitation validator the SDK builds per server; nothing here elicits, so one is shared. */
 let sharedValidator: AjvJsonSchemaValidator | undefined;
-
-/** A whole view's MCP list, built once per view (views are rebuilt after every write). */
-const listed = new WeakMap<CatalogView, McpToolEntry[]>();
-
-/** MCP entries are built once per write of a tool, when first listed. */
-const entries = new WeakMap<CatalogTool, McpToolEntry>();
-
-function entryOf(tool: CatalogTool): McpToolEntry {
-  let entry = entries.get(tool);
-  if (!entry) entries.set(tool, (entry = mcpToolOf(tool.tool, tool.record.deprecation)));
-  return entry;
-}
 
 type RequestHandler<T extends AnyObjectSchema> = (
   request: SchemaOutput<T>,
@@ -132,7 +122,7 @@ class RegistryMcpServer extends Server {
 export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unknown) => McpRequestContext | undefined): Server {
   sharedValidator ??= new AjvJsonSchemaValidator();
   const server = new RegistryMcpServer(
-    { name: 'tool-registry', title: 'Tool registry', version: deps.version },
+    { name: SERVER_NAME, title: SERVER_TITLE, version: deps.version },
     { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS, jsonSchemaValidator: sharedValidator },
   );
   const context = (authInfo: unknown): McpRequestContext => {
@@ -142,42 +132,31 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
   };
 
   server.setRequestHandler(ListToolsRequestSchema, (request, extra) => {
+    // Reached for tools/list in a batch (revisions before 2025-06-18); a tools/list alone is
+    // answered from the same page's bytes before the SDK sees it (src/http/mcp/list-answer.ts).
     const { caller } = context(extra.authInfo);
     const key = viewKeyFor(caller, deps.visibility, deps.knownScopes);
-    const cursor = request.params?.cursor;
-    // A view that fits in one page is the catalogue's cached view (built once per write, shared
-    // with GET /), and its MCP list is built once too: no walk, no entries built per request.
-    if (cursor === undefined) {
-      const view = deps.catalog.view(key);
-      if (view.tools.length <= deps.pageSize) {
-        let tools = listed.get(view);
-        if (!tools) listed.set(view, (tools = view.tools.map(entryOf)));
-        return { tools };
-      }
-    }
-    let page;
     try {
-      page = deps.listing.list(key, { limit: deps.pageSize, cursor });
+      return { ...deps.toolLists.page(key, request.params?.cursor) };
     } catch (err) {
       if (err instanceof RegistryError) throw rpcError(ErrorCode.InvalidParams, err.message);
       throw err;
     }
-    // A pinned walk also returns tools deleted during it (as tombstones): MCP lists live tools.
-    const tools = page.entries.filter((e) => e.record.status !== 'deleted').map(entryOf);
-    // No `nextCursor: null` on the last page: the SDK's schema refuses it.
-    return page.nextCursor === null ? { tools } : { tools, nextCursor: page.nextCursor };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
-    const ctx = context(extra.authInfo);
-    const name = request.params.name;
+  const callTool = async (
+    params: { name: string; arguments?: Record<string, unknown> | undefined },
+    extra: RequestHandlerExtra<ServerRequest | Request, ServerNotification | Notification>,
+    ctx: McpRequestContext,
+  ): Promise<CallToolResult> => {
+    const name = params.name;
     const progressToken = extra._meta?.progressToken;
     let progress = 0;
     try {
       const { tool } = deps.bridge.admit(name, ctx.caller);
       const result = await deps.bridge.invoke({
         toolName: name,
-        arguments: request.params.arguments ?? {},
+        arguments: params.arguments ?? {},
         caller: ctx.caller,
         authorization: deps.forwardAuthorization ? ctx.authorization : undefined,
         callerKey: ctx.callerKey,
@@ -214,7 +193,15 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
       // Refused calls too (no token, a missing scope): a result the client keeps its session with.
       return refusedCall(err);
     }
+  };
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const ctx = context(extra.authInfo);
+    const result = await callTool(request.params, extra, ctx);
+    // Revision 2026-07-28 requires every result to say what it is; nothing here asks for input.
+    return ctx.revision === undefined ? result : { ...result, resultType: 'complete' };
   });
+
   return server;
 }
 

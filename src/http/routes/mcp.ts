@@ -10,23 +10,26 @@ import cors from '@fastify/cors';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { JsonRpcMessageSchema, McpHeadersSchema } from '../../model/api.js';
 import { RegistryError } from '../../model/errors.js';
-import { viewKeyFor } from '../../model/visibility.js';
+import { viewKeyFor, type ViewKey } from '../../model/visibility.js';
 import { packageVersion } from '../../package-root.js';
 import { callerKey } from '../caller-key.js';
 import { eventStreams } from '../event-stream.js';
 import { endResponsesOfCancelledRequests } from '../mcp/cancellation.js';
 import { answer } from '../mcp/answer.js';
+import { sendListAnswer, soleListRequest, type ListRequest } from '../mcp/list-answer.js';
 import { readMessages, type McpMessage } from '../mcp/messages.js';
 import { DESCRIPTION, McpEventsSchema, refusals } from '../mcp/openapi.js';
-import { createMcpServer, type McpRequestContext } from '../mcp/server.js';
+import { createMcpServer, INSTRUCTIONS, SERVER_NAME, SERVER_TITLE, type McpRequestContext } from '../mcp/server.js';
+import { answerModern, answeredBySdk, isModernPost, MODERN_REVISION, modernRequest } from '../mcp/modern.js';
 import { SessionEventStore } from '../mcp/event-store.js';
 import { replayAnswered } from '../mcp/resumption.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
+import { McpToolLists } from '../mcp/tool-lists.js';
 import { recordFailedCall } from '../plugins/audit.js';
 import { ANYONE, BEARER, empty, headers, problem, problems } from '../openapi/responses.js';
 import { tokenExpiresAt } from '../token-expiry.js';
@@ -66,15 +69,28 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   const eventStores = new WeakMap<McpSession, SessionEventStore>();
   /** The HTTP request behind each message, keyed by the authInfo object handed to the SDK. */
   const contexts = new WeakMap<object, McpRequestContext>();
-  const deps = {
+  // tools/list results as bytes, kept as the listing keeps its page bodies (a quarter of the views' bound).
+  const toolLists = new McpToolLists({
     catalog: app.catalog,
     listing: app.listing,
+    pageSize: mcp.pageSize,
+    cacheBytes: Math.floor(config.viewCacheBytes / 4),
+  });
+  const deps = {
+    toolLists,
     bridge: app.bridge,
     visibility: config.visibility,
     knownScopes: app.catalog.knownScopeNames,
-    pageSize: mcp.pageSize,
     forwardAuthorization: mcp.forwardAuthorization,
     version: packageVersion(),
+  };
+  const modernDeps = {
+    toolLists,
+    publicTtlMs: config.anonymousMaxAgeS * 1000,
+    name: SERVER_NAME,
+    title: SERVER_TITLE,
+    version: deps.version,
+    instructions: INSTRUCTIONS,
   };
   const contextOf = (authInfo: unknown) => (typeof authInfo === 'object' && authInfo !== null ? contexts.get(authInfo) : undefined);
   const routeConfig = { resourceMetadataUrl: resourceMetadataUrl(mcp.resource) };
@@ -127,6 +143,21 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
 
   /** What the SDK gets of the HTTP request: its transport headers and who is asking. */
   const handOver = async (request: FastifyRequest, reply: FastifyReply, session: McpSession, body?: unknown): Promise<Response> => {
+    session.lastSeen = Date.now();
+    return handTo(request, reply, session.transport, body);
+  };
+
+  /**
+   * Hands the request to an SDK transport. With `revision` (2026-07-28, which the SDK does not
+   * know), the transport is told the newest revision it does know, and the handlers the real one.
+   */
+  const handTo = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    transport: WebStandardStreamableHTTPServerTransport,
+    body?: unknown,
+    revision?: string,
+  ): Promise<Response> => {
     const gone = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) gone.abort();
@@ -142,15 +173,33 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       authorization: request.headers.authorization,
       signal: gone.signal,
       onCallFailed: (tool, code, status) => recordFailedCall(request, tool, code, status),
+      revision,
     });
-    session.lastSeen = Date.now();
     const forwarded = new Headers();
     for (const name of TRANSPORT_HEADERS) {
       const value = request.headers[name];
       if (typeof value === 'string') forwarded.set(name, value);
     }
+    if (revision !== undefined) forwarded.set('mcp-protocol-version', LATEST_PROTOCOL_VERSION);
     const webRequest = new Request(new URL('/mcp', config.publicUrl), { method: request.method, headers: forwarded });
-    return session.transport.handleRequest(webRequest, body === undefined ? { authInfo } : { authInfo, parsedBody: body });
+    return transport.handleRequest(webRequest, body === undefined ? { authInfo } : { authInfo, parsedBody: body });
+  };
+
+  /**
+   * A 2026-07-28 POST (src/http/mcp/modern.ts): no session; `server/discover` and `tools/list`
+   * answered here, `tools/call` and `ping` by an SDK server and stateless transport made for
+   * this one request and closed with it.
+   */
+  const modernPost = async (request: FastifyRequest, reply: FastifyReply, key: ViewKey, messages: readonly McpMessage[]) => {
+    const rpc = modernRequest(request.headers, request.body);
+    if (rpc === undefined) return reply.code(202).send();
+    if (!answeredBySdk(rpc)) return answerModern(reply, modernDeps, rpc, { key, anonymous: request.caller.kind === 'anonymous' });
+    if (mcp.scopeChallenge) refuseCallOutsideScopes(request, messages);
+    const server = createMcpServer(deps, contextOf);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    await server.connect(transport);
+    reply.raw.once('close', () => server.close().catch(() => undefined));
+    return answer(reply, await handTo(request, reply, transport, request.body, MODERN_REVISION));
   };
 
   /** A new session: its own SDK server and transport, held once `initialize` succeeds. */
@@ -207,7 +256,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
           },
           202: empty('The message was a notification or a response: nothing to answer.'),
           400: problem(
-            "`TR_ERR_BAD_REQUEST`: a message that is no JSON-RPC message of MCP's (the JSON-RPC `error` names the field: `-32602` in params, `-32600` elsewhere), a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (with the SDK's JSON-RPC `error`), or a batch that is empty, is sent under `MCP-Protocol-Version` 2025-06-18 or later (which have none), or has two requests of one id (`-32600`; nothing in it runs).",
+            "`TR_ERR_BAD_REQUEST`: a message that is no JSON-RPC message of MCP's (the JSON-RPC `error` names the field: `-32602` in params, `-32600` elsewhere), a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (with the SDK's JSON-RPC `error`), or a batch that is empty, is sent under `MCP-Protocol-Version` 2025-06-18 or later (which have none), or has two requests of one id (`-32600`; nothing in it runs). At revision 2026-07-28: a header that does not match the body (`-32020`), or an unknown revision in `_meta` (`-32022`).",
           ),
           409: problem('A request with the id of one still being answered on this session (`TR_ERR_CONFLICT`).'),
           406: problem('`Accept` must list both `application/json` and `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).'),
@@ -224,6 +273,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       const key = enter(request);
       const body = request.body;
       const messages = readMessages(request.headers['mcp-protocol-version'], body);
+      if (isModernPost(request.headers, body)) return modernPost(request, reply, key, messages);
       let session: McpSession;
       let opened = false;
       if (request.headers['mcp-session-id'] === undefined) {
@@ -240,12 +290,30 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         holdRequestIds(session, messages, reply);
       }
       session.view = key;
+      const list = opened ? undefined : soleListRequest(request.headers, body);
+      if (list !== undefined) {
+        const result = listResult(key, list);
+        if (result !== undefined) {
+          session.lastSeen = Date.now();
+          return sendListAnswer(reply, session.id, eventStores.get(session), list, result);
+        }
+      }
       const response = await handOver(request, reply, session, body);
       // An initialize the SDK refused leaves no session behind.
       if (opened && session.id === '') session.server.close().catch(() => undefined);
       return answer(reply, response);
     },
   );
+
+  /** A tools/list page's result bytes; undefined for a cursor the listing refuses, which the SDK answers. */
+  const listResult = (key: ViewKey, list: ListRequest): Buffer | undefined => {
+    try {
+      return toolLists.resultBytes(key, list.cursor);
+    } catch (err) {
+      if (err instanceof RegistryError) return undefined;
+      throw err;
+    }
+  };
 
   /**
    * The SDK answers by request id: a second request reusing the id of one still being answered
