@@ -90,7 +90,6 @@ describe("an HTTP tool's own credential (issue 30)", () => {
     expect(reads[0]?.json().credential).toEqual({ kind: 'apiKey', in: 'header', name: 'X-API-Key', set: true });
     for (const read of reads) expect(read.body).not.toContain(SECRET);
     expect(t.logs.join('\n')).not.toContain(SECRET);
-    t.app.store.checkpoint?.();
     const files = ['registry.db', 'registry.db-wal'].map((f) => {
       try {
         return readFileSync(`${t.dir}/${f}`).toString('latin1');
