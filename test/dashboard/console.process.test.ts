@@ -11,11 +11,11 @@
  * Needs Chromium (Debian's `chromium`, or CHROMIUM_PATH): without it the file is skipped with a
  * printed reason, and under CI=true it fails, as browser.process.test.ts does.
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import axe from 'axe-core';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
@@ -32,7 +32,8 @@ if (missing) {
 const SHOWN_WITHIN = { timeout: 10_000, interval: 100 };
 /** Filler tools, so the catalogue has more than one page of 25. */
 const FILLERS = 30;
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** axe-core's script, as its browser integrations inject it. */
+const AXE_SOURCE = axe.source;
 
 /** The tools' host: answers with what it was sent. */
 function toolHost(): Promise<Server> {

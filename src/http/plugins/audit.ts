@@ -29,7 +29,7 @@ declare module 'fastify' {
  * they are audited as the console's (`console.invoke`). A label the caller chooses, not a proof:
  * the entry's subject is still the token's.
  */
-export const CONSOLE_HEADER = 'x-registry-console';
+const CONSOLE_HEADER = 'x-registry-console';
 
 /** Who is making the request, for the audit log. */
 export function actorOf(request: FastifyRequest): Actor {
