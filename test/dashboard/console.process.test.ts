@@ -4,7 +4,9 @@
  * paged with the registry's cursor, searched with its search, filtered, each row with the scope
  * rule, status and last-hour calls; a tool's page with its schemas, scopes, source and target,
  * usage and audit entries; Try it, answered and refused, audited as the console's; deprecating
- * from the page, with a field error first, and seeing it marked in `GET /`; and axe-core over
+ * from the page, with a field error first, and seeing it marked in `GET /`; registering a tool
+ * from the form (field errors at their fields, never a replacement) and editing one with
+ * `If-Match` (a conflict shown when someone changed it meanwhile); and axe-core over
  * both pages with no serious or critical finding. Saves screenshots to .cache/, and to docs/
  * with UPDATE_SCREENSHOT=1.
  *
@@ -319,9 +321,90 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     expect(pageErrors).toEqual([]);
   });
 
+  it('registers a tool from the form, showing the registry’s field errors first, and never replaces one', async () => {
+    await page.goto(`${base}/dashboard/tools`);
+    await expect.poll(() => page.locator('#register-panel').isVisible(), SHOWN_WITHIN).toBe(true);
+    const port = (host.address() as AddressInfo).port;
+    await page.fill('#reg-name', 'unit_converter');
+    await page.fill('#reg-scopes', 'units:use\nunits:admin registry:write');
+    await page.fill('#reg-rest', JSON.stringify({ host: '127.0.0.1', port: 'eighty', endpoint: '/convert', parameters: {} }));
+    await page.click('#reg-save');
+    // An empty description and a port that is no number: each under its own field.
+    await expect.poll(() => page.locator('#reg-description-error').textContent(), SHOWN_WITHIN).toBe('must not be empty');
+    expect(await page.locator('#reg-rest-error').textContent()).toMatch(/^port: /);
+    expect(await page.locator('#reg-description').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.evaluate('document.activeElement?.id')).toBe('reg-description');
+    expect(await page.locator('#reg-outcome').textContent()).toMatch(/^Refused \(400\): /);
+    expect((await fetch(`${base}/tools/unit_converter`, { headers: bearer(admin) })).status).toBe(404);
+
+    await page.fill('#reg-description', 'Convert between units');
+    await page.fill('#reg-rest', JSON.stringify({ host: '127.0.0.1', port, endpoint: '/convert', parameters: {} }));
+    await page.click('#reg-save');
+    await expect.poll(() => page.locator('#reg-outcome').textContent(), SHOWN_WITHIN).toBe('Registered unit_converter.');
+    expect(await page.locator('#reg-description-error').isVisible()).toBe(false);
+    const record = (await (await fetch(`${base}/tools/unit_converter`, { headers: bearer(admin) })).json()) as {
+      descriptor: { description: string; scopes: string[]; port: number };
+    };
+    expect(record.descriptor).toMatchObject({
+      description: 'Convert between units',
+      scopes: ['units:use', 'registry:write units:admin'],
+      port,
+    });
+    // Again: a tool of that name exists, and the form never replaces it.
+    await page.fill('#reg-description', 'Something else');
+    await page.click('#reg-save');
+    await expect
+      .poll(() => page.locator('#reg-outcome').textContent(), SHOWN_WITHIN)
+      .toMatch(/^Not registered: a tool named unit_converter exists already/);
+    expect(
+      ((await (await fetch(`${base}/tools/unit_converter`, { headers: bearer(admin) })).json()) as typeof record).descriptor.description,
+    ).toBe('Convert between units');
+    expect(await axeFindings()).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('edits a tool with If-Match, and shows the conflict when someone changed it meanwhile', async () => {
+    await page.goto(`${base}/dashboard/tools/unit_converter`);
+    await expect.poll(() => page.locator('#edit-description').inputValue(), SHOWN_WITHIN).toBe('Convert between units');
+    expect(await page.locator('#edit-scopes').inputValue()).toBe('units:use\nregistry:write units:admin');
+    // Another operator writes the tool after this page read it.
+    const current = (await (await fetch(`${base}/tools/unit_converter`, { headers: bearer(admin) })).json()) as {
+      descriptor: Record<string, unknown>;
+    };
+    const other = await fetch(`${base}/tools/unit_converter`, {
+      method: 'PUT',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ ...current.descriptor, description: 'Convert units (metric and imperial)' }),
+    });
+    expect(other.status).toBe(200);
+    await page.fill('#edit-description', 'Convert units, my version');
+    await page.click('#edit-save');
+    await expect
+      .poll(() => page.locator('#edit-outcome').textContent(), SHOWN_WITHIN)
+      .toMatch(/^Conflict: someone changed unit_converter after you began editing it, so nothing was saved/);
+    expect(await page.evaluate('document.activeElement?.id')).toBe('edit-reread');
+    const stored = async () =>
+      ((await (await fetch(`${base}/tools/unit_converter`, { headers: bearer(admin) })).json()) as typeof current).descriptor[
+        'description'
+      ];
+    expect(await stored()).toBe('Convert units (metric and imperial)');
+    await screenshot('console-conflict.png');
+    // Read again: their change, which this edit now starts from.
+    await page.click('#edit-reread');
+    await expect.poll(() => page.locator('#edit-description').inputValue(), SHOWN_WITHIN).toBe('Convert units (metric and imperial)');
+    await page.fill('#edit-description', 'Convert units (metric, imperial and more)');
+    await page.click('#edit-save');
+    await expect.poll(stored, SHOWN_WITHIN).toBe('Convert units (metric, imperial and more)');
+    await expect
+      .poll(() => page.locator('#agent-facts').textContent(), SHOWN_WITHIN)
+      .toContain('Convert units (metric, imperial and more)');
+    expect(pageErrors).toEqual([]);
+  });
+
   it('is usable from the keyboard, with landmarks and labels', async () => {
     await page.goto(`${base}/dashboard/tools`);
     await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
+    await expect.poll(() => page.locator('#register-panel').isVisible(), SHOWN_WITHIN).toBe(true);
     const reached: string[] = [];
     for (let i = 0; i < 8; i++) {
       await page.keyboard.press('Tab');

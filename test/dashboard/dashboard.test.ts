@@ -192,7 +192,15 @@ describe('GET /dashboard/tools: the console (issue 34)', () => {
       expect(res.body, file).not.toMatch(/setAttribute\(\s*['"](?:style|on[a-z]+)/);
       for (const [, imported] of res.body.matchAll(/from '\.\/([a-z-]+\.js)'/g)) queue.push(imported ?? '');
     }
-    expect([...seen].sort()).toEqual(['api.js', 'catalogue.js', 'console-format.js', 'console.js', 'tool-page.js', 'try-it.js']);
+    expect([...seen].sort()).toEqual([
+      'api.js',
+      'catalogue.js',
+      'console-format.js',
+      'console.js',
+      'tool-editor.js',
+      'tool-page.js',
+      'try-it.js',
+    ]);
   });
 
   it('links the status page and the console both ways, under the path of PUBLIC_URL', async () => {

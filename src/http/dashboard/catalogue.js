@@ -8,6 +8,7 @@
  */
 import { ApiError, getJson, registryUrl } from './api.js';
 import { byId, count, element, scopeRule, sourceOf } from './console-format.js';
+import { ToolEditor } from './tool-editor.js';
 
 /** Records read at once for a page's rows: a page of 100 costs 100 small reads, six at a time. */
 const RECORD_READS_AT_ONCE = 6;
@@ -34,6 +35,14 @@ export class Catalogue {
   /** @param {Messages} messages */
   constructor(messages) {
     this.messages = messages;
+    new ToolEditor(byId('register-box'), {
+      mode: 'register',
+      token: () => this.#token,
+      onSaved: (name) => {
+        messages.notice(`Registered ${name}.`);
+        void this.#show();
+      },
+    });
     byId('filters').addEventListener('submit', (event) => {
       event.preventDefault();
       this.#previous = [];
@@ -79,6 +88,7 @@ export class Catalogue {
       getJson('openapi-sources', this.#token).catch(() => null),
     ]);
     this.#admin = lists.every((list) => list !== null);
+    byId('register-panel').hidden = !this.#admin;
     const [services, servers, sources] = lists;
     for (const s of services?.toolServices ?? []) options.push([`tool-service:${s.id}`, `tool service ${s.id}`]);
     for (const s of servers?.mcpServers ?? []) options.push([`mcp-server:${s.id}`, `MCP server ${s.id}`]);

@@ -8,6 +8,7 @@
  */
 import { ApiError, getJson, request } from './api.js';
 import { byId, count, element, fillFacts, json, masked, ms, scopeRule, schemaOutline, sourceOf, when } from './console-format.js';
+import { ToolEditor } from './tool-editor.js';
 import { TryIt } from './try-it.js';
 
 const AUDIT_ROWS = 10;
@@ -21,6 +22,7 @@ export class ToolPage {
   /** @type {string | null} */
   #token = null;
   #tryIt;
+  #editor;
 
   /**
    * @param {string} name
@@ -35,6 +37,15 @@ export class ToolPage {
     });
     byId('undeprecate').addEventListener('click', () => void this.#undeprecate());
     this.#tryIt = new TryIt(name, () => this.#token);
+    this.#editor = new ToolEditor(byId('edit-box'), {
+      mode: 'edit',
+      name,
+      token: () => this.#token,
+      onSaved: () => {
+        this.messages.notice(`Saved ${name}.`);
+        void this.load(this.#token);
+      },
+    });
   }
 
   /** @param {string | null} token */
@@ -66,6 +77,10 @@ export class ToolPage {
     this.#tryIt.setSchema(entry.inputSchema ?? { type: 'object' });
     byId('deprecation-panel').hidden = record === null;
     if (record) this.#fillDeprecation(record);
+    // Tools of an MCP server or an OpenAPI source, and announced ones, are written by their source alone.
+    const editable = record !== null && record.owner === undefined && record.kind !== 'mcp';
+    byId('edit-panel').hidden = !editable;
+    if (editable) await this.#editor.open();
     await Promise.all([this.#showAccess(entry), this.#showSource(record), this.#showUsage(), this.#showAudit(record !== null)]);
   }
 

@@ -33,6 +33,7 @@ const OWN_FILES = [
   'catalogue.js',
   'tool-page.js',
   'try-it.js',
+  'tool-editor.js',
 ] as const;
 /** uPlot (about 145 KB unminified ESM, no dependencies), under the names the page imports. */
 const uplotFiles = (require: NodeJS.Require) =>
