@@ -4,7 +4,7 @@
  * paged with the registry's cursor, searched with its search, filtered, each row with the scope
  * rule, status and last-hour calls; a tool's page with its schemas, scopes, source and target,
  * usage and audit entries; Try it, answered and refused, audited as the console's; deprecating
- * from the page, with a field error first, and seeing it marked in `GET /`; registering a tool
+ * from the page, with a field error first, and seeing it marked in `GET /` and `/mcp`; registering a tool
  * from the form (field errors at their fields, never a replacement) and editing one with
  * `If-Match` (a conflict shown when someone changed it meanwhile); and axe-core over
  * both pages with no serious or critical finding. Saves screenshots to .cache/, and to docs/
@@ -22,6 +22,8 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { seed } from '../helpers/fixtures.js';
+import { startMcpUpstream, type McpUpstream } from '../helpers/mcp-upstream.js';
+import { connect, listAll } from '../mcp/support.js';
 import { REPO_ROOT } from '../helpers/process.js';
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
@@ -59,6 +61,7 @@ interface AuditEntry {
 describe.skipIf(missing !== undefined)('the operator’s console in Chromium (issue 34)', () => {
   let t: TestApp;
   let host: Server;
+  let upstream: McpUpstream;
   let browser: Browser;
   let page: Page;
   let base: string;
@@ -126,6 +129,35 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     await put('/tools/tell-joke', seed('tell-joke'));
     for (let i = 0; i < FILLERS; i++)
       await put(`/tools/filler_${String(i).padStart(2, '0')}`, http(`filler_${String(i).padStart(2, '0')}`, `Filler number ${i}`, []));
+    // An upstream MCP server's tool, with a title, accepted from the review queue.
+    upstream = await startMcpUpstream({
+      tools: [
+        {
+          tool: {
+            name: 'lookup',
+            title: 'Dictionary lookup',
+            description: 'Look a word up',
+            inputSchema: { type: 'object', properties: { word: { type: 'string' } } },
+          },
+          handler: () => ({ content: [{ type: 'text', text: 'a meaning' }] }),
+        },
+      ],
+    });
+    await put('/mcp-servers/hub', { url: upstream.url, prefix: 'h_' });
+    // The server's first sync puts its tool in the queue; expect.poll is for tests, not hooks.
+    let pending: { tool: string; digest: string }[] = [];
+    for (const deadline = Date.now() + SHOWN_WITHIN.timeout; pending.length === 0 && Date.now() < deadline;) {
+      const res = await fetch(`${base}/mcp-servers/hub/pending`, { headers: bearer(admin) });
+      pending = ((await res.json()) as { changes: { tool: string; digest: string }[] }).changes;
+      if (pending.length === 0) await new Promise((resolve) => setTimeout(resolve, SHOWN_WITHIN.interval));
+    }
+    expect(pending.map((change) => change.tool)).toEqual(['h_lookup']);
+    const accepted = await fetch(`${base}/mcp-servers/hub/accept`, {
+      method: 'POST',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ changes: pending.map(({ tool, digest }) => ({ tool, digest })) }),
+    });
+    expect(accepted.status, await accepted.text()).toBe(200);
     // Last-hour calls, counted in /stats?window=1h.
     const agent = t.token(['calculator:use'], { sub: 'planner' });
     for (let i = 0; i < 3; i++) {
@@ -148,6 +180,7 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
   afterAll(async () => {
     await browser?.close();
     await t?.close();
+    await upstream?.stop();
     host?.closeAllConnections();
     await new Promise((resolve) => host?.close(resolve));
   });
@@ -175,10 +208,10 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     // The registry's own paging: the next page starts where the first ended, in name order.
     const firstPage = await rows().locator('th').allTextContents();
     await page.click('#page-next');
-    await expect.poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN).toBe('Page 2: 8 tools, the last page.');
+    await expect.poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN).toBe('Page 2: 9 tools, the last page.');
     const secondPage = await rows().locator('th').allTextContents();
     expect([...firstPage, ...secondPage]).toEqual([...firstPage, ...secondPage].toSorted());
-    expect(new Set([...firstPage, ...secondPage]).size).toBe(FILLERS + 3);
+    expect(new Set([...firstPage, ...secondPage]).size).toBe(FILLERS + 4);
     // The scope rule, alternatives and all, and the tool service as the source.
     expect(await cells('pet_store')).toEqual([
       'pet_store',
@@ -190,6 +223,8 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
       '0',
     ]);
     expect((await cells('tell-joke')).slice(0, 4)).toEqual(['tell-joke', '–', 'tool-service', 'tool service joke-service']);
+    // An upstream MCP server's tool: its title, and its server as its source.
+    expect(await cells('h_lookup')).toEqual(['h_lookup', 'Dictionary lookup', 'mcp', 'MCP server hub', 'none needed', 'active', '0']);
     expect(await page.locator('#page-next').isDisabled()).toBe(true);
     await page.click('#page-prev');
     await expect.poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN).toBe('Page 1: 25 tools.');
@@ -204,12 +239,14 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     await page.fill('#f-scope', '');
     await page.selectOption('#f-limit', '100');
     await page.click('#filters button[type="submit"]');
-    await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(FILLERS + 3);
+    await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(FILLERS + 4);
     await page.selectOption('#f-kind', 'tool-service');
     await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(['tell-joke']);
     await page.selectOption('#f-kind', '');
     await page.selectOption('#f-source', 'tool-service:joke-service');
     await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(['tell-joke']);
+    await page.selectOption('#f-source', 'mcp-server:hub');
+    await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(['h_lookup']);
     await page.selectOption('#f-source', 'operator');
     await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(FILLERS + 2);
     await page.selectOption('#f-source', '');
@@ -282,7 +319,7 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     expect(pageErrors).toEqual([]);
   });
 
-  it('deprecates the tool from its page, showing a field error first, and agents see it in GET /', async () => {
+  it('deprecates the tool from its page, showing a field error first, and agents see it in GET / and /mcp', async () => {
     await page.fill('#dep-replacement', 'no_such_tool');
     await page.fill('#dep-reason', 'Use pet_store instead');
     await page.click('#deprecate');
@@ -303,6 +340,14 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
       status: 'deprecated',
       deprecation: { replacement: 'pet_store', reason: 'Use pet_store instead' },
     });
+    // And over MCP, with the official SDK's client.
+    const mcp = await connect(new URL(`${base}/mcp`), t.token(['calculator:use'], { sub: 'mcp-agent' }));
+    try {
+      const listed = (await listAll(mcp.client)).tools.find((tool) => tool.name === 'calculator');
+      expect(listed?._meta?.['io.tool-registry/deprecation']).toMatchObject({ replacement: 'pet_store', reason: 'Use pet_store instead' });
+    } finally {
+      await mcp.close();
+    }
     await expect.poll(() => page.locator('#tool-audit tbody').textContent(), SHOWN_WITHIN).toContain('tool.deprecate');
     await page.evaluate('window.scrollTo(0, 0)');
     await screenshot('console-tool.png');
@@ -413,5 +458,15 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     expect(reached).toEqual(['Skip to the content', 'Status', 'nav-tools', 'sign-out', 'q', 'f-scope', 'f-kind', 'f-source']);
     expect(await page.locator('main, header, nav').count()).toBeGreaterThanOrEqual(3);
     expect(await axeFindings()).toEqual([]);
+    // The dark scheme's colours too.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    expect(await axeFindings()).toEqual([]);
+    await page.goto(`${base}/dashboard/tools/h_lookup`);
+    await expect.poll(() => page.locator('#source-facts').textContent(), SHOWN_WITHIN).toContain(`MCP server at ${upstream.url}`);
+    // A tool its server writes is not edited here.
+    expect(await page.locator('#edit-panel').isVisible()).toBe(false);
+    expect(await axeFindings()).toEqual([]);
+    await page.emulateMedia({ colorScheme: 'light' });
+    expect(pageErrors).toEqual([]);
   });
 });
