@@ -267,7 +267,9 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     expect(await page.locator('#agent-facts').textContent()).toContain('Perform mathematical calculations');
     expect(await page.locator('#input-outline li').first().textContent()).toMatch(/^expression string required/);
     expect(JSON.parse((await page.locator('#input-json').textContent()) ?? '')).toMatchObject({ required: ['expression'] });
+    await expect.poll(() => page.locator('#access-facts').textContent(), SHOWN_WITHIN).toContain('Anonymous visitorssee it');
     expect(await page.locator('#access-facts').textContent()).toContain('calculator:use');
+    expect(await page.locator('#access-facts').textContent()).toContain('This tokenmay not call it');
     const port = (host.address() as AddressInfo).port;
     await expect.poll(() => page.locator('#source-facts').textContent(), SHOWN_WITHIN).toContain(`http://127.0.0.1:${port}/calc`);
     await expect

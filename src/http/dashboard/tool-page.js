@@ -163,13 +163,25 @@ export class ToolPage {
     const facts = [
       ['Scope rule', element('code', { class: 'rule' }, scopeRule(entry.scopes ?? []))],
       [
-        'Seen by',
+        'Tokens that see it',
         (entry.scopes ?? []).length === 0
-          ? 'every caller that may discover tools (anonymous visitors too, unless ANONYMOUS_DISCOVERY closes it)'
-          : 'tokens holding every scope of one alternative of the rule, and admins',
+          ? 'every token'
+          : 'those holding every scope of one alternative of the rule, and operators (the admin scope, STATS_READ_SCOPE)',
       ],
     ];
-    const access = await getJson(`tools/${encodeURIComponent(this.name)}/access`, this.#token).catch(() => null);
+    // Asked, not guessed: what the registry answers a caller without a token (ANONYMOUS_DISCOVERY).
+    const path = `tools/${encodeURIComponent(this.name)}`;
+    const [anonymous, access] = await Promise.all([
+      request('GET', path, { token: null }).catch(() => null),
+      getJson(`${path}/access`, this.#token).catch(() => null),
+    ]);
+    if (anonymous)
+      facts.push([
+        'Anonymous visitors',
+        anonymous.status === 200
+          ? 'see it (they may not call it: calls need a token)'
+          : `do not see it (${anonymous.status} without a token)`,
+      ]);
     if (access)
       facts.push([
         'This token',
