@@ -128,6 +128,8 @@ export default tseslint.config(
           'clearTimeout',
           'getComputedStyle',
           'matchMedia',
+          'performance',
+          'location',
           'ResizeObserver',
         ].map((name) => [name, 'readonly']),
       ),

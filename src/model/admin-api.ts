@@ -22,6 +22,12 @@ export const ToolRecordSchema = z
     createdIndex: WriteIndexSchema.describe('Registry index of the write that (re)created the tool.'),
     updatedAt: DateTimeSchema,
     deprecation: ToolDeprecationSchema.optional(),
+    owner: z
+      .string()
+      .optional()
+      .describe(
+        "Issue 34: what alone writes the tool, where it is not operators: `openapi-source:<id>` (an OpenAPI source's operation) or `announcer:<subject>` (a tool service that announced it). A tool of an MCP server names its server in `descriptor.server`, a message-bus tool its service in `descriptor.service`.",
+      ),
     descriptor: StoredToolDescriptorSchema,
   })
   .meta({ id: 'ToolRecord', description: 'The admin view of a stored tool.' });

@@ -10,6 +10,7 @@ export function toolRecordBody(record: ToolRecord) {
     createdIndex: record.createdIndex,
     updatedAt: record.updatedAt,
     ...(record.deprecation !== undefined && { deprecation: record.deprecation }),
+    ...(record.owner !== undefined && { owner: record.owner }),
     descriptor: record.descriptor,
   };
 }

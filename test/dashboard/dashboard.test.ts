@@ -140,6 +140,82 @@ describe('GET /dashboard', () => {
   });
 });
 
+describe('GET /dashboard/tools: the console (issue 34)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp({ RATE_LIMIT_MAX: '0' });
+  });
+  afterAll(() => t?.close());
+
+  it('serves the catalogue and every tool page as one page, under the same CSP, naming only this origin’s assets', async () => {
+    const catalogue = await t.app.inject({ method: 'GET', url: '/dashboard/tools' });
+    expect(catalogue.statusCode).toBe(200);
+    expect(catalogue.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(catalogue.headers['referrer-policy']).toBe('no-referrer');
+    const csp = String(catalogue.headers['content-security-policy']);
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("style-src 'self'");
+    expect(csp).not.toContain('unsafe');
+    expect(catalogue.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/i);
+    expect(catalogue.body).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
+    expect(catalogue.body).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
+    expect(catalogue.body).not.toMatch(/<input[^>]*id="(?:token|agent-token)"[^>]*\bname=/);
+    // Any tool's page is the same page: it reads the tool with the signed-in token.
+    for (const name of ['calculator', 'no_such_tool']) {
+      const tool = await t.app.inject({ method: 'GET', url: `/dashboard/tools/${name}` });
+      expect(tool.statusCode, name).toBe(200);
+      expect(tool.body, name).toBe(catalogue.body);
+    }
+    const etag = String(catalogue.headers.etag);
+    expect((await t.app.inject({ method: 'GET', url: '/dashboard/tools', headers: { 'if-none-match': etag } })).statusCode).toBe(304);
+    // Names no tool can have are not pages.
+    for (const url of ['/dashboard/tools/a%20b', `/dashboard/tools/${'x'.repeat(65)}`]) {
+      expect([400, 404], url).toContain((await t.app.inject({ method: 'GET', url })).statusCode);
+    }
+  });
+
+  it('serves the console’s modules, which write no markup from strings', async () => {
+    const html = (await t.app.inject({ method: 'GET', url: '/dashboard/tools' })).body;
+    const urls = assetUrls(html);
+    expect(urls.map((u) => u.split('/').pop())).toEqual(['dashboard.css', 'console.js']);
+    const base = (urls.find((u) => u.endsWith('console.js')) ?? '').replace(/[^/]+$/, '');
+    const seen = new Set<string>();
+    const queue = ['console.js'];
+    for (let file = queue.shift(); file; file = queue.shift()) {
+      if (seen.has(file)) continue;
+      seen.add(file);
+      const res = await t.app.inject({ method: 'GET', url: base + file });
+      expect(res.statusCode, file).toBe(200);
+      expect(res.body, file).not.toMatch(
+        /innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser|createContextualFragment|\beval\(|new Function/,
+      );
+      expect(res.body, file).not.toMatch(/setAttribute\(\s*['"](?:style|on[a-z]+)/);
+      for (const [, imported] of res.body.matchAll(/from '\.\/([a-z-]+\.js)'/g)) queue.push(imported ?? '');
+    }
+    expect([...seen].sort()).toEqual([
+      'api.js',
+      'catalogue.js',
+      'console-format.js',
+      'console.js',
+      'tool-editor.js',
+      'tool-page.js',
+      'try-it.js',
+    ]);
+  });
+
+  it('links the status page and the console both ways, under the path of PUBLIC_URL', async () => {
+    expect((await t.app.inject({ method: 'GET', url: '/dashboard' })).body).toContain('<a href="/dashboard/tools">Tools</a>');
+    const behindProxy = await createTestApp({ PUBLIC_URL: 'https://example.com/registry/' });
+    try {
+      const html = (await behindProxy.app.inject({ method: 'GET', url: '/dashboard/tools' })).body;
+      expect(html).toContain('<a href="/registry/dashboard">Status</a>');
+      for (const url of assetUrls(html)) expect(url).toMatch(/^\/registry\/dashboard\/assets\//);
+    } finally {
+      await behindProxy.close();
+    }
+  });
+});
+
 describe('the dashboard setting', () => {
   it('DASHBOARD=off serves neither the page nor its assets', async () => {
     const on = await createTestApp();
@@ -148,7 +224,8 @@ describe('the dashboard setting', () => {
     const off = await createTestApp({ DASHBOARD: 'off' });
     try {
       expect(off.config.dashboard.enabled).toBe(false);
-      for (const url of ['/dashboard', asset]) expect((await off.app.inject({ method: 'GET', url })).statusCode, url).toBe(404);
+      for (const url of ['/dashboard', '/dashboard/tools', '/dashboard/tools/calculator', asset])
+        expect((await off.app.inject({ method: 'GET', url })).statusCode, url).toBe(404);
       // What the page reads stays.
       expect((await off.app.inject({ method: 'GET', url: '/stats' })).statusCode).toBe(200);
     } finally {

@@ -98,6 +98,58 @@ export async function postJson(path, body, token) {
 }
 
 /**
+ * A URL of the registry (a page of the console, `dashboard/tools/calculator`), relative to its base.
+ * @param {string} path
+ */
+export const registryUrl = (path) => new URL(path, API_BASE);
+
+/**
+ * @typedef {object} Answer
+ * @property {number} status
+ * @property {Headers} headers
+ * @property {any} body  the JSON body, the text where it is not JSON, null where there is none
+ * @property {number} ms  milliseconds from sending to the whole answer read
+ */
+
+/**
+ * Any request, answered or refused: what the caller gets, as it got it (the console's Try it
+ * and its writes show refusals whole, problem+json and all).
+ * @param {string} method
+ * @param {string} path  relative to the registry's base
+ * @param {{ token: string | null, body?: unknown, headers?: Record<string, string> }} options
+ * @returns {Promise<Answer>}
+ */
+export async function request(method, path, { token, body, headers = {} }) {
+  const started = performance.now();
+  const res = await fetch(new URL(path, API_BASE), {
+    method,
+    headers: headersFor(token, {
+      accept: 'application/json',
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+      ...headers,
+    }),
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+    cache: 'no-store',
+    credentials: 'omit',
+  });
+  const text = await res.text();
+  const ms = performance.now() - started;
+  let parsed = text === '' ? null : text;
+  if (text !== '' && /json/.test(res.headers.get('content-type') ?? '')) {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // Shown as the text it is.
+    }
+  }
+  return { status: res.status, headers: res.headers, body: parsed, ms };
+}
+
+/** @param {Answer} answer */
+export const refusalOf = (answer) =>
+  new ApiError(answer.status, answer.body && typeof answer.body === 'object' ? answer.body : null, undefined);
+
+/**
  * What the token says of itself, for display only: the registry is what checks it.
  * @param {string} token
  * @returns {{ sub?: string, scopes: string[], exp?: number }}

@@ -8,6 +8,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The audit action of a route whose writes and refusals are logged, e.g. `tool.put`. */
     audit?: string;
+    /**
+     * Issue 34: the audit action of this route's requests made from the operator's console (they
+     * carry `X-Registry-Console`), answered or refused; e.g. `console.invoke`.
+     */
+    auditConsole?: string;
   }
   interface FastifyRequest {
     /** The error code the request was refused with, for the audit log. */
@@ -18,6 +23,13 @@ declare module 'fastify' {
     auditLog: AuditLog;
   }
 }
+
+/**
+ * Issue 34: the header the operator's console sends on the calls it makes (`Try it`), so that
+ * they are audited as the console's (`console.invoke`). A label the caller chooses, not a proof:
+ * the entry's subject is still the token's.
+ */
+const CONSOLE_HEADER = 'x-registry-console';
 
 /** Who is making the request, for the audit log. */
 export function actorOf(request: FastifyRequest): Actor {
@@ -96,8 +108,24 @@ export default fp<{ config: Config }>(
     // Only on audited routes (a route-level hook), so reads pay nothing for it.
     const recordRefusal = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
       done();
-      const action = request.routeOptions.config.audit;
-      if (action === undefined || reply.statusCode < 400) return;
+      const { audit, auditConsole } = request.routeOptions.config;
+      const fromConsole = auditConsole !== undefined && request.headers[CONSOLE_HEADER] !== undefined;
+      const action = fromConsole ? auditConsole : audit;
+      if (action === undefined) return;
+      if (reply.statusCode < 400) {
+        // Answered calls are not audited (they are counted in /stats), except the console's.
+        if (fromConsole)
+          auditLog.recordRefusal({
+            ...actorOf(request),
+            at: new Date().toISOString(),
+            action,
+            target: triedTarget(request),
+            outcome: 'ok',
+            status: reply.statusCode,
+            detail: null,
+          });
+        return;
+      }
       auditLog.recordRefusal({
         ...actorOf(request),
         at: new Date().toISOString(),
@@ -109,7 +137,7 @@ export default fp<{ config: Config }>(
       });
     };
     app.addHook('onRoute', (route) => {
-      if (route.config?.audit === undefined) return;
+      if (route.config?.audit === undefined && route.config?.auditConsole === undefined) return;
       const existing = route.onResponse;
       route.onResponse = [...(Array.isArray(existing) ? existing : existing ? [existing] : []), recordRefusal] as typeof route.onResponse;
     });

@@ -21,7 +21,20 @@ import { ifNoneMatch } from '../conditional.js';
  */
 
 /** The page's own files, in src/http/dashboard/ (shipped as source: package.json "files"). */
-const OWN_FILES = ['dashboard.js', 'api.js', 'charts.js', 'review.js', 'dashboard.css'] as const;
+const OWN_FILES = [
+  'dashboard.js',
+  'api.js',
+  'charts.js',
+  'review.js',
+  'dashboard.css',
+  // The operator's console (issue 34): the catalogue and a tool's page.
+  'console.js',
+  'console-format.js',
+  'catalogue.js',
+  'tool-page.js',
+  'try-it.js',
+  'tool-editor.js',
+] as const;
 /** uPlot (about 145 KB unminified ESM, no dependencies), under the names the page imports. */
 const uplotFiles = (require: NodeJS.Require) =>
   new Map([
@@ -44,6 +57,8 @@ interface Asset {
 interface DashboardFiles {
   /** The page, with `{{assets}}` where the assets' path goes. */
   template: string;
+  /** The console's page (catalogue and tool pages), likewise. */
+  consoleTemplate: string;
   assets: Map<string, Asset>;
   /** A hash over every asset: the version segment of their URLs. */
   version: string;
@@ -71,7 +86,12 @@ function dashboardFiles(): DashboardFiles {
     });
   }
   const version = hash([...assets.values()].map((a) => a.etag).join('')).slice(0, 16);
-  files = { template: readFileSync(join(dir, 'index.html'), 'utf8'), assets, version };
+  files = {
+    template: readFileSync(join(dir, 'index.html'), 'utf8'),
+    consoleTemplate: readFileSync(join(dir, 'console.html'), 'utf8'),
+    assets,
+    version,
+  };
   return files;
 }
 
@@ -86,6 +106,13 @@ const AssetParamsSchema = z.strictObject({
     .describe("One of the page's scripts or stylesheets."),
 });
 
+const ConsoleToolParamsSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/)
+    .describe('A tool name; the page reads the tool with the signed-in token, so it learns only what that token may.'),
+});
+
 const notModified = { description: 'The copy the client holds (`If-None-Match`) is current.' };
 
 /** 200 with the body and its validators, or 304 when the client's copy is current. */
@@ -98,11 +125,19 @@ function sendCached(request: FastifyRequest, reply: FastifyReply, asset: Asset, 
 const dashboardRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   if (!config.dashboard.enabled) return;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { assets, version, template } = dashboardFiles();
+  const { assets, version, template, consoleTemplate } = dashboardFiles();
   // Behind a proxy that serves the registry under a path, PUBLIC_URL says which.
   const base = config.publicUrl.pathname.replace(/\/+$/, '');
-  const html = Buffer.from(template.replaceAll('{{assets}}', `${base}/dashboard/assets/${version}`));
-  const page: Asset = { body: html, type: 'text/html; charset=utf-8', etag: `"${hash(html).slice(0, 27)}"` };
+  const pageOf = (text: string): Asset => {
+    const html = Buffer.from(text.replaceAll('{{assets}}', `${base}/dashboard/assets/${version}`).replaceAll('{{base}}', base));
+    return { body: html, type: 'text/html; charset=utf-8', etag: `"${hash(html).slice(0, 27)}"` };
+  };
+  const page = pageOf(template);
+  const consolePage = pageOf(consoleTemplate);
+  const pageResponse = (description: string) => ({
+    200: { description, content: { 'text/html': { schema: z.string() } } },
+    304: notModified,
+  });
   const routeConfig = { auth: false } as const;
 
   app.get(
@@ -111,11 +146,27 @@ const dashboardRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       config: routeConfig,
       schema: {
         hide: true,
-        response: { 200: { description: 'The dashboard page.', content: { 'text/html': { schema: z.string() } } }, 304: notModified },
+        response: pageResponse('The dashboard page.'),
       },
     },
     // Revalidated on every load: it names the current assets.
     async (request, reply) => sendCached(request, reply.header('referrer-policy', 'no-referrer'), page, 'no-cache'),
+  );
+
+  // The console (issue 34): one page, the same for everyone, that shows the catalogue at
+  // /dashboard/tools and a tool at /dashboard/tools/{name}, read with the signed-in token.
+  app.get(
+    '/dashboard/tools',
+    { config: routeConfig, schema: { hide: true, response: pageResponse('The catalogue page of the console.') } },
+    async (request, reply) => sendCached(request, reply.header('referrer-policy', 'no-referrer'), consolePage, 'no-cache'),
+  );
+  app.get(
+    '/dashboard/tools/:name',
+    {
+      config: routeConfig,
+      schema: { hide: true, params: ConsoleToolParamsSchema, response: pageResponse("A tool's page of the console.") },
+    },
+    async (request, reply) => sendCached(request, reply.header('referrer-policy', 'no-referrer'), consolePage, 'no-cache'),
   );
 
   app.get(

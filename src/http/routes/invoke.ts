@@ -76,7 +76,9 @@ of output; a failure after that is a \`TOOL_CALL_RESULT\` whose \`content\` star
 \`Error: \` (the problem under \`metadata["tool-registry"].error\`).
 
 Calls and their outcomes count in the \`GET /stats\` usage figures; failed and refused
-calls are written to the audit log (action \`tool.invoke\`).`;
+calls are written to the audit log (action \`tool.invoke\`). A call that carries
+\`X-Registry-Console\` (the operator's console sends it) is audited whatever its outcome, as
+action \`console.invoke\`.`;
 
 const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
 
@@ -95,7 +97,7 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
   app.post(
     '/tools/:name/invoke',
     {
-      config: { audit: 'tool.invoke' },
+      config: { audit: 'tool.invoke', auditConsole: 'console.invoke' },
       schema: {
         tags: ['calls'],
         operationId: 'invokeTool',
@@ -104,6 +106,16 @@ const invokeRoutes: FastifyPluginAsync = async (fastify) => {
         security: BEARER,
         params: ToolNameParamsSchema,
         querystring: InvokeQuerySchema,
+        headers: documentedOnly(
+          z.object({
+            'X-Registry-Console': z
+              .string()
+              .optional()
+              .describe(
+                "Sent by the operator's console (`/dashboard/tools`): the call is written to the audit log as `console.invoke`, answered or refused. A label, not a credential.",
+              ),
+          }),
+        ),
         // The bridge looks at the arguments after the caller's scopes: 401/403/404/410 come first.
         body: documentedOnly(InvokeArgumentsSchema.optional()),
         response: {

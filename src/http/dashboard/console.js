@@ -1,0 +1,77 @@
+// @ts-check
+/**
+ * The operator's console (issue 34): the catalogue at /dashboard/tools and a tool's page at
+ * /dashboard/tools/{name}, one page for both, chosen by the path. It signs in as the status
+ * page does (the same token, kept in this tab's sessionStorage), and reads and writes the
+ * registry's own routes with it, so it sees and may do exactly what that token may.
+ */
+import { claimsOf, session } from './api.js';
+import { Catalogue } from './catalogue.js';
+import { byId } from './console-format.js';
+import { ToolPage } from './tool-page.js';
+
+/** @param {string} text */
+function notice(text) {
+  byId('notice').textContent = text;
+}
+
+/** @param {string | null} text */
+function alertText(text) {
+  const el = byId('alert');
+  el.hidden = text === null;
+  el.textContent = text ?? '';
+}
+
+const messages = { notice, alert: alertText };
+
+/** The tool the path names, or null on the catalogue. */
+function toolOfPath() {
+  const match = /\/dashboard\/tools\/([^/]+)\/?$/.exec(location.pathname);
+  return match ? decodeURIComponent(match[1] ?? '') : null;
+}
+
+const toolName = toolOfPath();
+const view = toolName === null ? new Catalogue(messages) : new ToolPage(toolName, messages);
+byId(toolName === null ? 'catalogue-view' : 'tool-view').hidden = false;
+if (toolName === null) byId('nav-tools').setAttribute('aria-current', 'page');
+else document.title = `${toolName} · tool-registry console`;
+
+function showSession() {
+  const token = session.token;
+  byId('sign-in').hidden = token !== null;
+  byId('signed-in').hidden = token === null;
+  if (token === null) return;
+  const { sub, scopes } = claimsOf(token);
+  byId('identity').textContent = `Signed in as ${sub ?? '(no subject)'}${scopes.length ? ` (${scopes.join(' ')})` : ''}`;
+}
+
+function reload() {
+  alertText(null);
+  showSession();
+  void view.load(session.token);
+}
+
+byId('sign-in').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const input = /** @type {HTMLInputElement} */ (byId('token'));
+  const token = input.value.trim();
+  input.value = '';
+  if (token === '') {
+    alertText('Paste a token to sign in.');
+    input.focus();
+    return;
+  }
+  session.signIn(token);
+  notice('Signed in.');
+  reload();
+  byId('sign-out').focus();
+});
+
+byId('sign-out').addEventListener('click', () => {
+  session.signOut();
+  notice('Signed out.');
+  reload();
+  byId('token').focus();
+});
+
+reload();

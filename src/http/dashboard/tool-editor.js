@@ -1,0 +1,206 @@
+// @ts-check
+/**
+ * Registering and editing a tool from the console: `PUT /tools/{name}`, with `If-None-Match: *`
+ * to register (never replace a tool of that name) and `If-Match` with the entity tag read when
+ * the edit began (never overwrite another operator's change unseen). The registry's refusals
+ * are shown where they belong: each problem+json `errors` entry under the field its `path`
+ * names, a `412` as a conflict to resolve by reading the tool again.
+ */
+import { request } from './api.js';
+import { element, json } from './console-format.js';
+
+/** The form's own fields; any other path of the descriptor belongs to the JSON field. */
+const OWN_FIELDS = ['name', 'description', 'scopes'];
+
+/**
+ * @typedef {{ mode: 'register' | 'edit', name?: string, token: () => string | null, onSaved: (name: string, created: boolean) => void }} EditorOptions
+ */
+
+export class ToolEditor {
+  /** The entity tag of the record the edit started from. */
+  #etag = '';
+  /** @type {Map<string, { input: HTMLInputElement | HTMLTextAreaElement, error: HTMLElement }>} */
+  #fields = new Map();
+
+  /**
+   * @param {HTMLElement} container  the form goes in here
+   * @param {EditorOptions} options
+   */
+  constructor(container, options) {
+    this.options = options;
+    const prefix = options.mode === 'register' ? 'reg' : 'edit';
+    this.prefix = prefix;
+    this.form = /** @type {HTMLFormElement} */ (element('form', { id: `${prefix}-form`, class: 'editor', novalidate: '' }));
+    if (options.mode === 'register') this.#addField('name', 'Name', 'input', 'Letters, digits, "_" or "-"; 1 to 64.');
+    this.#addField('description', 'Description', 'textarea', 'What agents and their models read.');
+    this.#addField(
+      'scopes',
+      'Scopes',
+      'textarea',
+      'One alternative per line; tokens of one alternative separated by spaces, all of them needed. None: anyone who may discover it.',
+    );
+    this.#addField(
+      'rest',
+      'Other fields (a JSON object)',
+      'textarea',
+      options.mode === 'register'
+        ? 'For an HTTP tool: host, port, endpoint, parameters; for a message-bus tool: "type": "tool-service", service, arguments.'
+        : 'The rest of the stored descriptor, as the registry gave it.',
+      10,
+    );
+    this.submit = element('button', { type: 'submit', id: `${prefix}-save` }, options.mode === 'register' ? 'Register' : 'Save');
+    this.form.append(this.submit);
+    this.outcome = element('p', { id: `${prefix}-outcome`, class: 'outcome', role: 'status', 'aria-live': 'polite' });
+    this.reread = element('button', { type: 'button', id: `${prefix}-reread`, class: 'secondary', hidden: '' }, 'Read the tool again');
+    container.append(this.form, this.outcome, this.reread);
+    this.form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      void this.#save();
+    });
+    this.reread.addEventListener('click', () => void this.open());
+    if (options.mode === 'register') this.#value('rest', json({ host: '', port: 443, endpoint: '/', parameters: {} }));
+  }
+
+  /**
+   * @param {string} key
+   * @param {string} label
+   * @param {'input' | 'textarea'} tag
+   * @param {string} help
+   * @param {number} [rows]
+   */
+  #addField(key, label, tag, help, rows = 3) {
+    const id = `${this.prefix}-${key}`;
+    const wrap = element('div', { class: 'field' });
+    const input = /** @type {HTMLInputElement | HTMLTextAreaElement} */ (
+      element(tag, {
+        id,
+        spellcheck: 'false',
+        'aria-describedby': `${id}-help ${id}-error`,
+        ...(tag === 'textarea' ? { rows: String(rows) } : { type: 'text' }),
+      })
+    );
+    const error = element('p', { id: `${id}-error`, class: 'field-error', hidden: '' });
+    wrap.append(element('label', { for: id }, label), input, element('p', { id: `${id}-help`, class: 'help' }, help), error);
+    this.form.append(wrap);
+    this.#fields.set(key, { input, error });
+  }
+
+  /**
+   * @param {string} key
+   * @param {string} [value]
+   */
+  #value(key, value) {
+    const field = this.#fields.get(key);
+    if (!field) return '';
+    if (value !== undefined) field.input.value = value;
+    return field.input.value;
+  }
+
+  /** Edit: reads the stored record and its entity tag, and fills the form from it. */
+  async open() {
+    if (this.options.mode !== 'edit') return;
+    this.#clearErrors();
+    this.reread.hidden = true;
+    const answer = await request('GET', `tools/${encodeURIComponent(this.options.name ?? '')}`, { token: this.options.token() });
+    if (answer.status !== 200 || !answer.body?.descriptor) {
+      this.#say('refused', `Could not read the tool to edit it (${answer.status}).`);
+      return;
+    }
+    this.#etag = answer.headers.get('etag') ?? '';
+    const { name: _name, description, scopes, ...rest } = answer.body.descriptor;
+    this.#value('description', description ?? '');
+    this.#value('scopes', (scopes ?? []).join('\n'));
+    this.#value('rest', json(rest));
+    this.#say('', '');
+  }
+
+  async #save() {
+    this.#clearErrors();
+    /** @type {Record<string, unknown>} */
+    let rest;
+    try {
+      rest = JSON.parse(this.#value('rest') || '{}');
+      if (!rest || typeof rest !== 'object' || Array.isArray(rest)) throw new Error('must be a JSON object');
+    } catch (err) {
+      this.#fieldError('rest', err instanceof SyntaxError ? `not JSON: ${err.message}` : 'must be a JSON object');
+      this.#say('refused', 'Not sent: the other fields are not a JSON object.');
+      return;
+    }
+    const name = this.options.mode === 'register' ? this.#value('name').trim() : (this.options.name ?? '');
+    const scopes = this.#value('scopes')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '');
+    const body = { ...rest, name, description: this.#value('description'), scopes };
+    const answer = await request('PUT', `tools/${encodeURIComponent(name || '-')}`, {
+      token: this.options.token(),
+      body,
+      headers: this.options.mode === 'register' ? { 'if-none-match': '*' } : { 'if-match': this.#etag },
+    });
+    if (answer.status === 200 || answer.status === 201) {
+      this.#etag = answer.headers.get('etag') ?? this.#etag;
+      this.#say('done', this.options.mode === 'register' ? `Registered ${name}.` : `Saved ${name}.`);
+      this.options.onSaved(name, answer.status === 201);
+      return;
+    }
+    const problem = answer.body && typeof answer.body === 'object' ? answer.body : {};
+    if (answer.status === 412) {
+      this.#say(
+        'refused',
+        this.options.mode === 'register'
+          ? `Not registered: a tool named ${name} exists already (${problem.detail ?? '412'}).`
+          : `Conflict: someone changed ${name} after you began editing it, so nothing was saved (${problem.detail ?? '412'}). Read the tool again to see their change, then edit that.`,
+      );
+      if (this.options.mode === 'edit') {
+        this.reread.hidden = false;
+        this.reread.focus();
+      }
+      return;
+    }
+    let first = true;
+    for (const error of Array.isArray(problem.errors) ? problem.errors : []) {
+      const path = String(error.path ?? '')
+        .replace(/^\//, '')
+        .split(/[/.]/);
+      const key = OWN_FIELDS.includes(path[0] ?? '') && this.#fields.has(path[0] ?? '') ? (path[0] ?? 'rest') : 'rest';
+      this.#fieldError(
+        key,
+        key === 'rest' && path.join('') !== '' ? `${path.join('.')}: ${error.message}` : String(error.message ?? 'invalid'),
+        first,
+      );
+      first = false;
+    }
+    this.#say('refused', `Refused (${answer.status}): ${problem.detail ?? 'no detail'}`);
+  }
+
+  /**
+   * @param {string} key
+   * @param {string} message
+   * @param {boolean} [focus]
+   */
+  #fieldError(key, message, focus = true) {
+    const field = this.#fields.get(key);
+    if (!field) return;
+    field.error.hidden = false;
+    field.error.textContent = field.error.textContent ? `${field.error.textContent}; ${message}` : message;
+    field.input.setAttribute('aria-invalid', 'true');
+    if (focus) field.input.focus();
+  }
+
+  #clearErrors() {
+    for (const { input, error } of this.#fields.values()) {
+      error.hidden = true;
+      error.textContent = '';
+      input.removeAttribute('aria-invalid');
+    }
+  }
+
+  /**
+   * @param {string} state
+   * @param {string} text
+   */
+  #say(state, text) {
+    this.outcome.dataset['outcome'] = state;
+    this.outcome.textContent = text;
+  }
+}
