@@ -145,6 +145,44 @@ describe('importOpenApi: 3.1 and conversions', () => {
     expect(make.deprecated).toBe(false);
   });
 
+  it('keeps every argument when a body property is named like a parameter, and body_<name> is taken too', async () => {
+    const string = { type: 'string' };
+    const doc = await importOpenApi({
+      document: minimal({
+        '/users/{id}': {
+          put: {
+            operationId: 'updateUser',
+            parameters: [
+              { name: 'id', in: 'path', required: true, schema: string },
+              { name: 'body_id', in: 'query', schema: string },
+            ],
+            requestBody: {
+              content: {
+                'application/json': {
+                  schema: { type: 'object', required: ['id'], properties: { id: string, body_id_2: string, name: string } },
+                },
+              },
+            },
+            ...ok,
+          },
+        },
+      }) as never,
+      prefix: 'u_',
+      baseUrl: 'https://a.example',
+    });
+    expectAccepted(doc);
+    expect(target(doc, 'updateUser').arguments).toEqual({
+      id: { in: 'path' },
+      body_id: { in: 'query' },
+      body_id_3: { in: 'body', name: 'id' },
+      body_id_2: { in: 'body' },
+      name: { in: 'body' },
+    });
+    const input = op(doc, 'updateUser').body.inputSchema as { properties: Record<string, unknown>; required: string[] };
+    expect(Object.keys(input.properties).sort()).toEqual(['body_id', 'body_id_2', 'body_id_3', 'id', 'name']);
+    expect(input.required.sort()).toEqual(['body_id_3', 'id']);
+  });
+
   it('turns 3.0 nullable into a type list', async () => {
     const document = minimal({
       '/a': { get: { operationId: 'a', parameters: [{ name: 'q', in: 'query', schema: { type: 'integer', nullable: true } }], ...ok } },

@@ -265,10 +265,20 @@ export async function importOpenApi(options: OpenApiImportOptions): Promise<Impo
         }
         const schema = toJsonSchema(content[type].schema ?? {}, 'readOnly') as Json;
         if (schema.type === 'object' && schema.properties) {
-          // A body property named like a parameter (updateUser's `username`) becomes `body_<name>`,
-          // placed under its own name in the body, so that both stay arguments.
-          const taken = new Set(Object.keys(args));
-          const argOf = (k: string) => (taken.has(k) ? `body_${k}` : k);
+          // A body property named like a parameter (updateUser's `username`) becomes `body_<name>`
+          // (`body_<name>_2`, ... where that is taken too, by a parameter or another property),
+          // placed under its own name in the body, so that every one stays an argument.
+          const keys = Object.keys(schema.properties as Json);
+          const taken = new Set([...Object.keys(args), ...keys]);
+          const renamed = new Map<string, string>();
+          for (const k of keys) {
+            if (!(k in args)) continue;
+            let arg = `body_${k}`;
+            for (let i = 2; taken.has(arg); i++) arg = `body_${k}_${i}`;
+            taken.add(arg);
+            renamed.set(k, arg);
+          }
+          const argOf = (k: string) => renamed.get(k) ?? k;
           for (const [k, v] of Object.entries(schema.properties as Json)) {
             const arg = argOf(k);
             properties[arg] = v;
