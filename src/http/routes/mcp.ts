@@ -411,7 +411,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         if (session.stream === stream) session.stream = null;
         session.lastSeen = Date.now();
       });
-      return answer(reply, response);
+      return answer(reply, openedAtOnce(response));
     },
   );
 
@@ -467,5 +467,26 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     },
   );
 };
+
+/** An SSE comment, sent first on the GET stream. */
+const OPENING = new TextEncoder().encode(': stream open\n\n');
+
+/**
+ * The GET stream with a comment first: its head goes out at once. The SDK's GET stream writes
+ * nothing until its first event (it primes POST streams only), and Node sends a response's head
+ * with its first bytes, so a client's `fetch` waited for the first notification or the 15 s
+ * keep-alive to learn the stream was open (issue 31's reconnect test measured 15 s).
+ */
+function openedAtOnce(response: Response): Response {
+  if (response.body === null) return response;
+  const body = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      start(controller) {
+        controller.enqueue(OPENING);
+      },
+    }),
+  );
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
 
 export default mcpRoutes;
