@@ -48,9 +48,9 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-/** Spawns `node --import tsx <script> ...args` in the repository root. */
-export function spawnNode(script: string, args: string[], env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+/** Spawns `node [...nodeArgs] --import tsx <script> ...args` in the repository root. */
+export function spawnNode(script: string, args: string[], env: Record<string, string>, nodeArgs: string[] = []): Child {
+  const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...args], {
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -207,6 +207,10 @@ export interface RunResult {
   mainCpuUsPerReq?: number;
   /** CPU the load generator (this process: autocannon and the request setup) used per answered request. */
   loadCpuUsPerReq?: number;
+  /** Cores the server kept busy on average during the run (1 = one core all the time). */
+  serverCpuShare?: number;
+  /** Cores the load generator kept busy. */
+  loadCpuShare?: number;
 }
 
 export interface LoadOptions {

@@ -17,6 +17,9 @@ export interface Side {
   mainCpuUsPerReq: number;
   /** Median CPU of the load generator per request. */
   loadCpuUsPerReq: number;
+  /** Median cores the server and the load generator kept busy (wrk rows only). */
+  serverCpuShare: number;
+  loadCpuShare: number;
 }
 
 export const summarise = (runs: RunResult[]): Side => ({
@@ -28,6 +31,8 @@ export const summarise = (runs: RunResult[]): Side => ({
   cpuUsPerReq: median(runs.map((r) => r.cpuUsPerReq ?? NaN)),
   mainCpuUsPerReq: median(runs.map((r) => r.mainCpuUsPerReq ?? NaN)),
   loadCpuUsPerReq: median(runs.map((r) => r.loadCpuUsPerReq ?? NaN)),
+  serverCpuShare: median(runs.map((r) => r.serverCpuShare ?? NaN)),
+  loadCpuShare: median(runs.map((r) => r.loadCpuShare ?? NaN)),
 });
 
 export type Runner = (durationS: number) => Promise<RunResult>;

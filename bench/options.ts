@@ -22,6 +22,7 @@ export const GROUPS = [
   'replication',
   'validation',
   'search-index',
+  'wrk',
 ] as const;
 export type Group = (typeof GROUPS)[number];
 
@@ -47,6 +48,11 @@ const { values } = parseArgs({
     'replication-sizes': { type: 'string' },
     'replication-writes': { type: 'string' },
     'replication-catch-up-runs': { type: 'string' },
+    'wrk-sizes': { type: 'string' },
+    'wrk-threads': { type: 'string' },
+    'wrk-connections': { type: 'string' },
+    'wrk-profile': { type: 'boolean', default: false },
+    'profile-dir': { type: 'string' },
     ...Object.fromEntries(GROUPS.map((g) => [`no-${g}`, { type: 'boolean' as const, default: false }])),
   },
 });
@@ -105,6 +111,13 @@ export const opts = {
     values['replication-catch-up-runs'],
     positive('runs', values.runs, quick ? 1 : 3),
   ),
+  /** Issue 33: catalogue sizes of the wrk read rows (100,000 by asking: its full list is ~66 MiB an answer). */
+  wrkSizes: numbers(values['wrk-sizes'], [1000, 10_000]),
+  wrkThreads: positive('wrk-threads', values['wrk-threads'], 2),
+  wrkConnections: positive('wrk-connections', values['wrk-connections'], 32),
+  /** Issue 33: each wrk row once more under the registry's CPU profiler, summarised per hook. */
+  wrkProfile: values['wrk-profile'] === true,
+  profileDir: values['profile-dir'] ?? '.cache/bench/profiles',
   groups: Object.fromEntries(GROUPS.map((g) => [g, enabled(g)])) as Record<Group, boolean>,
 };
 

@@ -29,6 +29,11 @@
  *   --replication-writes=N  sequential writes per run of the replication visibility row (default
  *                           300; --quick 100)
  *   --replication-catch-up-runs=N  fresh replicas timed at each catch-up size (default --runs)
+ *   --wrk-sizes=1000,10000  catalogue sizes of the wrk read rows (default 1000,10000; add 100000 to see it)
+ *   --wrk-threads=N         wrk's threads (default 2); --wrk-connections=N its connections (default 32)
+ *   --wrk-profile           also run each wrk row once under the registry's CPU profiler and print
+ *                           where the microseconds go, hook by hook (profiles in --profile-dir,
+ *                           default .cache/bench/profiles; bench/profile-summary.ts reads one again)
  *
  * Groups:
  *   scenarios  At each --sizes: the registry (a child process, `node --import tsx src/cli/main.ts
@@ -82,6 +87,12 @@
  *   search-index  The registry's full-text index against MiniSearch and Orama on the generated
  *              tools at --sizes: build time, memory, median microseconds per query, agreement
  *              of the top 10, and the index unit tests' ranking cases each passes.
+ *   Issue 33 (bench/wrk-reads.ts; needs wrk: `apt-get install -y wrk`):
+ *   wrk        The HTTP reads driven by wrk (C, epoll), whose CPU is shown beside the server's: full
+ *              list anonymous and bearer (3 of 50 scopes), first page of 100, a later page, one tool
+ *              by name, and 304s, at --wrk-sizes, against a bare ceiling (body, Content-Type, ETag)
+ *              and one sending every header the registry sent; defaults but for an unreachable
+ *              rate limit (10,000,000 a minute, so the limiter runs on every request).
  *
  * Runs alternate registry and ceiling after a warm-up of each; every figure is the median of the
  * runs. Prints tables (ratios, and each goal with pass/miss), and writes the raw results to
@@ -103,6 +114,7 @@ import { scale, scaleSections, type ScaleGroup, type ScaleRow } from './scale.js
 import { scenarios, scenariosSection, type Comparison } from './scenarios.js';
 import { searchIndexBench, searchIndexSections, type SearchIndexResult } from './search.js';
 import { validationBench, validationSection, type ValidationResult } from './validation.js';
+import { wrkReads, wrkSections, type WrkResult } from './wrk-reads.js';
 import { runWaitersBench, type WaitersResult } from './waiters.js';
 
 const argv = process.argv.slice(2);
@@ -141,6 +153,7 @@ async function main(): Promise<void> {
     replication: ReplicationResult | Failed | null;
     validation: ValidationResult | Failed | null;
     searchIndex: SearchIndexResult | Failed | null;
+    wrk: WrkResult | Failed | null;
     elapsedS?: number;
   } = {
     date: startedAt.toISOString(),
@@ -160,10 +173,19 @@ async function main(): Promise<void> {
     replication: null,
     validation: null,
     searchIndex: null,
+    wrk: null,
   };
   const g = opts.groups;
   log(`options: ${JSON.stringify(opts)}`);
 
+  if (g.wrk) {
+    try {
+      results.wrk = await wrkReads();
+    } catch (err) {
+      results.wrk = failed(err);
+      log(`wrk: ${results.wrk.skipped}`);
+    }
+  }
   if (g.scenarios) for (const n of opts.sizes) results.scenarios.push(...(await scenarios(n)));
   const scaleGroups: Record<ScaleGroup, boolean> = {
     pages: g.pages,
@@ -283,6 +305,10 @@ async function main(): Promise<void> {
     text: `skipped: ${s.skipped}`,
     markdown: `Skipped: ${s.skipped}`,
   });
+  if (results.wrk) {
+    const r = results.wrk;
+    sections.push(...('skipped' in r ? [skippedSection('HTTP reads under wrk', r)] : wrkSections(r)));
+  }
   if (results.scenarios.length > 0) sections.push(scenariosSection(results.scenarios));
   sections.push(...scaleSections(results.scale));
   if (results.importDuringReads) {

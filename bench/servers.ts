@@ -15,19 +15,24 @@ export interface Registry {
   dbDir: string;
 }
 
-export async function startRegistry(dbDir: string, extraEnv: Record<string, string> = {}): Promise<Registry> {
+export async function startRegistry(dbDir: string, extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Registry> {
   const port = await freePort();
   const since = performance.now();
-  const child = spawnNode('src/cli/main.ts', ['serve'], {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATABASE_PATH: join(dbDir, 'registry.db'),
-    JWT_SECRET,
-    RATE_LIMIT_MAX: '0',
-    LOG_LEVEL: 'warn',
-    BODY_LIMIT: String(512 * 1024 * 1024),
-    ...extraEnv,
-  });
+  const child = spawnNode(
+    'src/cli/main.ts',
+    ['serve'],
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_PATH: join(dbDir, 'registry.db'),
+      JWT_SECRET,
+      RATE_LIMIT_MAX: '0',
+      LOG_LEVEL: 'warn',
+      BODY_LIMIT: String(512 * 1024 * 1024),
+      ...extraEnv,
+    },
+    nodeArgs,
+  );
   const base = `http://127.0.0.1:${port}`;
   const startupMs = await waitHttpOk(`${base}/healthz`, child, since);
   return { child, base, startupMs, dbDir };
@@ -144,12 +149,12 @@ export interface Ceiling {
 }
 
 /** Starts bench/ceiling-server.ts with `spec` (port chosen here); resolves once every process listens. */
-export async function startCeiling(dir: string, name: string, spec: Omit<CeilingSpec, 'port'>): Promise<Ceiling> {
+export async function startCeiling(dir: string, name: string, spec: Omit<CeilingSpec, 'port'>, nodeArgs: string[] = []): Promise<Ceiling> {
   const port = await freePort();
   const file = join(dir, `${name}.json`);
   writeFileSync(file, JSON.stringify({ ...spec, port }));
   const since = performance.now();
-  const child = spawnNode('bench/ceiling-server.ts', [file], {});
+  const child = spawnNode('bench/ceiling-server.ts', [file], {}, nodeArgs);
   const ready = new Promise<void>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`the ceiling did not get ready:\n${child.output()}`)), 60_000);

@@ -29,8 +29,14 @@ export function normaliseEntries(entries: readonly (string | readonly string[])[
   return [...new Set(entries.map(normaliseEntry))];
 }
 
-/** Whether held scopes satisfy one entry: every token of it is held. */
+/**
+ * Whether held scopes satisfy one entry: every token of it is held. An entry of one token (no
+ * space) is looked up as it is: what entryTokens would make of it, without its array, set and
+ * sort per call (issue 33: ~3 us of each bearer `GET /`, whose admin and read scopes are checked
+ * per request; an empty entry has no tokens, and so is granted, as before).
+ */
 export function entryGranted(entry: string, held: ReadonlySet<string>): boolean {
+  if (!entry.includes(' ')) return entry.length === 0 || held.has(entry);
   return entryTokens(entry).every((token) => held.has(token));
 }
 
