@@ -13,7 +13,18 @@ import { runReview } from './review.js';
 import { mintToken } from './token.js';
 import { UsageError } from './usage-error.js';
 
-export const DATA_COMMANDS: ReadonlySet<string> = new Set(['put', 'get', 'list', 'delete', 'import', 'export', 'review', 'refresh']);
+export const DATA_COMMANDS: ReadonlySet<string> = new Set([
+  'put',
+  'get',
+  'list',
+  'delete',
+  'import',
+  'export',
+  'review',
+  'refresh',
+  'deprecate',
+  'undeprecate',
+]);
 
 const DEFAULT_URL = 'http://127.0.0.1:8006';
 
@@ -168,7 +179,13 @@ const DATA_OPTIONS: CommandOptions = {
   document: { type: 'string' },
   prefix: { type: 'string' },
   'base-url': { type: 'string' },
+  // deprecate tool/<name> (issue 34)
+  sunset: { type: 'string' },
+  replacement: { type: 'string' },
+  reason: { type: 'string' },
 };
+
+const DEPRECATION_OPTIONS = ['sunset', 'replacement', 'reason'] as const;
 
 const SOURCE_OPTIONS = ['document', 'prefix', 'base-url'] as const;
 
@@ -195,6 +212,9 @@ export async function runDataCommand(command: string, args: readonly string[], i
   const sourceOption = SOURCE_OPTIONS.find((o) => options.has(o));
   if (sourceOption !== undefined && !(command === 'put' && rest[0]?.startsWith('openapi-source/')))
     throw new UsageError(`--${sourceOption} is an option of put openapi-source/<id>, not of ${command}`);
+  const deprecationOption = DEPRECATION_OPTIONS.find((o) => options.has(o));
+  if (deprecationOption !== undefined && command !== 'deprecate')
+    throw new UsageError(`--${deprecationOption} is an option of deprecate tool/<name>, not of ${command}`);
   const client = httpClient(url, clientToken(options.get('token')?.at(-1), env, settings));
   const print = (value: unknown) => io.stdout(`${terminalJson(value)}\n`);
   const unexpected = (n: number) => {
@@ -270,6 +290,21 @@ export async function runDataCommand(command: string, args: readonly string[], i
         acceptAll: options.has('accept-all'),
       };
       return runReview(client, request, io.stdout, terminalSafe);
+    }
+    case 'deprecate':
+    case 'undeprecate': {
+      // deprecate tool/<name> [--sunset T] [--replacement R] [--reason TEXT] (issue 34); undeprecate lifts it.
+      unexpected(1);
+      const target = parseTarget(rest[0]);
+      if (target.collection !== 'tools') throw new UsageError(`${command} takes a tool: tool-registry ${command} tool/<name>`);
+      const path = `/tools/${encodeURIComponent(target.key)}/deprecation`;
+      if (command === 'undeprecate') {
+        print(await client.request('DELETE', path));
+        return 0;
+      }
+      const body = Object.fromEntries(DEPRECATION_OPTIONS.flatMap((o) => (options.has(o) ? [[o, options.get(o)?.at(-1)]] : [])));
+      print(await client.request('PUT', path, body));
+      return 0;
     }
     case 'refresh': {
       // refresh openapi-source/<id> (issue 30): read its documentUrl again now.

@@ -37,9 +37,12 @@ Usage:
   tool-registry review openapi-source/<id> [--accept ... | --reject ... | --accept-all]
                                              the same for what re-reads of an OpenAPI source's documentUrl found
   tool-registry refresh openapi-source/<id>  read an OpenAPI source's documentUrl again now
+  tool-registry deprecate tool/<name> [--sunset RFC3339] [--replacement TOOL] [--reason TEXT]
+                                             deprecate a tool (calls work until the sunset)
+  tool-registry undeprecate tool/<name>      lift a tool's deprecation
   tool-registry --version                    print the version
 
-Data commands (put, get, delete, list, import, export, review, refresh) talk to a running registry:
+Data commands (put, get, delete, list, import, export, review, refresh, deprecate, undeprecate) talk to a running registry:
   --url URL          registry base URL (REGISTRY_URL; default http://127.0.0.1:8006)
   --token TOKEN      bearer token (REGISTRY_TOKEN; default: an admin token minted from
                      JWT_SECRET or the dev secret beside --database-path)
