@@ -117,9 +117,14 @@ describe('registered MCP servers, at their edges (issue 11)', () => {
     );
     await registry.app.inject({ method: 'PUT', url: '/mcp-servers/small', headers: admin, payload: { url: small.url, policy: 'auto' } });
     await synced;
-    expect((await status('small')).skipped).toEqual([
-      { name: 'escape', reason: 'description: must not contain control characters or bidirectional formatting characters' },
-    ]);
+    // The status is the sync's, set once its write has committed (the change event may come first).
+    await vi.waitFor(
+      async () =>
+        expect((await status('small')).skipped).toEqual([
+          { name: 'escape', reason: 'description: must not contain control characters or bidirectional formatting characters' },
+        ]),
+      { timeout: 5000, interval: 20 },
+    );
     // Named in the namespace derived from the server's id (issue 29).
     expect(registry.app.catalog.getTool('small_fine')?.record.kind).toBe('mcp');
     expect(registry.app.catalog.getTool('small_escape')).toBeUndefined();
