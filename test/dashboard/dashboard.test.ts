@@ -214,6 +214,9 @@ describe('GET /dashboard/tools: the console (issue 34)', () => {
     expect(res.body).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
     expect(res.body).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
     expect(res.body).toContain('<a id="nav-sources" href="/dashboard/sources" aria-current="page">Sources</a>');
+    // Linked from the status page and the tools pages.
+    for (const url of ['/dashboard', '/dashboard/tools'])
+      expect((await t.app.inject({ method: 'GET', url })).body, url).toContain('<a href="/dashboard/sources">Sources</a>');
     const urls = assetUrls(res.body);
     expect(urls.map((u) => u.split('/').pop())).toEqual(['dashboard.css', 'sources.js']);
     const base = (urls.find((u) => u.endsWith('sources.js')) ?? '').replace(/[^/]+$/, '');
