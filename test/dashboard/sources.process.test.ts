@@ -144,6 +144,13 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
       .toMatch(/^Sign in with a token that has the admin scope/);
     expect(await page.locator('#mcp-panel').isVisible()).toBe(false);
     expect(await page.locator('#register-sources').isVisible()).toBe(false);
+    // From the keyboard: the skip link, the console's pages, then signing in.
+    const reached: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      await page.keyboard.press('Tab');
+      reached.push(String(await page.evaluate('document.activeElement?.id || document.activeElement?.textContent?.trim()')));
+    }
+    expect(reached).toEqual(['Skip to the content', 'Status', 'nav-tools', 'nav-sources', 'token', 'Sign in']);
     await page.fill('#token', t.token(['reader:use'], { sub: 'reader' }));
     await page.click('#sign-in button[type="submit"]');
     await expect
