@@ -255,6 +255,59 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
     expect(pageErrors).toEqual([]);
   });
 
+  it('registers an OpenAPI source from a pasted document and a tool service, and shows a server that is down with its error', async () => {
+    const document = JSON.stringify({
+      openapi: '3.1.0',
+      info: { title: 'Pasted API', version: '7' },
+      servers: [{ url: 'https://pasted.example.com' }],
+      paths: { '/ping': { get: { operationId: 'ping', description: 'Pings.', responses: { '200': { description: 'ok' } } } } },
+    });
+    await page.fill('#oas-id', 'pasted');
+    await page.fill('#oas-prefix', 'p_');
+    await page.fill('#oas-documentUrl', '');
+    await page.fill('#oas-document', document);
+    await page.click('#oas-save');
+    await expect.poll(() => page.locator('#oas-outcome').textContent(), SHOWN_WITHIN).toBe('Registered the OpenAPI source pasted.');
+    const source = page.locator('#openapi-sources tr[data-source="pasted"]');
+    await expect
+      .poll(async () => (await source.locator('th, td').allTextContents()).slice(0, 3), SHOWN_WITHIN)
+      .toEqual(['pasted', 'Pasted API 7', '1']);
+    // A pasted document has nothing to read again.
+    expect(await page.getByRole('button', { name: 'Read again: pasted' }).isDisabled()).toBe(true);
+    expect(await served('p_ping')).toContain('Pings.');
+
+    await page.fill('#svc-id', 'jokes');
+    await page.fill('#svc-topic', 'jokes');
+    await page.fill('#svc-config-params', 'style\nlanguage');
+    await page.click('#svc-save');
+    await expect.poll(() => page.locator('#svc-outcome').textContent(), SHOWN_WITHIN).toBe('Registered the tool service jokes.');
+    const service = await fetch(`${base}/tool-services/jokes`, { headers: bearer(admin) });
+    expect(service.status).toBe(200);
+    expect(JSON.stringify(await service.json())).toContain('language');
+
+    // Nothing listens on the port: the server is shown down, with the error of its last attempt.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const put = await fetch(`${base}/mcp-servers/gone`, {
+      method: 'PUT',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `http://127.0.0.1:${port}/mcp`, prefix: 'g_' }),
+    });
+    expect(put.status, await put.text()).toBe(201);
+    const gone = page.locator('#mcp-servers tr[data-source="gone"]');
+    await expect
+      .poll(async () => {
+        await page.reload();
+        await gone.waitFor();
+        return (await gone.locator('td').allTextContents()).slice(1, 3);
+      }, SHOWN_WITHIN)
+      .toEqual(['down', expect.stringMatching(/\S/)]);
+    expect(await gone.locator('td').nth(2).textContent()).not.toBe('–');
+    expect(pageErrors).toEqual([]);
+  });
+
   it('shows each refusal of a source with a bad value at the field its path names', async () => {
     await page.fill('#mcp-id', 'bad');
     await page.fill('#mcp-url', 'not a url');
