@@ -168,6 +168,7 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
     await page.fill('#mcp-id', 'hub');
     await page.fill('#mcp-url', upstream.url);
     await page.fill('#mcp-prefix', 'h_');
+    await page.fill('#mcp-refreshIntervalS', '600');
     await page.click('#mcp-save');
     await expect.poll(() => page.locator('#mcp-outcome').textContent(), SHOWN_WITHIN).toBe('Registered the MCP server hub.');
     await expect.poll(async () => (await pending('mcp-servers', 'hub')).length, SHOWN_WITHIN).toBe(1);
@@ -179,6 +180,13 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
     await expect
       .poll(async () => (await server.locator('th, td').allTextContents()).slice(0, 6), SHOWN_WITHIN)
       .toEqual(['hub', upstream.url, 'connected', '–', '0', '1']);
+    expect(await server.locator('td').nth(6).textContent()).toBe('every 600 s');
+    expect((await fetch(`${base}/mcp-servers/hub`, { headers: bearer(admin) }).then((r) => r.json())).descriptor).toMatchObject({
+      url: upstream.url,
+      prefix: 'h_',
+      refreshIntervalS: 600,
+      policy: 'review',
+    });
     expect(await item('h_lookup').locator('.badge').textContent()).toBe('added');
     expect(await item('h_lookup').locator('dt').allTextContents()).toEqual(['/description added', '/inputSchema added']);
     expect(await item('h_lookup').locator('dd ins').first().textContent()).toBe(`New: ${HOSTILE}`);

@@ -130,6 +130,9 @@ export class SourceList {
             up ? String(up.tools) : '–',
             up ? String(up.pending) : '–',
             whenOrDash(up?.lastSyncAt),
+            // The registry lists the tools again on this interval from the connection, and at
+            // once on the server's list_changed: its next time is not exposed, its interval is.
+            server.descriptor.refreshIntervalS ? `every ${server.descriptor.refreshIntervalS} s` : 'the default interval',
             server.descriptor.policy ?? 'review',
           ],
           new Set([4, 5]),
