@@ -181,7 +181,8 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
       .poll(async () => (await server.locator('th, td').allTextContents()).slice(0, 6), SHOWN_WITHIN)
       .toEqual(['hub', upstream.url, 'connected', '–', '0', '1']);
     expect(await server.locator('td').nth(6).textContent()).toBe('every 600 s');
-    expect((await fetch(`${base}/mcp-servers/hub`, { headers: bearer(admin) }).then((r) => r.json())).descriptor).toMatchObject({
+    const record = (await (await fetch(`${base}/mcp-servers/hub`, { headers: bearer(admin) })).json()) as { descriptor: unknown };
+    expect(record.descriptor).toMatchObject({
       url: upstream.url,
       prefix: 'h_',
       refreshIntervalS: 600,
