@@ -169,11 +169,12 @@ describe.skipIf(missing !== undefined)('the dashboard in Chromium', () => {
       await page.keyboard.press('Tab');
       reached.push(String(await page.evaluate('document.activeElement?.id || document.activeElement?.textContent?.trim()')));
     }
-    expect(reached.slice(0, 8)).toEqual([
+    expect(reached.slice(0, 9)).toEqual([
       'Skip to the figures',
       // The console's pages (issue 34).
       'Status',
       'Tools',
+      'Sources',
       'token',
       'Sign in',
       'refresh',

@@ -453,11 +453,11 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
     await expect.poll(() => page.locator('#register-panel').isVisible(), SHOWN_WITHIN).toBe(true);
     const reached: string[] = [];
-    for (let i = 0; i < 8; i++) {
+    for (let i = 0; i < 9; i++) {
       await page.keyboard.press('Tab');
       reached.push(String(await page.evaluate('document.activeElement?.id || document.activeElement?.textContent?.trim()')));
     }
-    expect(reached).toEqual(['Skip to the content', 'Status', 'nav-tools', 'sign-out', 'q', 'f-scope', 'f-kind', 'f-source']);
+    expect(reached).toEqual(['Skip to the content', 'Status', 'nav-tools', 'Sources', 'sign-out', 'q', 'f-scope', 'f-kind', 'f-source']);
     expect(await page.locator('main, header, nav').count()).toBeGreaterThanOrEqual(3);
     expect(await axeFindings()).toEqual([]);
     // The dark scheme's colours too.

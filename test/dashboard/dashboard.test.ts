@@ -93,12 +93,14 @@ describe('GET /dashboard', () => {
     for (const script of [
       main.body,
       ...(await Promise.all(
-        ['api.js', 'charts.js', 'review.js'].map(async (f) => (await t.app.inject({ method: 'GET', url: base + f })).body),
+        ['api.js', 'charts.js', 'review.js', 'review-diff.js'].map(
+          async (f) => (await t.app.inject({ method: 'GET', url: base + f })).body,
+        ),
       )),
     ]) {
       for (const [, file] of script.matchAll(/from '\.\/([a-z-]+\.js)'/g)) imported.add(file ?? '');
     }
-    expect([...imported].sort()).toEqual(['api.js', 'charts.js', 'review.js', 'uplot.js']);
+    expect([...imported].sort()).toEqual(['api.js', 'charts.js', 'console-format.js', 'review-diff.js', 'review.js', 'uplot.js']);
     for (const file of imported) expect((await t.app.inject({ method: 'GET', url: base + file })).statusCode, file).toBe(200);
   });
 
@@ -201,6 +203,41 @@ describe('GET /dashboard/tools: the console (issue 34)', () => {
       'tool-page.js',
       'try-it.js',
     ]);
+  });
+
+  it('serves the sources and review page under the same CSP, with modules that write no markup from strings', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/dashboard/sources' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(String(res.headers['content-security-policy'])).toContain("script-src 'self'");
+    expect(res.body).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/i);
+    expect(res.body).not.toMatch(/<style|\sstyle=|\son[a-z]+=/i);
+    expect(res.body).not.toMatch(/(?:src|href)="(?:https?:)?\/\//);
+    expect(res.body).toContain('<a id="nav-sources" href="/dashboard/sources" aria-current="page">Sources</a>');
+    // Linked from the status page and the tools pages.
+    for (const url of ['/dashboard', '/dashboard/tools'])
+      expect((await t.app.inject({ method: 'GET', url })).body, url).toContain('<a href="/dashboard/sources">Sources</a>');
+    const urls = assetUrls(res.body);
+    expect(urls.map((u) => u.split('/').pop())).toEqual(['dashboard.css', 'sources.js']);
+    const base = (urls.find((u) => u.endsWith('sources.js')) ?? '').replace(/[^/]+$/, '');
+    const seen = new Set<string>();
+    const queue = ['sources.js'];
+    for (let file = queue.shift(); file; file = queue.shift()) {
+      if (seen.has(file)) continue;
+      seen.add(file);
+      const asset = await t.app.inject({ method: 'GET', url: base + file });
+      expect(asset.statusCode, file).toBe(200);
+      expect(asset.body, file).not.toMatch(
+        /innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser|createContextualFragment|\beval\(|new Function/,
+      );
+      expect(asset.body, file).not.toMatch(/setAttribute\(\s*['"](?:style|on[a-z]+)/);
+      for (const [, imported] of asset.body.matchAll(/from '\.\/([a-z-]+\.js)'/g)) queue.push(imported ?? '');
+    }
+    // No uPlot: the page draws no chart.
+    expect([...seen].sort()).toEqual(['api.js', 'console-format.js', 'review-diff.js', 'source-forms.js', 'source-list.js', 'sources.js']);
+    expect(
+      (await t.app.inject({ method: 'GET', url: '/dashboard/sources', headers: { 'if-none-match': String(res.headers.etag) } })).statusCode,
+    ).toBe(304);
   });
 
   it('links the status page and the console both ways, under the path of PUBLIC_URL', async () => {

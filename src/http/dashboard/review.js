@@ -9,13 +9,12 @@
  */
 import { ApiError, getJson, postJson } from './api.js';
 import { element } from './charts.js';
+import { diffElement, digestElement, shortDigest } from './review-diff.js';
 
 /** Changes read per request, and shown at most: more are left to `tool-registry review`. */
 const PAGE = 100;
 const MAX_SHOWN = 200;
-const OPS = { add: 'added', remove: 'removed', replace: 'changed' };
 
-/** @typedef {{ op: 'add' | 'remove' | 'replace', pointer: string, old?: unknown, new?: unknown }} DiffOp */
 /**
  * @typedef {object} PendingChange
  * @property {string} tool
@@ -24,56 +23,9 @@ const OPS = { add: 'added', remove: 'removed', replace: 'changed' };
  * @property {string | null} acceptedDigest
  * @property {'added' | 'changed'} change
  * @property {string} seenAt
- * @property {DiffOp[]} diff
+ * @property {import('./review-diff.js').DiffOp[]} diff
  * @property {boolean} diffTruncated
  */
-
-/** @param {string} digest  `sha256:` and 64 hex digits */
-const shortDigest = (digest) => (digest.length > 19 ? `${digest.slice(0, 19)}…` : digest);
-
-/**
- * A digest shown short, whole in its title.
- * @param {string} digest
- */
-const digestElement = (digest) => element('code', { class: 'digest', title: digest }, shortDigest(digest));
-
-/** @param {unknown} value */
-const asText = (value) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
-
-/**
- * One side of a diff: struck or inserted text, said to screen readers too.
- * @param {'del' | 'ins'} tag
- * @param {unknown} value
- */
-function side(tag, value) {
-  const text = asText(value);
-  const el = element(tag, { class: typeof value === 'string' && !text.includes('\n') ? 'inline' : 'block' });
-  el.append(element('span', { class: 'visually-hidden' }, tag === 'del' ? 'Old: ' : 'New: '), element('span', {}, text));
-  return el;
-}
-
-/**
- * @param {DiffOp[]} diff
- * @param {boolean} truncated
- */
-function diffElement(diff, truncated) {
-  const list = element('dl', { class: 'diff' });
-  for (const op of diff) {
-    const term = element('dt');
-    term.append(element('code', {}, op.pointer === '' ? '/' : op.pointer), ` ${OPS[op.op] ?? op.op}`);
-    const detail = element('dd');
-    if (op.op !== 'add') detail.append(side('del', op.old));
-    if (op.op !== 'remove') detail.append(side('ins', op.new));
-    list.append(term, detail);
-  }
-  if (!truncated) return list;
-  const wrap = element('div');
-  wrap.append(
-    list,
-    element('p', { class: 'muted' }, 'The versions differ in more places than listed: tool-registry review shows the whole versions.'),
-  );
-  return wrap;
-}
 
 export class ReviewQueue {
   /** @type {Map<string, HTMLLIElement>} */

@@ -34,6 +34,11 @@ const OWN_FILES = [
   'tool-page.js',
   'try-it.js',
   'tool-editor.js',
+  // Sources and review (issue 34): upstream MCP servers, OpenAPI sources, their queues and forms.
+  'sources.js',
+  'review-diff.js',
+  'source-list.js',
+  'source-forms.js',
 ] as const;
 /** uPlot (about 145 KB unminified ESM, no dependencies), under the names the page imports. */
 const uplotFiles = (require: NodeJS.Require) =>
@@ -59,6 +64,8 @@ interface DashboardFiles {
   template: string;
   /** The console's page (catalogue and tool pages), likewise. */
   consoleTemplate: string;
+  /** The console's sources and review page, likewise. */
+  sourcesTemplate: string;
   assets: Map<string, Asset>;
   /** A hash over every asset: the version segment of their URLs. */
   version: string;
@@ -89,6 +96,7 @@ function dashboardFiles(): DashboardFiles {
   files = {
     template: readFileSync(join(dir, 'index.html'), 'utf8'),
     consoleTemplate: readFileSync(join(dir, 'console.html'), 'utf8'),
+    sourcesTemplate: readFileSync(join(dir, 'sources.html'), 'utf8'),
     assets,
     version,
   };
@@ -125,7 +133,7 @@ function sendCached(request: FastifyRequest, reply: FastifyReply, asset: Asset, 
 const dashboardRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   if (!config.dashboard.enabled) return;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { assets, version, template, consoleTemplate } = dashboardFiles();
+  const { assets, version, template, consoleTemplate, sourcesTemplate } = dashboardFiles();
   // Behind a proxy that serves the registry under a path, PUBLIC_URL says which.
   const base = config.publicUrl.pathname.replace(/\/+$/, '');
   const pageOf = (text: string): Asset => {
@@ -134,6 +142,7 @@ const dashboardRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
   };
   const page = pageOf(template);
   const consolePage = pageOf(consoleTemplate);
+  const sourcesPage = pageOf(sourcesTemplate);
   const pageResponse = (description: string) => ({
     200: { description, content: { 'text/html': { schema: z.string() } } },
     304: notModified,
@@ -167,6 +176,14 @@ const dashboardRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
       schema: { hide: true, params: ConsoleToolParamsSchema, response: pageResponse("A tool's page of the console.") },
     },
     async (request, reply) => sendCached(request, reply.header('referrer-policy', 'no-referrer'), consolePage, 'no-cache'),
+  );
+
+  // Sources and review (issue 34): upstream servers and OpenAPI sources, their pending changes,
+  // and the forms that register them, read and written with the signed-in token.
+  app.get(
+    '/dashboard/sources',
+    { config: routeConfig, schema: { hide: true, response: pageResponse('The sources and review page of the console.') } },
+    async (request, reply) => sendCached(request, reply.header('referrer-policy', 'no-referrer'), sourcesPage, 'no-cache'),
   );
 
   app.get(

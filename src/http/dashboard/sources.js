@@ -1,0 +1,89 @@
+// @ts-check
+/**
+ * The console's sources and review page (issue 34), at /dashboard/sources: upstream MCP servers
+ * and OpenAPI sources with their state and pending changes (source-list.js), and the forms that
+ * register them and tool services (source-forms.js). It signs in as the rest of the console does
+ * (the same token, kept in this tab's sessionStorage) and needs the admin scope: the lists and
+ * queues are operators' data, refused to other tokens, and the page says so.
+ */
+import { ApiError, claimsOf, session } from './api.js';
+import { byId } from './console-format.js';
+import { FORMS, SourceForm } from './source-forms.js';
+import { SourceList } from './source-list.js';
+
+/** @param {string} text */
+function notice(text) {
+  byId('notice').textContent = text;
+}
+
+/** @param {string | null} text */
+function alertText(text) {
+  const el = byId('alert');
+  el.hidden = text === null;
+  el.textContent = text ?? '';
+}
+
+const list = new SourceList({ notice });
+const boxes = new Map([
+  ['mcp', 'mcp-form-box'],
+  ['oas', 'openapi-form-box'],
+  ['svc', 'service-form-box'],
+]);
+for (const spec of FORMS)
+  new SourceForm(byId(boxes.get(spec.prefix) ?? 'service-form-box'), spec, {
+    token: () => session.token,
+    onSaved: () => void load(),
+  });
+
+function showSession() {
+  const token = session.token;
+  byId('sign-in').hidden = token !== null;
+  byId('signed-in').hidden = token === null;
+  if (token === null) return;
+  const { sub, scopes } = claimsOf(token);
+  byId('identity').textContent = `Signed in as ${sub ?? '(no subject)'}${scopes.length ? ` (${scopes.join(' ')})` : ''}`;
+}
+
+async function load() {
+  alertText(null);
+  showSession();
+  const token = session.token;
+  byId('register-sources').hidden = token === null;
+  if (token === null) {
+    list.hide('Sign in with a token that has the admin scope to see the sources and review their changes.');
+    return;
+  }
+  try {
+    await list.load(token);
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+      byId('register-sources').hidden = true;
+      list.hide(`This token may not read the sources (${err.status}: ${err.message}). They need the admin scope.`);
+    } else alertText(`Could not read the sources: ${err instanceof Error ? err.message : 'network error'}`);
+  }
+}
+
+byId('sign-in').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const input = /** @type {HTMLInputElement} */ (byId('token'));
+  const token = input.value.trim();
+  input.value = '';
+  if (token === '') {
+    alertText('Paste a token to sign in.');
+    input.focus();
+    return;
+  }
+  session.signIn(token);
+  notice('Signed in.');
+  void load();
+  byId('sign-out').focus();
+});
+
+byId('sign-out').addEventListener('click', () => {
+  session.signOut();
+  notice('Signed out.');
+  void load();
+  byId('token').focus();
+});
+
+void load();
