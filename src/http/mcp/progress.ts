@@ -1,0 +1,58 @@
+/**
+ * An upstream MCP server's progress during a call, relayed to the client's progress token
+ * (issue 31), bounded so that an upstream cannot flood the client through the registry: at
+ * most one notification per `minIntervalMs` (the latest held back is sent when the interval
+ * ends, so the client sees the newest state) and at most `max` per call. A value that does not
+ * increase is dropped: MCP requires each progress to be greater than the one before.
+ */
+import type { CallProgress } from '../../bridge/transport.js';
+
+export interface ProgressLimits {
+  minIntervalMs: number;
+  max: number;
+}
+
+/** 10 a second is more than a person reads and far less than a loop can send. */
+export const PROGRESS_LIMITS: ProgressLimits = { minIntervalMs: 100, max: 1000 };
+
+export interface ProgressRelay {
+  relay(progress: CallProgress): void;
+  /** The call ended: nothing held back is sent after its result. */
+  end(): void;
+}
+
+export function progressRelay(send: (progress: CallProgress) => void, limits: ProgressLimits = PROGRESS_LIMITS): ProgressRelay {
+  let sent = 0;
+  let lastAt = -Infinity;
+  let lastProgress = -Infinity;
+  let held: CallProgress | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let ended = false;
+
+  const flush = (progress: CallProgress) => {
+    held = undefined;
+    sent++;
+    lastAt = performance.now();
+    lastProgress = progress.progress;
+    send(progress);
+  };
+
+  return {
+    relay(progress) {
+      if (ended || sent >= limits.max || !(progress.progress > lastProgress)) return;
+      const wait = lastAt + limits.minIntervalMs - performance.now();
+      if (wait <= 0 && timer === undefined) return flush(progress);
+      held = progress;
+      timer ??= setTimeout(() => {
+        timer = undefined;
+        if (held !== undefined && !ended && sent < limits.max) flush(held);
+      }, Math.max(0, wait));
+    },
+    end() {
+      ended = true;
+      held = undefined;
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
