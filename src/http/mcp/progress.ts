@@ -2,7 +2,8 @@
  * An upstream MCP server's progress during a call, relayed to the client's progress token
  * (issue 31), bounded so that an upstream cannot flood the client through the registry: at
  * most one notification per `minIntervalMs` (the latest held back is sent when the interval
- * ends, so the client sees the newest state) and at most `max` per call. A value that does not
+ * ends, or before the call's result, so the client sees the newest state) and at most `max`
+ * per call. A value that does not
  * increase is dropped: MCP requires each progress to be greater than the one before.
  */
 import type { CallProgress } from '../../bridge/transport.js';
@@ -17,7 +18,7 @@ export const PROGRESS_LIMITS: ProgressLimits = { minIntervalMs: 100, max: 1000 }
 
 export interface ProgressRelay {
   relay(progress: CallProgress): void;
-  /** The call ended: nothing held back is sent after its result. */
+  /** The call ended: what is held back is sent now, before its result, and nothing after. */
   end(): void;
 }
 
@@ -49,10 +50,11 @@ export function progressRelay(send: (progress: CallProgress) => void, limits: Pr
       }, Math.max(0, wait));
     },
     end() {
+      if (ended) return;
       ended = true;
-      held = undefined;
       clearTimeout(timer);
       timer = undefined;
+      if (held !== undefined && sent < limits.max) flush(held);
     },
   };
 }
