@@ -44,6 +44,7 @@ export const McpContentBlockSchema = z
   .discriminatedUnion('type', [McpTextBlockSchema, McpMediaBlockSchema, McpResourceBlockSchema, McpResourceLinkBlockSchema])
   .meta({
     id: 'McpContentBlock',
-    description: "One block of an mcp tool's answer, as its upstream MCP server sent it: `text`, `image`, `audio`, `resource` or `resource_link`.",
+    description:
+      "One block of an mcp tool's answer, as its upstream MCP server sent it: `text`, `image`, `audio`, `resource` or `resource_link`.",
   });
 export type McpContentBlock = z.infer<typeof McpContentBlockSchema>;

@@ -5,7 +5,7 @@
  * /mcp and sees each as the upstream sent it, invoke carries the blocks in `content`, and a
  * client's cancellation (its AbortSignal, or its request closed) reaches the upstream.
  */
-import { CallToolResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from '../helpers/mcp-upstream.js';
@@ -15,14 +15,14 @@ const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001', 'hex').toStr
 const WAV = Buffer.from('RIFF$\u0000\u0000\u0000WAVEfmt ').toString('base64');
 const BLOB = Buffer.from([0, 1, 2, 3, 254, 255]).toString('base64');
 
-const BLOCKS = [
+const BLOCKS: CallToolResult['content'] = [
   { type: 'text', text: 'a red dot' },
   { type: 'image', data: PNG, mimeType: 'image/png', annotations: { audience: ['user'], priority: 0.5 } },
   { type: 'audio', data: WAV, mimeType: 'audio/wav' },
   { type: 'resource', resource: { uri: 'file:///notes.txt', mimeType: 'text/plain', text: 'the notes' } },
   { type: 'resource', resource: { uri: 'file:///bytes.bin', mimeType: 'application/octet-stream', blob: BLOB }, _meta: { 'x.test/k': 1 } },
   { type: 'resource_link', uri: 'https://example.com/report.pdf', name: 'report', mimeType: 'application/pdf', description: 'The report.' },
-] as const;
+];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const schema = { type: 'object' as const };
@@ -172,7 +172,11 @@ describe('upstream MCP content through the registry (issue 31)', () => {
     await init.text();
     const inSession = { ...headers, 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' };
     await (
-      await fetch(url, { method: 'POST', headers: inSession, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })
+      await fetch(url, {
+        method: 'POST',
+        headers: inSession,
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      })
     ).text();
     const controller = new AbortController();
     const before = upstream.calls.filter((c) => c.name === 'wait').length;

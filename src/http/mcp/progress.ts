@@ -14,7 +14,7 @@ export interface ProgressLimits {
 }
 
 /** 10 a second is more than a person reads and far less than a loop can send. */
-export const PROGRESS_LIMITS: ProgressLimits = { minIntervalMs: 100, max: 1000 };
+const PROGRESS_LIMITS: ProgressLimits = { minIntervalMs: 100, max: 1000 };
 
 export interface ProgressRelay {
   relay(progress: CallProgress): void;
@@ -44,10 +44,13 @@ export function progressRelay(send: (progress: CallProgress) => void, limits: Pr
       const wait = lastAt + limits.minIntervalMs - performance.now();
       if (wait <= 0 && timer === undefined) return flush(progress);
       held = progress;
-      timer ??= setTimeout(() => {
-        timer = undefined;
-        if (held !== undefined && !ended && sent < limits.max) flush(held);
-      }, Math.max(0, wait));
+      timer ??= setTimeout(
+        () => {
+          timer = undefined;
+          if (held !== undefined && !ended && sent < limits.max) flush(held);
+        },
+        Math.max(0, wait),
+      );
     },
     end() {
       if (ended) return;

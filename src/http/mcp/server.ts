@@ -173,8 +173,7 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
         signal: AbortSignal.any([extra.signal, ctx.signal]),
         // Streamed output becomes progress notifications, on this request's own stream; an mcp
         // tool's answer comes whole in the result, and its upstream's progress is relayed instead.
-        onChunk:
-          progressToken === undefined || upstream ? undefined : (text) => sendProgress({ progress: ++progress, message: text }),
+        onChunk: progressToken === undefined || upstream ? undefined : (text) => sendProgress({ progress: ++progress, message: text }),
         ...(upstreamProgress !== undefined && upstream && { onProgress: (values) => upstreamProgress.relay(values) }),
       });
       upstreamProgress?.end();
