@@ -8,13 +8,11 @@
  */
 import type { CallProgress } from '../../bridge/transport.js';
 
+/** Defaults 100 ms and 1,000: 10 a second is more than a person reads and far less than a loop can send. */
 export interface ProgressLimits {
   minIntervalMs: number;
   max: number;
 }
-
-/** 10 a second is more than a person reads and far less than a loop can send. */
-const PROGRESS_LIMITS: ProgressLimits = { minIntervalMs: 100, max: 1000 };
 
 export interface ProgressRelay {
   relay(progress: CallProgress): void;
@@ -22,7 +20,7 @@ export interface ProgressRelay {
   end(): void;
 }
 
-export function progressRelay(send: (progress: CallProgress) => void, limits: ProgressLimits = PROGRESS_LIMITS): ProgressRelay {
+export function progressRelay(send: (progress: CallProgress) => void, limits: ProgressLimits): ProgressRelay {
   let sent = 0;
   let lastAt = -Infinity;
   let lastProgress = -Infinity;

@@ -33,7 +33,7 @@ import { RegistryError } from '../../model/errors.js';
 import { mcpResultOf } from '../../model/mcp-tool.js';
 import { viewKeyFor, type VisibilityPolicy } from '../../model/visibility.js';
 import { describeInvalidParams, type ParamsIssue } from './invalid-params.js';
-import { progressRelay } from './progress.js';
+import { progressRelay, type ProgressLimits } from './progress.js';
 import { refusedCall } from './refusals.js';
 import type { McpToolLists } from './tool-lists.js';
 
@@ -58,6 +58,8 @@ export interface McpServerDeps {
   visibility: VisibilityPolicy;
   knownScopes: () => Iterable<string>;
   forwardAuthorization: boolean;
+  /** Bounds on an upstream's progress relayed to a client (MCP_PROGRESS_INTERVAL_MS, MCP_PROGRESS_MAX). */
+  progress: ProgressLimits;
   version: string;
 }
 
@@ -160,7 +162,7 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
         .catch(() => undefined);
     };
     // An upstream MCP server's own progress, bounded (src/http/mcp/progress.ts).
-    const upstreamProgress = progressToken === undefined ? undefined : progressRelay(sendProgress);
+    const upstreamProgress = progressToken === undefined ? undefined : progressRelay(sendProgress, deps.progress);
     try {
       const { tool } = deps.bridge.admit(name, ctx.caller);
       const upstream = tool.kind === 'mcp';
