@@ -259,6 +259,8 @@ export const ConfigSchema = EnvSchema.transform((env, ctx) => {
       scopeChallenge: env.MCP_SCOPE_CHALLENGE,
       /** Last-Event-ID replay per session (src/http/mcp/event-store.ts); `maxEvents` 0 turns it off. */
       replay: { maxEvents: env.MCP_REPLAY_EVENTS, maxAgeMs: env.MCP_REPLAY_S * 1000, maxBytes: env.MCP_REPLAY_BYTES },
+      /** An upstream's progress relayed to a client, bounded per call (src/http/mcp/progress.ts). */
+      progress: { minIntervalMs: env.MCP_PROGRESS_INTERVAL_MS, max: env.MCP_PROGRESS_MAX },
       allowedOrigins: env.MCP_ALLOWED_ORIGINS ?? [publicUrl.origin],
     },
   };

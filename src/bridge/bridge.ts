@@ -26,8 +26,9 @@ import {
   ToolServiceError,
   UpstreamUnavailableError,
 } from './errors.js';
-import type { ToolTransport, TransportState } from './transport.js';
+import type { CallProgress, ToolTransport, TransportState } from './transport.js';
 import type { BinaryContent } from '../model/api.js';
+import type { McpContentBlock } from '../model/mcp-content.js';
 import { annotateInvoke, traceInvoke } from './tracing.js';
 
 export interface BridgeOptions {
@@ -56,6 +57,8 @@ export interface InvokeRequest {
   /** Whose share of the in-flight calls this call uses (token issuer and subject, or address). */
   callerKey: string;
   onChunk?: (text: string) => void;
+  /** Called with an upstream MCP server's progress notifications during the call (unthrottled: the front bounds them). */
+  onProgress?: (progress: CallProgress) => void;
   /** Aborted when the caller goes away: the call is cancelled and its slot freed. */
   signal?: AbortSignal;
 }
@@ -67,7 +70,7 @@ export interface InvokeResult {
   /** The observation, as text. */
   result: string;
   /** An answer of bytes (an HTTP tool's image or other binary content), base64 with its media type; `result` then names it. */
-  content?: BinaryContent;
+  content?: BinaryContent | McpContentBlock[];
   durationMs: number;
 }
 
@@ -226,6 +229,7 @@ export class ToolBridge {
         owner: record.owner ?? null,
         callerToken: bearerOf(request.authorization),
         onChunk: request.onChunk,
+        onProgress: request.onProgress,
         signal: controller.signal,
       });
       const answer = typeof result === 'string' ? { text: result } : result;
@@ -234,6 +238,7 @@ export class ToolBridge {
         id,
         result: answer.text,
         ...(answer.binary !== undefined && { content: answer.binary }),
+        ...(answer.blocks !== undefined && { content: answer.blocks }),
         durationMs: round(finish('ok')),
       };
     } catch (err) {

@@ -8,7 +8,13 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, ListToolsResultSchema, type CallToolResult, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolResultSchema,
+  ListToolsResultSchema,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type Progress,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamTool } from '../model/mcp-tools.js';
 import { refusalOf, type OutboundFetch } from './outbound-fetch.js';
 import { annotateActive } from './tracing.js';
@@ -155,16 +161,22 @@ export class McpUpstreamClient {
   /**
    * `tools/call`; aborting `signal` cancels the call upstream (`notifications/cancelled`).
    * `traceContext` (`traceparent`, `tracestate`) goes in `params._meta`, unprefixed, as the MCP
-   * conventions of OpenTelemetry and SEP-414 have it.
+   * conventions of OpenTelemetry and SEP-414 have it. With `onProgress`, the SDK asks for
+   * progress (a `progressToken` of its own in `params._meta`) and hands each notification on.
    */
   callTool(
     name: string,
     args: Record<string, unknown>,
     signal: AbortSignal,
     traceContext: Record<string, string> = {},
+    onProgress?: (progress: Progress) => void,
   ): Promise<CallToolResult> {
     const params = { name, arguments: args, ...(Object.keys(traceContext).length > 0 && { _meta: traceContext }) };
-    return this.#client.request({ method: 'tools/call', params }, CallToolResultSchema, { signal, timeout: CALL_TIMEOUT_MS });
+    return this.#client.request({ method: 'tools/call', params }, CallToolResultSchema, {
+      signal,
+      timeout: CALL_TIMEOUT_MS,
+      ...(onProgress !== undefined && { onprogress: onProgress }),
+    });
   }
 
   async close(): Promise<void> {

@@ -2,15 +2,18 @@
  * Tools of upstream MCP servers: `tools/call` with the upstream's name for the tool, over the
  * server's one connection (kept by src/registry/mcp-sync.ts), with the server's credential and
  * never the caller's token. The answer becomes the observation text: structured content as
- * its JSON text, else the text parts joined by line feeds, other parts named in brackets. Each
- * call is an MCP client span whose W3C trace context goes upstream in `params._meta`.
+ * its JSON text, else the text parts joined by line feeds, other parts named in brackets; and
+ * its content blocks go on whole (issue 31), for `/mcp` and invoke's `content`. Progress
+ * notifications of the upstream are handed to the call's `onProgress`. Each call is an MCP
+ * client span whose W3C trace context goes upstream in `params._meta`.
  */
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { McpTool } from '../model/mcp-schemas.js';
 import { TargetRefusedError, ToolServiceError, UpstreamUnavailableError } from './errors.js';
 import type { CallToolResult, McpUpstreamClient } from './mcp-client.js';
 import { annotateActive, traceTransport } from './tracing.js';
-import type { ToolTransport, TransportCall } from './transport.js';
+import type { McpContentBlock } from '../model/mcp-content.js';
+import type { ToolTransport, TransportAnswer, TransportCall } from './transport.js';
 
 /** The server's connection while it is usable; otherwise why not (`refused`: by the outbound address policy). */
 export type McpConnectionLookup = (serverId: string) => { client: McpUpstreamClient } | { down: string; refused?: boolean };
@@ -56,7 +59,7 @@ export class McpTransport implements ToolTransport {
     this.#maxResponseBytes = maxResponseBytes;
   }
 
-  async call(call: TransportCall): Promise<string> {
+  async call(call: TransportCall): Promise<TransportAnswer> {
     const tool = call.descriptor as McpTool;
     const connection = this.#lookup(tool.server);
     if ('down' in connection) {
@@ -90,7 +93,7 @@ export class McpTransport implements ToolTransport {
       async (traceContext) => {
         let result: CallToolResult;
         try {
-          result = await client.callTool(tool.upstreamName, call.arguments, call.signal, traceContext);
+          result = await client.callTool(tool.upstreamName, call.arguments, call.signal, traceContext, call.onProgress);
         } catch (err) {
           if (call.signal.aborted) throw call.signal.reason;
           if (client.lost !== null && client.refused) throw new TargetRefusedError(`MCP server "${tool.server}": ${client.lost}`);
@@ -109,10 +112,13 @@ export class McpTransport implements ToolTransport {
           );
         }
         const text = observationOf(result);
-        if (Buffer.byteLength(text) > this.#maxResponseBytes)
+        // The SDK's schema kept the fields it knows of each block: they pass on as it parsed them.
+        const blocks = result.content as McpContentBlock[];
+        // One bound on the whole answer, its text and its blocks (an image's base64 counts as sent).
+        if (Buffer.byteLength(text) + Buffer.byteLength(JSON.stringify(blocks)) > this.#maxResponseBytes)
           throw new ToolServiceError('response-too-large', 'the tool sent more than the registry keeps for one call');
         call.onChunk?.(text);
-        return text;
+        return { text, blocks };
       },
       errorTypeOf,
     );

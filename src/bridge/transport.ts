@@ -6,6 +6,7 @@
 import type { Tool } from '../model/normalise.js';
 import type { ToolDescriptor } from '../model/schemas.js';
 import type { BinaryContent } from '../model/api.js';
+import type { McpContentBlock } from '../model/mcp-content.js';
 
 export interface TransportCall {
   /** The correlation id of this call (the `id` message property on the bus). */
@@ -24,14 +25,25 @@ export interface TransportCall {
   callerToken: string | undefined;
   /** Called with each chunk of a streamed answer as it arrives. */
   onChunk: ((text: string) => void) | undefined;
+  /** Called with each progress notification of an upstream MCP server during the call. */
+  onProgress?: ((progress: CallProgress) => void) | undefined;
   /** Aborted at the call's timeout, or when the caller goes away. */
   signal: AbortSignal;
+}
+
+/** A progress notification's values (MCP `notifications/progress`, without its token). */
+export interface CallProgress {
+  progress: number;
+  total?: number | undefined;
+  message?: string | undefined;
 }
 
 /** An observation: its text, and for an answer of bytes, the bytes (the text then names them). */
 export interface TransportAnswer {
   text: string;
   binary?: BinaryContent | undefined;
+  /** An upstream MCP server's content blocks, whole (the text then joins their text). */
+  blocks?: McpContentBlock[] | undefined;
 }
 
 export type TransportState = 'not-configured' | 'connected' | 'disconnected';

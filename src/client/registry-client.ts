@@ -6,7 +6,8 @@
 import type { PublicTool } from '../model/public-view.js';
 import { RegistryClientError, errorOf, problemError, retryAfterOf } from './errors.js';
 import { readSse } from './sse.js';
-import type { Problem } from '../model/api.js';
+import type { BinaryContent, Problem } from '../model/api.js';
+import type { McpContentBlock } from '../model/mcp-content.js';
 
 export type TokenSource = string | (() => string | Promise<string>);
 
@@ -32,6 +33,8 @@ export interface InvokeResult {
   tool: string;
   id: string;
   result: string;
+  /** An HTTP tool's bytes; for an mcp tool, its upstream's content blocks as sent (issue 31). */
+  content?: BinaryContent | McpContentBlock[];
   durationMs: number;
 }
 

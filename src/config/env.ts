@@ -336,6 +336,16 @@ export const EnvSchema = z.object({
     String(256 * 1024),
     integer(0, 1024 ** 3),
   ),
+  MCP_PROGRESS_INTERVAL_MS: setting(
+    "milliseconds between an upstream MCP server's progress notifications relayed to a client during one call (the newest held back goes when the interval ends)",
+    '100',
+    integer(0, 60_000),
+  ),
+  MCP_PROGRESS_MAX: setting(
+    "an upstream MCP server's progress notifications relayed to a client per call, at most",
+    '1000',
+    integer(0, 1_000_000),
+  ),
   MCP_ALLOWED_ORIGINS: optional(
     'browser origins allowed to call /mcp, comma-separated (default: the origin of PUBLIC_URL); requests with another Origin get 403',
     list,

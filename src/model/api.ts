@@ -11,6 +11,7 @@ import { JsonTypeSchema, ScopeSchema, ToolNameSchema } from './schemas.js';
 import { EXPORT_FORMATS } from './exports.js';
 import { REFUSAL_REASONS } from './replication.js';
 import { ToolDeprecationSchema } from './deprecation.js';
+import { McpContentBlockSchema } from './mcp-content.js';
 
 // ---------------------------------------------------------------------------------------------
 // Query strings
@@ -401,11 +402,14 @@ export const InvokeResultSchema = z
     result: z
       .string()
       .describe(
-        "The observation as text: an HTTP tool's JSON string answer as is, any other JSON answer as JSON text, a text answer as sent, an image or other bytes named in brackets (`[image image/png, 1234 bytes]`, the bytes in `content`); a message-bus tool's answer chunks joined; an mcp tool's `structuredContent` as JSON text, else its text content joined by line feeds (other content named in brackets, e.g. `[image image/png, 1234 bytes]`).",
+        "The observation as text: an HTTP tool's JSON string answer as is, any other JSON answer as JSON text, a text answer as sent, an image or other bytes named in brackets (`[image image/png, 1234 bytes]`, the bytes in `content`); a message-bus tool's answer chunks joined; an mcp tool's `structuredContent` as JSON text, else its text content joined by line feeds (other content named in brackets, e.g. `[image image/png, 1234 bytes]`, and every block whole in `content`).",
       ),
-    content: BinaryContentSchema.optional().describe(
-      "Present when an HTTP tool answered with an image or other bytes (a content type that is neither JSON nor text): the bytes as base64 with their media type, as MCP's image content and embedded resources carry them; `result` then names them (`[image image/png, 1234 bytes]`).",
-    ),
+    content: z
+      .union([BinaryContentSchema, z.array(McpContentBlockSchema)])
+      .optional()
+      .describe(
+        "Present when an HTTP tool answered with an image or other bytes (a content type that is neither JSON nor text): the bytes as base64 with their media type, as MCP's image content and embedded resources carry them; `result` then names them (`[image image/png, 1234 bytes]`). For an mcp tool, always an array: the upstream's content blocks as it sent them (text, image, audio, resource, resource_link; issue 31).",
+      ),
     durationMs: z.number().min(0).describe('How long the call took, in milliseconds (two decimals).'),
   })
   .meta({ id: 'InvokeResult', description: 'The observation of a completed call.' });

@@ -2,7 +2,8 @@
  * A real MCP server (the official SDK's low-level `Server` over Streamable HTTP, stateful
  * sessions) on 127.0.0.1, for tests of registered upstream MCP servers: tools listed in small
  * pages, a tool added at runtime with `notifications/tools/list_changed`, the Authorization
- * headers it received, and stop/start on the same port.
+ * headers it received, and stop/start on the same port. A tool's handler may send progress to
+ * the caller's progress token; calls whose cancellation the server saw are recorded (issue 31).
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
@@ -18,6 +19,9 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 
+/** Sends `notifications/progress` for the call, when its client asked for progress (false otherwise). */
+export type SendProgress = (progress: number, total?: number, message?: string) => Promise<boolean>;
+
 export interface UpstreamToolDef {
   tool: Tool;
   /** `meta` is the request's `params._meta` (where a client's trace context travels). */
@@ -25,6 +29,7 @@ export interface UpstreamToolDef {
     args: Record<string, unknown>,
     signal: AbortSignal,
     meta: Record<string, unknown> | undefined,
+    progress: SendProgress,
   ) => Promise<CallToolResult> | CallToolResult;
 }
 
@@ -35,6 +40,8 @@ export interface McpUpstream {
   authorizations: string[];
   /** Every tools/call, with its arguments. */
   calls: { name: string; arguments: Record<string, unknown> }[];
+  /** The tools/call requests the server saw cancelled (`notifications/cancelled`), by tool name. */
+  cancelled: string[];
   /** Adds a tool and tells every session its list changed. */
   addTool(def: UpstreamToolDef): Promise<void>;
   /** Removes a tool and tells every session its list changed. */
@@ -53,6 +60,7 @@ export async function startMcpUpstream(options: { tools: UpstreamToolDef[]; page
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: Server }>();
   const authorizations: string[] = [];
   const calls: McpUpstream['calls'] = [];
+  const cancelled: string[] = [];
 
   const session = async (): Promise<StreamableHTTPServerTransport> => {
     const server = new Server({ name: 'test-upstream', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
@@ -66,7 +74,15 @@ export async function startMcpUpstream(options: { tools: UpstreamToolDef[]; page
       calls.push({ name: request.params.name, arguments: args });
       const def = tools.find((d) => d.tool.name === request.params.name);
       if (!def) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${request.params.name}`);
-      return def.handler(args, extra.signal, request.params._meta);
+      extra.signal.addEventListener('abort', () => cancelled.push(request.params.name), { once: true });
+      const progressToken = request.params._meta?.progressToken;
+      const progress: SendProgress = async (value, total, message) => {
+        if (progressToken === undefined) return false;
+        const params = { progressToken, progress: value, ...(total !== undefined && { total }), ...(message !== undefined && { message }) };
+        await extra.sendNotification({ method: 'notifications/progress', params });
+        return true;
+      };
+      return def.handler(args, extra.signal, request.params._meta, progress);
     });
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -120,6 +136,7 @@ export async function startMcpUpstream(options: { tools: UpstreamToolDef[]; page
     port,
     authorizations,
     calls,
+    cancelled,
     async addTool(def) {
       tools.push(def);
       await listChanged();

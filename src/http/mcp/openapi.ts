@@ -22,7 +22,10 @@ the reason as text and the problem (\`code\`, \`status\`, \`scopes\`) in
 \`_meta["tool-registry/problem"]\`, which every client keeps its session with; under
 \`MCP_SCOPE_CHALLENGE\` a missing scope is instead \`403\` with \`error="insufficient_scope"\`, for
 clients that step up on it; a tool that fails gives a result with \`isError: true\`; streamed output becomes \`notifications/progress\` when the request
-carries a \`progressToken\`. The client's token is not forwarded to tool hosts unless
+carries a \`progressToken\`, as does an upstream MCP server's own progress (at most one per
+\`MCP_PROGRESS_INTERVAL_MS\`, \`MCP_PROGRESS_MAX\` per call), and an upstream's content blocks
+(image, audio, resource, resource_link) and its text beside its \`structuredContent\` pass
+through whole. The client's token is not forwarded to tool hosts unless
 \`MCP_FORWARD_AUTHORIZATION\` is on. \`notifications/tools/list_changed\` reaches a session's
 stream when a write changes what its token sees, and only then.
 

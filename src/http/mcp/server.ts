@@ -33,6 +33,7 @@ import { RegistryError } from '../../model/errors.js';
 import { mcpResultOf } from '../../model/mcp-tool.js';
 import { viewKeyFor, type VisibilityPolicy } from '../../model/visibility.js';
 import { describeInvalidParams, type ParamsIssue } from './invalid-params.js';
+import { progressRelay, type ProgressLimits } from './progress.js';
 import { refusedCall } from './refusals.js';
 import type { McpToolLists } from './tool-lists.js';
 
@@ -57,6 +58,8 @@ export interface McpServerDeps {
   visibility: VisibilityPolicy;
   knownScopes: () => Iterable<string>;
   forwardAuthorization: boolean;
+  /** Bounds on an upstream's progress relayed to a client (MCP_PROGRESS_INTERVAL_MS, MCP_PROGRESS_MAX). */
+  progress: ProgressLimits;
   version: string;
 }
 
@@ -152,8 +155,17 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
     const name = params.name;
     const progressToken = extra._meta?.progressToken;
     let progress = 0;
+    const sendProgress = (values: { progress: number; total?: number | undefined; message?: string | undefined }) => {
+      if (progressToken === undefined) return;
+      extra
+        .sendNotification({ method: 'notifications/progress', params: { progressToken, ...withoutUndefined(values) } })
+        .catch(() => undefined);
+    };
+    // An upstream MCP server's own progress, bounded (src/http/mcp/progress.ts).
+    const upstreamProgress = progressToken === undefined ? undefined : progressRelay(sendProgress, deps.progress);
     try {
       const { tool } = deps.bridge.admit(name, ctx.caller);
+      const upstream = tool.kind === 'mcp';
       const result = await deps.bridge.invoke({
         toolName: name,
         arguments: params.arguments ?? {},
@@ -161,19 +173,19 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
         authorization: deps.forwardAuthorization ? ctx.authorization : undefined,
         callerKey: ctx.callerKey,
         signal: AbortSignal.any([extra.signal, ctx.signal]),
-        // Streamed output becomes progress notifications, on this request's own stream.
-        onChunk:
-          progressToken === undefined
-            ? undefined
-            : (text) => {
-                extra
-                  .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: text } })
-                  .catch(() => undefined);
-              },
+        // Streamed output becomes progress notifications, on this request's own stream; an mcp
+        // tool's answer comes whole in the result, and its upstream's progress is relayed instead.
+        onChunk: progressToken === undefined || upstream ? undefined : (text) => sendProgress({ progress: ++progress, message: text }),
+        ...(upstreamProgress !== undefined && upstream && { onProgress: (values) => upstreamProgress.relay(values) }),
       });
+      upstreamProgress?.end();
       // An answer of bytes is MCP image content, or an embedded resource named by the call's id.
-      if (result.content !== undefined && tool.outputSchema === undefined) return { content: [binaryContentOf(result.content, result.id)] };
-      const answer = mcpResultOf(tool, result.result);
+      if (result.content !== undefined && !Array.isArray(result.content) && tool.outputSchema === undefined)
+        return { content: [binaryContentOf(result.content, result.id)] };
+      const parsed = mcpResultOf(tool, result.result);
+      // An mcp tool's own blocks go on whole (issue 31): its text stays beside its structured content.
+      const answer: CallToolResult | null =
+        parsed && Array.isArray(result.content) ? { ...parsed, content: result.content as CallToolResult['content'] } : parsed;
       // Structured content must conform to the output schema (MCP 2025-06-18); a clients' SDK
       // refuses the whole result otherwise, so a tool that breaks its schema is a failed call.
       const problem = answer?.structuredContent && (await deps.bridge.outputProblem(tool, answer.structuredContent));
@@ -185,6 +197,7 @@ export function createMcpServer(deps: McpServerDeps, contextOf: (authInfo: unkno
           : `${name} answered with something other than the JSON object its output schema describes: ${result.result.slice(0, 1000)}`,
       );
     } catch (err) {
+      upstreamProgress?.end();
       if (!(err instanceof RegistryError)) throw err;
       const status = err.status;
       ctx.onCallFailed(name, err.code, status);
@@ -220,6 +233,11 @@ function rpcError(code: ErrorCode, message: string): McpError {
 function binaryContentOf(binary: BinaryContent, callId: string): CallToolResult['content'][number] {
   if (binary.type === 'image') return { type: 'image', data: binary.data, mimeType: binary.mimeType };
   return { type: 'resource', resource: { uri: `urn:uuid:${callId}`, mimeType: binary.mimeType, blob: binary.data } };
+}
+
+/** The object without its undefined fields (the SDK's notification schema refuses them under exactOptionalPropertyTypes). */
+function withoutUndefined<T extends Record<string, unknown>>(values: T): T {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined)) as T;
 }
 
 /** A call that failed, as MCP reports it to the model: a readable message and `isError`. */

@@ -82,6 +82,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     visibility: config.visibility,
     knownScopes: app.catalog.knownScopeNames,
     forwardAuthorization: mcp.forwardAuthorization,
+    progress: mcp.progress,
     version: packageVersion(),
   };
   const modernDeps = {
