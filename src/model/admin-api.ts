@@ -68,6 +68,9 @@ const McpUpstreamStatusSchema = z
       ),
     lastSyncAt: DateTimeSchema.nullable().describe('When its tool list was last read and stored.'),
     lastError: z.string().nullable().describe('Why the last connection or listing failed, if it did.'),
+    nextRefreshAt: DateTimeSchema.nullable().describe(
+      'When its next full refresh is due (`refreshIntervalS`, default MCP_UPSTREAM_REFRESH_S); null while it is not connected. A `list_changed` refreshes it at once.',
+    ),
     tools: z.number().int().min(0).describe('Its live tools in the registry.'),
     pending: z
       .number()

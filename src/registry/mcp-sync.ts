@@ -71,6 +71,8 @@ export interface UpstreamStatus {
   state: UpstreamState;
   lastSyncAt: string | null;
   lastError: string | null;
+  /** When the next full refresh of its list is due (while connected); null otherwise. */
+  nextRefreshAt: string | null;
   tools: number;
   skipped: SkippedTool[];
 }
@@ -110,6 +112,9 @@ class Upstream<C extends UpstreamConnection> {
   lastAttemptAt = 0;
   retry: NodeJS.Timeout | null = null;
   refresh: NodeJS.Timeout | null = null;
+  /** The refresh interval's period and when it started, for the next refresh's time. */
+  refreshMs = 0;
+  refreshFrom = 0;
   syncing = false;
   resync = false;
   closed = false;
@@ -170,8 +175,13 @@ export class McpSync<C extends UpstreamConnection> {
   status(id: string): UpstreamStatus | undefined {
     const upstream = this.#upstreams.get(id);
     if (!upstream) return undefined;
-    const { state, lastSyncAt, lastError, skipped } = upstream;
-    return { state, lastSyncAt, lastError, tools: this.#options.catalog.toolsOfMcpServer(id).length, skipped };
+    const { state, lastSyncAt, lastError, skipped, refreshMs, refreshFrom } = upstream;
+    let nextRefreshAt: string | null = null;
+    if (state === 'connected' && refreshMs > 0) {
+      const periods = Math.floor((Date.now() - refreshFrom) / refreshMs) + 1;
+      nextRefreshAt = new Date(refreshFrom + periods * refreshMs).toISOString();
+    }
+    return { state, lastSyncAt, lastError, nextRefreshAt, tools: this.#options.catalog.toolsOfMcpServer(id).length, skipped };
   }
 
   /** The server's connection for a call, or why there is none (a down server is tried again soon). */
@@ -252,6 +262,8 @@ export class McpSync<C extends UpstreamConnection> {
     this.#options.log.info({ mcpServer: record.id }, 'MCP server connected');
     const refreshMs = (record.descriptor.refreshIntervalS ?? this.#options.defaultRefreshS) * 1000;
     upstream.refresh = setInterval(() => void this.#sync(upstream), refreshMs).unref();
+    upstream.refreshMs = refreshMs;
+    upstream.refreshFrom = Date.now();
     await this.#sync(upstream);
   }
 

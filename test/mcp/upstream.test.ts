@@ -159,6 +159,10 @@ describe('an upstream MCP server as a tool kind (issue 11)', () => {
       skipped: [{ name: 'Bad Name!', reason: expect.stringMatching(/"gh_Bad Name!" is not a valid tool name/) }],
     });
     expect(registry.logs.join('')).toContain('MCP server tools skipped');
+    // The next full refresh is due within the refresh interval (MCP_UPSTREAM_REFRESH_S, 300 s by default).
+    const next = Date.parse((state as { nextRefreshAt: string }).nextRefreshAt);
+    expect(next).toBeGreaterThan(Date.now());
+    expect(next).toBeLessThanOrEqual(Date.now() + 300_000);
   });
 
   it('carries calls to the upstream with the server credential, never the caller token', async () => {
