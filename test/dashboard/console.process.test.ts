@@ -448,6 +448,53 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     expect(pageErrors).toEqual([]);
   });
 
+  it('deletes a tool from its page after a confirmation, showing the conflict of a stale If-Match first', async () => {
+    const name = 'filler_07';
+    await page.goto(`${base}/dashboard/tools/${name}`);
+    await expect.poll(() => page.locator('#delete-panel').isVisible(), SHOWN_WITHIN).toBe(true);
+    // Another operator writes the tool after this page read it.
+    const current = (await (await fetch(`${base}/tools/${name}`, { headers: bearer(admin) })).json()) as {
+      descriptor: Record<string, unknown>;
+    };
+    const other = await fetch(`${base}/tools/${name}`, {
+      method: 'PUT',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ ...current.descriptor, description: 'Filler, changed by someone else' }),
+    });
+    expect(other.status).toBe(200);
+    // The first button only asks; the second, focused, acts.
+    await page.click(`#delete-box button[aria-label="Delete tool ${name}"]`);
+    const really = page.getByRole('button', { name: `Really delete ${name}` });
+    expect(await really.isVisible()).toBe(true);
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe(`Really delete ${name}`);
+    expect(await axeFindings()).toEqual([]);
+    await page.keyboard.press('Enter');
+    await expect
+      .poll(() => page.locator('#delete-outcome').textContent(), SHOWN_WITHIN)
+      .toMatch(new RegExp(`^Conflict: someone changed ${name} after this page read it, so nothing was deleted`));
+    expect(await page.evaluate('document.activeElement?.id')).toBe('delete-reread');
+    expect((await fetch(`${base}/tools/${name}`, { headers: bearer(admin) })).status).toBe(200);
+    // Read again, then delete from the keyboard: back on the catalogue, which says so.
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('#agent-facts').textContent(), SHOWN_WITHIN).toContain('Filler, changed by someone else');
+    await page.focus(`#delete-box button[aria-label="Delete tool ${name}"]`);
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${base}/dashboard/tools`, SHOWN_WITHIN);
+    await expect.poll(() => page.locator('#notice').textContent(), SHOWN_WITHIN).toBe(`Deleted ${name}.`);
+    await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
+    expect(await row(name).count()).toBe(0);
+    const listed = (await (await fetch(`${base}/`, { headers: bearer(admin) })).json()) as { tools: { name: string }[] };
+    expect(listed.tools.map((tool) => tool.name)).not.toContain(name);
+    expect(listed.tools.map((tool) => tool.name)).toContain('filler_08');
+    expect((await audit('tool.delete'))[0]).toMatchObject({ sub: 'console-operator', target: name, outcome: 'ok' });
+    // A tool its MCP server writes has no delete button.
+    await page.goto(`${base}/dashboard/tools/h_lookup`);
+    await expect.poll(() => page.locator('#source-facts').textContent(), SHOWN_WITHIN).toContain('MCP server at');
+    expect(await page.locator('#delete-panel').isVisible()).toBe(false);
+    expect(pageErrors).toEqual([]);
+  });
+
   it('is usable from the keyboard, with landmarks and labels', async () => {
     await page.goto(`${base}/dashboard/tools`);
     await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
