@@ -6,7 +6,9 @@
  * usage and audit entries; Try it, answered and refused, audited as the console's; deprecating
  * from the page, with a field error first, and seeing it marked in `GET /` and `/mcp`; registering a tool
  * from the form (field errors at their fields, never a replacement) and editing one with
- * `If-Match` (a conflict shown when someone changed it meanwhile); and axe-core over
+ * `If-Match` (a conflict shown when someone changed it meanwhile); deleting one from its page
+ * after a confirmation, a stale `If-Match` shown as a conflict first; the kind filter walking
+ * the registry's pages to find a tool past the first page it reads; and axe-core over
  * both pages with no serious or critical finding. Saves screenshots to .cache/, and to docs/
  * with UPDATE_SCREENSHOT=1.
  *
@@ -516,6 +518,56 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     expect(await page.locator('#edit-panel').isVisible()).toBe(false);
     expect(await axeFindings()).toEqual([]);
     await page.emulateMedia({ colorScheme: 'light' });
+    expect(pageErrors).toEqual([]);
+  });
+  it('filters by kind across the registry’s pages, finding a tool past the first page it reads', async () => {
+    const port = (host.address() as AddressInfo).port;
+    // More than one of the console's walking pages (500) of http tools, and a message-bus tool after them.
+    const BULK = 520;
+    const names = Array.from({ length: BULK }, (_, i) => `zz_bulk_${String(i).padStart(3, '0')}`);
+    for (let i = 0; i < names.length; i += 20)
+      await Promise.all(
+        names
+          .slice(i, i + 20)
+          .map((name) =>
+            put(`/tools/${name}`, { name, description: 'Bulk', endpoint: `/${name}`, host: '127.0.0.1', port, parameters: {} }),
+          ),
+      );
+    await put('/tools/zzz_joke', { ...seed('tell-joke'), name: 'zzz_joke' });
+    const all = ((await (await fetch(`${base}/?limit=1000`, { headers: bearer(admin) })).json()) as { tools: unknown[] }).tools.length;
+    expect(all).toBeGreaterThan(500);
+
+    await page.goto(`${base}/dashboard/tools`);
+    await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
+    await page.selectOption('#f-kind', 'tool-service');
+    await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(['tell-joke', 'zzz_joke']);
+    expect(await page.locator('#catalogue-summary').textContent()).toBe(
+      `2 tools match the kind, source and status filters; searched ${all.toLocaleString('en-US')} tools, to the end.`,
+    );
+    expect(await page.locator('#page-next').isDisabled()).toBe(true);
+    // With the source filter too (each candidate's record read): the tool service's tools.
+    await page.selectOption('#f-source', 'tool-service:joke-service');
+    await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(['tell-joke', 'zzz_joke']);
+
+    // A page of matches that ends inside a page the console read: more starts after its last row.
+    await page.selectOption('#f-source', '');
+    await page.selectOption('#f-kind', 'http');
+    await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
+    const first = await rows().locator('th').allTextContents();
+    expect(await page.locator('#catalogue-summary').textContent()).toMatch(
+      /^25 tools match the kind, source and status filters; searched \d+ tools, more after them\.$/,
+    );
+    expect(await page.locator('#page-next').textContent()).toBe('More matches');
+    await page.click('#page-next');
+    await expect.poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN).toMatch(/^Page 2: 25 tools match/);
+    const second = await rows().locator('th').allTextContents();
+    expect(second[0]! > first.at(-1)!).toBe(true);
+    expect([...first, ...second]).toEqual([...first, ...second].toSorted());
+    await page.click('#page-prev');
+    await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(first);
+    await page.selectOption('#f-kind', '');
+    await expect.poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN).toBe('Page 1: 25 tools.');
+    expect(await axeFindings()).toEqual([]);
     expect(pageErrors).toEqual([]);
   });
 });

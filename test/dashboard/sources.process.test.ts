@@ -6,7 +6,8 @@
  * (`GET /`), a change that moved after the page read it refused with the 409's detail; an
  * OpenAPI source registered from its documentUrl, its document changed, read again from the page
  * and the change accepted; sources registered with bad values, each refusal shown at the field
- * its path names; the last hour's usage still shown after a reload of the console and after a
+ * its path names; an OpenAPI source, an MCP server and a tool service deleted after a
+ * confirmation (their tools gone), a tool service in use refused with the 409 shown; the last hour's usage still shown after a reload of the console and after a
  * restart of the registry; axe-core over the page with no serious or critical finding. Saves a
  * screenshot to .cache/, and to docs/ with UPDATE_SCREENSHOT=1.
  *
