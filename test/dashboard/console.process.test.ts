@@ -565,6 +565,19 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     expect([...first, ...second]).toEqual([...first, ...second].toSorted());
     await page.click('#page-prev');
     await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(first);
+    // With a search, the filters narrow its results (up to 1,000 asked for).
+    await page.fill('#q', 'bulk');
+    await page.press('#q', 'Enter');
+    await expect
+      .poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN)
+      .toBe(`${BULK} best matches, ${BULK} of them after the kind, source and status filters, the first 25 shown.`);
+    expect(await rows().count()).toBe(25);
+    await page.selectOption('#f-kind', 'tool-service');
+    await expect
+      .poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN)
+      .toBe(`${BULK} best matches, 0 of them after the kind, source and status filters.`);
+    expect(await rows().count()).toBe(0);
+    await page.fill('#q', '');
     await page.selectOption('#f-kind', '');
     await expect.poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN).toBe('Page 1: 25 tools.');
     expect(await axeFindings()).toEqual([]);

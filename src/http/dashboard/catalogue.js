@@ -134,6 +134,7 @@ export class Catalogue {
    * @property {boolean} searched  the registry's search answered
    * @property {number | null} scanned  tools walked for the filters, null without them
    * @property {number} [unfiltered]  a search's results before the filters
+   * @property {number} [matching]  and after them (the first `limit` shown)
    */
   /** @type {ShownPage | null} */
   #page = null;
@@ -192,7 +193,8 @@ export class Catalogue {
     const live = page.tools.filter((/** @type {any} */ tool) => tool.status !== 'deleted');
     // A search with filters: its results narrowed, the first `limit` of them shown.
     await this.#readRecords(filtered && filters.source === '' ? [] : live, records);
-    const tools = filtered ? live.filter((tool) => this.#matches(tool, filters, records, false)).slice(0, limit) : live;
+    const matching = filtered ? live.filter((tool) => this.#matches(tool, filters, records, false)) : live;
+    const tools = matching.slice(0, limit);
     if (filtered) await this.#readRecords(tools, records);
     return {
       tools,
@@ -201,7 +203,7 @@ export class Catalogue {
       next: q === '' && page.nextCursor !== null ? { cursor: page.nextCursor, skip: 0 } : null,
       searched: q !== '',
       scanned: null,
-      ...(filtered && { unfiltered: live.length }),
+      ...(filtered && { unfiltered: live.length, matching: matching.length }),
     };
   }
 
@@ -302,7 +304,11 @@ export class Catalogue {
       `${count.format(n)} ${n === 1 ? one : many}`;
     byId('catalogue-summary').textContent = page.searched
       ? `${plural(page.unfiltered ?? rows.length, 'best match', 'best matches')}${
-          page.unfiltered !== undefined ? ` (${count.format(rows.length)} after the kind, source and status filters)` : ''
+          page.unfiltered !== undefined
+            ? `, ${count.format(page.matching ?? rows.length)} of them after the kind, source and status filters${
+                (page.matching ?? 0) > rows.length ? `, the first ${count.format(rows.length)} shown` : ''
+              }`
+            : ''
         }.`
       : page.scanned !== null
         ? `${pageNo === 1 ? '' : `Page ${pageNo}: `}${plural(rows.length, 'tool matches', 'tools match')} the kind, source and status filters; searched ${plural(page.scanned, 'tool', 'tools')}${
