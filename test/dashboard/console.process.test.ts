@@ -6,7 +6,9 @@
  * usage and audit entries; Try it, answered and refused, audited as the console's; deprecating
  * from the page, with a field error first, and seeing it marked in `GET /` and `/mcp`; registering a tool
  * from the form (field errors at their fields, never a replacement) and editing one with
- * `If-Match` (a conflict shown when someone changed it meanwhile); and axe-core over
+ * `If-Match` (a conflict shown when someone changed it meanwhile); deleting one from its page
+ * after a confirmation, a stale `If-Match` shown as a conflict first; the kind filter walking
+ * the registry's pages to find a tool past the first page it reads; and axe-core over
  * both pages with no serious or critical finding. Saves screenshots to .cache/, and to docs/
  * with UPDATE_SCREENSHOT=1.
  *
@@ -448,6 +450,53 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     expect(pageErrors).toEqual([]);
   });
 
+  it('deletes a tool from its page after a confirmation, showing the conflict of a stale If-Match first', async () => {
+    const name = 'filler_07';
+    await page.goto(`${base}/dashboard/tools/${name}`);
+    await expect.poll(() => page.locator('#delete-panel').isVisible(), SHOWN_WITHIN).toBe(true);
+    // Another operator writes the tool after this page read it.
+    const current = (await (await fetch(`${base}/tools/${name}`, { headers: bearer(admin) })).json()) as {
+      descriptor: Record<string, unknown>;
+    };
+    const other = await fetch(`${base}/tools/${name}`, {
+      method: 'PUT',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ ...current.descriptor, description: 'Filler, changed by someone else' }),
+    });
+    expect(other.status).toBe(200);
+    // The first button only asks; the second, focused, acts.
+    await page.click(`#delete-box button[aria-label="Delete tool ${name}"]`);
+    const really = page.getByRole('button', { name: `Really delete ${name}` });
+    expect(await really.isVisible()).toBe(true);
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe(`Really delete ${name}`);
+    expect(await axeFindings()).toEqual([]);
+    await page.keyboard.press('Enter');
+    await expect
+      .poll(() => page.locator('#delete-outcome').textContent(), SHOWN_WITHIN)
+      .toMatch(new RegExp(`^Conflict: someone changed ${name} after this page read it, so nothing was deleted`));
+    expect(await page.evaluate('document.activeElement?.id')).toBe('delete-reread');
+    expect((await fetch(`${base}/tools/${name}`, { headers: bearer(admin) })).status).toBe(200);
+    // Read again, then delete from the keyboard: back on the catalogue, which says so.
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('#agent-facts').textContent(), SHOWN_WITHIN).toContain('Filler, changed by someone else');
+    await page.focus(`#delete-box button[aria-label="Delete tool ${name}"]`);
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${base}/dashboard/tools`, SHOWN_WITHIN);
+    await expect.poll(() => page.locator('#notice').textContent(), SHOWN_WITHIN).toBe(`Deleted ${name}.`);
+    await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
+    expect(await row(name).count()).toBe(0);
+    const listed = (await (await fetch(`${base}/`, { headers: bearer(admin) })).json()) as { tools: { name: string }[] };
+    expect(listed.tools.map((tool) => tool.name)).not.toContain(name);
+    expect(listed.tools.map((tool) => tool.name)).toContain('filler_08');
+    expect((await audit('tool.delete'))[0]).toMatchObject({ sub: 'console-operator', target: name, outcome: 'ok' });
+    // A tool its MCP server writes has no delete button.
+    await page.goto(`${base}/dashboard/tools/h_lookup`);
+    await expect.poll(() => page.locator('#source-facts').textContent(), SHOWN_WITHIN).toContain('MCP server at');
+    expect(await page.locator('#delete-panel').isVisible()).toBe(false);
+    expect(pageErrors).toEqual([]);
+  });
+
   it('is usable from the keyboard, with landmarks and labels', async () => {
     await page.goto(`${base}/dashboard/tools`);
     await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
@@ -469,6 +518,69 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
     expect(await page.locator('#edit-panel').isVisible()).toBe(false);
     expect(await axeFindings()).toEqual([]);
     await page.emulateMedia({ colorScheme: 'light' });
+    expect(pageErrors).toEqual([]);
+  });
+  it('filters by kind across the registry’s pages, finding a tool past the first page it reads', async () => {
+    const port = (host.address() as AddressInfo).port;
+    // More than one of the console's walking pages (500) of http tools, and a message-bus tool after them.
+    const BULK = 520;
+    const names = Array.from({ length: BULK }, (_, i) => `zz_bulk_${String(i).padStart(3, '0')}`);
+    for (let i = 0; i < names.length; i += 20)
+      await Promise.all(
+        names
+          .slice(i, i + 20)
+          .map((name) =>
+            put(`/tools/${name}`, { name, description: 'Bulk', endpoint: `/${name}`, host: '127.0.0.1', port, parameters: {} }),
+          ),
+      );
+    await put('/tools/zzz_joke', { ...seed('tell-joke'), name: 'zzz_joke' });
+    const all = ((await (await fetch(`${base}/?limit=1000`, { headers: bearer(admin) })).json()) as { tools: unknown[] }).tools.length;
+    expect(all).toBeGreaterThan(500);
+
+    await page.goto(`${base}/dashboard/tools`);
+    await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
+    await page.selectOption('#f-kind', 'tool-service');
+    await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(['tell-joke', 'zzz_joke']);
+    expect(await page.locator('#catalogue-summary').textContent()).toBe(
+      `2 tools match the kind, source and status filters; searched ${all.toLocaleString('en-US')} tools, to the end.`,
+    );
+    expect(await page.locator('#page-next').isDisabled()).toBe(true);
+    // With the source filter too (each candidate's record read): the tool service's tools.
+    await page.selectOption('#f-source', 'tool-service:joke-service');
+    await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(['tell-joke', 'zzz_joke']);
+
+    // A page of matches that ends inside a page the console read: more starts after its last row.
+    await page.selectOption('#f-source', '');
+    await page.selectOption('#f-kind', 'http');
+    await expect.poll(() => rows().count(), SHOWN_WITHIN).toBe(25);
+    const first = await rows().locator('th').allTextContents();
+    expect(await page.locator('#catalogue-summary').textContent()).toMatch(
+      /^25 tools match the kind, source and status filters; searched \d+ tools, more after them\.$/,
+    );
+    expect(await page.locator('#page-next').textContent()).toBe('More matches');
+    await page.click('#page-next');
+    await expect.poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN).toMatch(/^Page 2: 25 tools match/);
+    const second = await rows().locator('th').allTextContents();
+    expect(second[0]! > first.at(-1)!).toBe(true);
+    expect([...first, ...second]).toEqual([...first, ...second].toSorted());
+    await page.click('#page-prev');
+    await expect.poll(() => rows().locator('th').allTextContents(), SHOWN_WITHIN).toEqual(first);
+    // With a search, the filters narrow its results (up to 1,000 asked for).
+    await page.fill('#q', 'bulk');
+    await page.press('#q', 'Enter');
+    await expect
+      .poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN)
+      .toBe(`${BULK} best matches, ${BULK} of them after the kind, source and status filters, the first 25 shown.`);
+    expect(await rows().count()).toBe(25);
+    await page.selectOption('#f-kind', 'tool-service');
+    await expect
+      .poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN)
+      .toBe(`${BULK} best matches, 0 of them after the kind, source and status filters.`);
+    expect(await rows().count()).toBe(0);
+    await page.fill('#q', '');
+    await page.selectOption('#f-kind', '');
+    await expect.poll(() => page.locator('#catalogue-summary').textContent(), SHOWN_WITHIN).toBe('Page 1: 25 tools.');
+    expect(await axeFindings()).toEqual([]);
     expect(pageErrors).toEqual([]);
   });
 });

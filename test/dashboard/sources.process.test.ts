@@ -6,7 +6,8 @@
  * (`GET /`), a change that moved after the page read it refused with the 409's detail; an
  * OpenAPI source registered from its documentUrl, its document changed, read again from the page
  * and the change accepted; sources registered with bad values, each refusal shown at the field
- * its path names; the last hour's usage still shown after a reload of the console and after a
+ * its path names; an OpenAPI source, an MCP server and a tool service deleted after a
+ * confirmation (their tools gone), a tool service in use refused with the 409 shown; the last hour's usage still shown after a reload of the console and after a
  * restart of the registry; axe-core over the page with no serious or critical finding. Saves a
  * screenshot to .cache/, and to docs/ with UPDATE_SCREENSHOT=1.
  *
@@ -348,6 +349,66 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
     const shot = join(REPO_ROOT, '.cache', 'console-sources.png');
     await page.screenshot({ path: shot, fullPage: true });
     if (process.env['UPDATE_SCREENSHOT'] === '1') copyFileSync(shot, join(REPO_ROOT, 'docs', 'console-sources.png'));
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('deletes an OpenAPI source, an MCP server and a tool service after a confirmation, and shows the 409 of a service in use', async () => {
+    // A message-bus tool names the tool service jokes: the registry refuses to delete it.
+    const tool = await fetch(`${base}/tools/joke_teller`, {
+      method: 'PUT',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'joke_teller', description: 'Tells a joke', type: 'tool-service', service: 'jokes', arguments: [] }),
+    });
+    expect(tool.status, await tool.text()).toBe(201);
+    await page.reload();
+    const pasted = page.locator('#openapi-sources tr[data-source="pasted"]');
+    await pasted.waitFor(SHOWN_WITHIN);
+    expect(await served('p_ping')).toContain('Pings.');
+
+    // The first button only asks; the second, focused, deletes.
+    await page.getByRole('button', { name: 'Delete pasted' }).click();
+    const really = page.getByRole('button', { name: 'Really delete pasted' });
+    expect(await really.isVisible()).toBe(true);
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Really delete pasted');
+    expect(await axeFindings()).toEqual([]);
+    // "Keep it" takes the question back.
+    await page.getByRole('button', { name: 'Keep it' }).click();
+    expect(await really.isVisible()).toBe(false);
+    expect((await fetch(`${base}/openapi-sources/pasted`, { headers: bearer(admin) })).status).toBe(200);
+    await page.getByRole('button', { name: 'Delete pasted' }).click();
+    await page.keyboard.press('Enter');
+    await expect.poll(outcome, SHOWN_WITHIN).toBe('Deleted the OpenAPI source pasted and its tools.');
+    await expect.poll(() => pasted.count(), SHOWN_WITHIN).toBe(0);
+    expect(await focusedId()).toBe('openapi-title');
+    expect((await fetch(`${base}/openapi-sources/pasted`, { headers: bearer(admin) })).status).toBe(404);
+    expect(await served('p_ping')).toBeUndefined();
+
+    const gone = page.locator('#mcp-servers tr[data-source="gone"]');
+    expect(await gone.count()).toBe(1);
+    await page.getByRole('button', { name: 'Delete gone' }).click();
+    await page.getByRole('button', { name: 'Really delete gone' }).click();
+    await expect.poll(outcome, SHOWN_WITHIN).toBe('Deleted the MCP server gone and its tools.');
+    await expect.poll(() => gone.count(), SHOWN_WITHIN).toBe(0);
+    expect((await fetch(`${base}/mcp-servers/gone`, { headers: bearer(admin) })).status).toBe(404);
+
+    const jokes = page.locator('#tool-services tr[data-source="jokes"]');
+    expect((await jokes.locator('td').allTextContents()).slice(0, 2)).toEqual([
+      'non-persistent://tg/request/jokes',
+      'non-persistent://tg/response/jokes',
+    ]);
+    await page.getByRole('button', { name: 'Delete jokes' }).click();
+    await page.getByRole('button', { name: 'Really delete jokes' }).click();
+    await expect.poll(outcome, SHOWN_WITHIN).toMatch(/^Not deleted \(409\): the tool service jokes: \S/);
+    expect(await jokes.count()).toBe(1);
+    expect((await fetch(`${base}/tool-services/jokes`, { headers: bearer(admin) })).status).toBe(200);
+    // Its tool deleted, the service goes too.
+    expect((await fetch(`${base}/tools/joke_teller`, { method: 'DELETE', headers: bearer(admin) })).status).toBe(200);
+    await page.getByRole('button', { name: 'Delete jokes' }).click();
+    await page.getByRole('button', { name: 'Really delete jokes' }).click();
+    await expect.poll(outcome, SHOWN_WITHIN).toBe('Deleted the tool service jokes.');
+    await expect.poll(() => jokes.count(), SHOWN_WITHIN).toBe(0);
+    await expect.poll(() => page.locator('#services-note').textContent(), SHOWN_WITHIN).toBe('No tool service is registered.');
+    expect(await axeFindings()).toEqual([]);
     expect(pageErrors).toEqual([]);
   });
 

@@ -19,6 +19,9 @@ export function element(tag, attributes = {}, text) {
 }
 
 /** @param {string} id */
+/** A message for the next page of this tab to show (a delete ends on the catalogue). */
+export const FLASH_KEY = 'tool-registry.console.notice';
+
 export const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
 export const count = new Intl.NumberFormat();
@@ -179,3 +182,42 @@ export function fillFacts(dl, facts) {
 
 /** @param {string} iso */
 export const when = (iso) => new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+/**
+ * A delete button that asks first, without window.confirm: pressing it shows a second button,
+ * "Really delete <name>", focused, and a "Keep it" button; only the second one acts.
+ * @param {{ name: string, label?: string, onConfirm: () => Promise<void> | void }} options
+ * @returns {HTMLElement}
+ */
+export function confirmingDelete({ name, label = 'Delete', onConfirm }) {
+  const box = element('span', { class: 'confirm-delete' });
+  const ask = element('button', { type: 'button', class: 'danger', 'aria-label': `${label} ${name}` }, label);
+  const really = element('button', { type: 'button', class: 'danger', hidden: '' }, `Really delete ${name}`);
+  const keep = element('button', { type: 'button', class: 'secondary', hidden: '' }, 'Keep it');
+  /** @param {boolean} asking */
+  const asking = (asking) => {
+    ask.hidden = asking;
+    really.hidden = !asking;
+    keep.hidden = !asking;
+  };
+  ask.addEventListener('click', () => {
+    asking(true);
+    really.focus();
+  });
+  keep.addEventListener('click', () => {
+    asking(false);
+    ask.focus();
+  });
+  really.addEventListener('click', async () => {
+    if (really.hasAttribute('disabled')) return;
+    really.setAttribute('disabled', '');
+    try {
+      await onConfirm();
+    } finally {
+      really.removeAttribute('disabled');
+      asking(false);
+    }
+  });
+  box.append(ask, really, keep);
+  return box;
+}

@@ -7,7 +7,7 @@
  */
 import { claimsOf, session } from './api.js';
 import { Catalogue } from './catalogue.js';
-import { byId } from './console-format.js';
+import { byId, FLASH_KEY } from './console-format.js';
 import { ToolPage } from './tool-page.js';
 
 /** @param {string} text */
@@ -64,6 +64,11 @@ byId('sign-in').addEventListener('submit', (event) => {
   session.signIn(token);
   notice('Signed in.');
   reload();
+  const flash = sessionStorage.getItem(FLASH_KEY);
+  if (flash !== null) {
+    sessionStorage.removeItem(FLASH_KEY);
+    notice(flash);
+  }
   byId('sign-out').focus();
 });
 
@@ -71,7 +76,17 @@ byId('sign-out').addEventListener('click', () => {
   session.signOut();
   notice('Signed out.');
   reload();
+  const flash = sessionStorage.getItem(FLASH_KEY);
+  if (flash !== null) {
+    sessionStorage.removeItem(FLASH_KEY);
+    notice(flash);
+  }
   byId('token').focus();
 });
 
 reload();
+const flash = sessionStorage.getItem(FLASH_KEY);
+if (flash !== null) {
+  sessionStorage.removeItem(FLASH_KEY);
+  notice(flash);
+}

@@ -7,10 +7,12 @@
  * both kinds (`GET .../{id}/pending`) with their diffs and Accept and Reject buttons
  * (`POST .../{id}/accept|reject` with the change's tool and digest). A change that moved after
  * the page read it is refused with a 409, whose detail is shown, and the queue read again.
+ * Each MCP server, OpenAPI source and tool service (`GET /tool-services`) has a delete button
+ * that asks first (`DELETE .../{id}`; a tool service a live tool names answers 409, shown).
  * Everything an upstream wrote is hostile input: textContent and attributes only.
  */
-import { ApiError, getJson, postJson } from './api.js';
-import { byId, element, when } from './console-format.js';
+import { ApiError, getJson, postJson, request } from './api.js';
+import { byId, confirmingDelete, element, when } from './console-format.js';
 import { diffElement, digestElement, shortDigest } from './review-diff.js';
 
 /** Changes read per request, and shown at most per source: more are left to `tool-registry review`. */
@@ -18,6 +20,8 @@ const PAGE = 100;
 const MAX_SHOWN = 200;
 
 /** @typedef {'mcp-servers' | 'openapi-sources'} Kind */
+/** @typedef {Kind | 'tool-services'} Collection */
+const DELETED_WHAT = { 'mcp-servers': 'MCP server', 'openapi-sources': 'OpenAPI source', 'tool-services': 'tool service' };
 /**
  * @typedef {object} PendingChange
  * @property {string} tool
@@ -69,7 +73,7 @@ export class SourceList {
   /** Signed out or not an admin: the sections hide, and the note says why. */
   hide(reason = '') {
     this.#generation += 1;
-    for (const id of ['mcp-panel', 'openapi-panel', 'queue-panel']) byId(id).hidden = true;
+    for (const id of ['mcp-panel', 'openapi-panel', 'services-panel', 'queue-panel']) byId(id).hidden = true;
     const note = byId('sources-note');
     note.textContent = reason;
   }
@@ -82,7 +86,11 @@ export class SourceList {
   async load(token) {
     const generation = ++this.#generation;
     this.#token = token;
-    const [{ mcpServers }, { openApiSources }] = await Promise.all([getJson('mcp-servers', token), getJson('openapi-sources', token)]);
+    const [{ mcpServers }, { openApiSources }, { toolServices }] = await Promise.all([
+      getJson('mcp-servers', token),
+      getJson('openapi-sources', token),
+      getJson('tool-services', token),
+    ]);
     /** @type {Entry[]} */
     const entries = [];
     for (const server of mcpServers) await this.#pendingOf('mcp-servers', server.id, server.upstream?.pending ?? 0, entries);
@@ -90,9 +98,10 @@ export class SourceList {
     if (generation !== this.#generation) return;
     this.#showServers(mcpServers);
     this.#showOpenApi(openApiSources);
+    this.#showServices(toolServices);
     this.#showQueue(entries);
     byId('sources-note').textContent =
-      `${mcpServers.length} MCP server${mcpServers.length === 1 ? '' : 's'}, ${openApiSources.length} OpenAPI source${openApiSources.length === 1 ? '' : 's'}, ${entries.length} change${entries.length === 1 ? '' : 's'} pending.`;
+      `${mcpServers.length} MCP server${mcpServers.length === 1 ? '' : 's'}, ${openApiSources.length} OpenAPI source${openApiSources.length === 1 ? '' : 's'}, ${toolServices.length} tool service${toolServices.length === 1 ? '' : 's'}, ${entries.length} change${entries.length === 1 ? '' : 's'} pending.`;
   }
 
   /**
@@ -134,6 +143,7 @@ export class SourceList {
             // once on the server's list_changed: its next time is not exposed, its interval is.
             server.descriptor.refreshIntervalS ? `every ${server.descriptor.refreshIntervalS} s` : 'the default interval',
             server.descriptor.policy ?? 'review',
+            this.#deleteButton('mcp-servers', server.id),
           ],
           new Set([4, 5]),
         );
@@ -167,6 +177,7 @@ export class SourceList {
             whenOrDash(refresh?.nextReadAt),
             String(refresh?.pending ?? 0),
             button,
+            this.#deleteButton('openapi-sources', source.id),
           ],
           new Set([2, 6]),
         );
@@ -177,6 +188,59 @@ export class SourceList {
     const note = byId('openapi-note');
     note.hidden = sources.length > 0;
     note.textContent = sources.length > 0 ? '' : 'No OpenAPI source is registered.';
+  }
+
+  /** @param {any[]} services */
+  #showServices(services) {
+    byId('services-panel').hidden = false;
+    const body = /** @type {HTMLElement} */ (document.querySelector('#tool-services tbody'));
+    body.replaceChildren(
+      ...services.map((service) => {
+        const d = service.descriptor ?? {};
+        const tr = row([
+          element('code', {}, service.id),
+          element('code', {}, String(d['request-queue'] ?? '–')),
+          element('code', {}, String(d['response-queue'] ?? '–')),
+          this.#deleteButton('tool-services', service.id),
+        ]);
+        tr.dataset['source'] = service.id;
+        return tr;
+      }),
+    );
+    const note = byId('services-note');
+    note.hidden = services.length > 0;
+    note.textContent = services.length > 0 ? '' : 'No tool service is registered.';
+  }
+
+  /**
+   * @param {Collection} collection
+   * @param {string} id
+   */
+  #deleteButton(collection, id) {
+    return confirmingDelete({ name: id, onConfirm: () => this.#delete(collection, id) });
+  }
+
+  /**
+   * `DELETE /{collection}/{id}`, then the lists as they are now; a refusal (a tool service in
+   * use answers 409) is shown with its detail.
+   * @param {Collection} collection
+   * @param {string} id
+   */
+  async #delete(collection, id) {
+    const token = this.#token;
+    if (token === null) return;
+    const what = DELETED_WHAT[collection];
+    try {
+      const answer = await request('DELETE', `${collection}/${encodeURIComponent(id)}`, { token });
+      if (answer.status >= 400) {
+        const problem = answer.body && typeof answer.body === 'object' ? answer.body : {};
+        this.#say(`Not deleted (${answer.status}): the ${what} ${id}: ${problem.detail ?? 'no detail'}`, true);
+      } else this.#say(`Deleted the ${what} ${id}${collection === 'tool-services' ? '' : ' and its tools'}.`);
+    } catch (err) {
+      this.#say(`Not deleted: the ${what} ${id}: ${err instanceof Error ? err.message : 'network error'}`, true);
+    }
+    await this.load(token).catch(() => undefined);
+    byId(collection === 'mcp-servers' ? 'mcp-title' : collection === 'openapi-sources' ? 'openapi-title' : 'services-title').focus();
   }
 
   /** @param {Entry[]} entries */

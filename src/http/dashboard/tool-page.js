@@ -6,8 +6,22 @@
  * and day (`GET /stats?window=`), its recent audit entries, Try it (try-it.js) and, for admins,
  * its deprecation (`PUT`/`DELETE /tools/{name}/deprecation`).
  */
-import { ApiError, getJson, request } from './api.js';
-import { byId, count, element, fillFacts, json, masked, ms, scopeRule, schemaOutline, sourceOf, when } from './console-format.js';
+import { ApiError, getJson, refusalOf, registryUrl, request } from './api.js';
+import {
+  byId,
+  confirmingDelete,
+  count,
+  element,
+  fillFacts,
+  FLASH_KEY,
+  json,
+  masked,
+  ms,
+  scopeRule,
+  schemaOutline,
+  sourceOf,
+  when,
+} from './console-format.js';
 import { ToolEditor } from './tool-editor.js';
 import { TryIt } from './try-it.js';
 
@@ -23,6 +37,8 @@ export class ToolPage {
   #token = null;
   #tryIt;
   #editor;
+  /** The entity tag of the record as the page read it: a delete sends it as If-Match. */
+  #etag = '';
 
   /**
    * @param {string} name
@@ -55,7 +71,10 @@ export class ToolPage {
     const path = `tools/${encodeURIComponent(this.name)}`;
     let first;
     try {
-      first = await getJson(path, token);
+      const answer = await request('GET', path, { token });
+      if (answer.status !== 200) throw refusalOf(answer);
+      first = answer.body;
+      this.#etag = answer.headers.get('etag') ?? '';
     } catch (err) {
       byId('tool-body').hidden = true;
       byId('tool-status').replaceChildren();
@@ -80,7 +99,11 @@ export class ToolPage {
     // Tools of an MCP server or an OpenAPI source, and announced ones, are written by their source alone.
     const editable = record !== null && record.owner === undefined && record.kind !== 'mcp';
     byId('edit-panel').hidden = !editable;
-    if (editable) await this.#editor.open();
+    byId('delete-panel').hidden = !editable;
+    if (editable) {
+      byId('delete-box').replaceChildren(confirmingDelete({ name: this.name, label: 'Delete tool', onConfirm: () => this.#delete() }));
+      await this.#editor.open();
+    }
     await Promise.all([this.#showAccess(entry), this.#showSource(record), this.#showUsage(), this.#showAudit(record !== null)]);
   }
 
@@ -290,6 +313,41 @@ export class ToolPage {
         return tr;
       }),
     );
+  }
+
+  /** `DELETE /tools/{name}` with If-Match; done, back to the catalogue, which says so. */
+  async #delete() {
+    const outcome = byId('delete-outcome');
+    let answer;
+    try {
+      answer = await request('DELETE', `tools/${encodeURIComponent(this.name)}`, {
+        token: this.#token,
+        headers: { 'if-match': this.#etag || '*' },
+      });
+    } catch (err) {
+      outcome.dataset['outcome'] = 'refused';
+      outcome.textContent = `Not sent: ${err instanceof Error ? err.message : String(err)}`;
+      return;
+    }
+    if (answer.status === 200) {
+      sessionStorage.setItem(FLASH_KEY, `Deleted ${this.name}.`);
+      location.assign(registryUrl('dashboard/tools'));
+      return;
+    }
+    const problem = answer.body && typeof answer.body === 'object' ? answer.body : {};
+    outcome.dataset['outcome'] = 'refused';
+    if (answer.status === 412) {
+      outcome.textContent = `Conflict: someone changed ${this.name} after this page read it, so nothing was deleted (${problem.detail ?? '412'}). Read the tool again to see their change.`;
+      const reread = element('button', { type: 'button', id: 'delete-reread', class: 'secondary' }, 'Read the tool again');
+      reread.addEventListener('click', () => {
+        outcome.textContent = '';
+        void this.load(this.#token);
+      });
+      byId('delete-box').replaceChildren(reread);
+      reread.focus();
+      return;
+    }
+    outcome.textContent = `Refused (${answer.status}): ${problem.detail ?? 'no detail'}`;
   }
 
   /** @param {any} record */
