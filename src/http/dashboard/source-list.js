@@ -139,9 +139,11 @@ export class SourceList {
             up ? String(up.tools) : '–',
             up ? String(up.pending) : '–',
             whenOrDash(up?.lastSyncAt),
-            // The registry lists the tools again on this interval from the connection, and at
-            // once on the server's list_changed: its next time is not exposed, its interval is.
-            server.descriptor.refreshIntervalS ? `every ${server.descriptor.refreshIntervalS} s` : 'the default interval',
+            // The registry lists the tools again on this interval from the connection (and at once
+            // on the server's list_changed): the interval, and the next time while connected.
+            `${server.descriptor.refreshIntervalS ? `every ${server.descriptor.refreshIntervalS} s` : 'the default interval'}${
+              up?.nextRefreshAt ? `, next ${whenOrDash(up.nextRefreshAt)}` : ''
+            }`,
             server.descriptor.policy ?? 'review',
             this.#deleteButton('mcp-servers', server.id),
           ],
