@@ -105,6 +105,33 @@ function maskUrl(text) {
 export const json = (value) => JSON.stringify(value, null, 2);
 
 /**
+ * A form field's problem (problem+json `errors`, or the page's own check) shown under it: joined
+ * to what it shows already, the input marked invalid for assistive technology, focused if asked.
+ * @param {{ input: HTMLElement, error: HTMLElement } | undefined} field
+ * @param {string} message
+ * @param {boolean} focus
+ */
+export function showFieldError(field, message, focus) {
+  if (!field) return;
+  field.error.hidden = false;
+  field.error.textContent = field.error.textContent ? `${field.error.textContent}; ${message}` : message;
+  field.input.setAttribute('aria-invalid', 'true');
+  if (focus) field.input.focus();
+}
+
+/**
+ * Every field's problem cleared before a form is sent again.
+ * @param {Iterable<{ input: HTMLElement, error: HTMLElement }>} fields
+ */
+export function clearFieldErrors(fields) {
+  for (const { input, error } of fields) {
+    error.hidden = true;
+    error.textContent = '';
+    input.removeAttribute('aria-invalid');
+  }
+}
+
+/**
  * A JSON Schema as a nested list of its properties: name, type, whether required, description,
  * allowed values, default. Bounded: 6 levels, 200 properties.
  * @param {any} schema

@@ -8,7 +8,7 @@
  * other path, and the detail, in the form's outcome.
  */
 import { request } from './api.js';
-import { element } from './console-format.js';
+import { clearFieldErrors, element, showFieldError } from './console-format.js';
 
 /**
  * @typedef {object} FieldSpec
@@ -218,20 +218,11 @@ export class SourceForm {
    * @param {boolean} focus
    */
   #fieldError(key, message, focus) {
-    const field = this.#fields.get(key);
-    if (!field) return;
-    field.error.hidden = false;
-    field.error.textContent = field.error.textContent ? `${field.error.textContent}; ${message}` : message;
-    field.input.setAttribute('aria-invalid', 'true');
-    if (focus) field.input.focus();
+    showFieldError(this.#fields.get(key), message, focus);
   }
 
   #clearErrors() {
-    for (const { input, error } of this.#fields.values()) {
-      error.hidden = true;
-      error.textContent = '';
-      input.removeAttribute('aria-invalid');
-    }
+    clearFieldErrors(this.#fields.values());
   }
 
   /**

@@ -7,7 +7,7 @@
  * names, a `412` as a conflict to resolve by reading the tool again.
  */
 import { request } from './api.js';
-import { element, json } from './console-format.js';
+import { clearFieldErrors, element, json, showFieldError } from './console-format.js';
 
 /** The form's own fields; any other path of the descriptor belongs to the JSON field. */
 const OWN_FIELDS = ['name', 'description', 'scopes'];
@@ -179,20 +179,11 @@ export class ToolEditor {
    * @param {boolean} [focus]
    */
   #fieldError(key, message, focus = true) {
-    const field = this.#fields.get(key);
-    if (!field) return;
-    field.error.hidden = false;
-    field.error.textContent = field.error.textContent ? `${field.error.textContent}; ${message}` : message;
-    field.input.setAttribute('aria-invalid', 'true');
-    if (focus) field.input.focus();
+    showFieldError(this.#fields.get(key), message, focus);
   }
 
   #clearErrors() {
-    for (const { input, error } of this.#fields.values()) {
-      error.hidden = true;
-      error.textContent = '';
-      input.removeAttribute('aria-invalid');
-    }
+    clearFieldErrors(this.#fields.values());
   }
 
   /**
