@@ -4,23 +4,14 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { runCli, type CliRun } from '../helpers/cli.js';
 
 let t: TestApp;
 let base: string;
 let token: string;
 
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main([...args, '--url', base, '--token', token], {
-    env: {},
-    stdout: (text) => void (stdout += text),
-    stderr: (text) => void (stderr += text),
-  });
-  return { code, stdout, stderr };
-}
+const cli = (...args: string[]): Promise<CliRun> => runCli(base, token, args);
 
 beforeAll(async () => {
   t = await createTestApp({ RATE_LIMIT_MAX: '0' });

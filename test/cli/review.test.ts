@@ -6,11 +6,11 @@
  */
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.js';
 import type { McpTool } from '../../src/model/mcp-schemas.js';
 import { mcpToolOf } from '../helpers/fixtures.js';
 import { toolDigest } from '../../src/registry/tool-digest.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
+import { runCli, type CliRun } from '../helpers/cli.js';
 
 let t: TestApp;
 let base: string;
@@ -19,16 +19,7 @@ let token: string;
 const listed = (name: string, description: string): McpTool =>
   mcpToolOf('up', 'up_', name, description, { type: 'object', properties: { q: { type: 'string' } } });
 
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main([...args, '--url', base, '--token', token], {
-    env: {},
-    stdout: (text) => void (stdout += text),
-    stderr: (text) => void (stderr += text),
-  });
-  return { code, stdout, stderr };
-}
+const cli = (...args: string[]): Promise<CliRun> => runCli(base, token, args);
 
 async function sync(tools: McpTool[]): Promise<void> {
   await t.app.registry.syncMcpTools('up', t.app.catalog.getMcpServer('up')!.index, tools);
