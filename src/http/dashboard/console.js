@@ -24,6 +24,14 @@ function alertText(text) {
 
 const messages = { notice, alert: alertText };
 
+/** A notice the page before left for this one (a delete that came back to the catalogue), shown once. */
+function showFlash() {
+  const flash = sessionStorage.getItem(FLASH_KEY);
+  if (flash === null) return;
+  sessionStorage.removeItem(FLASH_KEY);
+  notice(flash);
+}
+
 /** The tool the path names, or null on the catalogue. */
 function toolOfPath() {
   const match = /\/dashboard\/tools\/([^/]+)\/?$/.exec(location.pathname);
@@ -64,11 +72,7 @@ byId('sign-in').addEventListener('submit', (event) => {
   session.signIn(token);
   notice('Signed in.');
   reload();
-  const flash = sessionStorage.getItem(FLASH_KEY);
-  if (flash !== null) {
-    sessionStorage.removeItem(FLASH_KEY);
-    notice(flash);
-  }
+  showFlash();
   byId('sign-out').focus();
 });
 
@@ -76,17 +80,9 @@ byId('sign-out').addEventListener('click', () => {
   session.signOut();
   notice('Signed out.');
   reload();
-  const flash = sessionStorage.getItem(FLASH_KEY);
-  if (flash !== null) {
-    sessionStorage.removeItem(FLASH_KEY);
-    notice(flash);
-  }
+  showFlash();
   byId('token').focus();
 });
 
 reload();
-const flash = sessionStorage.getItem(FLASH_KEY);
-if (flash !== null) {
-  sessionStorage.removeItem(FLASH_KEY);
-  notice(flash);
-}
+showFlash();
