@@ -17,7 +17,7 @@ import type { AuditFor, OpenApiSourceWrite, RegistryStore } from '../store/regis
 import type { PendingWrite } from '../store/pending-rows.js';
 import type { GroupCommit } from './group-commit.js';
 import { descriptorDigest } from './tool-digest.js';
-import type { ReviewedChange, ReviewResult } from './write-commands.js';
+import { reviewedChanges, type ReviewedChange, type ReviewResult } from './write-commands.js';
 
 /** One operation of an OpenAPI source as a tool body, where it came from in the document. */
 export interface OpenApiOperationTool {
@@ -332,36 +332,16 @@ export class OpenApiSourceCommands {
   #reviewed(id: string, changes: readonly ReviewedChange[], verb: 'accept' | 'reject') {
     const { store, commit } = this.#deps;
     if (!store.openApiSource(id)) throw new RegistryError('TR_ERR_NOT_FOUND', `no OpenAPI source "${id}"`);
-    const errors: FieldError[] = [];
-    const found: { version: NonNullable<ReturnType<RegistryStore['openApiPending']>>; change: ReviewResult['changes'][number] }[] = [];
-    const seen = new Set<string>();
-    changes.forEach((change, i) => {
-      if (seen.has(change.tool)) {
-        errors.push({ path: `changes.${i}.tool`, message: `"${change.tool}" is named more than once` });
-        return;
-      }
-      seen.add(change.tool);
-      const version = store.openApiPending(id, change.tool);
-      if (!version) errors.push({ path: `changes.${i}.tool`, message: `no change of "${change.tool}" is pending` });
-      else if (version.digest !== change.digest)
-        errors.push({
-          path: `changes.${i}.digest`,
-          message: `the pending version of "${change.tool}" is ${version.digest} now, not ${change.digest}: read the queue again`,
-        });
-      else {
-        const served = commit.view.tool(version.name);
-        found.push({
-          version,
-          change: { tool: version.name, digest: version.digest, acceptedDigest: served ? descriptorDigest(served.descriptor) : null },
-        });
-      }
-    });
-    if (errors.length > 0)
-      throw new RegistryError('TR_ERR_CONFLICT', `cannot ${verb}: ${errors[0]?.message ?? ''}`, {
-        fieldErrors: errors,
-        extra: { openApiSource: id },
-      });
-    return found;
+    return reviewedChanges(
+      changes,
+      verb,
+      (name) => store.openApiPending(id, name),
+      (name) => {
+        const served = commit.view.tool(name);
+        return served ? descriptorDigest(served.descriptor) : null;
+      },
+      { openApiSource: id },
+    );
   }
 }
 

@@ -402,35 +402,13 @@ export class WriteCommands {
   ): { version: PendingRecord; change: ReviewResult['changes'][number] }[] {
     const view = this.#commit.view;
     if (!view.mcpServer(serverId)) throw new RegistryError('TR_ERR_NOT_FOUND', `no MCP server "${serverId}"`);
-    const errors: FieldError[] = [];
-    const found: { version: PendingRecord; change: ReviewResult['changes'][number] }[] = [];
-    const seen = new Set<string>();
-    changes.forEach((change, i) => {
-      if (seen.has(change.tool)) {
-        errors.push({ path: `changes.${i}.tool`, message: `"${change.tool}" is named more than once` });
-        return;
-      }
-      seen.add(change.tool);
-      const version = this.#store.mcpPending(serverId, change.tool);
-      if (!version) errors.push({ path: `changes.${i}.tool`, message: `no change of "${change.tool}" is pending` });
-      else if (version.digest !== change.digest)
-        errors.push({
-          path: `changes.${i}.digest`,
-          message: `the pending version of "${change.tool}" is ${version.digest} now, not ${change.digest}: read the queue again`,
-        });
-      else
-        found.push({
-          version,
-          change: { tool: version.name, digest: version.digest, acceptedDigest: currentDigest(view.tool(version.name)) },
-        });
-    });
-    if (errors.length > 0) {
-      throw new RegistryError('TR_ERR_CONFLICT', `cannot ${verb}: ${errors[0]?.message ?? ''}`, {
-        fieldErrors: errors,
-        extra: { mcpServer: serverId },
-      });
-    }
-    return found;
+    return reviewedChanges(
+      changes,
+      verb,
+      (name) => this.#store.mcpPending(serverId, name),
+      (name) => currentDigest(view.tool(name)),
+      { mcpServer: serverId },
+    );
   }
 
   /** An HTTP tool's host and port against the outbound address policy. */
@@ -528,6 +506,42 @@ export class WriteCommands {
   ): AuditFor<T> | undefined {
     return auditFor(actor, at, action, describe);
   }
+}
+
+/**
+ * The pending versions `changes` name (issues 29 and 30: an MCP server's or an OpenAPI source's
+ * queue), each at the digest the operator read, with the entry the answer gives for it (the
+ * digest agents are served now); a 409 naming each that is named twice, not pending, or pending
+ * at another digest now, with `extra` (which queue) in the problem.
+ */
+export function reviewedChanges<V extends { name: string; digest: string }>(
+  changes: readonly ReviewedChange[],
+  verb: 'accept' | 'reject',
+  pendingOf: (name: string) => V | undefined,
+  servedDigestOf: (name: string) => string | null,
+  extra: Record<string, string>,
+): { version: V; change: ReviewResult['changes'][number] }[] {
+  const errors: FieldError[] = [];
+  const found: { version: V; change: ReviewResult['changes'][number] }[] = [];
+  const seen = new Set<string>();
+  changes.forEach((change, i) => {
+    if (seen.has(change.tool)) {
+      errors.push({ path: `changes.${i}.tool`, message: `"${change.tool}" is named more than once` });
+      return;
+    }
+    seen.add(change.tool);
+    const version = pendingOf(change.tool);
+    if (!version) errors.push({ path: `changes.${i}.tool`, message: `no change of "${change.tool}" is pending` });
+    else if (version.digest !== change.digest)
+      errors.push({
+        path: `changes.${i}.digest`,
+        message: `the pending version of "${change.tool}" is ${version.digest} now, not ${change.digest}: read the queue again`,
+      });
+    else found.push({ version, change: { tool: version.name, digest: version.digest, acceptedDigest: servedDigestOf(version.name) } });
+  });
+  if (errors.length > 0)
+    throw new RegistryError('TR_ERR_CONFLICT', `cannot ${verb}: ${errors[0]?.message ?? ''}`, { fieldErrors: errors, extra });
+  return found;
 }
 
 /** The audit entry of a write by `actor`, from its result; none without an actor (the registry's own writes). */
