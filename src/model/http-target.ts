@@ -28,7 +28,7 @@ const QUERY_KEY = /^[\x21-\x7E]{1,128}$/;
  * Headers the registry sets itself or that frame the message: an argument never sets them.
  * `authorization` is forwardAuthorization's (and, later, the registry's own credentials').
  */
-const RESERVED_HEADERS: ReadonlySet<string> = new Set([
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'authorization',
   'connection',
   'content-length',

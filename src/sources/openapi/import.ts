@@ -7,7 +7,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { parse as parseYaml } from 'yaml';
 import { RegistryError } from '../../model/errors.js';
-import type { HttpMethod } from '../../model/http-target.js';
+import { RESERVED_HEADERS, type HttpMethod } from '../../model/http-target.js';
 
 /** Largest document text accepted: beyond it the import is refused before parsing. */
 const DOCUMENT_BYTES_MAX = 10 * 1024 * 1024;
@@ -18,25 +18,6 @@ const EXPANDED_NODES_MAX = 2_000_000;
 const NAME_MAX = 64;
 /** The registry's DescriptionSchema allows 8192 characters; an import keeps descriptions shorter, since every tool's text reaches agents. */
 const DESCRIPTION_MAX = 4000;
-/** Headers the registry sets itself (http-target.ts refuses them as arguments): such a parameter is left out. */
-const RESERVED_HEADERS = new Set([
-  'authorization',
-  'connection',
-  'content-length',
-  'content-type',
-  'cookie',
-  'expect',
-  'host',
-  'keep-alive',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'traceparent',
-  'tracestate',
-]);
 
 export interface OpenApiImportOptions {
   document: string | Record<string, unknown>;
@@ -246,6 +227,7 @@ export async function importOpenApi(options: OpenApiImportOptions): Promise<Impo
         // A parameter that a security scheme names (Petstore's api_key header) is a credential the
         // outbound credential machinery fills, not an argument; nor is a header the registry sets.
         const name = String(p.name);
+        // A header the registry sets itself (http-target.ts refuses it as an argument) is left out.
         if (p.in === 'header' && RESERVED_HEADERS.has(name.toLowerCase())) continue;
         if (credentialParams.has(`${p.in}:${p.in === 'header' ? name.toLowerCase() : name}`)) continue;
         properties[p.name] = toJsonSchema(p.schema ?? {}, 'readOnly');
