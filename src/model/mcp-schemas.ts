@@ -5,7 +5,16 @@
  * (migrations/008_mcp_servers.sql) and never part of any answer, log line or export.
  */
 import { z } from 'zod';
-import { DescriptionSchema, NOT_PROTO, notProto, ObjectJsonSchema, ScopesSchema, ServiceIdSchema, ToolNameSchema } from './schemas.js';
+import {
+  DescriptionSchema,
+  NOT_PROTO,
+  notProto,
+  ObjectJsonSchema,
+  ScopesSchema,
+  ServiceIdSchema,
+  ToolNameSchema,
+  UpstreamUrlSchema,
+} from './schemas.js';
 import { countedFirst, text } from './text-checks.js';
 
 /** A tool's name at its upstream: MCP allows more than the registry's names (which may be prefixed). */
@@ -36,26 +45,11 @@ export const McpToolSchema = z.strictObject({
 });
 export type McpTool = z.infer<typeof McpToolSchema>;
 
-/** Only http and https, without userinfo (the credential has its own field) or fragment. */
-const McpUrlSchema = z
-  .string()
-  .max(2048)
-  // The URL parser drops tabs and line feeds rather than refusing them: refused here first.
-  .regex(/^[\x21-\x7E]+$/, 'must be a URL of printable ASCII characters')
-  .pipe(z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }))
-  .refine((value) => {
-    // zod runs this after a failed URL check too (format issues do not stop the checks after
-    // them): a value that is no URL has its issue already, and `new URL` would throw (a 500).
-    if (!URL.canParse(value)) return true;
-    const url = new URL(value);
-    return url.username === '' && url.password === '' && url.hash === '';
-  }, 'must not carry a user, password or fragment (give a credential as "credential")');
-
 /** What the registry stores of a server: everything but its credential. */
 export const McpServerSchema = z.strictObject({
   id: ServiceIdSchema,
   /** The server's Streamable HTTP endpoint: the only URL the registry sends its requests to. */
-  url: McpUrlSchema,
+  url: UpstreamUrlSchema,
   /** Prepended to every upstream tool name; a result that is not a valid tool name is skipped. */
   prefix: z
     .string()

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { SourceCredentialInputSchema } from './outbound-credential.js';
-import { ScopeSchema, ScopesSchema, ServiceIdSchema } from './schemas.js';
+import { ScopeSchema, ScopesSchema, ServiceIdSchema, UpstreamUrlSchema } from './schemas.js';
 
 /** The owner string of a source's tools and credential. */
 export const openApiSourceOwner = (id: string): string => `openapi-source:${id}`;
@@ -16,17 +16,6 @@ export const openApiSourceOwner = (id: string): string => `openapi-source:${id}`
 export function openApiSourceOf(owner: string | null | undefined): string | undefined {
   return owner?.startsWith('openapi-source:') ? owner.slice('openapi-source:'.length) : undefined;
 }
-
-const URL_TEXT = z
-  .string()
-  .max(2048)
-  .regex(/^[\x21-\x7E]+$/, 'must be a URL of printable ASCII characters')
-  .pipe(z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }))
-  .refine((value) => {
-    if (!URL.canParse(value)) return true;
-    const url = new URL(value);
-    return url.username === '' && url.password === '' && url.hash === '';
-  }, 'must not carry a user, password or fragment (give a credential as "credential")');
 
 const FILTER_LIST = (item: z.ZodType<string>) => z.array(item).min(1).max(1000).optional();
 
@@ -51,9 +40,9 @@ const OpenApiFilterSchema = z
 export const OpenApiSourceSchema = z.strictObject({
   id: ServiceIdSchema,
   /** Where the document was read from, when it was not given inline. */
-  documentUrl: URL_TEXT.optional(),
+  documentUrl: UpstreamUrlSchema.optional(),
   /** The API's base URL, instead of the document's first `servers` entry. */
-  baseUrl: URL_TEXT.optional(),
+  baseUrl: UpstreamUrlSchema.optional(),
   /** Prepended to every tool name, as an upstream MCP server's prefix is (required). */
   prefix: z.string().regex(/^[a-zA-Z0-9_-]{1,32}$/, 'must be 1 to 32 letters, digits, "_" or "-"'),
   filter: OpenApiFilterSchema.optional(),

@@ -596,3 +596,21 @@ export const ImportBundleSchema = z.strictObject({
 });
 /** @public */
 export type ImportBundle = z.infer<typeof ImportBundleSchema>;
+
+/**
+ * The address of an upstream (an MCP server, an OpenAPI document or API): http or https only,
+ * without userinfo (a credential has its own field) or fragment.
+ */
+export const UpstreamUrlSchema = z
+  .string()
+  .max(2048)
+  // The URL parser drops tabs and line feeds rather than refusing them: refused here first.
+  .regex(/^[\x21-\x7E]+$/, 'must be a URL of printable ASCII characters')
+  .pipe(z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }))
+  .refine((value) => {
+    // zod runs this after a failed URL check too (format issues do not stop the checks after
+    // them): a value that is no URL has its issue already, and `new URL` would throw (a 500).
+    if (!URL.canParse(value)) return true;
+    const url = new URL(value);
+    return url.username === '' && url.password === '' && url.hash === '';
+  }, 'must not carry a user, password or fragment (give a credential as "credential")');
