@@ -679,7 +679,7 @@ describe('the OpenAPI document', () => {
     ).toBe(400);
 
     // Tool services.
-    const putService = (id: string, payload: unknown, headers = admin) =>
+    const putService = (id: string, payload: unknown, headers: Record<string, string> = admin) =>
       call('/tool-services/{id}', { method: 'PUT', url: `/tool-services/${id}`, headers, payload: payload as never });
     expect((await putService('joke-service', seed('joke-service.topic-form'))).res.statusCode).toBe(201);
     expect((await putService('joke-service', seed('joke-service'))).res.statusCode).toBe(200);
