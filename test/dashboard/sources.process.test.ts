@@ -10,8 +10,9 @@
  * field, and a stale tag shown as the conflict, read again and saved); an OpenAPI source, an
  * MCP server and a tool service deleted after a
  * confirmation (their tools gone), a tool service in use refused with the 409 shown; the last hour's usage still shown after a reload of the console and after a
- * restart of the registry; axe-core over the page with no serious or critical finding. Saves a
- * screenshot to .cache/, and to docs/ with UPDATE_SCREENSHOT=1.
+ * restart of the registry; axe-core over the page with no serious or critical finding. Saves
+ * screenshots (the page with field errors, a tool service's edit conflict) to .cache/, and to
+ * docs/ with UPDATE_SCREENSHOT=1.
  *
  * Needs Chromium (Debian's `chromium`, or CHROMIUM_PATH): without it the file is skipped with a
  * printed reason, and under CI=true it fails, as browser.process.test.ts does.
@@ -21,7 +22,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import axe from 'axe-core';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from '../helpers/mcp-upstream.js';
@@ -105,6 +106,13 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
   const item = (tool: string) => page.locator(`#pending-queue li[data-tool="${tool}"]`);
   const outcome = () => page.locator('#review-outcome').textContent();
   const focusedId = () => page.evaluate('document.activeElement?.id');
+  /** Saves a screenshot of the whole page, or of one part of it, to .cache/, and to docs/ with UPDATE_SCREENSHOT=1. */
+  const screenshot = async (name: string, of: Page | Locator) => {
+    mkdirSync(join(REPO_ROOT, '.cache'), { recursive: true });
+    const shot = join(REPO_ROOT, '.cache', name);
+    await (of === page ? page.screenshot({ path: shot, fullPage: true }) : of.screenshot({ path: shot }));
+    if (process.env['UPDATE_SCREENSHOT'] === '1') copyFileSync(shot, join(REPO_ROOT, 'docs', name));
+  };
   const axeFindings = async () => {
     // Evaluated through the DevTools protocol, which the page's CSP does not govern.
     await page.evaluate(axe.source);
@@ -348,10 +356,7 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
     expect(await focusedId()).toBe('svc-id');
 
     expect(await axeFindings()).toEqual([]);
-    mkdirSync(join(REPO_ROOT, '.cache'), { recursive: true });
-    const shot = join(REPO_ROOT, '.cache', 'console-sources.png');
-    await page.screenshot({ path: shot, fullPage: true });
-    if (process.env['UPDATE_SCREENSHOT'] === '1') copyFileSync(shot, join(REPO_ROOT, 'docs', 'console-sources.png'));
+    await screenshot('console-sources.png', page);
     expect(pageErrors).toEqual([]);
   });
 
@@ -422,6 +427,7 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
     expect(await focusedId()).toBe('svc-edit-reread');
     expect((await stored())['config-params'].map((p) => p.name)).toEqual(['style', 'language', 'tone']);
     expect(await axeFindings()).toEqual([]);
+    await screenshot('console-service-conflict.png', page.locator('#services-panel'));
 
     // Read again, from the keyboard: their version, which the next save starts from.
     await page.keyboard.press('Enter');

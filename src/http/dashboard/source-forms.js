@@ -225,7 +225,12 @@ export class SourceForm {
       for (const option of spec.options ?? []) input.append(element('option', { value: option }, option));
     } else if (spec.type === 'textarea' || spec.type === 'lines' || spec.type === 'params') {
       input = /** @type {HTMLTextAreaElement} */ (
-        element('textarea', { id, rows: spec.type === 'textarea' ? '6' : '2', spellcheck: 'false', 'aria-describedby': described })
+        element('textarea', {
+          id,
+          rows: spec.type === 'textarea' ? '6' : spec.type === 'params' ? '3' : '2',
+          spellcheck: 'false',
+          'aria-describedby': described,
+        })
       );
     } else {
       input = /** @type {HTMLInputElement} */ (
