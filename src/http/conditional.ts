@@ -1,11 +1,15 @@
 /**
- * Conditional GETs and caching headers shared by the discovery reads (the full view, pages and
- * single tools): entity-tag matching and the cache policy of a view.
+ * Conditional requests: the GETs of the discovery reads (the full view, pages and single tools)
+ * and of stored records (a tool's, a tool service's), with entity-tag matching and the cache
+ * policy of a view; and the If-Match / If-None-Match of the writes of a stored record, parsed,
+ * documented and checked alike for tools and tool services.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import { z } from 'zod';
 import { RegistryError } from '../model/errors.js';
-import type { WriteCondition } from '../model/write-condition.js';
+import { checkWriteCondition, type WriteCondition } from '../model/write-condition.js';
+import { documentedOnly } from './validation.js';
 
 /** RFC 9110 section 13.1.2: a list of entity tags, or `*`; weak comparison is fine for GET. */
 export function ifNoneMatch(header: string | undefined, etag: string): boolean {
@@ -13,6 +17,25 @@ export function ifNoneMatch(header: string | undefined, etag: string): boolean {
   if (header === etag) return true;
   if (header.trim() === '*') return true;
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
+
+/** A representation with its strong entity tag: `304` when If-None-Match names it, else its bytes as JSON. */
+export function sendTagged(reply: FastifyReply, header: string | undefined, { body, etag }: { body: Buffer; etag: string }): void {
+  reply.header('etag', etag);
+  if (ifNoneMatch(header, etag)) reply.code(304).send();
+  else reply.type('application/json; charset=utf-8').send(body);
+}
+
+/** The If-None-Match of a conditional GET, as the document shows it (read by the handler). */
+export function readConditionHeaders(): z.ZodUnknown {
+  return documentedOnly(
+    z.object({
+      'If-None-Match': z
+        .string()
+        .optional()
+        .describe('Entity tags from earlier answers (comma-separated), or `*`; `304` when one matches.'),
+    }),
+  );
 }
 
 /**
@@ -47,4 +70,37 @@ export function writeConditionOf(headers: IncomingHttpHeaders): WriteCondition |
   const ifNoneMatch = entityTags('If-None-Match', headers['if-none-match']);
   if (ifMatch === undefined && ifNoneMatch === undefined) return undefined;
   return { ...(ifMatch !== undefined && { ifMatch }), ...(ifNoneMatch !== undefined && { ifNoneMatch }) };
+}
+
+/**
+ * The If-Match and If-None-Match of a stored record's writes, as the document shows them (read
+ * by the handler): `what` names the record (`tool`), `read` where its entity tag is read.
+ */
+export function writeConditionHeaders(what: string, read: string): z.ZodUnknown {
+  return documentedOnly(
+    z.object({
+      'If-Match': z
+        .string()
+        .optional()
+        .describe(
+          `\`*\` (the ${what} must exist) or entity tags from ${read} (or from an earlier write's \`ETag\`): the write happens only if the ${what}'s stored record still has one of them, else \`412\`. Keeps two operators from overwriting each other's changes.`,
+        ),
+      'If-None-Match': z
+        .string()
+        .optional()
+        .describe(
+          `\`*\`: the write happens only if no live ${what} has this ${what === 'tool' ? 'name' : 'id'}, else \`412\` (create, never replace).`,
+        ),
+    }),
+  );
+}
+
+/**
+ * A write's precondition checked before its body is looked at (RFC 9110 section 13.2.2), against
+ * the record as committed (`current`: its entity tag, undefined when there is none); the write's
+ * batch checks it again where it is applied. `what` names the record for the 412's detail.
+ */
+export function checkConditionFirst(headers: IncomingHttpHeaders, what: string, current: () => string | undefined): void {
+  const condition = writeConditionOf(headers);
+  if (condition !== undefined) checkWriteCondition(what, condition, current());
 }

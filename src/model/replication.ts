@@ -47,7 +47,7 @@ export const ReplicationEventSchema = z.object({
   body: z.unknown().optional(),
   /** Who owns what the write makes: the announcer (src/announce/), absent for an operator. */
   owner: z.string().min(1).max(300).optional(),
-  /** tool.put, tool.delete, tool.deprecate, tool.undeprecate: If-Match / If-None-Match, checked against the tool where the write is applied. */
+  /** tool.put, tool.delete, tool.deprecate, tool.undeprecate, tool-service.put, tool-service.delete: If-Match / If-None-Match, checked against the tool or service where the write is applied. */
   condition: WriteConditionSchema.optional(),
   /** mcp-server.sync: the server record's index the tools were listed at. */
   serverIndex: z.number().int().nonnegative().optional(),

@@ -1,6 +1,6 @@
 /**
  * A write's preconditions (RFC 9110 section 13.1): `If-Match` and `If-None-Match` of
- * `PUT /tools/{name}` and `DELETE /tools/{name}`, as data, so that they are checked inside the
+ * `PUT`/`DELETE /tools/{name}` and `PUT`/`DELETE /tool-services/{id}`, as data, so that they are checked inside the
  * write's batch against the record it would replace, and in replicated mode travel the topic and
  * are checked where the write is applied, on every replica alike.
  */

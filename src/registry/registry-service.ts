@@ -17,7 +17,7 @@ import type { RegistryStore } from '../store/registry-store.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { ChangeBus } from './change-bus.js';
 import type { CommitObserver } from './commit-telemetry.js';
-import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from './writes.js';
+import type { DeleteOptions, KeyedWriteOptions, RegistryWrites, ServiceWriteOptions, ToolWriteOptions } from './writes.js';
 import { GroupCommit, isoNow, type Outcome, type Pin } from './group-commit.js';
 import { WriteCommands, auditFor, holderOf, type McpSyncResult, type ReviewedChange, type ReviewResult } from './write-commands.js';
 import {
@@ -88,20 +88,20 @@ export class RegistryService implements RegistryWrites {
     return this.#commit.enqueue(() => this.#commands.putTool(input, { pathName, condition, ...writer(actor) }));
   }
 
-  deleteTool(name: string, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
+  deleteTool(name: string, { actor, condition }: DeleteOptions = {}): Promise<ToolRecord> {
     return this.#commit.enqueue(() => this.#commands.deleteTool(name, { condition, ...writer(actor) }));
   }
 
-  deprecateTool(name: string, body: DeprecationBody | null, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
+  deprecateTool(name: string, body: DeprecationBody | null, { actor, condition }: DeleteOptions = {}): Promise<ToolRecord> {
     return this.#commit.enqueue(() => this.#commands.deprecateTool(name, body, { condition, ...writer(actor) }));
   }
 
-  putService(input: ToolServicePutBody, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
-    return this.#commit.enqueue(() => this.#commands.putService(input, { pathId, ...writer(actor) }));
+  putService(input: ToolServicePutBody, { pathId, actor, condition }: ServiceWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
+    return this.#commit.enqueue(() => this.#commands.putService(input, { pathId, condition, ...writer(actor) }));
   }
 
-  deleteService(id: string, actor?: Actor): Promise<ServiceRecord> {
-    return this.#commit.enqueue(() => this.#commands.deleteService(id, writer(actor)));
+  deleteService(id: string, { actor, condition }: DeleteOptions = {}): Promise<ServiceRecord> {
+    return this.#commit.enqueue(() => this.#commands.deleteService(id, { condition, ...writer(actor) }));
   }
 
   /** `PUT /mcp-servers/{id}`; its tools follow with the server's next sync. */

@@ -107,9 +107,10 @@ export class ReplicatedApply {
       case 'tool.undeprecate':
         return () => commands.deprecateTool(required(), null, { condition: event.condition, actor, owner });
       case 'tool-service.put':
-        return () => commands.putService(parseToolServicePut(event.body, target), { pathId: target, actor, owner });
+        return () =>
+          commands.putService(parseToolServicePut(event.body, target), { pathId: target, condition: event.condition, actor, owner });
       case 'tool-service.delete':
-        return () => commands.deleteService(required(), { actor, owner });
+        return () => commands.deleteService(required(), { condition: event.condition, actor, owner });
       case 'mcp-server.put':
         return () => commands.putMcpServer(parseMcpServerBody(event.body, target), target, actor);
       case 'mcp-server.delete':

@@ -15,7 +15,7 @@ import { clashOf, planMcpSync, prefixOf, type McpSyncPlan } from '../model/mcp-t
 import type { Actor, AuditEntryInput, McpServerRecord, PutResult, ServiceRecord, ToolRecord } from '../model/records.js';
 import type { AuditFor, PendingRecord, RegistryStore } from '../store/registry-store.js';
 import { openApiSourceOf } from '../model/openapi-source.js';
-import { toolRecordRepresentation } from '../catalog/record-etag.js';
+import { serviceRecordRepresentation, toolRecordRepresentation } from '../catalog/record-etag.js';
 import { checkWriteCondition, type WriteCondition } from '../model/write-condition.js';
 import type { GroupCommit } from './group-commit.js';
 import { toolDigest } from './tool-digest.js';
@@ -194,7 +194,12 @@ export class WriteCommands {
    * Creates or replaces a service. A replacement must keep every live tool on it valid (a new
    * required config param, say, would break them), or nothing changes.
    */
-  putService(input: ToolServicePutBody, { pathId, actor, owner }: Writer & { pathId?: string | undefined }): PutResult<ServiceRecord> {
+  putService(
+    input: ToolServicePutBody,
+    { pathId, condition, actor, owner }: Writer & { pathId?: string | undefined; condition?: WriteCondition | undefined },
+  ): PutResult<ServiceRecord> {
+    // As a tool's PUT: before the body is looked at, as of this batch.
+    if (condition !== undefined && pathId !== undefined) this.#checkServiceCondition(pathId, condition);
     const service = named(input, 'id', pathId);
     if (owner !== null) {
       const existing = this.#commit.view.serviceRecord(service.id);
@@ -221,7 +226,8 @@ export class WriteCommands {
     return result;
   }
 
-  deleteService(id: string, { actor, owner }: Writer): ServiceRecord {
+  deleteService(id: string, { condition, actor, owner }: Writer & { condition?: WriteCondition | undefined }): ServiceRecord {
+    if (condition !== undefined) this.#checkServiceCondition(id, condition);
     if (owner !== null) refuseNotOwned('tool service', id, this.#commit.view.serviceRecord(id), owner);
     const users = this.#commit.view.toolsUsingService(id);
     if (users.length > 0) {
@@ -495,6 +501,12 @@ export class WriteCommands {
   #checkCondition(name: string, condition: WriteCondition): void {
     const current = this.#commit.view.tool(name);
     checkWriteCondition(`tool "${name}"`, condition, current && toolRecordRepresentation(current).etag);
+  }
+
+  /** A tool service write's If-Match / If-None-Match against the service as stored now, staged writes included. */
+  #checkServiceCondition(id: string, condition: WriteCondition): void {
+    const current = this.#commit.view.serviceRecord(id);
+    checkWriteCondition(`tool service "${id}"`, condition, current && serviceRecordRepresentation(current).etag);
   }
 
   /** The audit entry of a successful write (stamped like its records), built inside the transaction. */

@@ -26,10 +26,10 @@ export interface ToolWriteOptions {
   condition?: WriteCondition | undefined;
 }
 
-/** A tool delete's optional parts. */
-export interface ToolDeleteOptions {
+/** A delete's (or a deprecation's) optional parts: a tool's, a tool service's. */
+export interface DeleteOptions {
   actor?: Actor | undefined;
-  /** If-Match, checked against the stored tool where the delete is applied. */
+  /** If-Match, checked against the stored record where the write is applied. */
   condition?: WriteCondition | undefined;
 }
 
@@ -39,13 +39,18 @@ export interface KeyedWriteOptions {
   actor?: Actor | undefined;
 }
 
+/** A tool service's write: If-Match / If-None-Match too, checked against the stored service where the write is applied. */
+export interface ServiceWriteOptions extends KeyedWriteOptions {
+  condition?: WriteCondition | undefined;
+}
+
 export interface RegistryWrites {
   putTool(input: ToolPutBody, options?: ToolWriteOptions): Promise<PutResult<ToolRecord>>;
-  deleteTool(name: string, options?: ToolDeleteOptions): Promise<ToolRecord>;
+  deleteTool(name: string, options?: DeleteOptions): Promise<ToolRecord>;
   /** Issue 34: sets (a body) or lifts (null) a live tool's deprecation. */
-  deprecateTool(name: string, body: DeprecationBody | null, options?: ToolDeleteOptions): Promise<ToolRecord>;
-  putService(input: ToolServicePutBody, options?: KeyedWriteOptions): Promise<PutResult<ServiceRecord>>;
-  deleteService(id: string, actor?: Actor): Promise<ServiceRecord>;
+  deprecateTool(name: string, body: DeprecationBody | null, options?: DeleteOptions): Promise<ToolRecord>;
+  putService(input: ToolServicePutBody, options?: ServiceWriteOptions): Promise<PutResult<ServiceRecord>>;
+  deleteService(id: string, options?: DeleteOptions): Promise<ServiceRecord>;
   putMcpServer(input: McpServerPutBody, options?: KeyedWriteOptions): Promise<PutResult<McpServerRecord>>;
   deleteMcpServer(id: string, actor?: Actor): Promise<{ server: McpServerRecord; tools: ToolRecord[] }>;
   syncMcpTools(serverId: string, serverIndex: number, wanted: readonly McpTool[]): Promise<McpSyncResult>;

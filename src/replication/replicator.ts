@@ -35,7 +35,7 @@ import type { Actor, McpServerRecord, PutResult, ServiceRecord, ToolRecord } fro
 import type { ImportSummary, McpSyncResult, Outcome, RegistryService } from '../registry/registry-service.js';
 import type { CommitObserver } from '../registry/commit-telemetry.js';
 import type { ReviewedChange, ReviewResult } from '../registry/write-commands.js';
-import type { KeyedWriteOptions, RegistryWrites, ToolDeleteOptions, ToolWriteOptions } from '../registry/writes.js';
+import type { DeleteOptions, KeyedWriteOptions, RegistryWrites, ServiceWriteOptions, ToolWriteOptions } from '../registry/writes.js';
 import type { RegistryStore } from '../store/registry-store.js';
 import { ensureTopic } from './admin.js';
 import { sealCredential } from './credential-seal.js';
@@ -212,12 +212,12 @@ export class Replicator implements RegistryWrites {
     return this.#write('tool.put', () => ({ target: pathName, body: input, ...(condition && { condition }) }), actor);
   }
 
-  deleteTool(name: string, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
+  deleteTool(name: string, { actor, condition }: DeleteOptions = {}): Promise<ToolRecord> {
     return this.#write('tool.delete', () => ({ target: name, ...(condition && { condition }) }), actor);
   }
 
   /** Issue 34: the body travels as sent (null lifts it); every replica stamps `since` with the message's time. */
-  deprecateTool(name: string, body: DeprecationBody | null, { actor, condition }: ToolDeleteOptions = {}): Promise<ToolRecord> {
+  deprecateTool(name: string, body: DeprecationBody | null, { actor, condition }: DeleteOptions = {}): Promise<ToolRecord> {
     return this.#write(
       body ? 'tool.deprecate' : 'tool.undeprecate',
       () => ({ target: name, ...(body && { body }), ...(condition && { condition }) }),
@@ -225,12 +225,12 @@ export class Replicator implements RegistryWrites {
     );
   }
 
-  putService(input: ToolServicePutBody, { pathId, actor }: KeyedWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
-    return this.#write('tool-service.put', () => ({ target: pathId, body: input }), actor);
+  putService(input: ToolServicePutBody, { pathId, actor, condition }: ServiceWriteOptions = {}): Promise<PutResult<ServiceRecord>> {
+    return this.#write('tool-service.put', () => ({ target: pathId, body: input, ...(condition && { condition }) }), actor);
   }
 
-  deleteService(id: string, actor?: Actor): Promise<ServiceRecord> {
-    return this.#write('tool-service.delete', () => ({ target: id }), actor);
+  deleteService(id: string, { actor, condition }: DeleteOptions = {}): Promise<ServiceRecord> {
+    return this.#write('tool-service.delete', () => ({ target: id, ...(condition && { condition }) }), actor);
   }
 
   /**

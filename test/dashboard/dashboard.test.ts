@@ -199,6 +199,7 @@ describe('GET /dashboard/tools: the console (issue 34)', () => {
       'catalogue.js',
       'console-format.js',
       'console.js',
+      'record-edit.js',
       'tool-editor.js',
       'tool-page.js',
       'try-it.js',
@@ -234,7 +235,15 @@ describe('GET /dashboard/tools: the console (issue 34)', () => {
       for (const [, imported] of asset.body.matchAll(/from '\.\/([a-z-]+\.js)'/g)) queue.push(imported ?? '');
     }
     // No uPlot: the page draws no chart.
-    expect([...seen].sort()).toEqual(['api.js', 'console-format.js', 'review-diff.js', 'source-forms.js', 'source-list.js', 'sources.js']);
+    expect([...seen].sort()).toEqual([
+      'api.js',
+      'console-format.js',
+      'record-edit.js',
+      'review-diff.js',
+      'source-forms.js',
+      'source-list.js',
+      'sources.js',
+    ]);
     expect(
       (await t.app.inject({ method: 'GET', url: '/dashboard/sources', headers: { 'if-none-match': String(res.headers.etag) } })).statusCode,
     ).toBe(304);

@@ -6,10 +6,13 @@
  * (`GET /`), a change that moved after the page read it refused with the 409's detail; an
  * OpenAPI source registered from its documentUrl, its document changed, read again from the page
  * and the change accepted; sources registered with bad values, each refusal shown at the field
- * its path names; an OpenAPI source, an MCP server and a tool service deleted after a
+ * its path names; a tool service edited from its row with `If-Match` (a bad value shown at its
+ * field, and a stale tag shown as the conflict, read again and saved); an OpenAPI source, an
+ * MCP server and a tool service deleted after a
  * confirmation (their tools gone), a tool service in use refused with the 409 shown; the last hour's usage still shown after a reload of the console and after a
- * restart of the registry; axe-core over the page with no serious or critical finding. Saves a
- * screenshot to .cache/, and to docs/ with UPDATE_SCREENSHOT=1.
+ * restart of the registry; axe-core over the page with no serious or critical finding. Saves
+ * screenshots (the page with field errors, a tool service's edit conflict) to .cache/, and to
+ * docs/ with UPDATE_SCREENSHOT=1.
  *
  * Needs Chromium (Debian's `chromium`, or CHROMIUM_PATH): without it the file is skipped with a
  * printed reason, and under CI=true it fails, as browser.process.test.ts does.
@@ -19,7 +22,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import axe from 'axe-core';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from '../helpers/mcp-upstream.js';
@@ -103,6 +106,13 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
   const item = (tool: string) => page.locator(`#pending-queue li[data-tool="${tool}"]`);
   const outcome = () => page.locator('#review-outcome').textContent();
   const focusedId = () => page.evaluate('document.activeElement?.id');
+  /** Saves a screenshot of the whole page, or of one part of it, to .cache/, and to docs/ with UPDATE_SCREENSHOT=1. */
+  const screenshot = async (name: string, of: Page | Locator) => {
+    mkdirSync(join(REPO_ROOT, '.cache'), { recursive: true });
+    const shot = join(REPO_ROOT, '.cache', name);
+    await (of === page ? page.screenshot({ path: shot, fullPage: true }) : of.screenshot({ path: shot }));
+    if (process.env['UPDATE_SCREENSHOT'] === '1') copyFileSync(shot, join(REPO_ROOT, 'docs', name));
+  };
   const axeFindings = async () => {
     // Evaluated through the DevTools protocol, which the page's CSP does not govern.
     await page.evaluate(axe.source);
@@ -346,10 +356,91 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
     expect(await focusedId()).toBe('svc-id');
 
     expect(await axeFindings()).toEqual([]);
-    mkdirSync(join(REPO_ROOT, '.cache'), { recursive: true });
-    const shot = join(REPO_ROOT, '.cache', 'console-sources.png');
-    await page.screenshot({ path: shot, fullPage: true });
-    if (process.env['UPDATE_SCREENSHOT'] === '1') copyFileSync(shot, join(REPO_ROOT, 'docs', 'console-sources.png'));
+    await screenshot('console-sources.png', page);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('edits a tool service from its row with If-Match, a bad value shown at its field, and shows the conflict when someone changed it meanwhile', async () => {
+    const stored = async () => {
+      const res = await fetch(`${base}/tool-services/jokes`, { headers: bearer(admin) });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { descriptor: { 'config-params': { name: string; required: boolean }[] } }).descriptor;
+    };
+    await page.reload();
+    const jokes = page.locator('#tool-services tr[data-source="jokes"]');
+    await jokes.waitFor(SHOWN_WITHIN);
+    expect(await jokes.locator('td').nth(2).textContent()).toBe('style, language');
+    expect(await page.locator('#service-edit-box').isVisible()).toBe(false);
+    await page.getByRole('button', { name: 'Edit jokes' }).click();
+    await expect.poll(() => page.locator('#svc-edit-request-queue').inputValue(), SHOWN_WITHIN).toBe('non-persistent://tg/request/jokes');
+    expect(await page.locator('#svc-edit-form-title').textContent()).toBe('Edit the tool service jokes');
+    expect(await page.locator('#svc-edit-response-queue').inputValue()).toBe('non-persistent://tg/response/jokes');
+    expect(await page.locator('#svc-edit-config-params').inputValue()).toBe('style\nlanguage');
+    expect(await page.locator('#svc-edit-topic').inputValue()).toBe('');
+    // The form's first field has focus; the id is the path's, not a field.
+    expect(await focusedId()).toBe('svc-edit-topic');
+    expect(await page.locator('#svc-edit-id').count()).toBe(0);
+
+    // A bad queue: refused, under its field, and nothing written.
+    const before = await stored();
+    await page.fill('#svc-edit-response-queue', 'not a topic');
+    await page.click('#svc-edit-save');
+    await expect.poll(() => page.locator('#svc-edit-outcome').textContent(), SHOWN_WITHIN).toMatch(/^Refused \(400\): /);
+    expect(await page.locator('#svc-edit-response-queue-error').isVisible()).toBe(true);
+    expect(await page.locator('#svc-edit-response-queue').getAttribute('aria-invalid')).toBe('true');
+    expect(await focusedId()).toBe('svc-edit-response-queue');
+    expect(await stored()).toEqual(before);
+
+    // Saved with the entity tag read when the form opened; the row shows it after.
+    await page.fill('#svc-edit-response-queue', 'non-persistent://tg/response/jokes');
+    await page.fill('#svc-edit-config-params', 'style\nlanguage\naudience required');
+    await page.click('#svc-edit-save');
+    await expect.poll(() => page.locator('#svc-edit-outcome').textContent(), SHOWN_WITHIN).toBe('Saved the tool service jokes.');
+    expect(await page.locator('#svc-edit-response-queue-error').isVisible()).toBe(false);
+    expect((await stored())['config-params']).toEqual([
+      { name: 'style', required: false },
+      { name: 'language', required: false },
+      { name: 'audience', required: true },
+    ]);
+    await expect.poll(() => jokes.locator('td').nth(2).textContent(), SHOWN_WITHIN).toBe('style, language, audience (required)');
+    const audited = (await (await fetch(`${base}/audit?action=tool-service.put`, { headers: bearer(admin) })).json()) as {
+      entries: { sub: string; target: string; status: number }[];
+    };
+    expect(audited.entries).toContainEqual(expect.objectContaining({ sub: 'source-operator', target: 'jokes', status: 200 }));
+
+    // Another operator writes the service after this save: the form's next save is refused with the conflict.
+    const other = await fetch(`${base}/tool-services/jokes`, {
+      method: 'PUT',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ topic: 'jokes', 'config-params': ['style', 'language', 'tone'] }),
+    });
+    expect(other.status, await other.text()).toBe(200);
+    await page.fill('#svc-edit-config-params', 'style\nlanguage\nmy_version');
+    await page.click('#svc-edit-save');
+    await expect
+      .poll(() => page.locator('#svc-edit-outcome').textContent(), SHOWN_WITHIN)
+      .toMatch(/^Conflict: someone changed jokes after you began editing it, so nothing was saved \(tool service "jokes" has changed: /);
+    expect(await page.locator('#svc-edit-outcome').textContent()).toMatch(
+      /Read the tool service again to see their change, then edit that\.$/,
+    );
+    expect(await page.locator('#svc-edit-outcome').getAttribute('data-outcome')).toBe('refused');
+    expect(await focusedId()).toBe('svc-edit-reread');
+    expect((await stored())['config-params'].map((p) => p.name)).toEqual(['style', 'language', 'tone']);
+    expect(await axeFindings()).toEqual([]);
+    await screenshot('console-service-conflict.png', page.locator('#services-panel'));
+
+    // Read again, from the keyboard: their version, which the next save starts from.
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('#svc-edit-config-params').inputValue(), SHOWN_WITHIN).toBe('style\nlanguage\ntone');
+    expect(await page.locator('#svc-edit-reread').isVisible()).toBe(false);
+    await page.fill('#svc-edit-config-params', 'style\nlanguage');
+    await page.click('#svc-edit-save');
+    await expect.poll(() => page.locator('#svc-edit-outcome').textContent(), SHOWN_WITHIN).toBe('Saved the tool service jokes.');
+    expect((await stored())['config-params'].map((p) => p.name)).toEqual(['style', 'language']);
+    // Closed, focus goes back to the row's button.
+    await page.click('#svc-edit-close');
+    expect(await page.locator('#service-edit-box').isVisible()).toBe(false);
+    expect(await page.evaluate('document.activeElement?.getAttribute("aria-label")')).toBe('Edit jokes');
     expect(pageErrors).toEqual([]);
   });
 

@@ -478,6 +478,8 @@ beforeAll(async () => {
   // What the DELETE examples delete, the first time.
   await write('POST', '/tools/register', admin, httpTool('fuzz_doomed'));
   await write('PUT', '/tool-services/fuzz-doomed', admin, { id: 'fuzz-doomed', topic: 'doomed' });
+  await write('PUT', '/tool-services/fuzz-doomed-conditional', admin, { topic: 'doomed-conditional' });
+  await write('PUT', '/tool-services/fuzz-conditional', admin, { topic: 'conditional' });
   await write('PUT', '/mcp-servers/fuzz-doomed', admin, mcpServer('doomed_'));
   await write('PUT', '/openapi-sources/fuzz-doomed', admin, {
     prefix: 'doomed_src_',
@@ -552,8 +554,10 @@ beforeAll(async () => {
     putToolService: [
       { params: { id: 'fuzz-service' }, body: service },
       { params: { id: 'fuzz-topic' }, body: { id: 'fuzz-topic', topic: 'fuzz', 'config-params': ['style'] } },
+      // Issue 34: conditional, on a service the setup made (`*`: it must exist).
+      { params: { id: 'fuzz-conditional' }, headers: { 'if-match': '*' }, body: { topic: 'conditional', 'config-params': ['style'] } },
     ],
-    deleteToolService: [{ params: { id: 'fuzz-doomed' } }],
+    deleteToolService: [{ params: { id: 'fuzz-doomed' } }, { params: { id: 'fuzz-doomed-conditional' }, headers: { 'if-match': '*' } }],
     putMcpServer: [{ params: { id: 'fuzz-upstream' }, body: mcpServer('up_') }],
     deleteMcpServer: [{ params: { id: 'fuzz-doomed' } }],
     // Issue 34: a deprecation of a live tool, and its lifting.

@@ -679,7 +679,7 @@ describe('the OpenAPI document', () => {
     ).toBe(400);
 
     // Tool services.
-    const putService = (id: string, payload: unknown, headers = admin) =>
+    const putService = (id: string, payload: unknown, headers: Record<string, string> = admin) =>
       call('/tool-services/{id}', { method: 'PUT', url: `/tool-services/${id}`, headers, payload: payload as never });
     expect((await putService('joke-service', seed('joke-service.topic-form'))).res.statusCode).toBe(201);
     expect((await putService('joke-service', seed('joke-service'))).res.statusCode).toBe(200);
@@ -690,6 +690,32 @@ describe('the OpenAPI document', () => {
       200,
     );
     expect((await call('/tool-services/{id}', { method: 'GET', url: '/tool-services/nope', headers: admin })).res.statusCode).toBe(404);
+    // Conditional (issue 34): the record's ETag, a 304 on it, a write on it, and the 412s of a stale one.
+    const serviceTag = String(
+      (await call('/tool-services/{id}', { method: 'GET', url: '/tool-services/joke-service', headers: admin })).res.headers['etag'],
+    );
+    expect(
+      (
+        await call('/tool-services/{id}', {
+          method: 'GET',
+          url: '/tool-services/joke-service',
+          headers: { ...admin, 'if-none-match': serviceTag },
+        })
+      ).res.statusCode,
+    ).toBe(304);
+    const conditional = await putService('joke-service', seed('joke-service'), { ...admin, 'if-match': serviceTag });
+    expect(conditional.res.statusCode).toBe(200);
+    expect(conditional.res.headers['etag']).not.toBe(serviceTag);
+    expect((await putService('joke-service', seed('joke-service'), { ...admin, 'if-match': serviceTag })).res.statusCode).toBe(412);
+    expect(
+      (
+        await call('/tool-services/{id}', {
+          method: 'DELETE',
+          url: '/tool-services/joke-service',
+          headers: { ...admin, 'if-match': serviceTag },
+        })
+      ).res.statusCode,
+    ).toBe(412);
     expect(
       (
         await call('/tools/{name}', {

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type RegistryError } from '../../src/model/errors.js';
 import type { ReplicationEvent } from '../../src/model/replication.js';
 import type { Outcome, Pin } from '../../src/registry/registry-service.js';
-import { toolRecordRepresentation } from '../../src/catalog/record-etag.js';
+import { serviceRecordRepresentation, toolRecordRepresentation } from '../../src/catalog/record-etag.js';
 import { seed } from '../helpers/fixtures.js';
 import { message, openReplica, removeReplicaDirs, tool, TOPIC, type TestReplica } from './support.js';
 
@@ -85,6 +85,42 @@ describe('replicated apply', () => {
         'TR_ERR_PRECONDITION_FAILED',
       ]);
       expect(r.store.getTool('cond')?.descriptor).toMatchObject({ description: 'first writer' });
+    }
+  });
+
+  it("checks a tool service write's If-Match where it is applied, alike on every replica (issue 34)", async () => {
+    const first = message({ op: 'tool-service.put', target: 'svc', body: { topic: 'svc', 'config-params': [] } });
+    const a = openReplica();
+    const b = openReplica();
+    await applyAll(a, [first]);
+    await applyAll(b, [first]);
+    const etag = serviceRecordRepresentation(a.store.getService('svc')!).etag;
+    expect(serviceRecordRepresentation(b.store.getService('svc')!).etag).toBe(etag);
+    const messages = [
+      message({
+        op: 'tool-service.put',
+        target: 'svc',
+        body: { topic: 'svc', 'config-params': ['first'] },
+        condition: { ifMatch: [etag] },
+      }),
+      message({
+        op: 'tool-service.put',
+        target: 'svc',
+        body: { topic: 'svc', 'config-params': ['second'] },
+        condition: { ifMatch: [etag] },
+      }),
+      message({ op: 'tool-service.put', target: 'svc', body: { topic: 'svc' }, condition: { ifNoneMatch: '*' } }),
+      message({ op: 'tool-service.delete', target: 'svc', condition: { ifMatch: [etag] } }),
+    ];
+    const shape = (o: Outcome) => (o.ok ? 'ok' : (o.error as RegistryError).code);
+    for (const r of [a, b]) {
+      expect((await applyAll(r, messages)).map(shape)).toEqual([
+        'ok',
+        'TR_ERR_PRECONDITION_FAILED',
+        'TR_ERR_PRECONDITION_FAILED',
+        'TR_ERR_PRECONDITION_FAILED',
+      ]);
+      expect(r.store.getService('svc')?.descriptor['config-params']).toEqual([{ name: 'first', required: false }]);
     }
   });
 

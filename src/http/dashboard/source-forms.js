@@ -6,15 +6,22 @@
  * registry's defaults apply, and shows the registry's refusal where it belongs: each
  * problem+json `errors` entry under the field its dotted `path` names (the first focused), any
  * other path, and the detail, in the form's outcome.
+ *
+ * A form in `edit` mode edits one stored record (a tool service, from its row): filled from
+ * `GET /{collection}/{id}`, saved with `If-Match` and the entity tag read then, and a `412`
+ * shown as a conflict with a button that reads the record again, as the tool editor does
+ * (record-edit.js).
  */
 import { request } from './api.js';
 import { clearFieldErrors, element, showFieldError } from './console-format.js';
+import { RecordEdit, showProblemErrors } from './record-edit.js';
 
 /**
  * @typedef {object} FieldSpec
  * @property {string} key  the descriptor's field (`id` is the path's)
  * @property {string} label
- * @property {'text' | 'textarea' | 'select' | 'number' | 'lines'} type  `lines`: an array, one item a line
+ * @property {'text' | 'textarea' | 'select' | 'number' | 'lines' | 'params'} type  `lines`: an array, one item a line;
+ *   `params`: config params, one a line, a name and, if every tool must give it, `required`
  * @property {string} [help]
  * @property {string[]} [options]  a select's choices; the first is the default
  * @property {boolean} [required]
@@ -90,44 +97,125 @@ export const FORMS = [
       { key: 'topic', label: 'Topic', type: 'text', help: 'The local name of its request and response topics; or give both queues below.' },
       { key: 'request-queue', label: 'Request queue', type: 'text', help: 'A full Pulsar topic, when not derived from the topic.' },
       { key: 'response-queue', label: 'Response queue', type: 'text' },
-      { key: 'config-params', label: 'Config parameters', type: 'lines', help: 'One parameter name a line.' },
+      {
+        key: 'config-params',
+        label: 'Config parameters',
+        type: 'params',
+        help: 'One parameter name a line; add " required" after a name every tool on the service must give.',
+      },
     ],
   },
 ];
 
+/**
+ * @typedef {object} FormOptions
+ * @property {() => string | null} token
+ * @property {() => void} onSaved
+ * @property {'register' | 'edit'} [mode]  register (the default) a new record, or edit a stored one
+ * @property {(id: string) => void} [onClose]  edit: the operator closed the form
+ */
+
+/** A field's value as the form shows it, from the stored descriptor's. */
+function shown(/** @type {FieldSpec} */ spec, /** @type {unknown} */ value) {
+  if (value === undefined || value === null) return '';
+  if (spec.type === 'params' && Array.isArray(value))
+    return value.map((p) => (typeof p === 'string' ? p : `${p?.name ?? ''}${p?.required ? ' required' : ''}`)).join('\n');
+  if (spec.type === 'lines' && Array.isArray(value)) return value.join('\n');
+  return typeof value === 'string' ? value : String(value);
+}
+
+/** @param {string} text  one item a line, blank lines left out */
+const lines = (text) =>
+  text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+
 export class SourceForm {
   /** @type {Map<string, { input: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement, error: HTMLElement, spec: FieldSpec }>} */
   #fields = new Map();
+  /** Edit: the record's id (the path's), and its entity tag and conflict. */
+  #id = '';
+  /** @type {RecordEdit | null} */
+  #edit = null;
 
   /**
    * @param {HTMLElement} container
    * @param {FormSpec} spec
-   * @param {{ token: () => string | null, onSaved: () => void }} options
+   * @param {FormOptions} options
    */
   constructor(container, spec, options) {
     this.spec = spec;
     this.options = options;
-    const titleId = `${spec.prefix}-form-title`;
+    this.editing = options.mode === 'edit';
+    // An edit form's ids are its own: `svc-edit-topic` beside the register form's `svc-topic`.
+    this.prefix = this.editing ? `${spec.prefix}-edit` : spec.prefix;
+    this.container = container;
+    const titleId = `${this.prefix}-form-title`;
     this.form = /** @type {HTMLFormElement} */ (
-      element('form', { id: `${spec.prefix}-form`, class: 'editor', novalidate: '', 'aria-labelledby': titleId })
+      element('form', { id: `${this.prefix}-form`, class: 'editor', novalidate: '', 'aria-labelledby': titleId })
     );
     const fieldset = element('fieldset');
-    fieldset.append(element('legend', { id: titleId }, spec.title));
-    for (const field of spec.fields) fieldset.append(this.#field(field));
-    const submit = element('button', { type: 'submit', id: `${spec.prefix}-save` }, `Register the ${spec.what}`);
+    this.legend = element('legend', { id: titleId }, spec.title);
+    fieldset.append(this.legend);
+    // An edit keeps the id: it is the path the record is written at.
+    for (const field of spec.fields) if (!(this.editing && field.key === 'id')) fieldset.append(this.#field(field));
+    const submit = element(
+      'button',
+      { type: 'submit', id: `${this.prefix}-save` },
+      `${this.editing ? 'Save' : 'Register'} the ${spec.what}`,
+    );
     fieldset.append(submit);
-    this.outcome = element('p', { id: `${spec.prefix}-outcome`, class: 'outcome', role: 'status', 'aria-live': 'polite' });
+    if (this.editing) {
+      const close = element('button', { type: 'button', id: `${this.prefix}-close`, class: 'secondary' }, 'Close');
+      close.addEventListener('click', () => this.close());
+      fieldset.append(' ', close);
+    }
+    this.outcome = element('p', { id: `${this.prefix}-outcome`, class: 'outcome', role: 'status', 'aria-live': 'polite' });
     this.form.append(fieldset);
     container.append(this.form, this.outcome);
+    if (this.editing) {
+      this.#edit = new RecordEdit({ id: `${this.prefix}-reread`, what: spec.what, reread: () => void this.open(this.#id) });
+      container.append(this.#edit.reread);
+    }
     this.form.addEventListener('submit', (event) => {
       event.preventDefault();
       void this.#save();
     });
   }
 
+  /**
+   * Edit: reads the stored record and its entity tag, fills the form from it, shows it and
+   * focuses its first field.
+   * @param {string} id
+   */
+  async open(id) {
+    const edit = this.#edit;
+    if (!edit) return;
+    this.#id = id;
+    this.#clearErrors();
+    this.legend.textContent = `Edit the ${this.spec.what} ${id}`;
+    this.container.hidden = false;
+    const answer = await request('GET', `${this.spec.collection}/${encodeURIComponent(id)}`, { token: this.options.token() });
+    if (answer.status !== 200 || !answer.body?.descriptor) {
+      this.#say('refused', `Could not read the ${this.spec.what} ${id} to edit it (${answer.status}).`);
+      return;
+    }
+    edit.began(answer);
+    for (const [key, { input, spec }] of this.#fields) input.value = shown(spec, answer.body.descriptor[key]);
+    this.#say('', '');
+    this.#fields.values().next().value?.input.focus();
+  }
+
+  /** Edit: hides the form, for the page to put focus back where the edit began. */
+  close() {
+    this.container.hidden = true;
+    this.options.onClose?.(this.#id);
+  }
+
   /** @param {FieldSpec} spec */
   #field(spec) {
-    const id = `${this.spec.prefix}-${spec.key}`;
+    const id = `${this.prefix}-${spec.key}`;
     const wrap = element('div', { class: 'field' });
     const described = [spec.help ? `${id}-help` : '', `${id}-error`].filter(Boolean).join(' ');
     /** @type {HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement} */
@@ -135,9 +223,14 @@ export class SourceForm {
     if (spec.type === 'select') {
       input = /** @type {HTMLSelectElement} */ (element('select', { id, 'aria-describedby': described }));
       for (const option of spec.options ?? []) input.append(element('option', { value: option }, option));
-    } else if (spec.type === 'textarea' || spec.type === 'lines') {
+    } else if (spec.type === 'textarea' || spec.type === 'lines' || spec.type === 'params') {
       input = /** @type {HTMLTextAreaElement} */ (
-        element('textarea', { id, rows: spec.type === 'lines' ? '2' : '6', spellcheck: 'false', 'aria-describedby': described })
+        element('textarea', {
+          id,
+          rows: spec.type === 'textarea' ? '6' : spec.type === 'params' ? '3' : '2',
+          spellcheck: 'false',
+          'aria-describedby': described,
+        })
       );
     } else {
       input = /** @type {HTMLInputElement} */ (
@@ -167,11 +260,13 @@ export class SourceForm {
       const value = input.value.trim();
       if (value === '') continue;
       if (spec.type === 'number') body[key] = Number(value);
-      else if (spec.type === 'lines')
-        body[key] = value
-          .split('\n')
-          .map((line) => line.trim())
-          .filter((line) => line !== '');
+      else if (spec.type === 'lines') body[key] = lines(value);
+      // `name required`: a required param; anything else is sent as written, for the registry to judge.
+      else if (spec.type === 'params')
+        body[key] = lines(value).map((line) => {
+          const [name = '', flag, ...more] = line.split(/\s+/);
+          return flag === 'required' && more.length === 0 ? { name, required: true } : line;
+        });
       else body[key] = value;
     }
     return body;
@@ -179,7 +274,8 @@ export class SourceForm {
 
   async #save() {
     this.#clearErrors();
-    const id = this.#fields.get('id')?.input.value.trim() ?? '';
+    const edit = this.#edit;
+    const id = edit ? this.#id : (this.#fields.get('id')?.input.value.trim() ?? '');
     if (id === '') {
       this.#fieldError('id', 'needed: the record is written at /' + this.spec.collection + '/{id}', true);
       this.#say('refused', 'Not sent: give the id.');
@@ -188,24 +284,24 @@ export class SourceForm {
     const answer = await request('PUT', `${this.spec.collection}/${encodeURIComponent(id)}`, {
       token: this.options.token(),
       body: this.#body(),
+      ...(edit && { headers: edit.headers }),
     });
     if (answer.status === 200 || answer.status === 201) {
-      this.#say('done', `${answer.status === 201 ? 'Registered' : 'Replaced'} the ${this.spec.what} ${id}.`);
+      edit?.saved(answer);
+      this.#say('done', `${edit ? 'Saved' : answer.status === 201 ? 'Registered' : 'Replaced'} the ${this.spec.what} ${id}.`);
       this.options.onSaved();
       return;
     }
     const problem = answer.body && typeof answer.body === 'object' ? answer.body : {};
-    const elsewhere = [];
-    let first = true;
-    for (const error of Array.isArray(problem.errors) ? problem.errors : []) {
-      const path = String(error.path ?? '').replace(/^\//, '');
-      const key = path.split(/[./]/)[0] ?? '';
-      const message = String(error.message ?? 'invalid');
-      if (this.#fields.has(key)) {
-        this.#fieldError(key, path === key ? message : `${path}: ${message}`, first);
-        first = false;
-      } else elsewhere.push(path === '' ? message : `${path}: ${message}`);
+    if (edit && answer.status === 412) {
+      edit.conflict(id, problem, (state, text) => this.#say(state, text));
+      return;
     }
+    const elsewhere = showProblemErrors(
+      problem,
+      ([head = '']) => (this.#fields.has(head) ? head : null),
+      (key, message, focus) => this.#fieldError(key, message, focus),
+    );
     this.#say(
       'refused',
       `Refused (${answer.status}): ${problem.detail ?? 'no detail'}${elsewhere.length ? ` (${elsewhere.join('; ')})` : ''}`,

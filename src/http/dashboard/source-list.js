@@ -8,7 +8,8 @@
  * (`POST .../{id}/accept|reject` with the change's tool and digest). A change that moved after
  * the page read it is refused with a 409, whose detail is shown, and the queue read again.
  * Each MCP server, OpenAPI source and tool service (`GET /tool-services`) has a delete button
- * that asks first (`DELETE .../{id}`; a tool service a live tool names answers 409, shown).
+ * that asks first (`DELETE .../{id}`; a tool service a live tool names answers 409, shown); a
+ * tool service has an edit button too, which opens the page's edit form (source-forms.js).
  * Everything an upstream wrote is hostile input: textContent and attributes only.
  */
 import { ApiError, getJson, postJson, request } from './api.js';
@@ -64,9 +65,11 @@ export class SourceList {
 
   /**
    * @param {{ notice: (text: string) => void }} messages
+   * @param {{ editService: (id: string) => void }} actions
    */
-  constructor(messages) {
+  constructor(messages, actions) {
     this.messages = messages;
+    this.actions = actions;
     this.outcome = byId('review-outcome');
   }
 
@@ -199,10 +202,17 @@ export class SourceList {
     body.replaceChildren(
       ...services.map((service) => {
         const d = service.descriptor ?? {};
+        const params = Array.isArray(d['config-params']) ? d['config-params'] : [];
+        const edit = element('button', { type: 'button', class: 'secondary edit', 'aria-label': `Edit ${service.id}` }, 'Edit');
+        edit.addEventListener('click', () => this.actions.editService(service.id));
         const tr = row([
           element('code', {}, service.id),
           element('code', {}, String(d['request-queue'] ?? '–')),
           element('code', {}, String(d['response-queue'] ?? '–')),
+          params.length === 0
+            ? '–'
+            : params.map((/** @type {any} */ p) => `${p?.name ?? ''}${p?.required ? ' (required)' : ''}`).join(', '),
+          edit,
           this.#deleteButton('tool-services', service.id),
         ]);
         tr.dataset['source'] = service.id;

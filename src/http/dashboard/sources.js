@@ -2,7 +2,7 @@
 /**
  * The console's sources and review page (issue 34), at /dashboard/sources: upstream MCP servers
  * and OpenAPI sources with their state and pending changes (source-list.js), and the forms that
- * register them and tool services (source-forms.js). It signs in as the rest of the console does
+ * register them and tool services, and edit a tool service with `If-Match` (source-forms.js). It signs in as the rest of the console does
  * (the same token, kept in this tab's sessionStorage) and needs the admin scope: the lists and
  * queues are operators' data, refused to other tokens, and the page says so.
  */
@@ -23,7 +23,6 @@ function alertText(text) {
   el.textContent = text ?? '';
 }
 
-const list = new SourceList({ notice });
 const boxes = new Map([
   ['mcp', 'mcp-form-box'],
   ['oas', 'openapi-form-box'],
@@ -34,6 +33,21 @@ for (const spec of FORMS)
     token: () => session.token,
     onSaved: () => void load(),
   });
+// One edit form for the tool services, opened from a row; closed, focus goes back to that row's button.
+const serviceSpec = FORMS.find((spec) => spec.prefix === 'svc');
+const serviceEditor =
+  serviceSpec &&
+  new SourceForm(byId('service-edit-box'), serviceSpec, {
+    mode: 'edit',
+    token: () => session.token,
+    onSaved: () => void load(),
+    onClose: (id) => {
+      const row = [...document.querySelectorAll('#tool-services tbody tr')].find((tr) => tr.getAttribute('data-source') === id);
+      const button = /** @type {HTMLElement | null | undefined} */ (row?.querySelector('button.edit'));
+      (button ?? byId('services-title')).focus();
+    },
+  });
+const list = new SourceList({ notice }, { editService: (id) => void serviceEditor?.open(id) });
 
 function showSession() {
   const token = session.token;

@@ -2,12 +2,14 @@
 /**
  * Registering and editing a tool from the console: `PUT /tools/{name}`, with `If-None-Match: *`
  * to register (never replace a tool of that name) and `If-Match` with the entity tag read when
- * the edit began (never overwrite another operator's change unseen). The registry's refusals
- * are shown where they belong: each problem+json `errors` entry under the field its `path`
- * names, a `412` as a conflict to resolve by reading the tool again.
+ * the edit began (never overwrite another operator's change unseen; record-edit.js, as the
+ * tool-service form does it). The registry's refusals are shown where they belong: each
+ * problem+json `errors` entry under the field its `path` names, a `412` as a conflict to
+ * resolve by reading the tool again.
  */
 import { request } from './api.js';
 import { clearFieldErrors, element, json, showFieldError } from './console-format.js';
+import { RecordEdit, showProblemErrors } from './record-edit.js';
 
 /** The form's own fields; any other path of the descriptor belongs to the JSON field. */
 const OWN_FIELDS = ['name', 'description', 'scopes'];
@@ -17,8 +19,8 @@ const OWN_FIELDS = ['name', 'description', 'scopes'];
  */
 
 export class ToolEditor {
-  /** The entity tag of the record the edit started from. */
-  #etag = '';
+  /** The edit's entity tag and its conflict. */
+  #edit;
   /** @type {Map<string, { input: HTMLInputElement | HTMLTextAreaElement, error: HTMLElement }>} */
   #fields = new Map();
 
@@ -51,13 +53,12 @@ export class ToolEditor {
     this.submit = element('button', { type: 'submit', id: `${prefix}-save` }, options.mode === 'register' ? 'Register' : 'Save');
     this.form.append(this.submit);
     this.outcome = element('p', { id: `${prefix}-outcome`, class: 'outcome', role: 'status', 'aria-live': 'polite' });
-    this.reread = element('button', { type: 'button', id: `${prefix}-reread`, class: 'secondary', hidden: '' }, 'Read the tool again');
-    container.append(this.form, this.outcome, this.reread);
+    this.#edit = new RecordEdit({ id: `${prefix}-reread`, what: 'tool', reread: () => void this.open() });
+    container.append(this.form, this.outcome, this.#edit.reread);
     this.form.addEventListener('submit', (event) => {
       event.preventDefault();
       void this.#save();
     });
-    this.reread.addEventListener('click', () => void this.open());
     if (options.mode === 'register') this.#value('rest', json({ host: '', port: 443, endpoint: '/', parameters: {} }));
   }
 
@@ -100,13 +101,12 @@ export class ToolEditor {
   async open() {
     if (this.options.mode !== 'edit') return;
     this.#clearErrors();
-    this.reread.hidden = true;
     const answer = await request('GET', `tools/${encodeURIComponent(this.options.name ?? '')}`, { token: this.options.token() });
     if (answer.status !== 200 || !answer.body?.descriptor) {
       this.#say('refused', `Could not read the tool to edit it (${answer.status}).`);
       return;
     }
-    this.#etag = answer.headers.get('etag') ?? '';
+    this.#edit.began(answer);
     const { name: _name, description, scopes, ...rest } = answer.body.descriptor;
     this.#value('description', description ?? '');
     this.#value('scopes', (scopes ?? []).join('\n'));
@@ -135,41 +135,26 @@ export class ToolEditor {
     const answer = await request('PUT', `tools/${encodeURIComponent(name || '-')}`, {
       token: this.options.token(),
       body,
-      headers: this.options.mode === 'register' ? { 'if-none-match': '*' } : { 'if-match': this.#etag },
+      headers: this.options.mode === 'register' ? { 'if-none-match': '*' } : this.#edit.headers,
     });
     if (answer.status === 200 || answer.status === 201) {
-      this.#etag = answer.headers.get('etag') ?? this.#etag;
+      this.#edit.saved(answer);
       this.#say('done', this.options.mode === 'register' ? `Registered ${name}.` : `Saved ${name}.`);
       this.options.onSaved(name, answer.status === 201);
       return;
     }
     const problem = answer.body && typeof answer.body === 'object' ? answer.body : {};
     if (answer.status === 412) {
-      this.#say(
-        'refused',
-        this.options.mode === 'register'
-          ? `Not registered: a tool named ${name} exists already (${problem.detail ?? '412'}).`
-          : `Conflict: someone changed ${name} after you began editing it, so nothing was saved (${problem.detail ?? '412'}). Read the tool again to see their change, then edit that.`,
-      );
-      if (this.options.mode === 'edit') {
-        this.reread.hidden = false;
-        this.reread.focus();
-      }
+      if (this.options.mode === 'edit') this.#edit.conflict(name, problem, (state, text) => this.#say(state, text));
+      else this.#say('refused', `Not registered: a tool named ${name} exists already (${problem.detail ?? '412'}).`);
       return;
     }
-    let first = true;
-    for (const error of Array.isArray(problem.errors) ? problem.errors : []) {
-      const path = String(error.path ?? '')
-        .replace(/^\//, '')
-        .split(/[/.]/);
-      const key = OWN_FIELDS.includes(path[0] ?? '') && this.#fields.has(path[0] ?? '') ? (path[0] ?? 'rest') : 'rest';
-      this.#fieldError(
-        key,
-        key === 'rest' && path.join('') !== '' ? `${path.join('.')}: ${error.message}` : String(error.message ?? 'invalid'),
-        first,
-      );
-      first = false;
-    }
+    // Any path but the form's own fields is the JSON field's.
+    showProblemErrors(
+      problem,
+      ([head = '']) => (OWN_FIELDS.includes(head) && this.#fields.has(head) ? head : 'rest'),
+      (key, message, focus) => this.#fieldError(key, message, focus),
+    );
     this.#say('refused', `Refused (${answer.status}): ${problem.detail ?? 'no detail'}`);
   }
 

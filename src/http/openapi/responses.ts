@@ -62,7 +62,7 @@ export const headers = {
   },
   RecordETag: {
     description:
-      "Strong entity tag of the stored record as written (what an admin's `GET /tools/{name}` answers with): send it in `If-Match` to make the next write conditional on it.",
+      "Strong entity tag of the stored record as written (what an admin's `GET /tools/{name}`, or `GET /tool-services/{id}`, answers with): send it in `If-Match` to make the next write conditional on it.",
     required: true,
     schema: EntityTag,
   },
@@ -211,7 +211,7 @@ export const problems = {
     },
   }),
   PreconditionFailed: problem(
-    '`If-Match` or `If-None-Match` does not hold for the tool as stored now (`TR_ERR_PRECONDITION_FAILED`): it changed, does not exist, or exists. Nothing was written.',
+    '`If-Match` or `If-None-Match` does not hold for the tool (or tool service) as stored now (`TR_ERR_PRECONDITION_FAILED`): it changed, does not exist, or exists. Nothing was written.',
     {
       example: {
         type: 'urn:tool-registry:error:precondition-failed',

@@ -39,6 +39,7 @@ const OWN_FILES = [
   'review-diff.js',
   'source-list.js',
   'source-forms.js',
+  'record-edit.js',
 ] as const;
 /** uPlot (about 145 KB unminified ESM, no dependencies), under the names the page imports. */
 const uplotFiles = (require: NodeJS.Require) =>

@@ -7,7 +7,6 @@ import { AccessExplanationSchema, PublicToolSchema, ToolNameParamsSchema } from 
 import { ToolRecordSchema } from '../../model/admin-api.js';
 import { ToolBodySchema, ToolPutBodySchema, type StoredToolDescriptor } from '../../model/descriptors.js';
 import { parseToolBody, parseToolPutBody } from '../../json-schema/tool-schemas.js';
-import { checkWriteCondition } from '../../model/write-condition.js';
 import { RegistryError } from '../../model/errors.js';
 import { toolRecordRepresentation } from '../../catalog/record-etag.js';
 import { toolRecordBody as storedRecordBody } from '../../model/record-bodies.js';
@@ -16,8 +15,15 @@ import { DeprecationSchema, deprecationHeaders } from '../../model/deprecation.j
 import { isAdmin, mayKnowOf, viewKeyFor, visibleScopes } from '../../model/visibility.js';
 import { actorOf } from '../plugins/audit.js';
 import { ANYONE, adminOnly, empty, headers, json, problems, writeProblems } from '../openapi/responses.js';
-import { ifNoneMatch, viewCacheHeaders, writeConditionOf } from '../conditional.js';
-import { documentedOnly, pathKeyIntoBody, validatedBy } from '../validation.js';
+import {
+  checkConditionFirst,
+  readConditionHeaders,
+  sendTagged,
+  viewCacheHeaders,
+  writeConditionHeaders,
+  writeConditionOf,
+} from '../conditional.js';
+import { pathKeyIntoBody, validatedBy } from '../validation.js';
 
 /**
  * Either tool form, and its declared JSON Schemas, validated here; the registry service checks
@@ -43,20 +49,7 @@ const written = (description: string, location: boolean, etag = false) =>
   });
 
 /** Preconditions of a tool's writes, checked by the registry in the write's batch. */
-const WriteConditionHeaders = documentedOnly(
-  z.object({
-    'If-Match': z
-      .string()
-      .optional()
-      .describe(
-        "`*` (the tool must exist) or entity tags from `GET /tools/{name}` as an admin reads it (or from an earlier write's `ETag`): the write happens only if the tool's stored record still has one of them, else `412`. Keeps two operators from overwriting each other's changes.",
-      ),
-    'If-None-Match': z
-      .string()
-      .optional()
-      .describe('`*`: the write happens only if no live tool has this name, else `412` (create, never replace).'),
-  }),
-);
+const WriteConditionHeaders = writeConditionHeaders('tool', '`GET /tools/{name}` as an admin reads it');
 
 const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
@@ -107,14 +100,7 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
           "Callers holding the admin scope get the stored record (`ToolRecord`, with the descriptor as stored, config values included). Everyone else gets the tool's discovery entry (`PublicTool`) if the tool is in their view, and `404` otherwise. The answer carries a strong `ETag`; send it back in `If-None-Match` to get `304 Not Modified` while the tool is unchanged.",
         security: ANYONE,
         params: ToolNameParamsSchema,
-        headers: documentedOnly(
-          z.object({
-            'If-None-Match': z
-              .string()
-              .optional()
-              .describe('Entity tags from earlier answers (comma-separated), or `*`; `304` when one matches.'),
-          }),
-        ),
+        headers: readConditionHeaders(),
         response: {
           200: json(z.union([ToolRecordSchema, PublicToolSchema]), 'The stored record (admin) or the discovery entry (everyone else).', {
             headers: {
@@ -152,18 +138,10 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       reply.header('x-registry-index', String(entry.record.index));
       const { deprecation } = entry.record;
       if (deprecation !== undefined) reply.headers(deprecationHeaders(deprecation, toolUrl));
-      if (admin) {
-        // The stored record (config values included): rarer, serialised per request.
-        const { body, etag } = toolRecordRepresentation(entry.record);
-        reply.header('etag', etag);
-        if (ifNoneMatch(request.headers['if-none-match'], etag)) reply.code(304).send();
-        else reply.type('application/json; charset=utf-8').send(body);
-        return;
-      }
-      // The discovery entry, as bytes serialised once per write of the tool.
-      reply.header('etag', entry.etag);
-      if (ifNoneMatch(request.headers['if-none-match'], entry.etag)) reply.code(304).send();
-      else reply.type('application/json; charset=utf-8').send(entry.bytes);
+      // The stored record (config values included) is rarer, serialised per request; the
+      // discovery entry is bytes serialised once per write of the tool.
+      const tagged = admin ? toolRecordRepresentation(entry.record) : { body: entry.bytes, etag: entry.etag };
+      sendTagged(reply, request.headers['if-none-match'], tagged);
     },
   );
 
@@ -209,11 +187,11 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       // as committed (the write's batch checks it again); then the path's name into the body.
       preValidation: [
         async (request) => {
-          const condition = writeConditionOf(request.headers);
-          if (condition === undefined) return;
           const { name } = request.params;
-          const current = app.catalog.getTool(name)?.record;
-          checkWriteCondition(`tool "${name}"`, condition, current && toolRecordRepresentation(current).etag);
+          checkConditionFirst(request.headers, `tool "${name}"`, () => {
+            const current = app.catalog.getTool(name)?.record;
+            return current && toolRecordRepresentation(current).etag;
+          });
         },
         pathKeyIntoBody('name'),
       ],
