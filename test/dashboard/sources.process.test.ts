@@ -493,8 +493,23 @@ describe.skipIf(missing !== undefined)('the console’s sources and review page 
     await expect.poll(outcome, SHOWN_WITHIN).toMatch(/^Not deleted \(409\): the tool service jokes: \S/);
     expect(await jokes.count()).toBe(1);
     expect((await fetch(`${base}/tool-services/jokes`, { headers: bearer(admin) })).status).toBe(200);
-    // Its tool deleted, the service goes too.
+    // Its tool deleted, the service can go; but not in a version the page has not shown: another
+    // operator's edit after the list was read keeps it, and the list is read again.
     expect((await fetch(`${base}/tools/joke_teller`, { method: 'DELETE', headers: bearer(admin) })).status).toBe(200);
+    const edited = await fetch(`${base}/tool-services/jokes`, {
+      method: 'PUT',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ topic: 'jokes', 'config-params': ['style', 'mood'] }),
+    });
+    expect(edited.status, await edited.text()).toBe(200);
+    expect(await jokes.locator('td').nth(2).textContent()).not.toContain('mood');
+    await page.getByRole('button', { name: 'Delete jokes' }).click();
+    await page.getByRole('button', { name: 'Really delete jokes' }).click();
+    await expect
+      .poll(outcome, SHOWN_WITHIN)
+      .toBe('Not deleted: the tool service jokes changed after this page read it; the list now shows it as it is.');
+    expect((await fetch(`${base}/tool-services/jokes`, { headers: bearer(admin) })).status).toBe(200);
+    await expect.poll(() => jokes.locator('td').nth(2).textContent(), SHOWN_WITHIN).toContain('mood');
     await page.getByRole('button', { name: 'Delete jokes' }).click();
     await page.getByRole('button', { name: 'Really delete jokes' }).click();
     await expect.poll(outcome, SHOWN_WITHIN).toBe('Deleted the tool service jokes.');

@@ -213,7 +213,7 @@ export class SourceList {
             ? '–'
             : params.map((/** @type {any} */ p) => `${p?.name ?? ''}${p?.required ? ' (required)' : ''}`).join(', '),
           edit,
-          this.#deleteButton('tool-services', service.id),
+          this.#deleteButton('tool-services', service.id, JSON.stringify(service.descriptor ?? null)),
         ]);
         tr.dataset['source'] = service.id;
         return tr;
@@ -227,24 +227,44 @@ export class SourceList {
   /**
    * @param {Collection} collection
    * @param {string} id
+   * @param {string} [listed]  a tool service's descriptor as the list showed it (JSON)
    */
-  #deleteButton(collection, id) {
-    return confirmingDelete({ name: id, onConfirm: () => this.#delete(collection, id) });
+  #deleteButton(collection, id, listed) {
+    return confirmingDelete({ name: id, onConfirm: () => this.#delete(collection, id, listed) });
   }
 
   /**
    * `DELETE /{collection}/{id}`, then the lists as they are now; a refusal (a tool service in
-   * use answers 409) is shown with its detail.
+   * use answers 409) is shown with its detail. A tool service is deleted only as the list showed
+   * it: its record is read for its entity tag, compared with the listed descriptor, and the
+   * delete is conditional on that tag (`If-Match`), so another operator's edit made since the
+   * page read the list is never deleted unseen.
    * @param {Collection} collection
    * @param {string} id
+   * @param {string} [listed]
    */
-  async #delete(collection, id) {
+  async #delete(collection, id, listed) {
     const token = this.#token;
     if (token === null) return;
     const what = DELETED_WHAT[collection];
+    const path = `${collection}/${encodeURIComponent(id)}`;
+    const changed = `Not deleted: the ${what} ${id} changed after this page read it; the list now shows it as it is.`;
     try {
-      const answer = await request('DELETE', `${collection}/${encodeURIComponent(id)}`, { token });
-      if (answer.status >= 400) {
+      /** @type {Record<string, string>} */
+      const headers = {};
+      if (listed !== undefined) {
+        const current = await request('GET', path, { token });
+        const etag = current.headers.get('etag');
+        if (current.status !== 200 || etag === null || JSON.stringify(current.body?.descriptor ?? null) !== listed) {
+          this.#say(current.status === 404 ? `Not deleted: the ${what} ${id} is gone already.` : changed, true);
+          await this.load(token).catch(() => undefined);
+          return;
+        }
+        headers['if-match'] = etag;
+      }
+      const answer = await request('DELETE', path, { token, headers });
+      if (answer.status === 412) this.#say(changed, true);
+      else if (answer.status >= 400) {
         const problem = answer.body && typeof answer.body === 'object' ? answer.body : {};
         this.#say(`Not deleted (${answer.status}): the ${what} ${id}: ${problem.detail ?? 'no detail'}`, true);
       } else this.#say(`Deleted the ${what} ${id}${collection === 'tool-services' ? '' : ' and its tools'}.`);
