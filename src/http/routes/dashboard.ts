@@ -67,6 +67,8 @@ interface DashboardFiles {
   consoleTemplate: string;
   /** The console's sources and review page, likewise. */
   sourcesTemplate: string;
+  /** The sign-in section every page has, where a page says `{{session}}`. */
+  session: string;
   assets: Map<string, Asset>;
   /** A hash over every asset: the version segment of their URLs. */
   version: string;
@@ -98,6 +100,7 @@ function dashboardFiles(): DashboardFiles {
     template: readFileSync(join(dir, 'index.html'), 'utf8'),
     consoleTemplate: readFileSync(join(dir, 'console.html'), 'utf8'),
     sourcesTemplate: readFileSync(join(dir, 'sources.html'), 'utf8'),
+    session: readFileSync(join(dir, 'session.html'), 'utf8'),
     assets,
     version,
   };
@@ -134,11 +137,16 @@ function sendCached(request: FastifyRequest, reply: FastifyReply, asset: Asset, 
 const dashboardRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   if (!config.dashboard.enabled) return;
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { assets, version, template, consoleTemplate, sourcesTemplate } = dashboardFiles();
+  const { assets, version, template, consoleTemplate, sourcesTemplate, session } = dashboardFiles();
   // Behind a proxy that serves the registry under a path, PUBLIC_URL says which.
   const base = config.publicUrl.pathname.replace(/\/+$/, '');
   const pageOf = (text: string): Asset => {
-    const html = Buffer.from(text.replaceAll('{{assets}}', `${base}/dashboard/assets/${version}`).replaceAll('{{base}}', base));
+    const html = Buffer.from(
+      text
+        .replace('{{session}}', () => session.trimEnd())
+        .replaceAll('{{assets}}', `${base}/dashboard/assets/${version}`)
+        .replaceAll('{{base}}', base),
+    );
     return { body: html, type: 'text/html; charset=utf-8', etag: `"${hash(html).slice(0, 27)}"` };
   };
   const page = pageOf(template);
