@@ -198,9 +198,18 @@ describe.skipIf(missing !== undefined)('the operator’s console in Chromium (is
   });
 
   it('signs an operator in, pages with the registry’s cursor, and shows each row’s rule, source and calls', async () => {
-    await page.fill('#token', admin);
+    // One rule on every page (sign-in.js): a paste with a space in it is no token, and a
+    // leading "Bearer " (copied from a curl line) is dropped.
+    await page.fill('#token', 'two words');
+    await page.click('#sign-in button[type="submit"]');
+    expect(await page.locator('#alert').textContent()).toBe('Paste a bearer token: one line, without spaces.');
+    expect(await page.evaluate('document.activeElement?.id')).toBe('token');
+    expect(await page.locator('#signed-in').isVisible()).toBe(false);
+    await page.fill('#token', `Bearer ${admin}`);
     await page.click('#sign-in button[type="submit"]');
     await expect.poll(() => page.locator('#identity').textContent(), SHOWN_WITHIN).toContain('Signed in as console-operator');
+    expect(await page.locator('#alert').isVisible()).toBe(false);
+    expect(await page.evaluate('document.activeElement?.id')).toBe('sign-out');
     await expect
       .poll(() => cells('calculator'), SHOWN_WITHIN)
       .toEqual(['calculator', '–', 'http', 'registered by an operator', 'calculator:use', 'active', '3']);

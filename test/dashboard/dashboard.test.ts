@@ -93,20 +93,28 @@ describe('GET /dashboard', () => {
     for (const script of [
       main.body,
       ...(await Promise.all(
-        ['api.js', 'charts.js', 'review.js', 'review-diff.js'].map(
+        ['api.js', 'charts.js', 'review.js', 'review-diff.js', 'sign-in.js'].map(
           async (f) => (await t.app.inject({ method: 'GET', url: base + f })).body,
         ),
       )),
     ]) {
       for (const [, file] of script.matchAll(/from '\.\/([a-z-]+\.js)'/g)) imported.add(file ?? '');
     }
-    expect([...imported].sort()).toEqual(['api.js', 'charts.js', 'console-format.js', 'review-diff.js', 'review.js', 'uplot.js']);
+    expect([...imported].sort()).toEqual([
+      'api.js',
+      'charts.js',
+      'console-format.js',
+      'review-diff.js',
+      'review.js',
+      'sign-in.js',
+      'uplot.js',
+    ]);
     for (const file of imported) expect((await t.app.inject({ method: 'GET', url: base + file })).statusCode, file).toBe(200);
   });
 
   it('writes no markup from strings: upstream text in the review queue (issue 29) is hostile input', async () => {
     const base = (assetUrls(html).find((u) => u.endsWith('dashboard.js')) ?? '').replace(/[^/]+$/, '');
-    for (const file of ['dashboard.js', 'api.js', 'charts.js', 'review.js']) {
+    for (const file of ['dashboard.js', 'api.js', 'charts.js', 'review.js', 'sign-in.js']) {
       const script = (await t.app.inject({ method: 'GET', url: base + file })).body;
       expect(script, file).not.toMatch(
         /innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser|createContextualFragment|\beval\(|new Function/,
@@ -200,6 +208,7 @@ describe('GET /dashboard/tools: the console (issue 34)', () => {
       'console-format.js',
       'console.js',
       'record-edit.js',
+      'sign-in.js',
       'tool-editor.js',
       'tool-page.js',
       'try-it.js',
@@ -240,6 +249,7 @@ describe('GET /dashboard/tools: the console (issue 34)', () => {
       'console-format.js',
       'record-edit.js',
       'review-diff.js',
+      'sign-in.js',
       'source-forms.js',
       'source-list.js',
       'sources.js',

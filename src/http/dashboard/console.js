@@ -5,9 +5,10 @@
  * page does (the same token, kept in this tab's sessionStorage), and reads and writes the
  * registry's own routes with it, so it sees and may do exactly what that token may.
  */
-import { claimsOf, session } from './api.js';
+import { session } from './api.js';
 import { Catalogue } from './catalogue.js';
 import { byId, FLASH_KEY } from './console-format.js';
+import { showSession, wireSignIn } from './sign-in.js';
 import { ToolPage } from './tool-page.js';
 
 /** @param {string} text */
@@ -44,44 +45,19 @@ byId(toolName === null ? 'catalogue-view' : 'tool-view').hidden = false;
 if (toolName === null) byId('nav-tools').setAttribute('aria-current', 'page');
 else document.title = `${toolName} · tool-registry console`;
 
-function showSession() {
-  const token = session.token;
-  byId('sign-in').hidden = token !== null;
-  byId('signed-in').hidden = token === null;
-  if (token === null) return;
-  const { sub, scopes } = claimsOf(token);
-  byId('identity').textContent = `Signed in as ${sub ?? '(no subject)'}${scopes.length ? ` (${scopes.join(' ')})` : ''}`;
-}
-
 function reload() {
   alertText(null);
   showSession();
   void view.load(session.token);
 }
 
-byId('sign-in').addEventListener('submit', (event) => {
-  event.preventDefault();
-  const input = /** @type {HTMLInputElement} */ (byId('token'));
-  const token = input.value.trim();
-  input.value = '';
-  if (token === '') {
-    alertText('Paste a token to sign in.');
-    input.focus();
-    return;
-  }
-  session.signIn(token);
-  notice('Signed in.');
-  reload();
-  showFlash();
-  byId('sign-out').focus();
-});
-
-byId('sign-out').addEventListener('click', () => {
-  session.signOut();
-  notice('Signed out.');
-  reload();
-  showFlash();
-  byId('token').focus();
+wireSignIn({
+  alertText,
+  notice,
+  changed: () => {
+    reload();
+    showFlash();
+  },
 });
 
 reload();

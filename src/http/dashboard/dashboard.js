@@ -4,9 +4,10 @@
  * the change feed reports a write, recent audit entries and the review queue of upstream MCP
  * servers' tools (review.js) for admins, and sign-in by pasting a bearer token. Every figure is written with textContent: tool names and subjects are user input.
  */
-import { ApiError, ChangeFeed, claimsOf, getJson, session } from './api.js';
+import { ApiError, ChangeFeed, getJson, session } from './api.js';
 import { BarChart, MAX_BARS, TimeChart, element } from './charts.js';
 import { ReviewQueue } from './review.js';
+import { showSession as signedInAs, wireSignIn } from './sign-in.js';
 
 /** @param {string} id */
 const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -262,18 +263,10 @@ function alertText(text, aboutReading = false) {
 const notice = (text) => (byId('notice').textContent = text);
 
 function showSession() {
-  const token = session.token;
-  byId('sign-in').hidden = token !== null;
-  byId('signed-in').hidden = token === null;
-  if (token === null) {
-    review.hide();
-    fillTable('audit', []);
-    note('audit-note', 'Sign in with a token holding the admin scope to see the audit log.');
-    return;
-  }
-  const { sub, scopes, exp } = claimsOf(token);
-  const expires = exp ? `, until ${new Date(exp * 1000).toLocaleTimeString()}` : '';
-  byId('identity').textContent = `Signed in as ${sub ?? '(no subject)'}${scopes.length ? ` (${scopes.join(' ')})` : ''}${expires}`;
+  if (signedInAs() !== null) return;
+  review.hide();
+  fillTable('audit', []);
+  note('audit-note', 'Sign in with a token holding the admin scope to see the audit log.');
 }
 
 /** A 401 with a token: it expired or is not valid here. The token is dropped at once. */
@@ -414,28 +407,7 @@ function restart() {
   void refresh();
 }
 
-byId('sign-in').addEventListener('submit', (event) => {
-  event.preventDefault();
-  const input = /** @type {HTMLInputElement} */ (byId('token'));
-  const token = input.value.trim().replace(/^Bearer\s+/i, '');
-  input.value = '';
-  if (token === '' || /\s/.test(token)) {
-    alertText('Paste a bearer token: one line, without spaces.');
-    return;
-  }
-  alertText(null);
-  session.signIn(token);
-  notice('Signed in.');
-  restart();
-});
-
-byId('sign-out').addEventListener('click', () => {
-  session.signOut();
-  notice('Signed out.');
-  alertText(null);
-  restart();
-  /** @type {HTMLInputElement} */ (byId('token')).focus();
-});
+wireSignIn({ alertText, notice, changed: restart });
 
 byId('refresh').addEventListener('change', () => schedule());
 byId('refresh-now').addEventListener('click', () => void refresh());

@@ -6,10 +6,11 @@
  * (the same token, kept in this tab's sessionStorage) and needs the admin scope: the lists and
  * queues are operators' data, refused to other tokens, and the page says so.
  */
-import { ApiError, claimsOf, session } from './api.js';
+import { ApiError, session } from './api.js';
 import { byId } from './console-format.js';
 import { FORMS, SourceForm } from './source-forms.js';
 import { SourceList } from './source-list.js';
+import { showSession, wireSignIn } from './sign-in.js';
 
 /** @param {string} text */
 function notice(text) {
@@ -49,15 +50,6 @@ const serviceEditor =
   });
 const list = new SourceList({ notice }, { editService: (id) => void serviceEditor?.open(id) });
 
-function showSession() {
-  const token = session.token;
-  byId('sign-in').hidden = token !== null;
-  byId('signed-in').hidden = token === null;
-  if (token === null) return;
-  const { sub, scopes } = claimsOf(token);
-  byId('identity').textContent = `Signed in as ${sub ?? '(no subject)'}${scopes.length ? ` (${scopes.join(' ')})` : ''}`;
-}
-
 async function load() {
   alertText(null);
   showSession();
@@ -77,27 +69,6 @@ async function load() {
   }
 }
 
-byId('sign-in').addEventListener('submit', (event) => {
-  event.preventDefault();
-  const input = /** @type {HTMLInputElement} */ (byId('token'));
-  const token = input.value.trim();
-  input.value = '';
-  if (token === '') {
-    alertText('Paste a token to sign in.');
-    input.focus();
-    return;
-  }
-  session.signIn(token);
-  notice('Signed in.');
-  void load();
-  byId('sign-out').focus();
-});
-
-byId('sign-out').addEventListener('click', () => {
-  session.signOut();
-  notice('Signed out.');
-  void load();
-  byId('token').focus();
-});
+wireSignIn({ alertText, notice, changed: () => void load() });
 
 void load();

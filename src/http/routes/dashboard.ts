@@ -26,6 +26,7 @@ const OWN_FILES = [
   'api.js',
   'charts.js',
   'review.js',
+  'sign-in.js',
   'dashboard.css',
   // The operator's console (issue 34): the catalogue and a tool's page.
   'console.js',
