@@ -296,7 +296,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         {
           200: {
             description:
-              'The answer to the request: one JSON-RPC response (`application/json`), or a stream ending with it (`text/event-stream`, with progress notifications before it).',
+              'The answer to the request: one JSON-RPC response (`application/json`), or a stream ending with it (`text/event-stream`, with progress notifications before it). At revision 2026-07-28, `subscriptions/listen` answers a stream that stays open, of its notifications.',
             content: { 'application/json': { schema: JsonRpcMessageSchema }, 'text/event-stream': { schema: McpEventsSchema } },
           },
           202: empty('The message was a notification or a response: nothing to answer.'),
@@ -304,12 +304,15 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
             "`TR_ERR_BAD_REQUEST`: a message that is no JSON-RPC message of MCP's (the JSON-RPC `error` names the field: `-32602` in params, `-32600` elsewhere), a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (with the SDK's JSON-RPC `error`), or a batch that is empty, is sent under `MCP-Protocol-Version` 2025-06-18 or later (which have none), or has two requests of one id (`-32600`; nothing in it runs). At revision 2026-07-28: a header that does not match the body (`-32020`), or an unknown revision in `_meta` (`-32022`).",
           ),
           409: problem('A request with the id of one still being answered on this session (`TR_ERR_CONFLICT`).'),
-          406: problem('`Accept` must list both `application/json` and `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).'),
+          406: problem(
+            '`Accept` must list both `application/json` and `text/event-stream`, and a 2026-07-28 `subscriptions/listen` at least `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).',
+          ),
           413: problems.PayloadTooLarge,
           415: problems.UnsupportedMediaType,
-          503: problem('`MCP_MAX_SESSIONS` sessions are held already (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.', {
-            headers: { 'Retry-After': headers['Retry-After'] },
-          }),
+          503: problem(
+            '`MCP_MAX_SESSIONS` sessions are held already, or, for a 2026-07-28 `subscriptions/listen`, `MAX_WAITERS` streams and blocking queries or `MAX_WAITERS_PER_CALLER` of this caller (`TR_ERR_UNAVAILABLE`, with the JSON-RPC error `-32603`); `Retry-After` says when to retry.',
+            { headers: { 'Retry-After': headers['Retry-After'] } },
+          ),
         },
         { body: documentedOnly(z.union([JsonRpcMessageSchema, z.array(JsonRpcMessageSchema)])) },
       ),
