@@ -116,7 +116,11 @@ const envelope = {
 };
 
 /** POSTs `subscriptions/listen` with `params` (and the revision's envelope) to the registry at `base`. */
-const listenAt = (base: string, params: Record<string, unknown>, options: { token?: string; id?: string | number; accept?: string }) =>
+const listenAt = (
+  base: string,
+  params: Record<string, unknown>,
+  options: { token?: string; id?: string | number; accept?: string; origin?: string },
+) =>
   send(
     `${base}/mcp`,
     'POST',
@@ -126,6 +130,7 @@ const listenAt = (base: string, params: Record<string, unknown>, options: { toke
       'mcp-protocol-version': REVISION,
       'mcp-method': 'subscriptions/listen',
       ...(options.token !== undefined && bearer(options.token)),
+      ...(options.origin !== undefined && { origin: options.origin }),
     },
     { jsonrpc: '2.0', id: options.id ?? 1, method: 'subscriptions/listen', params: { ...params, _meta: envelope } },
   );
@@ -149,8 +154,10 @@ describe('subscriptions/listen at MCP 2026-07-28 (issue 31)', () => {
   });
   afterAll(() => t.close());
 
-  const post = (params: Record<string, unknown>, options: { token?: string; id?: string | number; accept?: string } = {}) =>
-    listenAt(base, params, options);
+  const post = (
+    params: Record<string, unknown>,
+    options: { token?: string; id?: string | number; accept?: string; origin?: string } = {},
+  ) => listenAt(base, params, options);
 
   /** A listen stream for tool-list changes, checked for its head and acknowledgment. */
   const listen = async (token: string | undefined, id: string | number): Promise<Listening> => {
@@ -259,6 +266,16 @@ describe('subscriptions/listen at MCP 2026-07-28 (issue 31)', () => {
     const stream = await listen(token, 'short');
     await stream.until(() => stream.done, 5000);
     expect(stream.messages.map((m) => m.method ?? 'result')).toEqual(['notifications/subscriptions/acknowledged']);
+  });
+
+  it('lets a browser client on an allowed origin read the stream (the CORS headers of a hijacked reply)', async () => {
+    const origin = t.config.publicUrl.origin;
+    const res = await post({ notifications: { toolsListChanged: true } }, { id: 'cors', origin });
+    expect(res.status).toBe(200);
+    expect(res.headers['access-control-allow-origin']).toBe(origin);
+    const stream = new Listening(res);
+    await stream.until(() => stream.messages.length === 1);
+    stream.stop();
   });
 
   it('advertises tools.listChanged in server/discover', async () => {
