@@ -296,6 +296,36 @@ describe('subscriptions/listen at MCP 2026-07-28 (issue 31)', () => {
   });
 });
 
+describe('subscriptions/listen within MAX_WAITERS (issue 31)', () => {
+  it('refuses a listener past the total, whoever asks, and takes one again once a stream ends', async () => {
+    const t = await createTestApp({ RATE_LIMIT_MAX: '0', MAX_WAITERS: '2' });
+    try {
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+      const filter = { notifications: { toolsListChanged: true } };
+      const open = async (sub: string) => {
+        const res = await listenAt(base, filter, { token: t.token(['alpha'], { sub }), id: sub });
+        expect(res.status).toBe(200);
+        const stream = new Listening(res);
+        await stream.until(() => stream.messages.length === 1);
+        return stream;
+      };
+      const first = await open('one');
+      const second = await open('two');
+      const third = await listenAt(base, filter, { token: t.token(['alpha'], { sub: 'three' }), id: 'three' });
+      expect(third.status).toBe(503);
+      expect(JSON.parse(await text(third))).toMatchObject({ code: 'TR_ERR_UNAVAILABLE', id: 'three', error: { code: -32603 } });
+      first.stop();
+      await expect.poll(() => t.app.waiters.size).toBe(1);
+      const again = await open('three');
+      second.stop();
+      again.stop();
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('subscriptions/listen on shutdown (issue 31)', () => {
   it("ends every listener gracefully, with its listen request's result", async () => {
     const t = await createTestApp({ RATE_LIMIT_MAX: '0' });
