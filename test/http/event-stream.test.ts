@@ -27,6 +27,7 @@ function slots(max = 1) {
 interface Setup {
   expiresInMs?: number;
   maxBufferedBytes?: number;
+  heartbeat?: { everyMs: number; text: string };
   /** What the handler does once the stream has started. */
   body?: (stream: EventStream, raw: ServerResponse) => void | Promise<void>;
 }
@@ -42,7 +43,7 @@ async function serve(setup: Setup = {}) {
   const streams: EventStream[] = [];
   const ended: EventStream[] = [];
   app = Fastify();
-  const registry = eventStreams(app, { endOnClose: true });
+  const registry = eventStreams(app, { endOnClose: true, ...(setup.heartbeat && { heartbeat: setup.heartbeat }) });
   app.get('/stream', async (request, reply) => {
     const stream = registry.open(request, reply, {
       hold: {
@@ -93,6 +94,16 @@ describe('event streams (src/http/event-stream.ts)', () => {
       'x-extra': 'yes',
     });
     expect(response.headers['x-request-id']).toMatch(/.+/);
+    response.destroy();
+  });
+
+  it('writes the heartbeat to every open stream, so that an idle one stays open (the MCP listen keep-alive)', async () => {
+    const { open } = await serve({ heartbeat: { everyMs: 30, text: ': keepalive\n\n' } });
+    const response = await open();
+    let received = '';
+    response.setEncoding('utf8').on('data', (chunk: string) => (received += chunk));
+    await until(() => received.split(': keepalive\n\n').length > 2);
+    expect(received.startsWith(': connected\n\n: keepalive\n\n')).toBe(true);
     response.destroy();
   });
 

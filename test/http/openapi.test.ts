@@ -262,9 +262,9 @@ interface OpenStream {
   close(): void;
 }
 
-function openStream(port: number, path: string, headers: Record<string, string>): Promise<OpenStream> {
+function openStream(port: number, path: string, headers: Record<string, string>, body?: unknown): Promise<OpenStream> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, headers, agent: false });
+    const req = httpRequest({ host: '127.0.0.1', port, path, headers, agent: false, method: body === undefined ? 'GET' : 'POST' });
     req.on('error', reject);
     req.on('response', (res) => {
       let text = '';
@@ -297,7 +297,7 @@ function openStream(port: number, path: string, headers: Record<string, string>)
         close: () => req.destroy(),
       });
     });
-    req.end();
+    req.end(body === undefined ? undefined : JSON.stringify(body));
   });
 }
 
@@ -1359,6 +1359,28 @@ describe('the OpenAPI document', () => {
     const notices = await openStream(port, '/mcp', { ...session, accept: 'text/event-stream' });
     expectDocumented(document, '/mcp', 'get', notices.answer());
     notices.close();
+    // Revision 2026-07-28's subscriptions/listen: POST's event stream, without event ids (issue 31).
+    const listening = await openStream(
+      port,
+      '/mcp',
+      { ...agent, ...mcpBase, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' },
+      {
+        jsonrpc: '2.0',
+        id: 'listen',
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { toolsListChanged: true },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientInfo': { name: 'openapi-test', version: '1' },
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      },
+    );
+    await listening.until((text) => text.includes('notifications/subscriptions/acknowledged'));
+    expectDocumented(document, '/mcp', 'post', listening.answer());
+    listening.close();
     const { 'content-type': _bodyless, ...sessionHeaders } = session;
     expect((await call('/mcp', { method: 'DELETE', url: '/mcp', headers: sessionHeaders })).res.statusCode).toBe(204);
     expect(

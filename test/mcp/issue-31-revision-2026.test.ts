@@ -127,7 +127,8 @@ describe('MCP revision 2026-07-28 (issue 31)', () => {
     expect(rpc?.id).toBe(1);
     expect(rpc?.result).toMatchObject({
       resultType: 'complete',
-      capabilities: { tools: {} },
+      // Tool-list changes reach 2026-07-28 clients through subscriptions/listen (issue-31-listen.test.ts).
+      capabilities: { tools: { listChanged: true } },
       ttlMs: 30_000,
       cacheScope: 'public',
       _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'tool-registry', version: expect.any(String) } },
@@ -190,7 +191,8 @@ describe('MCP revision 2026-07-28 (issue 31)', () => {
       code: -32022,
       data: { requested: '2099-01-01', supported: expect.arrayContaining([REVISION]) },
     });
-    const unknown = await post('subscriptions/listen', {});
+    // A method the revision has but the registry does not offer (it has no resources).
+    const unknown = await post('resources/list', {});
     expect(unknown.res.statusCode).toBe(404);
     expect(unknown.rpc?.error?.code).toBe(-32601);
     expect(unknown.res.headers['content-type']).toContain('application/problem+json');

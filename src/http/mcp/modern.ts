@@ -6,16 +6,16 @@
  *
  * - Ours (this file): telling a 2026-07-28 request from an older one, the header and `_meta`
  *   checks and their errors (`-32020` HeaderMismatch, `-32022` UnsupportedProtocolVersion, both
- *   400; `-32601` with 404 for methods not offered), `server/discover`, and `tools/list` from the
- *   page's precomputed bytes with the revision's `resultType`, `ttlMs` and `cacheScope`.
+ *   400; `-32601` with 404 for methods not offered), `server/discover`, `tools/list` from the
+ *   page's precomputed bytes with the revision's `resultType`, `ttlMs` and `cacheScope`, and
+ *   the checks of `subscriptions/listen`, whose stream is src/http/mcp/listen.ts.
  * - The SDK's: `tools/call` (and `ping`), run by a server and transport of the SDK made for the
  *   one request, stateless (no session id), handed the request as revision 2025-11-25, the
  *   newest its transport knows; the call handler (server.ts) adds `resultType`. A call's answer
  *   is the same JSON-RPC result at both revisions but for that field.
  *
- * Not offered at 2026-07-28: `subscriptions/listen` (list changes reach such clients through
- * `ttlMs` only, so `tools.listChanged` is not advertised to them), multi round-trip input
- * requests (nothing here asks the client for input) and logging.
+ * Not offered at 2026-07-28: multi round-trip input requests (nothing here asks the client for
+ * input), logging, and the prompts and resources a listen filter may name (the registry has none).
  */
 import type { FastifyReply } from 'fastify';
 import { safeParse } from '@modelcontextprotocol/sdk/server/zod-compat.js';
@@ -31,6 +31,7 @@ import {
 import type { IncomingHttpHeaders } from 'node:http';
 import { RegistryError } from '../../model/errors.js';
 import type { ViewKey } from '../../model/visibility.js';
+import { SubscriptionsListenRequestSchema, type SubscriptionFilter } from '../../model/mcp-listen.js';
 import { describeInvalidParams, type ParamsIssue } from './invalid-params.js';
 import type { McpToolLists } from './tool-lists.js';
 
@@ -151,7 +152,8 @@ export function answerModern(
       const result = {
         resultType: 'complete',
         supportedVersions: [...SERVED_REVISIONS],
-        capabilities: { tools: {} },
+        // Tool-list changes reach a 2026-07-28 client through subscriptions/listen (listen.ts).
+        capabilities: { tools: { listChanged: true } },
         instructions: deps.instructions,
         // The same for every caller.
         ttlMs: deps.publicTtlMs,
@@ -187,6 +189,27 @@ export function answerModern(
         request.id,
       );
   }
+}
+
+/** The revision's method for a stream of change notifications. */
+export const LISTEN_METHOD = 'subscriptions/listen';
+
+/**
+ * The filter of a `subscriptions/listen` request. Its answer is an event stream and nothing
+ * else, so an `Accept` without `text/event-stream` is refused (406, as the Python SDK's server
+ * does); params that are not the revision's are answered `-32602` here, and undefined returned.
+ */
+export function listenFilter(reply: FastifyReply, request: JSONRPCRequest, accept: string | undefined): SubscriptionFilter | undefined {
+  if (!/\btext\/event-stream\b/i.test(accept ?? '')) {
+    const message = `${LISTEN_METHOD} answers with an event stream: Accept must list text/event-stream`;
+    throw new RegistryError('TR_ERR_NOT_ACCEPTABLE', message, {
+      extra: { jsonrpc: '2.0', error: { code: ErrorCode.InvalidRequest, message }, id: request.id },
+    });
+  }
+  const parsed = SubscriptionsListenRequestSchema.safeParse(request);
+  if (parsed.success) return parsed.data.params.notifications;
+  sendJson(reply, rpcError(request.id, ErrorCode.InvalidParams, describeInvalidParams(request.method, request, parsed.error.issues)));
+  return undefined;
 }
 
 const RESULT_HEAD = Buffer.from('{"result":');

@@ -47,16 +47,25 @@ is of that revision: self-contained, no \`initialize\` and no session. The heade
 carries \`resultType\`, \`ttlMs\` and \`cacheScope\`: \`public\` with \`ANONYMOUS_MAX_AGE_S\` as
 \`ttlMs\` for the anonymous view, \`private\` with \`0\` for a token's; both answer
 \`application/json\`. \`tools/call\` and \`ping\` are answered as at 2025-11-25 (an event
-stream), with \`resultType\`; other methods (\`subscriptions/listen\` among them) are \`404\` with
-\`-32601\`. Older revisions' answers are unchanged, and \`initialize\` proposing 2026-07-28
-(which has none) is negotiated down to 2025-11-25.
+stream), with \`resultType\`. \`subscriptions/listen\` (which replaces the \`GET\` stream at this
+revision) answers an event stream that stays open: first
+\`notifications/subscriptions/acknowledged\` with the part of \`params.notifications\` honoured
+(\`toolsListChanged\` only; a filter without it is acknowledged empty and ended at once), then
+\`notifications/tools/list_changed\` whenever a write changes the view \`tools/list\` gives the same
+caller, and never for other writes; every message carries
+\`_meta["io.modelcontextprotocol/subscriptionId"]\` (the request's id), none an event id (the
+revision has no \`Last-Event-ID\`), and on shutdown the stream ends with the request's result.
+\`server/discover\` advertises \`tools.listChanged\`. Other methods are \`404\` with \`-32601\`.
+Older revisions' answers are unchanged, and \`initialize\` proposing 2026-07-28 (which has none)
+is negotiated down to 2025-11-25.
 
 **Limits.** Each caller holds at most \`MCP_SESSIONS_PER_CALLER\` sessions (a new one ends
 its least recently used), the registry \`MCP_MAX_SESSIONS\`; a session unused for
 \`MCP_SESSION_IDLE_S\` without an open stream ends (requests naming it get \`404\`, and the
-client starts a new one). An open \`GET\` stream counts against \`MAX_WAITERS\` and
-\`MAX_WAITERS_PER_CALLER\`, ends when its token expires, and is cut off when its client stops
-reading. Stream events carry ids: a client that lost a stream sends \`GET\` with
+client starts a new one). An open \`GET\` stream, and each 2026-07-28 \`subscriptions/listen\`
+stream, counts against \`MAX_WAITERS\` and \`MAX_WAITERS_PER_CALLER\`, gets a \`: keepalive\`
+comment every 15 s, ends when its token expires (a listen stream without its result: the
+client listens again with a fresh token), and is cut off when its client stops reading. Stream events carry ids: a client that lost a stream sends \`GET\` with
 \`Last-Event-ID\` and is sent what it missed, within \`MCP_REPLAY_EVENTS\`, \`MCP_REPLAY_S\`
 and \`MCP_REPLAY_BYTES\` per session. Requests from a browser \`Origin\` not in \`MCP_ALLOWED_ORIGINS\` get \`403\`.
 Refusals made before the SDK sees the request and the SDK's own are problem details; those
@@ -66,7 +75,7 @@ export const McpEventsSchema = z
   .string()
   .regex(/^(?:event: message\n(?:id: [^\n]*\n)?data: [^\n]+\n\n|id: [^\n]*\n(?:retry: \d+\n)?data: \n\n|: [^\n]*\n\n)*$/)
   .describe(
-    'Server-sent events, each `event: message` with one JSON-RPC message as `data` and its event `id` (for `Last-Event-ID`), a first event with an `id` and empty `data` that a client may resume from before any message, and `: keepalive` comments.',
+    'Server-sent events, each `event: message` with one JSON-RPC message as `data` and its event `id` (for `Last-Event-ID`; none on a 2026-07-28 `subscriptions/listen` stream, which is not resumable), a first event with an `id` and empty `data` that a client may resume from before any message, and `: keepalive` comments.',
   );
 
 const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };

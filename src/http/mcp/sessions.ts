@@ -9,7 +9,8 @@ import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprot
 import type { JSONRPCNotification } from '@modelcontextprotocol/sdk/types.js';
 import { RegistryError } from '../../model/errors.js';
 import type { Change } from '../../model/records.js';
-import { changeInView, viewKeyString, type ViewKey } from '../../model/visibility.js';
+import type { ViewKey } from '../../model/visibility.js';
+import { toolListChangedBy } from './view-changes.js';
 
 /** The notification Server.sendToolListChanged sends (the SDK's Protocol adds `jsonrpc` to the method). */
 const LIST_CHANGED = { method: 'notifications/tools/list_changed', jsonrpc: '2.0' } satisfies JSONRPCNotification;
@@ -131,23 +132,11 @@ export class McpSessions {
     for (const session of [...this.#byId.values()]) this.close(session);
   }
 
-  /**
-   * After a committed write: each distinct view is checked once, stopping at the first change
-   * it sees, and its sessions get one list_changed for the burst. Tool services are not tools:
-   * they change no MCP list.
-   */
+  /** After a committed write: the sessions whose view it changed get one list_changed for the burst. */
   changed(index: number, changes: readonly Change[]): void {
     if (this.#byId.size === 0) return;
-    const seen = new Map<string, boolean>();
-    for (const session of this.#byId.values()) {
-      const key = viewKeyString(session.view);
-      let affected = seen.get(key);
-      if (affected === undefined) {
-        affected = changes.some((change) => change.kind === 'tool' && changeInView(change, index, session.view, false) !== null);
-        seen.set(key, affected);
-      }
-      if (affected) this.#pending.add(session);
-    }
+    const affects = toolListChangedBy(index, changes);
+    for (const session of this.#byId.values()) if (affects(session.view)) this.#pending.add(session);
     if (this.#pending.size > 0 && this.#flush === null) {
       this.#flush = setTimeout(() => this.#notifyPending(), this.#options.debounceMs ?? 20);
       this.#flush.unref();

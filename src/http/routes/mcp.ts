@@ -10,7 +10,7 @@ import cors from '@fastify/cors';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { isInitializeRequest, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, isInitializeRequest, LATEST_PROTOCOL_VERSION, type JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { JsonRpcMessageSchema, McpHeadersSchema } from '../../model/api.js';
@@ -18,14 +18,15 @@ import { RegistryError } from '../../model/errors.js';
 import { viewKeyFor, type ViewKey } from '../../model/visibility.js';
 import { packageVersion } from '../../package-root.js';
 import { callerKey } from '../caller-key.js';
-import { eventStreams } from '../event-stream.js';
+import { eventStreams, type EventStream } from '../event-stream.js';
 import { endResponsesOfCancelledRequests } from '../mcp/cancellation.js';
 import { answer } from '../mcp/answer.js';
 import { sendListAnswer, soleListRequest, type ListRequest } from '../mcp/list-answer.js';
 import { readMessages, type McpMessage } from '../mcp/messages.js';
 import { DESCRIPTION, McpEventsSchema, refusals } from '../mcp/openapi.js';
 import { createMcpServer, INSTRUCTIONS, SERVER_NAME, SERVER_TITLE, type McpRequestContext } from '../mcp/server.js';
-import { answerModern, answeredBySdk, isModernPost, MODERN_REVISION, modernRequest } from '../mcp/modern.js';
+import { LISTEN_KEEP_ALIVE, McpListeners } from '../mcp/listen.js';
+import { answerModern, answeredBySdk, isModernPost, LISTEN_METHOD, listenFilter, MODERN_REVISION, modernRequest } from '../mcp/modern.js';
 import { SessionEventStore } from '../mcp/event-store.js';
 import { replayAnswered } from '../mcp/resumption.js';
 import { McpSessions, type McpSession } from '../mcp/sessions.js';
@@ -59,10 +60,17 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   const { mcp } = config;
   const sessions = new McpSessions({ maxSessions: mcp.maxSessions, perCaller: mcp.sessionsPerCaller, idleMs: mcp.sessionIdleMs });
   app.metrics.watchMcpSessions(() => sessions.size);
-  const unsubscribe = app.changes.subscribe((index, changes) => sessions.changed(index, changes));
+  // 2026-07-28's subscriptions/listen streams: no session, one held stream each (src/http/mcp/listen.ts).
+  const listenStreams = eventStreams(fastify, { heartbeat: LISTEN_KEEP_ALIVE });
+  const listeners = new McpListeners();
+  const unsubscribe = app.changes.subscribe((index, changes) => {
+    sessions.changed(index, changes);
+    listeners.changed(index, changes);
+  });
   app.addHook('preClose', async () => {
     unsubscribe();
     sessions.closeAll();
+    listeners.closeAll();
   });
 
   /** Each session's event store (Last-Event-ID replay), where replay is on. */
@@ -194,6 +202,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   const modernPost = async (request: FastifyRequest, reply: FastifyReply, key: ViewKey, messages: readonly McpMessage[]) => {
     const rpc = modernRequest(request.headers, request.body);
     if (rpc === undefined) return reply.code(202).send();
+    if (rpc.method === LISTEN_METHOD) return listen(request, reply, key, rpc);
     if (!answeredBySdk(rpc)) return answerModern(reply, modernDeps, rpc, { key, anonymous: request.caller.kind === 'anonymous' });
     if (mcp.scopeChallenge) refuseCallOutsideScopes(request, messages);
     const server = createMcpServer(deps, contextOf);
@@ -201,6 +210,41 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     await server.connect(transport);
     reply.raw.once('close', () => server.close().catch(() => undefined));
     return answer(reply, await handTo(request, reply, transport, request.body, MODERN_REVISION));
+  };
+
+  /**
+   * A 2026-07-28 `subscriptions/listen` (src/http/mcp/listen.ts): a held stream as the GET stream
+   * is (a slot of MAX_WAITERS and of the caller's MAX_WAITERS_PER_CALLER, no idle timeout, an end
+   * when its token expires, a cut-off when its client stops reading), told of changes to `key`,
+   * the view tools/list gives the same caller.
+   */
+  const listen = (request: FastifyRequest, reply: FastifyReply, key: ViewKey, rpc: JSONRPCRequest) => {
+    const filter = listenFilter(reply, rpc, request.headers.accept);
+    if (filter === undefined) return reply;
+    let stream: EventStream;
+    try {
+      stream = listenStreams.open(request, reply, {
+        maxBufferedBytes: SESSION_STREAM_BUFFER_BYTES,
+        hold: {
+          slots: app.waiters,
+          holder: callerKey(request),
+          expiresAt: tokenExpiresAt(request, config.jwt.clockToleranceS),
+          // Without the graceful result: the client listens again, with a fresh token.
+          onExpired: (expired) => expired.end(),
+        },
+      });
+    } catch (err) {
+      // A 2026-07-28 client reads the JSON-RPC error of a refusal (the 503 of a full budget).
+      if (!(err instanceof RegistryError)) throw err;
+      throw new RegistryError(err.code, err.message, {
+        ...(err.retryAfterS !== undefined && { retryAfterS: err.retryAfterS }),
+        extra: { jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: err.message }, id: rpc.id },
+      });
+    }
+    // Hijacked: the CORS headers @fastify/cors set on the reply go out with the head.
+    stream.start(corsHeaders(reply));
+    listeners.listen(stream, rpc.id, key, filter);
+    return reply;
   };
 
   /** A new session: its own SDK server and transport, held once `initialize` succeeds. */
@@ -252,7 +296,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
         {
           200: {
             description:
-              'The answer to the request: one JSON-RPC response (`application/json`), or a stream ending with it (`text/event-stream`, with progress notifications before it).',
+              'The answer to the request: one JSON-RPC response (`application/json`), or a stream ending with it (`text/event-stream`, with progress notifications before it). At revision 2026-07-28, `subscriptions/listen` answers a stream that stays open, of its notifications.',
             content: { 'application/json': { schema: JsonRpcMessageSchema }, 'text/event-stream': { schema: McpEventsSchema } },
           },
           202: empty('The message was a notification or a response: nothing to answer.'),
@@ -260,12 +304,15 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
             "`TR_ERR_BAD_REQUEST`: a message that is no JSON-RPC message of MCP's (the JSON-RPC `error` names the field: `-32602` in params, `-32600` elsewhere), a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (with the SDK's JSON-RPC `error`), or a batch that is empty, is sent under `MCP-Protocol-Version` 2025-06-18 or later (which have none), or has two requests of one id (`-32600`; nothing in it runs). At revision 2026-07-28: a header that does not match the body (`-32020`), or an unknown revision in `_meta` (`-32022`).",
           ),
           409: problem('A request with the id of one still being answered on this session (`TR_ERR_CONFLICT`).'),
-          406: problem('`Accept` must list both `application/json` and `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).'),
+          406: problem(
+            '`Accept` must list both `application/json` and `text/event-stream`, and a 2026-07-28 `subscriptions/listen` at least `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).',
+          ),
           413: problems.PayloadTooLarge,
           415: problems.UnsupportedMediaType,
-          503: problem('`MCP_MAX_SESSIONS` sessions are held already (`TR_ERR_UNAVAILABLE`); `Retry-After` says when to retry.', {
-            headers: { 'Retry-After': headers['Retry-After'] },
-          }),
+          503: problem(
+            '`MCP_MAX_SESSIONS` sessions are held already, or, for a 2026-07-28 `subscriptions/listen`, `MAX_WAITERS` streams and blocking queries or `MAX_WAITERS_PER_CALLER` of this caller (`TR_ERR_UNAVAILABLE`, with the JSON-RPC error `-32603`); `Retry-After` says when to retry.',
+            { headers: { 'Retry-After': headers['Retry-After'] } },
+          ),
         },
         { body: documentedOnly(z.union([JsonRpcMessageSchema, z.array(JsonRpcMessageSchema)])) },
       ),
@@ -468,6 +515,15 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     },
   );
 };
+
+/** The CORS headers set on a reply, for a stream that writes its own head. */
+function corsHeaders(reply: FastifyReply): Record<string, string> {
+  const set: Record<string, string> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined && (name.startsWith('access-control-') || name === 'vary')) set[name] = String(value);
+  }
+  return set;
+}
 
 /** An SSE comment, sent first on the GET stream. */
 const OPENING = new TextEncoder().encode(': stream open\n\n');
