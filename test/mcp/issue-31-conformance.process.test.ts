@@ -29,6 +29,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startMcpUpstream, type McpUpstream, type UpstreamToolDef } from '../helpers/mcp-upstream.js';
 import { killAll, mintTokenWithCli, REPO_ROOT, removeTempDirs, startServer, stopProcess, type ServerProcess } from '../helpers/process.js';
+import { connect } from './support.js';
 
 const run = promisify(execFile);
 
@@ -261,8 +262,9 @@ describe('the official MCP conformance suite against a real registry (issue 31)'
 
   beforeAll(async () => {
     try {
-      nodeBin = await nodeForSuite();
-      await conformance(nodeBin, ['--version']);
+      const bin = await nodeForSuite();
+      await conformance(bin, ['--version']);
+      nodeBin = bin;
     } catch (err) {
       // On a fresh clone CI has the npm registry; a machine without it skips.
       const reason = `the conformance suite cannot run here: ${(err as Error).message.slice(0, 500)}`;
@@ -304,6 +306,15 @@ describe('the official MCP conformance suite against a real registry (issue 31)'
     );
     const agent = await mintTokenWithCli(server.databasePath, [], 'conformance-suite');
     proxy.forwardTo(new URL(server.url), agent);
+    // Through the proxy, as the suite will connect: a call is answered by the tool, not refused.
+    const client = await connect(new URL(`${proxy.url}/mcp`), undefined);
+    try {
+      const result = await client.client.callTool({ name: 'test_simple_text', arguments: {} });
+      expect(result).toMatchObject({ content: [{ type: 'text', text: 'This is a simple text response for testing.' }] });
+      expect(result.isError).toBeFalsy();
+    } finally {
+      await client.close();
+    }
   }, 600_000);
 
   afterAll(async () => {
