@@ -20,7 +20,7 @@
  * dns-rebinding-protection needs to reach the registry unchanged).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -362,5 +362,7 @@ describe('the official MCP conformance suite against a real registry (issue 31)'
     );
     if (warnings.length > 0) console.warn(`conformance warnings:\n  ${warnings.join('\n  ')}`);
     expect(describeProblems(results, APPLICABLE), `conformance failures (results in ${out})`).toEqual([]);
+    // Kept where something failed, for the checks' details.
+    rmSync(out, { recursive: true, force: true });
   }, 300_000);
 });
