@@ -14,6 +14,8 @@
  *   write:    { status, bodyFile, headers }            PUT /tools/:name (the JSON body is parsed)
  *   register: { status, bodyFile, headers }            POST /tools/register (the body is parsed)
  *   mcp:      { status, bodyFile, headers }            POST /mcp (the body is parsed), e.g. a tools/list answer
+ *   mcpPages: { headers, pages: [{ cursor, bodyFile }] }
+ *             POST /mcp chosen by the body's params.cursor (null: none), e.g. every page of a tools/list walk
  *   workers:  N > 1 runs N processes sharing the port (node:cluster)
  *
  * Either way, `GET /` and the exact answers give 304 when If-None-Match equals their ETag.
@@ -47,6 +49,7 @@ export interface CeilingSpec {
   write?: Answer;
   register?: Answer;
   mcp?: Answer;
+  mcpPages?: { headers: Record<string, string>; pages: { cursor: string | null; bodyFile: string }[] };
   workers?: number;
 }
 
@@ -106,6 +109,12 @@ async function serve(): Promise<void> {
   const write = spec.write && prepare(spec.write);
   const register = spec.register && prepare(spec.register);
   const mcp = spec.mcp && prepare(spec.mcp);
+  const mcpPages = new Map(
+    (spec.mcpPages?.pages ?? []).map((p) => [
+      p.cursor,
+      prepare({ status: 200, bodyFile: p.bodyFile, headers: spec.mcpPages?.headers ?? {} }),
+    ]),
+  );
 
   const send = (reply: FastifyReply, answer: Prepared, ifNoneMatch: string | undefined) => {
     reply.headers(answer.headers);
@@ -132,9 +141,11 @@ async function serve(): Promise<void> {
     if (!register) return reply.code(404).send();
     return reply.code(register.status).headers(register.headers).send(register.body);
   });
-  app.post('/mcp', async (_request, reply) => {
-    if (!mcp) return reply.code(404).send();
-    return reply.code(mcp.status).headers(mcp.headers).send(mcp.body);
+  app.post('/mcp', async (request, reply) => {
+    const cursor = (request.body as { params?: { cursor?: unknown } } | null)?.params?.cursor;
+    const answer = mcpPages.size > 0 ? mcpPages.get(typeof cursor === 'string' ? cursor : null) : mcp;
+    if (!answer) return reply.code(404).send();
+    return reply.code(answer.status).headers(answer.headers).send(answer.body);
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
 

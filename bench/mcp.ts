@@ -13,7 +13,8 @@
  * (`initialize`, then `notifications/initialized`, with plain fetch), and every load-test request
  * on it carries its own JSON-RPC id (one session serves concurrent POSTs, but ids must differ:
  * the SDK's transport routes each answer by its request id). Each answer is checked before the
- * runs and again after them.
+ * runs and again after them. Then the 10,000-tool rows (first page and whole walk) on a registry
+ * of their own: bench/mcp-pages.ts.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,11 +25,12 @@ import { freePort, spawnNode, type Child } from './lib.js';
 import { loader, measureSides, type LoadSpec, type Side } from './measure.js';
 import { log, opts } from './options.js';
 import { f0, f1, f2, pct, table, type Section } from './report.js';
+import { mcpPageRows } from './mcp-pages.js';
+import { McpSession, viewNames } from './mcp-session.js';
 import { importBundle, startCeiling, startRegistry, type Ceiling, type Registry } from './servers.js';
 
 /** Generated tools in the catalogue (and in the lister's view): one MCP page at most (1,000). */
 const TOOLS = 1000;
-const PROTOCOL_VERSION = '2025-11-25';
 const ECHO = 'bench_echo';
 const ECHO_SCOPE = 'bench:echo';
 const ECHO_ARGS = { text: 'bench echo' };
@@ -54,114 +56,6 @@ export interface McpRow {
 export interface McpResult {
   tools: number;
   rows: McpRow[];
-}
-
-interface RpcAnswer {
-  status: number;
-  bytes: number;
-  contentType: string;
-  message: { jsonrpc?: string; id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } } | null;
-}
-
-/** The JSON-RPC message of an answer: the body as JSON, or the `data` of its `message` event. */
-function parseRpc(contentType: string, text: string): RpcAnswer['message'] {
-  try {
-    if (contentType.includes('text/event-stream')) {
-      const data = text
-        .split('\n\n')
-        .map((event) =>
-          event
-            .split('\n')
-            .filter((line) => line.startsWith('data:'))
-            .map((line) => line.slice(5).trimStart())
-            .join('\n'),
-        )
-        .filter((d) => d !== '');
-      // Progress notifications may come first; the response is the last event.
-      const last = data.at(-1);
-      return last === undefined ? null : (JSON.parse(last) as RpcAnswer['message']);
-    }
-    return text === '' ? null : (JSON.parse(text) as RpcAnswer['message']);
-  } catch {
-    return null;
-  }
-}
-
-class McpSession {
-  #nextId = 1;
-  constructor(
-    readonly base: string,
-    readonly authorization: string,
-    public id = '',
-  ) {}
-
-  headers(): Record<string, string> {
-    return {
-      authorization: this.authorization,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': PROTOCOL_VERSION,
-      ...(this.id !== '' && { 'mcp-session-id': this.id }),
-    };
-  }
-
-  body(method: string, params?: unknown, id: number | null = this.#nextId++): string {
-    return JSON.stringify({ jsonrpc: '2.0', ...(id !== null && { id }), method, ...(params !== undefined && { params }) });
-  }
-
-  async post(body: string, base = this.base): Promise<RpcAnswer & { headers: Headers; text: string }> {
-    const res = await fetch(`${base}/mcp`, { method: 'POST', headers: this.headers(), body });
-    const text = await res.text();
-    const contentType = res.headers.get('content-type') ?? '';
-    return {
-      status: res.status,
-      bytes: Buffer.byteLength(text),
-      contentType,
-      message: parseRpc(contentType, text),
-      headers: res.headers,
-      text,
-    };
-  }
-
-  /** `initialize`, then `notifications/initialized`; keeps the session id the server gave. */
-  async open(): Promise<void> {
-    const init = await this.post(
-      this.body('initialize', {
-        protocolVersion: PROTOCOL_VERSION,
-        capabilities: {},
-        clientInfo: { name: 'tool-registry-bench', version: '1.0.0' },
-      }),
-    );
-    const id = init.headers.get('mcp-session-id');
-    if (init.status !== 200 || id === null || !init.message?.result) {
-      throw new Error(`MCP initialize answered ${init.status} (session id ${id ?? 'none'}): ${JSON.stringify(init.message).slice(0, 300)}`);
-    }
-    const version = init.message.result['protocolVersion'];
-    if (version !== PROTOCOL_VERSION) throw new Error(`MCP initialize negotiated ${String(version)}, not ${PROTOCOL_VERSION}`);
-    this.id = id;
-    const done = await this.post(this.body('notifications/initialized', undefined, null));
-    if (done.status !== 202) throw new Error(`notifications/initialized answered ${done.status}`);
-  }
-
-  /**
-   * A load spec that posts `method` on this session, each request with its own JSON-RPC id
-   * (concurrent requests with one id would have their answers mixed up by the transport).
-   */
-  spec(method: string, params: unknown, connections: number): LoadSpec {
-    const tail = params === undefined ? '' : `,"params":${JSON.stringify(params)}`;
-    let id = 1_000_000;
-    return {
-      path: '/mcp',
-      connections,
-      method: 'POST',
-      headers: this.headers(),
-      expectStatus: 200,
-      setupRequest: (request: autocannon.Request) => {
-        request.body = `{"jsonrpc":"2.0","id":${++id},"method":"${method}"${tail}}`;
-        return request;
-      },
-    };
-  }
 }
 
 /** Leaves the request as is; given to the HTTP side so both sides build requests the same way. */
@@ -232,15 +126,15 @@ async function checkInvoke(base: string, authorization: string): Promise<number>
   return Buffer.byteLength(text);
 }
 
-async function viewNames(base: string, authorization: string): Promise<{ names: string[]; bytes: number }> {
-  const res = await fetch(`${base}/`, { headers: { authorization } });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`GET / answered ${res.status}: ${text.slice(0, 300)}`);
-  const tools = (JSON.parse(text) as { tools?: { name: string }[] }).tools ?? [];
-  return { names: tools.map((t) => t.name), bytes: Buffer.byteLength(text) };
+export async function mcpBench(): Promise<McpResult> {
+  // One registry after the other, so that neither row shares the cores with the other's server.
+  const rows = await thousandToolRows();
+  rows.push(...(await mcpPageRows()));
+  return { tools: TOOLS, rows };
 }
 
-export async function mcpBench(): Promise<McpResult> {
+/** The rows on a registry of 1,000 tools: tools/list against GET / and its ceiling, tools/call against invoke. */
+async function thousandToolRows(): Promise<McpRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'tool-registry-bench-'));
   let registry: Registry | undefined;
   let echo: { child: Child; port: number } | undefined;
@@ -366,7 +260,7 @@ export async function mcpBench(): Promise<McpResult> {
       },
       () => checkCall(callSession),
     );
-    return { tools: TOOLS, rows };
+    return rows;
   } finally {
     await registry?.child.stop();
     await echo?.child.stop();
@@ -417,7 +311,7 @@ export function mcpSection(r: McpResult): Section {
     ['note'],
   );
   return {
-    title: `MCP over /mcp against the HTTP API and a bare-Fastify ceiling (issues 11, 31; one registry, ${f0(r.tools)} tools, same token and connections per row; median of ${opts.runs} x ${opts.durationS} s; errors = answers other than 200)`,
+    title: `MCP over /mcp against the HTTP API and a bare-Fastify ceiling (issues 11, 31; a registry of ${f0(r.tools)} tools, then one of 10,000 for the 10,000-tool rows; same token and connections per row; median of ${opts.runs} x ${opts.durationS} s; errors = answers other than 200)`,
     ...t,
   };
 }

@@ -68,7 +68,10 @@
  *   mcp        One registry with 1,000 generated tools and an echo HTTP tool (bench/echo-server.ts):
  *              tools/list over /mcp (one initialized session, one page) against GET / with the
  *              same token, and tools/call of the echo tool over /mcp against POST
- *              /tools/{name}/invoke with the same arguments and token; ratios MCP / HTTP.
+ *              /tools/{name}/invoke with the same arguments and token; ratios MCP / HTTP. Issue 31:
+ *              tools/list against a bare Fastify serving its bytes, and at 10,000 tools
+ *              (bench/mcp-pages.ts) the first page and a whole walk of the 10 pages, each against
+ *              GET / answering as many tools and against the bare Fastify.
  *   Issue 30 (bench/openapi.ts):
  *   openapi    PUT /openapi-sources/{id} of 1,000 operations (time, memory, /healthz during it),
  *              discovery of the imported tools against the ceiling, and a bridged GET of a REST

@@ -8,7 +8,7 @@
  * answer sent as bytes are checked too.
  */
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 
 interface Rpc {
@@ -175,6 +175,24 @@ describe('tools/list from precomputed bytes (issue 31)', () => {
     const anonymous = await open(undefined, '2025-03-26');
     expect(names(await walk(anonymous))).toEqual(['open_b']);
     await register('open_a', []);
+  });
+
+  it('a page asked for again comes from the cache, without walking the listing again; a bad cursor is still refused', async () => {
+    const headers = await open(`Bearer ${t.token(['alpha'], { sub: 'cached' })}`, '2025-03-26');
+    const first = await walk(headers);
+    const walks = vi.spyOn(t.app.listing, 'list');
+    try {
+      // Once more for each page, alone: each the same bytes, and no walk of the listing.
+      for (const cursor of [undefined, first[0]?.nextCursor]) {
+        const [again] = messagesOf(await post(headers, list(7, cursor)));
+        expect(again?.result).toEqual(first[cursor === undefined ? 0 : 1]);
+      }
+      expect(walks).not.toHaveBeenCalled();
+      const [badCursor] = messagesOf(await post(headers, list(8, 'not-a-cursor')));
+      expect(badCursor?.error).toMatchObject({ code: -32602 });
+    } finally {
+      walks.mockRestore();
+    }
   });
 
   it('refusals stay the SDK’s: a bad cursor, bad params, an unsupported revision header', async () => {

@@ -91,10 +91,15 @@ export class McpToolLists {
       this.#cache = lruByteCache(this.#deps.cacheBytes, (bytes, k) => bytes.length + k.length + 64);
       this.#version = version;
     }
-    const selected = this.#select(key, cursor);
-    const cacheKey = `${extras.key}\u0000${selected.cacheKey}`;
+    // The key is known before the page is walked, so that a cached page costs no walk: a walk of
+    // 1,000 of 10,000 tools took 2.6 ms of CPU per request, against 0.23 ms for a view of 1,000
+    // (npm run bench -- --only=mcp). A cursor refused once is never cached, and one accepted stays
+    // valid until the next write, which starts a new cache.
+    const whole = this.#wholeView(key, cursor);
+    const cacheKey = `${extras.key}\u0000${whole?.cacheKey ?? pageCacheKey(key, cursor)}`;
     const cached = this.#cache?.get(cacheKey);
     if (cached) return cached;
+    const selected = whole ?? this.#page(key, cursor);
     const tools = selected.tools.map(entryText).join(',');
     const next = selected.nextCursor === null ? '' : `,"nextCursor":${JSON.stringify(selected.nextCursor)}`;
     const bytes = Buffer.from(`{"tools":[${tools}]${next}${extras.text}}`);
@@ -103,19 +108,32 @@ export class McpToolLists {
   }
 
   #select(key: ViewKey, cursor: string | undefined): Selected {
-    const { catalog, listing, pageSize } = this.#deps;
-    // A view that fits in one page is the catalogue's cached view (built once per write, shared
-    // with GET /): no walk. Its ETag names its tools exactly, so tokens of one view share bytes.
-    if (cursor === undefined) {
-      const view = catalog.view(key);
-      if (view.tools.length <= pageSize) return { tools: view.tools, nextCursor: null, cacheKey: `view\u0000${view.etag}` };
-    }
-    const page = listing.list(key, { limit: pageSize, cursor });
+    return this.#wholeView(key, cursor) ?? this.#page(key, cursor);
+  }
+
+  /**
+   * A view that fits in one page is the catalogue's cached view (built once per write, shared
+   * with GET /): no walk. Its ETag names its tools exactly, so tokens of one view share bytes.
+   */
+  #wholeView(key: ViewKey, cursor: string | undefined): Selected | undefined {
+    if (cursor !== undefined) return undefined;
+    const view = this.#deps.catalog.view(key);
+    return view.tools.length <= this.#deps.pageSize
+      ? { tools: view.tools, nextCursor: null, cacheKey: `view\u0000${view.etag}` }
+      : undefined;
+  }
+
+  #page(key: ViewKey, cursor: string | undefined): Selected {
+    const page = this.#deps.listing.list(key, { limit: this.#deps.pageSize, cursor });
     // A pinned walk also returns tools deleted during it (as tombstones): MCP lists live tools.
     return {
       tools: page.entries.filter((e) => e.record.status !== 'deleted'),
       nextCursor: page.nextCursor,
-      cacheKey: `page\u0000${viewKeyString(key)}\u0000${cursor ?? ''}`,
+      cacheKey: pageCacheKey(key, cursor),
     };
   }
+}
+
+function pageCacheKey(key: ViewKey, cursor: string | undefined): string {
+  return `page\u0000${viewKeyString(key)}\u0000${cursor ?? ''}`;
 }
