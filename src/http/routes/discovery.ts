@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CatalogView } from '../../catalog/catalog.js';
-import { exportOf, exportPageOf } from '../../catalog/exports.js';
+import { exportOf, exportPageOf, type ExportBody } from '../../catalog/exports.js';
 import type { Config } from '../../config.js';
 import {
   DiscoveryPageSchema,
@@ -23,7 +23,7 @@ import {
 } from '../../model/exports.js';
 import { viewKeyFor, type ViewKey } from '../../model/visibility.js';
 import { callerKey } from '../caller-key.js';
-import { ifNoneMatch, viewCacheHeaders } from '../conditional.js';
+import { ifNoneMatch, viewCachePolicy, type HeaderBlock } from '../conditional.js';
 import { exemptFromIdleTimeout } from '../plugins/connections.js';
 import { ANYONE, empty, headers, problem, problems, waitersFullExample } from '../openapi/responses.js';
 import { tokenExpiresAt } from '../token-expiry.js';
@@ -155,7 +155,36 @@ A malformed query parameter is \`400\`, after the view's own refusal (\`401\` un
  */
 const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const cacheHeaders = (reply: FastifyReply, tokenView: boolean) => viewCacheHeaders(reply, tokenView, config.anonymousMaxAgeS);
+  const cachePolicy = viewCachePolicy(config.anonymousMaxAgeS);
+  const cacheHeaders = (reply: FastifyReply, tokenView: boolean) => reply.headers(tokenView ? cachePolicy.token : cachePolicy.anonymous);
+  /**
+   * The headers of a full view's answers (plain or in a format), built on its first answer to
+   * each kind of caller and kept as long as the view: its ETag, index and hidden count never
+   * change, so the hot read and its 304 write one block with no strings built per request.
+   */
+  const viewBlocks = new WeakMap<CatalogView | ExportBody, [ViewBlocks | undefined, ViewBlocks | undefined]>();
+  const blocksOf = (view: CatalogView, sent: CatalogView | ExportBody, contentType: string, tokenView: boolean): ViewBlocks => {
+    let kinds = viewBlocks.get(sent);
+    if (kinds === undefined) {
+      kinds = [undefined, undefined];
+      viewBlocks.set(sent, kinds);
+    }
+    const slot = tokenView ? 1 : 0;
+    const kept = kinds[slot];
+    if (kept !== undefined) return kept;
+    // In the order these were set one by one before (issue 33), the 304's being the 200's but
+    // Content-Type: RFC 9110 section 15.4.5 asks a 304 for the ETag, Cache-Control and Vary.
+    const notModified: HeaderBlock = Object.freeze({
+      etag: sent.etag,
+      'x-registry-index': String(view.index),
+      // Tells an agent its token hides tools, so it knows to ask for more scopes.
+      ...(tokenView && { 'x-hidden-tools': String(view.hidden) }),
+      ...(tokenView ? cachePolicy.token : cachePolicy.anonymous),
+    });
+    const made = { notModified, ok: Object.freeze({ ...notModified, 'content-type': contentType }) };
+    kinds[slot] = made;
+    return made;
+  };
   /** `GET /` as agents reach it: PUBLIC_URL's origin and path. */
   const rootUrl = `${config.publicUrl.origin}${config.publicUrl.pathname.replace(/\/+$/, '')}/`;
 
@@ -348,19 +377,24 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
     format: ExportFormat | undefined,
   ) {
     // An export's bytes are built once per view and format (src/catalog/exports.ts).
-    const sent =
-      format === undefined ? { body: view.body, etag: view.etag, contentType: 'application/json; charset=utf-8' } : exportOf(view, format);
-    reply.header('etag', sent.etag).header('x-registry-index', String(view.index));
-    // Tells an agent its token hides tools, so it knows to ask for more scopes.
-    if (tokenView) reply.header('x-hidden-tools', String(view.hidden));
-    cacheHeaders(reply, tokenView);
+    const exported = format === undefined ? undefined : exportOf(view, format);
+    const sent = exported ?? view;
     const notModified = ifNoneMatch(ifNoneMatchHeader, sent.etag);
     app.metrics.viewServed(kind, notModified);
-    if (notModified) reply.code(304).send();
+    const blocks = blocksOf(view, sent, exported?.contentType ?? JSON_TYPE, tokenView);
+    if (notModified) reply.code(304).headers(blocks.notModified).send();
     // Bytes, which Fastify sends as they are: no serialisation on the hot path.
-    else reply.type(sent.contentType).send(sent.body);
+    else reply.headers(blocks.ok).send(sent.body);
   }
 };
+
+/** The headers of a full view's answers: the 304's, and the 200's (with its Content-Type). */
+interface ViewBlocks {
+  notModified: HeaderBlock;
+  ok: HeaderBlock;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 type DiscoveryQuery = z.infer<typeof DiscoveryQuerySchema>;
 

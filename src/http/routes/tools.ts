@@ -11,6 +11,7 @@ import { RegistryError } from '../../model/errors.js';
 import { toolRecordRepresentation } from '../../catalog/record-etag.js';
 import { toolRecordBody as storedRecordBody } from '../../model/record-bodies.js';
 import type { ToolRecord } from '../../model/records.js';
+import type { CatalogTool } from '../../catalog/catalog.js';
 import { DeprecationSchema, deprecationHeaders } from '../../model/deprecation.js';
 import { isAdmin, mayKnowOf, viewKeyFor, visibleScopes } from '../../model/visibility.js';
 import { actorOf } from '../plugins/audit.js';
@@ -18,10 +19,12 @@ import { ANYONE, adminOnly, empty, headers, json, problems, writeProblems } from
 import {
   checkConditionFirst,
   readConditionHeaders,
+  ifNoneMatch,
   sendTagged,
-  viewCacheHeaders,
+  viewCachePolicy,
   writeConditionHeaders,
   writeConditionOf,
+  type HeaderBlock,
 } from '../conditional.js';
 import { pathKeyIntoBody, validatedBy } from '../validation.js';
 
@@ -51,12 +54,45 @@ const written = (description: string, location: boolean, etag = false) =>
 /** Preconditions of a tool's writes, checked by the registry in the write's batch. */
 const WriteConditionHeaders = writeConditionHeaders('tool', '`GET /tools/{name}` as an admin reads it');
 
+/** A discovery entry's headers: the 304's, and the 200's (with its Content-Type). */
+interface EntryBlocks {
+  notModified: HeaderBlock;
+  ok: HeaderBlock;
+}
+
 const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const admin = adminOnly(config.adminScope);
   const base = config.publicUrl.href.replace(/\/+$/, '');
   /** Where a tool's record is read: the `Link` of a deprecation's replacement. */
   const toolUrl = (name: string) => `${base}/tools/${encodeURIComponent(name)}`;
+  const cachePolicy = viewCachePolicy(config.anonymousMaxAgeS);
+  /**
+   * A discovery entry's headers, built on its first answer to each kind of caller and kept as
+   * long as the entry (a write of the tool makes a new one): the lookup and its 304 write one
+   * block, with no strings built per request (issue 33).
+   */
+  const entryHeaders = new WeakMap<CatalogTool, [EntryBlocks | undefined, EntryBlocks | undefined]>();
+  const entryBlocks = (entry: CatalogTool, tokenView: boolean): EntryBlocks => {
+    let kinds = entryHeaders.get(entry);
+    if (kinds === undefined) {
+      kinds = [undefined, undefined];
+      entryHeaders.set(entry, kinds);
+    }
+    const slot = tokenView ? 1 : 0;
+    const kept = kinds[slot];
+    if (kept !== undefined) return kept;
+    const { deprecation } = entry.record;
+    const notModified: HeaderBlock = Object.freeze({
+      ...(tokenView ? cachePolicy.token : cachePolicy.anonymous),
+      'x-registry-index': String(entry.record.index),
+      ...(deprecation !== undefined && deprecationHeaders(deprecation, toolUrl)),
+      etag: entry.etag,
+    });
+    const made = { notModified, ok: Object.freeze({ ...notModified, 'content-type': 'application/json; charset=utf-8' }) };
+    kinds[slot] = made;
+    return made;
+  };
 
   /** The article's runtime registration; either tool form. 201 when new, 200 when replaced. */
   app.post(
@@ -134,14 +170,20 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
       if (!entry || (viewKey && !visibleScopes(entry.tool.scopes, viewKey))) {
         throw new RegistryError('TR_ERR_NOT_FOUND', `no tool "${request.params.name}"`);
       }
-      viewCacheHeaders(reply, request.caller.kind === 'token', config.anonymousMaxAgeS);
-      reply.header('x-registry-index', String(entry.record.index));
-      const { deprecation } = entry.record;
-      if (deprecation !== undefined) reply.headers(deprecationHeaders(deprecation, toolUrl));
-      // The stored record (config values included) is rarer, serialised per request; the
-      // discovery entry is bytes serialised once per write of the tool.
-      const tagged = admin ? toolRecordRepresentation(entry.record) : { body: entry.bytes, etag: entry.etag };
-      sendTagged(reply, request.headers['if-none-match'], tagged);
+      const tokenView = request.caller.kind === 'token';
+      if (admin) {
+        reply.headers(tokenView ? cachePolicy.token : cachePolicy.anonymous);
+        reply.header('x-registry-index', String(entry.record.index));
+        const { deprecation } = entry.record;
+        if (deprecation !== undefined) reply.headers(deprecationHeaders(deprecation, toolUrl));
+        // The stored record (config values included): rarer, serialised per request.
+        sendTagged(reply, request.headers['if-none-match'], toolRecordRepresentation(entry.record));
+        return;
+      }
+      // The discovery entry, as bytes serialised once per write of the tool, with its headers.
+      const blocks = entryBlocks(entry, tokenView);
+      if (ifNoneMatch(request.headers['if-none-match'], entry.etag)) reply.code(304).headers(blocks.notModified).send();
+      else reply.headers(blocks.ok).send(entry.bytes);
     },
   );
 
