@@ -23,6 +23,7 @@ export const GROUPS = [
   'validation',
   'search-index',
   'wrk',
+  'workers',
 ] as const;
 export type Group = (typeof GROUPS)[number];
 
@@ -52,6 +53,8 @@ const { values } = parseArgs({
     'wrk-threads': { type: 'string' },
     'wrk-connections': { type: 'string' },
     'wrk-profile': { type: 'boolean', default: false },
+    'workers-size': { type: 'string' },
+    'workers-processes': { type: 'string' },
     'profile-dir': { type: 'string' },
     ...Object.fromEntries(GROUPS.map((g) => [`no-${g}`, { type: 'boolean' as const, default: false }])),
   },
@@ -118,6 +121,9 @@ export const opts = {
   /** Issue 33: each wrk row once more under the registry's CPU profiler, summarised per hook. */
   wrkProfile: values['wrk-profile'] === true,
   profileDir: values['profile-dir'] ?? '.cache/bench/profiles',
+  /** Issue 33: catalogue size of the multi-process rows, and the registry workers sharing one port. */
+  workersSize: positive('workers-size', values['workers-size'], 10_000),
+  workersProcesses: positive('workers-processes', values['workers-processes'], 2),
   groups: Object.fromEntries(GROUPS.map((g) => [g, enabled(g)])) as Record<Group, boolean>,
 };
 

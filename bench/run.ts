@@ -31,6 +31,8 @@
  *   --replication-catch-up-runs=N  fresh replicas timed at each catch-up size (default --runs)
  *   --wrk-sizes=1000,10000  catalogue sizes of the wrk read rows (default 1000,10000; add 100000 to see it)
  *   --wrk-threads=N         wrk's threads (default 2); --wrk-connections=N its connections (default 32)
+ *   --workers-size=N        catalogue size of the workers rows (default 10000)
+ *   --workers-processes=N   registry workers sharing one port in the workers rows (default 2)
  *   --wrk-profile           also run each wrk row once under the registry's CPU profiler and print
  *                           where the microseconds go, hook by hook (profiles in --profile-dir,
  *                           default .cache/bench/profiles; bench/profile-summary.ts reads one again)
@@ -96,6 +98,10 @@
  *              by name, and 304s, at --wrk-sizes, against a bare ceiling (body, Content-Type, ETag)
  *              and one sending every header the registry sent; defaults but for an unreachable
  *              rate limit (10,000,000 a minute, so the limiter runs on every request).
+ *   workers    One registry process against --workers-processes workers sharing one port
+ *              (node:cluster, bench/registry-workers.ts), each with its own read model of the same
+ *              SQLite file, under wrk: a lookup, the 304 of GET / and a first page, with
+ *              requests per server core (bench/workers.ts).
  *
  * Runs alternate registry and ceiling after a warm-up of each; every figure is the median of the
  * runs. Prints tables (ratios, and each goal with pass/miss), and writes the raw results to
@@ -117,6 +123,7 @@ import { scale, scaleSections, type ScaleGroup, type ScaleRow } from './scale.js
 import { scenarios, scenariosSection, type Comparison } from './scenarios.js';
 import { searchIndexBench, searchIndexSections, type SearchIndexResult } from './search.js';
 import { validationBench, validationSection, type ValidationResult } from './validation.js';
+import { workersBench, workersSection, type WorkersRow } from './workers.js';
 import { wrkReads, wrkSections, type WrkResult } from './wrk-reads.js';
 import { runWaitersBench, type WaitersResult } from './waiters.js';
 
@@ -157,6 +164,7 @@ async function main(): Promise<void> {
     validation: ValidationResult | Failed | null;
     searchIndex: SearchIndexResult | Failed | null;
     wrk: WrkResult | Failed | null;
+    workers: WorkersRow[] | Failed | null;
     elapsedS?: number;
   } = {
     date: startedAt.toISOString(),
@@ -177,6 +185,7 @@ async function main(): Promise<void> {
     validation: null,
     searchIndex: null,
     wrk: null,
+    workers: null,
   };
   const g = opts.groups;
   log(`options: ${JSON.stringify(opts)}`);
@@ -187,6 +196,14 @@ async function main(): Promise<void> {
     } catch (err) {
       results.wrk = failed(err);
       log(`wrk: ${results.wrk.skipped}`);
+    }
+  }
+  if (g.workers) {
+    try {
+      results.workers = await workersBench();
+    } catch (err) {
+      results.workers = failed(err);
+      log(`workers: ${results.workers.skipped}`);
     }
   }
   if (g.scenarios) for (const n of opts.sizes) results.scenarios.push(...(await scenarios(n)));
@@ -311,6 +328,10 @@ async function main(): Promise<void> {
   if (results.wrk) {
     const r = results.wrk;
     sections.push(...('skipped' in r ? [skippedSection('HTTP reads under wrk', r)] : wrkSections(r)));
+  }
+  if (results.workers) {
+    const r = results.workers;
+    sections.push('skipped' in r ? skippedSection('Every core under wrk', r) : workersSection(r));
   }
   if (results.scenarios.length > 0) sections.push(scenariosSection(results.scenarios));
   sections.push(...scaleSections(results.scale));

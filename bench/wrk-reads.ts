@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentTokens, bundle, toolName } from './data.js';
 import { measureSides, type Runner, type Side } from './measure.js';
-import { freePort } from './lib.js';
+import { freePort, rssMiB } from './lib.js';
 import { log, opts } from './options.js';
 import { connectProfiler, type Profiler } from './profiler.js';
 import { summariseProfile, profileTable, type ProfileSummary } from './profile-summary.js';
@@ -38,11 +38,26 @@ export interface WrkRow {
   ratioHeaders: number;
 }
 
+/** What the registry holds at one size: memory and the time a restart takes to answer. */
+export interface WrkSize {
+  n: number;
+  importMs: number;
+  /** VmRSS after the import, before the restart. */
+  rssAfterImportMiB: number;
+  /** A restart on the same database, from spawn to the first 200 of /healthz (it listens once the catalogue is loaded). */
+  startupMs: number;
+  /** VmRSS once the restarted registry answers, before any read. */
+  rssAfterStartMiB: number;
+  /** VmRSS after every row (views, pages and entries built and cached). */
+  rssAfterRowsMiB: number;
+}
+
 export interface WrkResult {
   generator: string;
   threads: number;
   connections: number;
   rows: WrkRow[];
+  sizes: WrkSize[];
   profiles: ProfileSummary[];
 }
 
@@ -70,6 +85,7 @@ export async function wrkReads(): Promise<WrkResult> {
     threads: opts.wrkThreads,
     connections: opts.wrkConnections,
     rows: [],
+    sizes: [],
     profiles: [],
   };
   for (const n of opts.wrkSizes) await atSize(n, result);
@@ -82,13 +98,30 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
   const inspectPort = await freePort();
   const ceilingInspectPort = await freePort();
   const extraArgs = opts.wrkProfile ? [`--inspect=127.0.0.1:${inspectPort}`] : [];
-  const registry = await startRegistry(dir, { RATE_LIMIT_MAX: '10000000' }, extraArgs);
+  const settings = { RATE_LIMIT_MAX: '10000000' };
+  let registry = await startRegistry(dir, settings, extraArgs);
   const ceilings: Awaited<ReturnType<typeof startCeiling>>[] = [];
   let profiler: Profiler | undefined;
   let ceilingProfiler: Profiler | undefined;
   try {
     const importMs = await importBundle(registry, bundle(n));
-    log(`wrk ${n}: imported ${n} tools in ${importMs.toFixed(0)} ms`);
+    const rssAfterImportMiB = rssMiB(registry.child.pid);
+    // The rows run on a registry started with the tools in its database, as a deployment's is.
+    await registry.child.stop();
+    registry = await startRegistry(dir, settings, extraArgs);
+    const size: WrkSize = {
+      n,
+      importMs,
+      rssAfterImportMiB,
+      startupMs: registry.startupMs,
+      rssAfterStartMiB: rssMiB(registry.child.pid),
+      rssAfterRowsMiB: NaN,
+    };
+    result.sizes.push(size);
+    log(
+      `wrk ${n}: imported ${n} tools in ${importMs.toFixed(0)} ms (RSS ${rssAfterImportMiB.toFixed(0)} MiB); ` +
+        `restarted, ready in ${size.startupMs.toFixed(0)} ms (RSS ${size.rssAfterStartMiB.toFixed(0)} MiB)`,
+    );
     const base = registry.base;
 
     // Every answer the rows ask for, captured once.
@@ -214,6 +247,8 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
       });
     }
 
+    size.rssAfterRowsMiB = rssMiB(registry.child.pid);
+
     if (opts.wrkProfile) {
       mkdirSync(opts.profileDir, { recursive: true });
       profiler = await connectProfiler(inspectPort);
@@ -294,6 +329,21 @@ export function wrkSections(r: WrkResult): Section[] {
       ...table(head, rows, 2, []),
     },
   ];
+  sections.push({
+    title:
+      'Memory and startup at each size of the wrk rows (VmRSS of the registry; startup = a restart on the database holding the tools, from spawn to the first 200 of /healthz)',
+    ...table(
+      ['tools', 'import ms', 'RSS after import MiB', 'startup ms', 'RSS at start MiB', 'RSS after the rows MiB'],
+      r.sizes.map((s) => [
+        f0(s.n),
+        f0(s.importMs),
+        f0(s.rssAfterImportMiB),
+        f0(s.startupMs),
+        f0(s.rssAfterStartMiB),
+        f0(s.rssAfterRowsMiB),
+      ]),
+    ),
+  });
   for (const p of r.profiles)
     sections.push({ title: `Profile: ${p.row} @${f0(p.n)} (${f0(p.requests)} requests; ${p.file})`, ...profileTable(p) });
   return sections;
