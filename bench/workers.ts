@@ -28,8 +28,8 @@ export interface WorkersRow {
   gain: number;
 }
 
-/** The registry's settings in both sides: those of the wrk rows (a budget the load cannot use up). */
-const SETTINGS = { RATE_LIMIT_MAX: '10000000' };
+/** The settings of both sides: those of the wrk rows (a budget the load cannot use up), and one PUBLIC_URL (the views carry URLs made from it, so the ports would tell their bytes apart). */
+const SETTINGS = { RATE_LIMIT_MAX: '10000000', PUBLIC_URL: 'http://registry.bench.invalid' };
 
 async function startWorkers(dir: string, workers: number): Promise<{ child: Child; base: string; startupMs: number }> {
   const port = await freePort();
@@ -94,7 +94,10 @@ export async function workersBench(): Promise<WorkersRow[]> {
     if (etag === undefined) throw new Error('GET / carries no ETag');
     // Both sides serve the same catalogue: the workers' view has the single process's ETag.
     const theirs = await capture(many.base, '/');
-    if (theirs.headers['etag'] !== etag) throw new Error('the workers do not serve the single process view');
+    if (theirs.headers['etag'] !== etag)
+      throw new Error(
+        `the workers do not serve the single process's view: ${theirs.status} ${theirs.headers['etag']} against ${view.status} ${etag}: ${theirs.body.toString().slice(0, 300)}`,
+      );
 
     const cases: { row: string; requests: WrkRequest[]; expectStatus: number }[] = [
       { row: `one tool by name (${lookups.length} names)`, requests: lookups.map((a) => ({ path: a.url })), expectStatus: 200 },
