@@ -20,6 +20,7 @@ import openapiPlugin from './plugins/openapi.js';
 import outboundPlugin from './plugins/outbound.js';
 import rateLimitPlugin from './plugins/rate-limit.js';
 import registryPlugin from './plugins/registry.js';
+import routeConfigPlugin from './plugins/route-config.js';
 import securityHeadersPlugin from './plugins/security-headers.js';
 import tracingPlugin, { type TracingHandle } from './plugins/tracing.js';
 import trustGraphConfigPlugin from './plugins/trustgraph-config.js';
@@ -86,7 +87,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.setSerializerCompiler(serializerCompiler);
   // Descriptors are JSON only; anything else is 415 rather than a confusing validation error.
   app.removeContentTypeParser('text/plain');
-  // First, so that every other hook runs inside the request's span.
+  // Before any hook that reads a route's config (src/http/plugins/route-config.ts).
+  await app.register(routeConfigPlugin);
+  // First of the hooks, so that every other hook runs inside the request's span.
   await app.register(tracingPlugin, { tracing: options.tracing });
   await app.register(securityHeadersPlugin, { config });
   await app.register(errorsPlugin, { resourceMetadataUrl: resourceMetadataUrl(config.resource) });

@@ -9,6 +9,7 @@ import { tokenRules, VERIFIED_TOKEN_CACHE_SIZE, type VerifiedToken } from '../..
 import { ANONYMOUS, requireScope, type Caller } from '../../model/caller.js';
 import { RegistryError } from '../../model/errors.js';
 import type { Config } from '../../config.js';
+import { routeConfig } from './route-config.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -181,8 +182,9 @@ export default fp<AuthPluginOptions>(
     app.addHook('onRequest', (request, _reply, done) => {
       request.caller = ANONYMOUS;
       const header = request.headers.authorization;
-      const queryToken = request.routeOptions.config.auth !== false && hasQueryToken(request);
-      if (request.routeOptions.config.auth === false || (header === undefined && !queryToken)) {
+      const checked = routeConfig(request).auth !== false;
+      const queryToken = checked && hasQueryToken(request);
+      if (!checked || (header === undefined && !queryToken)) {
         done();
         return;
       }
@@ -215,7 +217,7 @@ export default fp<AuthPluginOptions>(
     app.addHook('preParsing', (request, _reply, payload, done) => {
       try {
         if (request.authError !== null) throw request.authError;
-        const admin = request.routeOptions.config.admin;
+        const admin = routeConfig(request).admin;
         if (admin !== undefined) requireScope(request.caller, [config.adminScope], admin);
         done(null, payload);
       } catch (err) {
@@ -223,7 +225,7 @@ export default fp<AuthPluginOptions>(
       }
     });
   },
-  { name: 'auth' },
+  { name: 'auth', dependencies: ['route-config'] },
 );
 
 function hasQueryToken(request: FastifyRequest): boolean {

@@ -4,6 +4,7 @@ import type { Config } from '../../config.js';
 import { listenProblem } from '../../config/errors.js';
 import { addressOf, closeListener, listenForScrapes } from '../metrics/listener.js';
 import { RegistryMetrics } from '../metrics/registry-metrics.js';
+import { routeConfig } from './route-config.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -33,7 +34,7 @@ export default fp<{ config: Config }>(
     // Every answer passes here, 304 revalidations included: a callback-style hook, and an
     // observation in plain numbers (src/http/metrics/request-histogram.ts), not prom-client's.
     app.addHook('onResponse', (request, reply, done) => {
-      metrics.observeRequest(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+      metrics.observeRequest(request.method, routeConfig(request).url, reply.statusCode, reply.elapsedTime / 1000);
       done();
     });
 
@@ -59,5 +60,5 @@ export default fp<{ config: Config }>(
       metrics.close();
     });
   },
-  { name: 'metrics', dependencies: ['registry', 'auth', 'bridge'] },
+  { name: 'metrics', dependencies: ['registry', 'auth', 'bridge', 'route-config'] },
 );

@@ -4,6 +4,7 @@ import { LRUCache } from 'lru-cache';
 import type { Config } from '../../config.js';
 import { RegistryError } from '../../model/errors.js';
 import { callerKey } from '../caller-key.js';
+import { routeConfig } from './route-config.js';
 
 /** One caller's window: requests counted since it started. */
 interface Window {
@@ -52,12 +53,12 @@ export default fp<{ config: Config }>(
     const reads = { max, limit: String(max), suffix: '' };
     const writes = writeMax > 0 ? { max: writeMax, limit: String(writeMax), suffix: ':writes' } : { ...reads, suffix: ':writes' };
     const isWrite = (request: FastifyRequest) =>
-      request.routeOptions.config.admin !== undefined && request.method !== 'GET' && request.method !== 'HEAD';
+      request.method !== 'GET' && request.method !== 'HEAD' && routeConfig(request).admin !== undefined;
 
     app.decorateRequest('rateLimited', false);
     // Registered after auth's hook, so the caller is known; a callback-style hook, answered at once.
     app.addHook('onRequest', (request, reply, done) => {
-      if (request.rateLimited || request.routeOptions.config.rateLimit === false) {
+      if (request.rateLimited || routeConfig(request).rateLimit === false) {
         done();
         return;
       }
@@ -93,5 +94,5 @@ export default fp<{ config: Config }>(
       );
     });
   },
-  { name: 'rate-limit', dependencies: ['auth'] },
+  { name: 'rate-limit', dependencies: ['auth', 'route-config'] },
 );
