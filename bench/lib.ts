@@ -48,10 +48,10 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-/** Spawns `node [...nodeArgs] --import tsx <script> ...args` in the repository root. */
-export function spawnNode(script: string, args: string[], env: Record<string, string>, nodeArgs: string[] = []): Child {
+/** Spawns `node [...nodeArgs] --import tsx <script> ...args` in the repository root (or another checkout's). */
+export function spawnNode(script: string, args: string[], env: Record<string, string>, nodeArgs: string[] = [], root = REPO_ROOT): Child {
   const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...args], {
-    cwd: REPO_ROOT,
+    cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

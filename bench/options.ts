@@ -53,6 +53,7 @@ const { values } = parseArgs({
     'wrk-threads': { type: 'string' },
     'wrk-connections': { type: 'string' },
     'wrk-profile': { type: 'boolean', default: false },
+    'wrk-before': { type: 'string' },
     'workers-size': { type: 'string' },
     'workers-processes': { type: 'string' },
     'profile-dir': { type: 'string' },
@@ -120,6 +121,8 @@ export const opts = {
   wrkConnections: positive('wrk-connections', values['wrk-connections'], 32),
   /** Issue 33: each wrk row once more under the registry's CPU profiler, summarised per hook. */
   wrkProfile: values['wrk-profile'] === true,
+  /** Issue 33: another checkout (the code before a change) whose registry is a fourth side of every wrk row. */
+  wrkBefore: values['wrk-before'] ?? null,
   profileDir: values['profile-dir'] ?? '.cache/bench/profiles',
   /** Issue 33: catalogue size of the multi-process rows, and the registry workers sharing one port. */
   workersSize: positive('workers-size', values['workers-size'], 10_000),

@@ -33,6 +33,8 @@
  *   --wrk-threads=N         wrk's threads (default 2); --wrk-connections=N its connections (default 32)
  *   --workers-size=N        catalogue size of the workers rows (default 10000)
  *   --workers-processes=N   registry workers sharing one port in the workers rows (default 2)
+ *   --wrk-before=DIR        another checkout (say the code before a change, with node_modules) whose
+ *                           registry is measured as a fourth side of every wrk row, in the same runs
  *   --wrk-profile           also run each wrk row once under the registry's CPU profiler and print
  *                           where the microseconds go, hook by hook (profiles in --profile-dir,
  *                           default .cache/bench/profiles; bench/profile-summary.ts reads one again)

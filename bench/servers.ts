@@ -15,7 +15,13 @@ export interface Registry {
   dbDir: string;
 }
 
-export async function startRegistry(dbDir: string, extraEnv: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Registry> {
+/** The registry of this checkout, or of `root` (another checkout, e.g. the code before a change: `--wrk-before`). */
+export async function startRegistry(
+  dbDir: string,
+  extraEnv: Record<string, string> = {},
+  nodeArgs: string[] = [],
+  root?: string,
+): Promise<Registry> {
   const port = await freePort();
   const since = performance.now();
   const child = spawnNode(
@@ -32,6 +38,7 @@ export async function startRegistry(dbDir: string, extraEnv: Record<string, stri
       ...extraEnv,
     },
     nodeArgs,
+    root,
   );
   const base = `http://127.0.0.1:${port}`;
   const startupMs = await waitHttpOk(`${base}/healthz`, child, since);

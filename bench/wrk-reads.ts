@@ -12,7 +12,7 @@
  * profiler (over the inspector protocol, started and stopped around the row), and the profile
  * summarised per hook and handler (bench/profile-summary.ts).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentTokens, bundle, toolName } from './data.js';
@@ -22,7 +22,17 @@ import { log, opts } from './options.js';
 import { connectProfiler, type Profiler } from './profiler.js';
 import { summariseProfile, profileTable, type ProfileSummary } from './profile-summary.js';
 import { f0, f1, f2, pct, table, type Section } from './report.js';
-import { capture, captureAll, checkCeiling, exactSpec, importBundle, startCeiling, startRegistry, type Captured } from './servers.js';
+import {
+  capture,
+  captureAll,
+  checkCeiling,
+  exactSpec,
+  importBundle,
+  startCeiling,
+  startRegistry,
+  type Captured,
+  type Registry,
+} from './servers.js';
 import { wrkLoad, wrkMissing, type WrkRequest } from './wrk.js';
 
 export interface WrkRow {
@@ -36,6 +46,8 @@ export interface WrkRow {
   headers: Side;
   ratioBare: number;
   ratioHeaders: number;
+  /** With --wrk-before: the other checkout's registry, measured in the same runs. */
+  before?: Side;
 }
 
 /** What the registry holds at one size: memory and the time a restart takes to answer. */
@@ -98,8 +110,11 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
   const inspectPort = await freePort();
   const ceilingInspectPort = await freePort();
   const extraArgs = opts.wrkProfile ? [`--inspect=127.0.0.1:${inspectPort}`] : [];
-  const settings = { RATE_LIMIT_MAX: '10000000' };
+  // One PUBLIC_URL for every registry: the views carry URLs made from it, and --wrk-before's
+  // registry must serve the same bytes (and ETags) on its own port.
+  const settings = { RATE_LIMIT_MAX: '10000000', PUBLIC_URL: 'http://registry.bench.invalid' };
   let registry = await startRegistry(dir, settings, extraArgs);
+  let before: Registry | undefined;
   const ceilings: Awaited<ReturnType<typeof startCeiling>>[] = [];
   let profiler: Profiler | undefined;
   let ceilingProfiler: Profiler | undefined;
@@ -108,6 +123,13 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
     const rssAfterImportMiB = rssMiB(registry.child.pid);
     // The rows run on a registry started with the tools in its database, as a deployment's is.
     await registry.child.stop();
+    // --wrk-before's registry gets a copy of that database: the same tools, written at the same
+    // times, so the same bytes and ETags.
+    const beforeDir = join(dir, 'before');
+    if (opts.wrkBefore !== null) {
+      mkdirSync(beforeDir);
+      for (const file of readdirSync(dir)) if (file.startsWith('registry.db')) copyFileSync(join(dir, file), join(beforeDir, file));
+    }
     registry = await startRegistry(dir, settings, extraArgs);
     const size: WrkSize = {
       n,
@@ -123,6 +145,10 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
         `restarted, ready in ${size.startupMs.toFixed(0)} ms (RSS ${size.rssAfterStartMiB.toFixed(0)} MiB)`,
     );
     const base = registry.base;
+    if (opts.wrkBefore !== null) {
+      before = await startRegistry(beforeDir, settings, [], opts.wrkBefore);
+      log(`wrk ${n}: the registry of ${opts.wrkBefore} ready in ${before.startupMs.toFixed(0)} ms`);
+    }
 
     // Every answer the rows ask for, captured once.
     const tokens = agentTokens().map((t) => `Bearer ${t}`);
@@ -143,6 +169,14 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
     for (const a of [anonymous, ...bearer, first, later]) if (a.status !== 200) throw new Error(`GET ${a.url} answered ${a.status}`);
     const etag = anonymous.headers['etag'];
     if (etag === undefined) throw new Error('GET / carries no ETag');
+    if (before !== undefined) {
+      // The same requests go to both registries, If-None-Match tags included.
+      for (const a of [anonymous, first, ...lookups.slice(0, 3)]) {
+        const theirs = await capture(before.base, a.url);
+        if (!theirs.body.equals(a.body) || theirs.headers['etag'] !== a.headers['etag'])
+          throw new Error(`--wrk-before: ${opts.wrkBefore} does not answer ${a.url} as this checkout does`);
+      }
+    }
 
     const ceilingOf = async (name: string, keep: (a: Captured) => Captured, nodeArgs: string[] = []) => {
       const views = [anonymous, ...bearer].map((a, i) => {
@@ -227,10 +261,11 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
           dir,
         });
     for (const c of cases) {
-      const [r, b, h] = await measureSides(`wrk ${c.row} @${n}`, [
+      const [r, b, h, was] = await measureSides(`wrk ${c.row} @${n}`, [
         ['registry', runner(base, registry.child.pid, c)],
         ['bare ceiling', runner(bare.base, bare.child.pid, c)],
         ['headers ceiling', runner(headers.base, headers.child.pid, c)],
+        ...(before === undefined ? [] : [['before', runner(before.base, before.child.pid, c)] as const]),
       ]);
       if (!r || !b || !h) throw new Error('wrk: missing side');
       if (r.errors > 0) log(`wrk ${c.row} @${n}: the registry gave ${r.errors} unexpected answers`);
@@ -244,6 +279,7 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
         headers: h,
         ratioBare: r.rps / b.rps,
         ratioHeaders: r.rps / h.rps,
+        ...(was !== undefined && { before: was }),
       });
     }
 
@@ -273,12 +309,14 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
     await profiler?.close();
     await ceilingProfiler?.close();
     for (const c of ceilings) await c.child.stop();
+    await before?.child.stop();
     await registry.child.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 export function wrkSections(r: WrkResult): Section[] {
+  const withBefore = r.rows.some((w) => w.before !== undefined);
   const head = [
     'read',
     'tools',
@@ -298,6 +336,7 @@ export function wrkSections(r: WrkResult): Section[] {
     'CPU us/req',
     'ratio',
     'CPU ratio',
+    ...(withBefore ? ['before req/s', 'before CPU us/req', 'req/s vs before', 'CPU us/req vs before'] : []),
   ];
   const rows = r.rows.map((w) => [
     w.row,
@@ -320,12 +359,21 @@ export function wrkSections(r: WrkResult): Section[] {
     // What a request costs the headers ceiling over what it costs the registry: the ratio the
     // rates would have with a core each, less moved by other work on the machine than the rates.
     pct(w.headers.cpuUsPerReq / w.registry.cpuUsPerReq),
+    ...(withBefore
+      ? [
+          f0(w.before?.rps),
+          f1(w.before?.cpuUsPerReq),
+          pct(w.before && w.registry.rps / w.before.rps),
+          pct(w.before && w.registry.cpuUsPerReq / w.before.cpuUsPerReq),
+        ]
+      : []),
   ]);
   const sections: Section[] = [
     {
       title:
         `HTTP reads under ${r.generator}, -t${r.threads} -c${r.connections} (issue 33; median of ${opts.runs} x ${opts.durationS} s, interleaved; ` +
-        `ratios to a bare Fastify serving the same bytes with Content-Type and ETag, and to one sending every header the registry sent; CPU from /proc, "cores" = CPU seconds per second; "CPU ratio" = the headers ceiling's CPU per request over the registry's)`,
+        `ratios to a bare Fastify serving the same bytes with Content-Type and ETag, and to one sending every header the registry sent; CPU from /proc, "cores" = CPU seconds per second; "CPU ratio" = the headers ceiling's CPU per request over the registry's` +
+        `${withBefore ? `; "before" = the registry of ${opts.wrkBefore ?? '--wrk-before'}, a fourth side of the same runs, and this checkout's rate and CPU per request over its` : ''})`,
       ...table(head, rows, 2, []),
     },
   ];
