@@ -106,8 +106,10 @@ export async function wrkReads(): Promise<WrkResult> {
 
 async function atSize(n: number, result: WrkResult): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'tool-registry-bench-wrk-'));
-  // Profiled: the registry and the headers ceiling, each under the same sampling profiler.
+  // Profiled: the registry, the headers ceiling and --wrk-before's registry, each under the same
+  // sampling profiler (and each started with --inspect, so that neither registry has a flag the other lacks).
   const inspectPort = await freePort();
+  const beforeInspectPort = await freePort();
   const ceilingInspectPort = await freePort();
   const extraArgs = opts.wrkProfile ? [`--inspect=127.0.0.1:${inspectPort}`] : [];
   // One PUBLIC_URL for every registry: the views carry URLs made from it, and --wrk-before's
@@ -118,6 +120,7 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
   const ceilings: Awaited<ReturnType<typeof startCeiling>>[] = [];
   let profiler: Profiler | undefined;
   let ceilingProfiler: Profiler | undefined;
+  let beforeProfiler: Profiler | undefined;
   try {
     const importMs = await importBundle(registry, bundle(n));
     const rssAfterImportMiB = rssMiB(registry.child.pid);
@@ -146,7 +149,12 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
     );
     const base = registry.base;
     if (opts.wrkBefore !== null) {
-      before = await startRegistry(beforeDir, settings, [], opts.wrkBefore);
+      before = await startRegistry(
+        beforeDir,
+        settings,
+        opts.wrkProfile ? [`--inspect=127.0.0.1:${beforeInspectPort}`] : [],
+        opts.wrkBefore,
+      );
       log(`wrk ${n}: the registry of ${opts.wrkBefore} ready in ${before.startupMs.toFixed(0)} ms`);
     }
 
@@ -289,10 +297,14 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
       mkdirSync(opts.profileDir, { recursive: true });
       profiler = await connectProfiler(inspectPort);
       ceilingProfiler = await connectProfiler(ceilingInspectPort);
-      const sides = [
+      if (before !== undefined) beforeProfiler = await connectProfiler(beforeInspectPort);
+      const sides: [string, Profiler, string, number][] = [
         ['registry', profiler, base, registry.child.pid],
         ['headers ceiling', ceilingProfiler, headers.base, headers.child.pid],
-      ] as const;
+        ...(before !== undefined && beforeProfiler !== undefined
+          ? [['before', beforeProfiler, before.base, before.child.pid] as [string, Profiler, string, number]]
+          : []),
+      ];
       for (const c of cases) {
         for (const [server, p, target, pid] of sides) {
           await p.start();
@@ -308,6 +320,7 @@ async function atSize(n: number, result: WrkResult): Promise<void> {
   } finally {
     await profiler?.close();
     await ceilingProfiler?.close();
+    await beforeProfiler?.close();
     for (const c of ceilings) await c.child.stop();
     await before?.child.stop();
     await registry.child.stop();
