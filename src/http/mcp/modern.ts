@@ -110,7 +110,7 @@ const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9
  * UTF-8 of its Base64 payload, anything else is itself. Undefined for a payload that is not
  * canonical Base64 or not UTF-8, which then matches no body value.
  */
-export function decodeHeaderValue(value: string): string | undefined {
+function decodeHeaderValue(value: string): string | undefined {
   const payload = BASE64_SENTINEL.exec(value)?.[1];
   if (payload === undefined) return value;
   if (!CANONICAL_BASE64.test(payload)) return undefined;
