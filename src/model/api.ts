@@ -593,5 +593,16 @@ export const McpHeadersSchema = z.object({
     .describe(
       'The protocol revision agreed at `initialize`, e.g. `2025-11-25`; at `2026-07-28`, the one the request names in its `_meta`.',
     ),
-  'mcp-method': z.string().max(200).optional().describe("Revision 2026-07-28: the request's `method`, which it must equal."),
+  'mcp-method': z
+    .string()
+    .max(200)
+    .optional()
+    .describe("Revision 2026-07-28, required there: the request's `method`, which it must equal."),
+  'mcp-name': z
+    .string()
+    .max(1000)
+    .optional()
+    .describe(
+      'Revision 2026-07-28, required for `tools/call`: `params.name`, which it must equal (as `=?base64?...?=` where the name is not plain ASCII).',
+    ),
 });

@@ -87,6 +87,11 @@ export class RegistryError extends Error {
   readonly challenge: BearerChallenge | undefined;
   /** Seconds after which a retry may succeed (overload, a busy database, an unreachable bus). */
   readonly retryAfterS: number | undefined;
+  /**
+   * The body (with `extra`'s JSON-RPC members) is the JSON-RPC answer to a request of a protocol
+   * whose transport allows only `application/json` for it (MCP 2026-07-28).
+   */
+  readonly rpcAnswer: boolean;
 
   constructor(
     code: ErrorCode,
@@ -96,6 +101,7 @@ export class RegistryError extends Error {
       extra?: Record<string, unknown>;
       challenge?: BearerChallenge;
       retryAfterS?: number;
+      rpcAnswer?: boolean;
       cause?: unknown;
     } = {},
   ) {
@@ -107,5 +113,6 @@ export class RegistryError extends Error {
     this.extra = options.extra;
     this.challenge = options.challenge;
     this.retryAfterS = options.retryAfterS;
+    this.rpcAnswer = options.rpcAnswer ?? false;
   }
 }

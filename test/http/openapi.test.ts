@@ -590,7 +590,15 @@ describe('the OpenAPI document', () => {
           // 304, and the MCP transport's 202 (a notification taken) and 204 (a session ended).
           if (['202', '204', '304'].includes(status)) expect(content, `${op} ${status} has no body`).toBeUndefined();
           else expect(Object.keys(content ?? {}).length, `${op} ${status} has a body schema`).toBeGreaterThan(0);
-          if (Number(status) >= 400) expect(Object.keys(content ?? {}), `${op} ${status}`).toEqual(['application/problem+json']);
+          if (Number(status) < 400) continue;
+          const types = Object.keys(content ?? {});
+          // POST /mcp's refusals at MCP 2026-07-28: the same problem body, in the application/json
+          // that revision's transport requires of an answer to a request (src/http/mcp/openapi.ts).
+          if (op === 'POST /mcp' && types.includes('application/json')) {
+            expect(types, `${op} ${status}`).toEqual(['application/problem+json', 'application/json']);
+            const schemaOf = (type: string) => (content?.[type] as Json | undefined)?.['schema'];
+            expect(schemaOf('application/json'), `${op} ${status}`).toEqual(schemaOf('application/problem+json'));
+          } else expect(types, `${op} ${status}`).toEqual(['application/problem+json']);
         }
       }
     });
@@ -1381,6 +1389,24 @@ describe('the OpenAPI document', () => {
     await listening.until((text) => text.includes('notifications/subscriptions/acknowledged'));
     expectDocumented(document, '/mcp', 'post', listening.answer());
     listening.close();
+    // The revision's refusals: JSON-RPC answers in application/json (a _meta without the client's
+    // capabilities, a missing Mcp-Method, and ping, which the revision removed).
+    const modern = { ...agent, ...mcpBase, 'mcp-protocol-version': '2026-07-28' };
+    const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    for (const [headers, params, method, status] of [
+      [
+        { ...modern, 'mcp-method': 'tools/list' },
+        { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } },
+        'tools/list',
+        400,
+      ],
+      [modern, { _meta: envelope }, 'tools/list', 400],
+      [{ ...modern, 'mcp-method': 'ping' }, { _meta: envelope }, 'ping', 404],
+    ] as const) {
+      const refused = await call('/mcp', { method: 'POST', url: '/mcp', headers, payload: { jsonrpc: '2.0', id: 'r', method, params } });
+      expect(refused.res.statusCode, refused.res.body).toBe(status);
+      expect(refused.res.headers['content-type']).toMatch(/^application\/json/);
+    }
     const { 'content-type': _bodyless, ...sessionHeaders } = session;
     expect((await call('/mcp', { method: 'DELETE', url: '/mcp', headers: sessionHeaders })).res.statusCode).toBe(204);
     expect(

@@ -1,6 +1,7 @@
 /**
  * Issue 31, "Conformance in CI": the official MCP conformance suite
- * (`@modelcontextprotocol/conformance`, pinned below) runs its server scenarios against a real
+ * (`@modelcontextprotocol/conformance`, pinned below twice: the release for the revisions up to
+ * 2025-11-25, and the 0.2.0 pre-release for 2026-07-28) runs its server scenarios against a real
  * registry: `tool-registry serve` in a child process on a SQLite file, with an upstream MCP server
  * (the SDK's, test/helpers/mcp-upstream.ts) registered through `PUT /mcp-servers/{id}` that
  * backs the tools the scenarios call (`test_simple_text`, `test_image_content`, ...). Every
@@ -35,6 +36,9 @@ const run = promisify(execFile);
 
 /** The suite's version: newest release on npm when this was written (0.2.0 was still alpha). */
 const CONFORMANCE = '@modelcontextprotocol/conformance@0.1.16';
+/** The pre-release with revision 2026-07-28's scenarios, run at that revision only. */
+const CONFORMANCE_2026 = '@modelcontextprotocol/conformance@0.2.0-alpha.12';
+const REVISION_2026 = '2026-07-28';
 /** The Node fetched when this one is older than the suite needs (scripts/node.sh). */
 const NODE_FOR_SUITE = '26.12.1';
 const NPM_CACHE = join(REPO_ROOT, '.cache', 'npm');
@@ -87,14 +91,136 @@ const NOT_APPLICABLE = new Map<string, string>([
   ['prompts-get-with-image', NO_PROMPTS],
 ]);
 
+/** The pre-release's scenarios of revision 2026-07-28 that apply to a server offering tools: each must pass. */
+const APPLICABLE_2026 = [
+  'server-stateless',
+  'http-header-validation',
+  'caching',
+  'tools-list',
+  'tools-call-simple-text',
+  'tools-call-image',
+  'tools-call-audio',
+  'tools-call-embedded-resource',
+  'tools-call-mixed-content',
+  'tools-call-error',
+  'tools-call-with-progress',
+  'json-schema-2020-12',
+  'server-sse-multiple-streams',
+  'dns-rebinding-protection',
+] as const;
+
+const NO_INPUT_REQUESTS =
+  "the registry asks its clients for nothing: no input_required results (an upstream tool's sampling, elicitation and roots requests are not relayed)";
+/** Its other 2026-07-28 server scenarios, and why they do not apply. */
+const NOT_APPLICABLE_2026 = new Map<string, string>([
+  ['completion-complete', 'the registry offers no completions (it has no prompts or resource templates to complete)'],
+  ['resources-list', NO_RESOURCES],
+  ['resources-read-text', NO_RESOURCES],
+  ['resources-read-binary', NO_RESOURCES],
+  ['resources-templates-read', NO_RESOURCES],
+  ['sep-2164-resource-not-found', NO_RESOURCES],
+  ['prompts-list', NO_PROMPTS],
+  ['prompts-get-simple', NO_PROMPTS],
+  ['prompts-get-with-args', NO_PROMPTS],
+  ['prompts-get-embedded-resource', NO_PROMPTS],
+  ['prompts-get-with-image', NO_PROMPTS],
+  [
+    'http-custom-header-server-validation',
+    "needs a tool whose inputSchema has x-mcp-header annotations; the registry passes an upstream's schema through but validates no Mcp-Param-* headers (optional for servers)",
+  ],
+  ['input-required-result-basic-elicitation', NO_INPUT_REQUESTS],
+  ['input-required-result-basic-sampling', NO_INPUT_REQUESTS],
+  ['input-required-result-basic-list-roots', NO_INPUT_REQUESTS],
+  ['input-required-result-request-state', NO_INPUT_REQUESTS],
+  ['input-required-result-multiple-input-requests', NO_INPUT_REQUESTS],
+  ['input-required-result-multi-round', NO_INPUT_REQUESTS],
+  ['input-required-result-missing-input-response', NO_INPUT_REQUESTS],
+  ['input-required-result-non-tool-request', NO_INPUT_REQUESTS],
+  ['input-required-result-result-type', NO_INPUT_REQUESTS],
+  ['input-required-result-unsupported-methods', NO_INPUT_REQUESTS],
+  ['input-required-result-tampered-state', NO_INPUT_REQUESTS],
+  ['input-required-result-capability-check', NO_INPUT_REQUESTS],
+  ['input-required-result-ignore-extra-params', NO_INPUT_REQUESTS],
+  ['input-required-result-validate-input', NO_INPUT_REQUESTS],
+]);
+
+const NEEDS_DIAGNOSTIC_TOOL = (tool: string, what: string) =>
+  `calls the suite's diagnostic tool ${tool} (${what}), which a registry of real tools does not have`;
+/**
+ * Checks of applicable 2026-07-28 scenarios that cannot pass here (`scenario / check id`), and
+ * why: each is printed when it fails, and every other check must not fail.
+ */
+const NOT_APPLICABLE_CHECKS_2026 = new Map<string, string>([
+  [
+    'server-stateless / sep-2575-server-rejects-undeclared-capability',
+    NEEDS_DIAGNOSTIC_TOOL(
+      'test_missing_capability',
+      'one that needs the client to declare sampling; no registry tool needs a client capability',
+    ),
+  ],
+  ['server-stateless / sep-2575-missing-capability-http-400', NEEDS_DIAGNOSTIC_TOOL('test_missing_capability', 'as above')],
+  [
+    'server-stateless / sep-2575-http-server-no-independent-requests-on-stream',
+    NEEDS_DIAGNOSTIC_TOOL('test_streaming_elicitation', 'one that elicits; the registry sends its clients no requests'),
+  ],
+  [
+    'server-stateless / sep-2575-server-no-log-without-loglevel',
+    NEEDS_DIAGNOSTIC_TOOL('test_logging_tool', 'one that logs; the registry offers no logging'),
+  ],
+  [
+    'json-schema-2020-12 / sep-2106-anchor-keyword-preserved',
+    "the registry refuses $anchor in a tool's schema (references are local JSON pointers only, and one Ajv instance holds every tool's schema, where two tools' anchors would clash), so the fixture has none: a registered tool never has one to keep",
+  ],
+  [
+    'caching / sep-2549-prompts-list-caching-hints',
+    'prompts/list is answered 404 with -32601, as the revision says for a method not offered (the registry has no prompts)',
+  ],
+  [
+    'caching / sep-2549-resources-list-caching-hints',
+    'resources/list is answered 404 with -32601, as the revision says for a method not offered (the registry has no resources)',
+  ],
+  [
+    'caching / sep-2549-resources-templates-list-caching-hints',
+    'resources/templates/list is answered 404 with -32601, as the revision says for a method not offered (the registry has no resources)',
+  ],
+]);
+
 // What the scenarios' descriptions ask the server's tools to return (the suite checks the shapes).
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 const WAV = Buffer.from('RIFF$\u0000\u0000\u0000WAVEfmt ').toString('base64');
 const NO_ARGUMENTS = { type: 'object' as const };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * What `test_trigger_tool_change` writes to: the registry's address and an admin token, set once
+ * it runs. The pre-release's server-stateless calls it with a `subscriptions/listen` stream open.
+ */
+const writer = { url: '', token: '', changes: 0 };
+
 /** Served as `test_<name>` (the MCP server `test`, prefix `test_`). */
 const TEST_TOOLS: UpstreamToolDef[] = [
+  {
+    tool: {
+      name: 'trigger_tool_change',
+      description: 'Registers one more tool (a write an operator would make).',
+      inputSchema: NO_ARGUMENTS,
+    },
+    handler: async () => {
+      writer.changes += 1;
+      const res = await fetch(`${writer.url}/tools/register`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${writer.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: `changed_${writer.changes}`,
+          endpoint: '/changed',
+          description: 'A tool registered by test_trigger_tool_change',
+          host: '127.0.0.1',
+          port: 9,
+        }),
+      });
+      return { content: [{ type: 'text', text: `registered changed_${writer.changes}: ${res.status}` }], isError: res.status !== 201 };
+    },
+  },
   {
     tool: { name: 'simple_text', description: 'Returns simple text.', inputSchema: NO_ARGUMENTS },
     handler: () => ({ content: [{ type: 'text', text: 'This is a simple text response for testing.' }] }),
@@ -154,11 +280,25 @@ const SCHEMA_TOOLS: UpstreamToolDef[] = [
     tool: {
       name: 'tool',
       description: 'Tool with JSON Schema 2020-12 features',
+      // The pre-release's (SEP-2106 adds allOf/anyOf, if/then/else and $anchor to the release's),
+      // but for its `$anchor: "addressDef"` in $defs.address: the registry refuses anchors in a
+      // tool's schema (src/json-schema/dialects.ts REFUSED_KEYWORDS), so the upstream's tool would
+      // not be accepted at all. NOT_APPLICABLE_CHECKS_2026 says so for the one check it fails.
       inputSchema: {
         $schema: 'https://json-schema.org/draft/2020-12/schema',
         type: 'object',
         $defs: { address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
-        properties: { name: { type: 'string' }, address: { $ref: '#/$defs/address' } },
+        properties: {
+          name: { type: 'string' },
+          address: { $ref: '#/$defs/address' },
+          contactMethod: { type: 'string', enum: ['phone', 'email'] },
+          phone: { type: 'string' },
+          email: { type: 'string' },
+        },
+        allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+        if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+        then: { required: ['phone'] },
+        else: { required: ['email'] },
         additionalProperties: false,
       },
     },
@@ -173,9 +313,9 @@ async function nodeForSuite(): Promise<string> {
   return join(stdout.trim(), 'bin');
 }
 
-/** Runs the suite's CLI under that Node (npx from this machine's npm, the package cached in .cache/npm). */
-function conformance(nodeBin: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
-  return run('npx', ['--yes', CONFORMANCE, ...args], {
+/** Runs a suite's CLI under that Node (npx from this machine's npm, the package cached in .cache/npm). */
+function conformance(nodeBin: string, args: string[], suite = CONFORMANCE): Promise<{ stdout: string; stderr: string }> {
+  return run('npx', ['--yes', suite, ...args], {
     cwd: REPO_ROOT,
     env: {
       ...process.env,
@@ -228,6 +368,7 @@ async function bearerProxy(): Promise<BearerProxy> {
 
 interface Check {
   id: string;
+  name?: string;
   status: string;
   errorMessage?: string;
 }
@@ -243,14 +384,38 @@ function readResults(dir: string): Map<string, Check[]> {
   return results;
 }
 
-/** One line per check that is not a success, for a failure message that says what broke. */
-function describeProblems(results: Map<string, Check[]>, scenarios: readonly string[]): string[] {
+/**
+ * One line per check that is not a success, for a failure message that says what broke; a check
+ * in `notApplicable` (`scenario / check id`) is left out.
+ */
+function describeProblems(
+  results: Map<string, Check[]>,
+  scenarios: readonly string[],
+  notApplicable: ReadonlyMap<string, string> = new Map(),
+): string[] {
   return scenarios.flatMap((scenario) => {
     const checks = results.get(scenario);
     if (checks === undefined) return [`${scenario}: the suite reported nothing`];
     if (!checks.some((c) => c.status === 'SUCCESS')) return [`${scenario}: no check passed (${checks.map((c) => c.status).join(', ')})`];
-    return checks.filter((c) => c.status === 'FAILURE').map((c) => `${scenario} / ${c.id}: ${c.errorMessage ?? 'FAILURE'}`);
+    return checks
+      .filter((c) => c.status === 'FAILURE' && !notApplicable.has(`${scenario} / ${c.id}`))
+      .map((c) => `${scenario} / ${c.id}${c.name === undefined ? '' : ` (${c.name})`}: ${c.errorMessage ?? 'FAILURE'}`);
   });
+}
+
+/** Prints a run's warnings, and its failing checks that do not apply here with the reason. */
+function printNotes(results: Map<string, Check[]>, notApplicable: ReadonlyMap<string, string> = new Map()): void {
+  const warnings = [...results].flatMap(([scenario, checks]) =>
+    checks.filter((c) => c.status === 'WARNING').map((c) => `${scenario} / ${c.id}: ${c.errorMessage ?? 'WARNING'}`),
+  );
+  if (warnings.length > 0) console.warn(`conformance warnings:\n  ${warnings.join('\n  ')}`);
+  const expected = [...results].flatMap(([scenario, checks]) =>
+    checks.flatMap((c) => {
+      const reason = c.status === 'FAILURE' ? notApplicable.get(`${scenario} / ${c.id}`) : undefined;
+      return reason === undefined ? [] : [`${scenario} / ${c.id}: ${reason}`];
+    }),
+  );
+  if (expected.length > 0) console.warn(`conformance checks that do not apply here (failed, as expected):\n  ${expected.join('\n  ')}`);
 }
 
 describe('the official MCP conformance suite against a real registry (issue 31)', () => {
@@ -264,6 +429,7 @@ describe('the official MCP conformance suite against a real registry (issue 31)'
     try {
       const bin = await nodeForSuite();
       await conformance(bin, ['--version']);
+      await conformance(bin, ['--version'], CONFORMANCE_2026);
       nodeBin = bin;
     } catch (err) {
       // On a fresh clone CI has the npm registry; a machine without it skips.
@@ -283,6 +449,8 @@ describe('the official MCP conformance suite against a real registry (issue 31)'
     const server = await startServer({ env: { PUBLIC_URL: proxy.url, MCP_PROGRESS_INTERVAL_MS: '0' } });
     registry = server;
     const admin = await mintTokenWithCli(server.databasePath, ['registry:write'], 'operator');
+    writer.url = server.url;
+    writer.token = admin;
     const servers = [
       { id: 'test', url: tests.url, prefix: 'test_' },
       { id: 'json-schema', url: schemas.url, prefix: 'json_schema_2020_12_' },
@@ -357,12 +525,47 @@ describe('the official MCP conformance suite against a real registry (issue 31)'
       await conformance(nodeBin, ['server', '--url', url, '--scenario', scenario, '-o', out]).catch(() => undefined);
     }
     const results = readResults(out);
-    const warnings = [...results].flatMap(([scenario, checks]) =>
-      checks.filter((c) => c.status === 'WARNING').map((c) => `${scenario} / ${c.id}: ${c.errorMessage ?? 'WARNING'}`),
-    );
-    if (warnings.length > 0) console.warn(`conformance warnings:\n  ${warnings.join('\n  ')}`);
+    printNotes(results);
     expect(describeProblems(results, APPLICABLE), `conformance failures (results in ${out})`).toEqual([]);
     // Kept where something failed, for the checks' details.
+    rmSync(out, { recursive: true, force: true });
+  }, 300_000);
+
+  it(`knows every ${REVISION_2026} server scenario of the pinned pre-release: applicable, or not applicable with a reason`, async (ctx) => {
+    if (nodeBin === undefined) return ctx.skip(unavailable);
+    const { stdout } = await conformance(nodeBin, ['list', '--server'], CONFORMANCE_2026);
+    // `  - <scenario> [<revisions>]`; extensions (tasks, skills) are tagged `[extension]`, not the revision.
+    const listed = [...stdout.matchAll(/^\s+- (\S+) \[([^\]]*)\]/gm)]
+      .filter((m) => (m[2] ?? '').split(',').includes(REVISION_2026))
+      .map((m) => m[1] ?? '');
+    expect(listed.length).toBeGreaterThan(0);
+    const known = new Set<string>([...APPLICABLE_2026, ...NOT_APPLICABLE_2026.keys()]);
+    expect(
+      listed.filter((s) => !known.has(s)),
+      'scenarios to classify',
+    ).toEqual([]);
+    expect(
+      [...known].filter((s) => !listed.includes(s)),
+      'scenarios the pre-release no longer has',
+    ).toEqual([]);
+  });
+
+  it(`passes every applicable ${REVISION_2026} scenario of the pinned pre-release`, async (ctx) => {
+    if (nodeBin === undefined || proxy === undefined) return ctx.skip(unavailable);
+    const url = `${proxy.url}/mcp`;
+    const out = mkdtempSync(join(tmpdir(), 'mcp-conformance-2026-'));
+    // Each applicable scenario on its own, at the revision (the active suite would also run the
+    // input-required ones, which do not apply, each to its timeout).
+    for (const scenario of APPLICABLE_2026) {
+      await conformance(
+        nodeBin,
+        ['server', '--url', url, '--spec-version', REVISION_2026, '--scenario', scenario, '-o', out],
+        CONFORMANCE_2026,
+      ).catch(() => undefined);
+    }
+    const results = readResults(out);
+    printNotes(results, NOT_APPLICABLE_CHECKS_2026);
+    expect(describeProblems(results, APPLICABLE_2026, NOT_APPLICABLE_CHECKS_2026), `conformance failures (results in ${out})`).toEqual([]);
     rmSync(out, { recursive: true, force: true });
   }, 300_000);
 });

@@ -41,7 +41,14 @@ describe('MCP revision 2026-07-28 (issue 31)', () => {
   const post = async (
     method: string,
     params: Record<string, unknown> = {},
-    options: { token?: string; headers?: Record<string, string>; version?: string; id?: number } = {},
+    options: {
+      token?: string;
+      headers?: Record<string, string>;
+      version?: string;
+      id?: number;
+      /** In place of the revision's `_meta`: `{}` for none, or a `_meta` of the test's own. */
+      meta?: Record<string, unknown>;
+    } = {},
   ) => {
     const res = await t.app.inject({
       method: 'POST',
@@ -51,10 +58,17 @@ describe('MCP revision 2026-07-28 (issue 31)', () => {
         accept: 'application/json, text/event-stream',
         'mcp-protocol-version': REVISION,
         'mcp-method': method,
+        // As a conforming client mirrors it (the revision's "Standard Request Headers").
+        ...(method === 'tools/call' && typeof params['name'] === 'string' && { 'mcp-name': params['name'] }),
         ...(options.token !== undefined && bearer(options.token)),
         ...options.headers,
       },
-      payload: { jsonrpc: '2.0', id: options.id ?? 1, method, params: { ...params, _meta: meta(options.version) } },
+      payload: {
+        jsonrpc: '2.0',
+        id: options.id ?? 1,
+        method,
+        params: options.meta === undefined ? { ...params, _meta: meta(options.version) } : { ...params, ...options.meta },
+      },
     });
     return { res, rpc: res.body === '' ? undefined : rpcOf(res.headers['content-type'] as string | undefined, res.body) };
   };
@@ -155,11 +169,7 @@ describe('MCP revision 2026-07-28 (issue 31)', () => {
 
   it('calls a tool through the SDK, statelessly, with resultType; a hidden tool is unknown', async () => {
     const token = t.token(['alpha'], { sub: 'caller' });
-    const { res, rpc } = await post(
-      'tools/call',
-      { name: 'alpha_echo', arguments: { text: 'hi' } },
-      { token, headers: { 'mcp-name': 'alpha_echo' } },
-    );
+    const { res, rpc } = await post('tools/call', { name: 'alpha_echo', arguments: { text: 'hi' } }, { token });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.headers['mcp-session-id']).toBeUndefined();
     expect(rpc?.result).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'echo {"text":"hi"}' }] });
@@ -174,8 +184,87 @@ describe('MCP revision 2026-07-28 (issue 31)', () => {
     expect(hidden.rpc?.error).toEqual({ code: -32602, message: 'Unknown tool: alpha_echo' });
     const unknown = await post('tools/call', { name: 'no_such_tool', arguments: {} }, { token });
     expect(unknown.rpc?.error).toEqual({ code: -32602, message: 'Unknown tool: no_such_tool' });
-    const ping = await post('ping', {}, { id: 9 });
-    expect(ping.rpc).toMatchObject({ id: 9, result: {} });
+  });
+
+  /** A refusal of the revision: its status, and its body both the problem and the JSON-RPC error, in application/json. */
+  const expectRefused = (answer: Awaited<ReturnType<typeof post>>, status: number, code: number, id: number | string = 1) => {
+    expect(answer.res.statusCode, answer.res.body).toBe(status);
+    // The revision's transport answers a request with application/json or an event stream only.
+    expect(answer.res.headers['content-type']).toMatch(/^application\/json/);
+    const body = JSON.parse(answer.res.body) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      jsonrpc: '2.0',
+      id,
+      error: { code, message: expect.any(String) },
+      status,
+      code: expect.stringMatching(/^TR_ERR_/),
+    });
+    return String((body['error'] as { message: string }).message);
+  };
+
+  it('refuses a request whose _meta lacks the revision or the client capabilities: -32602, 400', async () => {
+    // basic/index, "Per-request protocol fields": both are required; a request without them is malformed.
+    expect(expectRefused(await post('server/discover', {}, { meta: {}, id: 101 }), 400, -32602, 101)).toContain(
+      'io.modelcontextprotocol/protocolVersion',
+    );
+    const { 'io.modelcontextprotocol/protocolVersion': _version, ...withoutVersion } = meta();
+    expect(expectRefused(await post('tools/list', {}, { meta: { _meta: withoutVersion } }), 400, -32602)).toContain(
+      'io.modelcontextprotocol/protocolVersion',
+    );
+    const { 'io.modelcontextprotocol/clientCapabilities': _capabilities, ...withoutCapabilities } = meta();
+    expect(expectRefused(await post('server/discover', {}, { meta: { _meta: withoutCapabilities } }), 400, -32602)).toContain(
+      'io.modelcontextprotocol/clientCapabilities',
+    );
+    const notObject = { _meta: { ...meta(), 'io.modelcontextprotocol/clientCapabilities': 'all' } };
+    expectRefused(await post('server/discover', {}, { meta: notObject }), 400, -32602);
+    // clientInfo is a SHOULD: a request without it is served.
+    const { 'io.modelcontextprotocol/clientInfo': _info, ...withoutInfo } = meta();
+    const served = await post('server/discover', {}, { meta: { _meta: withoutInfo } });
+    expect(served.res.statusCode, served.res.body).toBe(200);
+  });
+
+  it('refuses a missing Mcp-Method, and a missing or other Mcp-Name on tools/call: -32020, 400', async () => {
+    const token = t.token(['alpha'], { sub: 'header-caller' });
+    const call = { name: 'alpha_echo', arguments: { text: 'hi' } };
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': REVISION },
+      payload: { jsonrpc: '2.0', id: 7, method: 'tools/list', params: { _meta: meta() } },
+    });
+    expectRefused({ res, rpc: undefined }, 400, -32020, 7);
+    expect(res.body).toContain('Mcp-Method header is required');
+    // Values are case-sensitive.
+    expectRefused(await post('tools/list', {}, { headers: { 'mcp-method': 'TOOLS/LIST' } }), 400, -32020);
+    expect(expectRefused(await post('tools/call', call, { token, headers: { 'mcp-name': 'open_one' } }), 400, -32020)).toContain(
+      'Mcp-Name',
+    );
+    // Without Mcp-Name (the helper sends it for tools/call; an explicit empty one is "other").
+    const bare = await t.app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': REVISION,
+        'mcp-method': 'tools/call',
+        ...bearer(token),
+      },
+      payload: { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { ...call, _meta: meta() } },
+    });
+    expect(expectRefused({ res: bare, rpc: undefined }, 400, -32020, 8)).toContain('needs the Mcp-Name header');
+    // The Base64 sentinel is decoded before comparing; a malformed one matches nothing.
+    const encoded = `=?base64?${Buffer.from('alpha_echo').toString('base64')}?=`;
+    const decoded = await post('tools/call', call, { token, headers: { 'mcp-name': encoded } });
+    expect(decoded.res.statusCode, decoded.res.body).toBe(200);
+    expect(decoded.rpc?.result).toMatchObject({ resultType: 'complete' });
+    expectRefused(await post('tools/call', call, { token, headers: { 'mcp-name': '=?base64?YWxwaGFfZWNobw?=' } }), 400, -32020);
+  });
+
+  it('answers ping, which the revision removed, as a method not found: 404 with -32601', async () => {
+    // Changelog, major change 5: "Remove ping"; transports: an RPC method not implemented is 404 with -32601.
+    expectRefused(await post('ping', {}, { id: 9 }), 404, -32601, 9);
+    expectRefused(await post('logging/setLevel', { level: 'info' }, { id: 10 }), 404, -32601, 10);
   });
 
   it("refuses what the revision's transport rules refuse, with its JSON-RPC errors", async () => {
@@ -195,7 +284,7 @@ describe('MCP revision 2026-07-28 (issue 31)', () => {
     const unknown = await post('resources/list', {});
     expect(unknown.res.statusCode).toBe(404);
     expect(unknown.rpc?.error?.code).toBe(-32601);
-    expect(unknown.res.headers['content-type']).toContain('application/problem+json');
+    expect(unknown.res.headers['content-type']).toMatch(/^application\/json/);
     const cursor = await post('tools/list', { cursor: 'nope' });
     expect(cursor.rpc?.error).toEqual({ code: -32602, message: 'the cursor is not one this registry gave out' });
     const note = await t.app.inject({

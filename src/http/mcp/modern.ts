@@ -4,12 +4,15 @@
  * `params._meta` carries the protocol version (which must equal the `MCP-Protocol-Version`
  * header) and the client's capabilities. What is ours and what is the SDK's:
  *
- * - Ours (this file): telling a 2026-07-28 request from an older one, the header and `_meta`
- *   checks and their errors (`-32020` HeaderMismatch, `-32022` UnsupportedProtocolVersion, both
- *   400; `-32601` with 404 for methods not offered), `server/discover`, `tools/list` from the
+ * - Ours (this file): telling a 2026-07-28 request from an older one, the `_meta` and header
+ *   checks and their errors (`-32602` for a `_meta` without the protocol version or the client's
+ *   capabilities, `-32020` HeaderMismatch for `MCP-Protocol-Version`, `Mcp-Method` or `Mcp-Name`
+ *   missing or unequal to the body, `-32022` UnsupportedProtocolVersion, all 400; `-32601` with
+ *   404 for methods not offered, `ping` among them), each a JSON-RPC answer in `application/json`,
+ *   `server/discover`, `tools/list` from the
  *   page's precomputed bytes with the revision's `resultType`, `ttlMs` and `cacheScope`, and
  *   the checks of `subscriptions/listen`, whose stream is src/http/mcp/listen.ts.
- * - The SDK's: `tools/call` (and `ping`), run by a server and transport of the SDK made for the
+ * - The SDK's: `tools/call`, run by a server and transport of the SDK made for the
  *   one request, stateless (no session id), handed the request as revision 2025-11-25, the
  *   newest its transport knows; the call handler (server.ts) adds `resultType`. A call's answer
  *   is the same JSON-RPC result at both revisions but for that field.
@@ -40,13 +43,18 @@ export const MODERN_REVISION = '2026-07-28';
 const SERVED_REVISIONS: readonly string[] = [MODERN_REVISION, ...SUPPORTED_PROTOCOL_VERSIONS];
 
 const PROTOCOL_VERSION_META = 'io.modelcontextprotocol/protocolVersion';
+const CLIENT_CAPABILITIES_META = 'io.modelcontextprotocol/clientCapabilities';
 const SERVER_INFO_META = 'io.modelcontextprotocol/serverInfo';
 /** The revision's error codes (schema/2026-07-28/schema.ts). */
 const HEADER_MISMATCH = -32020;
 const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 
-/** Methods the SDK's server answers at this revision, through a stateless server of its own. */
-const SDK_METHODS: ReadonlySet<string> = new Set(['tools/call', 'ping']);
+/**
+ * Methods the SDK's server answers at this revision, through a stateless server of its own.
+ * Not `ping`, which the revision removed (changelog, major change 5): it is not found, as any
+ * method not offered.
+ */
+const SDK_METHODS: ReadonlySet<string> = new Set(['tools/call']);
 
 export interface ModernDeps {
   toolLists: McpToolLists;
@@ -58,14 +66,17 @@ export interface ModernDeps {
   instructions: string;
 }
 
-/** The version a request's `_meta` names, if it names one. */
-function metaVersion(body: unknown): unknown {
+/** A request's `params._meta`, if it is an object. */
+function metaOf(body: unknown): Record<string, unknown> | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const params = (body as { params?: unknown }).params;
   if (typeof params !== 'object' || params === null) return undefined;
   const meta = (params as { _meta?: unknown })._meta;
-  return typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)[PROTOCOL_VERSION_META] : undefined;
+  return typeof meta === 'object' && meta !== null && !Array.isArray(meta) ? (meta as Record<string, unknown>) : undefined;
 }
+
+/** The version a request's `_meta` names, if it names one. */
+const metaVersion = (body: unknown): unknown => metaOf(body)?.[PROTOCOL_VERSION_META];
 
 /**
  * Whether a POST is of the 2026-07-28 kind: its `MCP-Protocol-Version` says so, or it has no
@@ -79,27 +90,109 @@ export function isModernPost(headers: IncomingHttpHeaders, body: unknown): boole
 function refusal(code: 'TR_ERR_BAD_REQUEST' | 'TR_ERR_NOT_FOUND', rpcCode: number, message: string, id: RequestId | null, data?: unknown) {
   return new RegistryError(code, message, {
     extra: { jsonrpc: '2.0', error: { code: rpcCode, message, ...(data !== undefined && { data }) }, id },
+    // The revision's transport answers a request with application/json or an event stream only.
+    rpcAnswer: true,
   });
 }
 
+/** The request's parameter each method mirrors into `Mcp-Name` (the transport's "Standard Request Headers"). */
+const NAMED_BY: ReadonlyMap<string, string> = new Map([
+  ['tools/call', 'name'],
+  ['prompts/get', 'name'],
+  ['resources/read', 'uri'],
+]);
+
+const BASE64_SENTINEL = /^=\?base64\?(.*)\?=$/s;
+const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 /**
- * The request a 2026-07-28 POST holds, checked as the revision's transport rules say; throws
- * the refusal otherwise. Undefined for a notification (202, nothing to answer).
+ * A header value as the revision's "Value Encoding" says to read it: `=?base64?...?=` is the
+ * UTF-8 of its Base64 payload, anything else is itself. Undefined for a payload that is not
+ * canonical Base64 or not UTF-8, which then matches no body value.
+ */
+function decodeHeaderValue(value: string): string | undefined {
+  const payload = BASE64_SENTINEL.exec(value)?.[1];
+  if (payload === undefined) return value;
+  if (!CANONICAL_BASE64.test(payload)) return undefined;
+  const bytes = Buffer.from(payload, 'base64');
+  if (bytes.toString('base64') !== payload) return undefined;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+const quoted = (value: unknown) => (JSON.stringify(value ?? null) ?? 'null').slice(0, 100);
+
+/**
+ * The request a 2026-07-28 POST holds, checked as the revision says, first failure wins (the
+ * order the Python SDK's server uses): `_meta` with the protocol version and the client's
+ * capabilities (else `-32602`, basic/index "Per-request protocol fields"); the headers
+ * `MCP-Protocol-Version`, `Mcp-Method` and, for a method that names something, `Mcp-Name`,
+ * present and equal to the body (else `-32020`, transports "Server Validation"); a revision
+ * served (else `-32022`). All are 400. Undefined for a notification (202, nothing to answer).
  */
 export function modernRequest(headers: IncomingHttpHeaders, body: unknown): JSONRPCRequest | undefined {
   if (isJSONRPCNotification(body)) return undefined;
   if (!isJSONRPCRequest(body)) {
     throw refusal('TR_ERR_BAD_REQUEST', ErrorCode.InvalidRequest, `MCP ${MODERN_REVISION}: the body must be one JSON-RPC request`, null);
   }
+  const meta = metaOf(body);
+  const missing = [PROTOCOL_VERSION_META, CLIENT_CAPABILITIES_META].filter((key) => meta?.[key] === undefined);
+  if (missing.length > 0) {
+    throw refusal(
+      'TR_ERR_BAD_REQUEST',
+      ErrorCode.InvalidParams,
+      `${body.method.slice(0, 100)}: params._meta must carry ${missing.map((key) => `"${key}"`).join(' and ')} (MCP ${MODERN_REVISION} requests are self-contained)`,
+      body.id,
+    );
+  }
+  const capabilities = meta?.[CLIENT_CAPABILITIES_META];
+  if (typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) {
+    throw refusal(
+      'TR_ERR_BAD_REQUEST',
+      ErrorCode.InvalidParams,
+      `${body.method.slice(0, 100)}: params._meta["${CLIENT_CAPABILITIES_META}"] must be an object`,
+      body.id,
+    );
+  }
   const header = headers['mcp-protocol-version'];
-  const named = metaVersion(body);
+  const named = meta?.[PROTOCOL_VERSION_META];
   if (typeof header !== 'string' || named !== header) {
     throw refusal(
       'TR_ERR_BAD_REQUEST',
       HEADER_MISMATCH,
-      `the MCP-Protocol-Version header (${JSON.stringify(header ?? null).slice(0, 100)}) must equal params._meta["${PROTOCOL_VERSION_META}"] (${JSON.stringify(named ?? null).slice(0, 100)})`,
+      `Header mismatch: the MCP-Protocol-Version header (${quoted(header)}) must equal params._meta["${PROTOCOL_VERSION_META}"] (${quoted(named)})`,
       body.id,
     );
+  }
+  const method = headers['mcp-method'];
+  if (method !== body.method) {
+    throw refusal(
+      'TR_ERR_BAD_REQUEST',
+      HEADER_MISMATCH,
+      method === undefined
+        ? `Header mismatch: the Mcp-Method header is required, and must equal the request's method (${quoted(body.method)})`
+        : `Header mismatch: the Mcp-Method header (${quoted(method)}) must equal the request's method (${quoted(body.method)})`,
+      body.id,
+    );
+  }
+  const nameParam = NAMED_BY.get(body.method);
+  const bodyName = nameParam === undefined ? undefined : (body.params as Record<string, unknown> | undefined)?.[nameParam];
+  // A request without the name is the method's own -32602, answered as without the header.
+  if (bodyName !== undefined && bodyName !== null) {
+    const name = headers['mcp-name'];
+    if (typeof name !== 'string' || decodeHeaderValue(name) !== bodyName) {
+      throw refusal(
+        'TR_ERR_BAD_REQUEST',
+        HEADER_MISMATCH,
+        name === undefined
+          ? `Header mismatch: ${body.method} needs the Mcp-Name header, equal to params.${nameParam} (${quoted(bodyName)})`
+          : `Header mismatch: the Mcp-Name header (${quoted(name)}) must equal params.${nameParam} (${quoted(bodyName)})`,
+        body.id,
+      );
+    }
   }
   if (header !== MODERN_REVISION) {
     throw refusal(
@@ -108,15 +201,6 @@ export function modernRequest(headers: IncomingHttpHeaders, body: unknown): JSON
       `protocol version ${header.slice(0, 100)} is not supported here (supported: ${SERVED_REVISIONS.join(', ')})`,
       body.id,
       { supported: [...SERVED_REVISIONS], requested: header },
-    );
-  }
-  const method = headers['mcp-method'];
-  if (method !== undefined && method !== body.method) {
-    throw refusal(
-      'TR_ERR_BAD_REQUEST',
-      HEADER_MISMATCH,
-      `the Mcp-Method header (${JSON.stringify(method).slice(0, 100)}) must equal the request's method (${JSON.stringify(body.method).slice(0, 100)})`,
-      body.id,
     );
   }
   return body;
@@ -204,6 +288,7 @@ export function listenFilter(reply: FastifyReply, request: JSONRPCRequest, accep
     const message = `${LISTEN_METHOD} answers with an event stream: Accept must list text/event-stream`;
     throw new RegistryError('TR_ERR_NOT_ACCEPTABLE', message, {
       extra: { jsonrpc: '2.0', error: { code: ErrorCode.InvalidRequest, message }, id: request.id },
+      rpcAnswer: true,
     });
   }
   const parsed = SubscriptionsListenRequestSchema.safeParse(request);

@@ -1,6 +1,7 @@
 /** The OpenAPI side of `/mcp`: the description its operations share, its event stream, its refusals. */
 import { z } from 'zod';
-import { headers, problem, problems } from '../openapi/responses.js';
+import { PROBLEM_CONTENT_TYPE } from '../plugins/errors.js';
+import { headers, problem, problems, type HeaderDoc } from '../openapi/responses.js';
 
 export const DESCRIPTION = `The Model Context Protocol's Streamable HTTP transport, served by the official
 TypeScript SDK at its newest protocol revision (older revisions it supports are negotiated at
@@ -40,14 +41,19 @@ A request whose params its method does not take is answered \`-32602\` with what
 
 **Revision 2026-07-28.** A \`POST\` whose \`MCP-Protocol-Version\` is \`2026-07-28\` (or that
 has no session and names a revision in \`params._meta["io.modelcontextprotocol/protocolVersion"]\`)
-is of that revision: self-contained, no \`initialize\` and no session. The header and the
-\`_meta\` revision must be equal, and \`Mcp-Method\` (when sent) the method: else \`400\` with
-\`-32020\`; an unknown revision there is \`400\` with \`-32022\` and the revisions served.
+is of that revision: self-contained, no \`initialize\` and no session. Its \`params._meta\` must
+carry the revision and \`io.modelcontextprotocol/clientCapabilities\` (an object): else \`400\`
+with \`-32602\`. \`MCP-Protocol-Version\` must equal the \`_meta\` revision, \`Mcp-Method\` the
+method, and, for \`tools/call\`, \`Mcp-Name\` the tool's name (\`=?base64?...?=\` decoded), each
+present: else \`400\` with \`-32020\`; an unknown revision there is \`400\` with \`-32022\` and
+the revisions served. These refusals, and every other of a JSON-RPC error at this revision, are
+the problem body with the JSON-RPC members, in \`application/json\` (the revision's transport
+answers a request with that or an event stream only).
 \`server/discover\` answers the revisions served, the capabilities and the server; \`tools/list\`
 carries \`resultType\`, \`ttlMs\` and \`cacheScope\`: \`public\` with \`ANONYMOUS_MAX_AGE_S\` as
 \`ttlMs\` for the anonymous view, \`private\` with \`0\` for a token's; both answer
-\`application/json\`. \`tools/call\` and \`ping\` are answered as at 2025-11-25 (an event
-stream), with \`resultType\`. \`subscriptions/listen\` (which replaces the \`GET\` stream at this
+\`application/json\`. \`tools/call\` is answered as at 2025-11-25 (an event stream), with
+\`resultType\`. \`subscriptions/listen\` (which replaces the \`GET\` stream at this
 revision) answers an event stream that stays open: first
 \`notifications/subscriptions/acknowledged\` with the part of \`params.notifications\` honoured
 (\`toolsListChanged\` only; a filter without it is acknowledged empty and ended at once), then
@@ -55,7 +61,8 @@ revision) answers an event stream that stays open: first
 caller, and never for other writes; every message carries
 \`_meta["io.modelcontextprotocol/subscriptionId"]\` (the request's id), none an event id (the
 revision has no \`Last-Event-ID\`), and on shutdown the stream ends with the request's result.
-\`server/discover\` advertises \`tools.listChanged\`. Other methods are \`404\` with \`-32601\`.
+\`server/discover\` advertises \`tools.listChanged\`. Other methods are \`404\` with \`-32601\`,
+\`ping\` among them (the revision removed it).
 Older revisions' answers are unchanged, and \`initialize\` proposing 2026-07-28 (which has none)
 is negotiated down to 2025-11-25.
 
@@ -80,6 +87,16 @@ export const McpEventsSchema = z
 
 const challenge = { 'WWW-Authenticate': headers['WWW-Authenticate'] };
 
+/**
+ * A refusal of `POST /mcp`: the problem body in `application/problem+json`, or, at revision
+ * 2026-07-28, the same body (with its JSON-RPC members) in `application/json`.
+ */
+export function rpcProblem(description: string, options: { headers?: Record<string, HeaderDoc> } = {}) {
+  const doc = problem(description, options);
+  const schema = doc.content[PROBLEM_CONTENT_TYPE];
+  return { ...doc, content: { ...doc.content, 'application/json': schema } };
+}
+
 export const refusals = {
   401: problem(
     "No bearer token (`TR_ERR_UNAUTHENTICATED`), or one that is not valid (`TR_ERR_INVALID_TOKEN`); the challenge links the MCP endpoint's protected-resource metadata.",
@@ -90,7 +107,7 @@ export const refusals = {
     { headers: challenge },
   ),
   404: problem(
-    'No session with that `Mcp-Session-Id` held by this caller (`TR_ERR_NOT_FOUND`): it ended, or never was. Start a new one with `initialize`. At revision 2026-07-28, a method not offered (`TR_ERR_NOT_FOUND` with the JSON-RPC error `-32601`).',
+    'No session with that `Mcp-Session-Id` held by this caller (`TR_ERR_NOT_FOUND`): it ended, or never was. Start a new one with `initialize`.',
   ),
   429: problems.TooManyRequests,
 };

@@ -134,9 +134,10 @@ export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string
     const resourceMetadata = reply.request.routeOptions.config.resourceMetadataUrl ?? reply.server.resourceMetadataUrl;
     reply.header('www-authenticate', bearerChallenge(error.challenge, resourceMetadata));
   }
+  // The same body either way; a JSON-RPC answer is typed as the protocol's transport requires.
   return reply
     .code(ERRORS[code].status)
-    .type(PROBLEM_CONTENT_TYPE)
+    .type(error?.rpcAnswer ? 'application/json' : PROBLEM_CONTENT_TYPE)
     .send(problemBody(code, detail, error));
 }
 

@@ -23,7 +23,7 @@ import { endResponsesOfCancelledRequests } from '../mcp/cancellation.js';
 import { answer } from '../mcp/answer.js';
 import { sendListAnswer, soleListRequest, type ListRequest } from '../mcp/list-answer.js';
 import { readMessages, type McpMessage } from '../mcp/messages.js';
-import { DESCRIPTION, McpEventsSchema, refusals } from '../mcp/openapi.js';
+import { DESCRIPTION, McpEventsSchema, refusals, rpcProblem } from '../mcp/openapi.js';
 import { createMcpServer, INSTRUCTIONS, SERVER_NAME, SERVER_TITLE, type McpRequestContext } from '../mcp/server.js';
 import { LISTEN_KEEP_ALIVE, McpListeners } from '../mcp/listen.js';
 import { answerModern, answeredBySdk, isModernPost, LISTEN_METHOD, listenFilter, MODERN_REVISION, modernRequest } from '../mcp/modern.js';
@@ -116,7 +116,17 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
   await app.register(cors, {
     origin: (origin, done) => done(null, origin !== undefined && allowedOrigins.has(origin)),
     methods: ['GET', 'POST', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'Accept', 'Mcp-Session-Id', 'Mcp-Protocol-Version', 'Last-Event-ID'],
+    // Mcp-Method and Mcp-Name: every 2026-07-28 request carries them.
+    allowedHeaders: [
+      'Authorization',
+      'Content-Type',
+      'Accept',
+      'Mcp-Session-Id',
+      'Mcp-Protocol-Version',
+      'Mcp-Method',
+      'Mcp-Name',
+      'Last-Event-ID',
+    ],
     exposedHeaders: ['Mcp-Session-Id', 'WWW-Authenticate', 'Retry-After'],
     maxAge: 600,
     preflightContinue: true,
@@ -196,7 +206,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
 
   /**
    * A 2026-07-28 POST (src/http/mcp/modern.ts): no session; `server/discover` and `tools/list`
-   * answered here, `tools/call` and `ping` by an SDK server and stateless transport made for
+   * answered here, `tools/call` by an SDK server and stateless transport made for
    * this one request and closed with it.
    */
   const modernPost = async (request: FastifyRequest, reply: FastifyReply, key: ViewKey, messages: readonly McpMessage[]) => {
@@ -239,6 +249,7 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
       throw new RegistryError(err.code, err.message, {
         ...(err.retryAfterS !== undefined && { retryAfterS: err.retryAfterS }),
         extra: { jsonrpc: '2.0', error: { code: ErrorCode.InternalError, message: err.message }, id: rpc.id },
+        rpcAnswer: true,
       });
     }
     // Hijacked: the CORS headers @fastify/cors set on the reply go out with the head.
@@ -283,7 +294,8 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
     security: config.mcp.allowAnonymous ? ANYONE : BEARER,
     headers: McpHeadersSchema,
     ...extra,
-    response: { ...response, ...refusals },
+    // An operation's own answer for a status (POST's 404) over the shared one.
+    response: { ...refusals, ...response },
   });
 
   app.post(
@@ -300,16 +312,19 @@ const mcpRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { conf
             content: { 'application/json': { schema: JsonRpcMessageSchema }, 'text/event-stream': { schema: McpEventsSchema } },
           },
           202: empty('The message was a notification or a response: nothing to answer.'),
-          400: problem(
-            "`TR_ERR_BAD_REQUEST`: a message that is no JSON-RPC message of MCP's (the JSON-RPC `error` names the field: `-32602` in params, `-32600` elsewhere), a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (with the SDK's JSON-RPC `error`), or a batch that is empty, is sent under `MCP-Protocol-Version` 2025-06-18 or later (which have none), or has two requests of one id (`-32600`; nothing in it runs). At revision 2026-07-28: a header that does not match the body (`-32020`), or an unknown revision in `_meta` (`-32022`).",
+          400: rpcProblem(
+            "`TR_ERR_BAD_REQUEST`: a message that is no JSON-RPC message of MCP's (the JSON-RPC `error` names the field: `-32602` in params, `-32600` elsewhere), a request other than `initialize` without `Mcp-Session-Id`, an unsupported `MCP-Protocol-Version` (with the SDK's JSON-RPC `error`), or a batch that is empty, is sent under `MCP-Protocol-Version` 2025-06-18 or later (which have none), or has two requests of one id (`-32600`; nothing in it runs). At revision 2026-07-28 (in `application/json`, the JSON-RPC `error` beside the problem members): a `_meta` without the revision or the client capabilities (`-32602`), `MCP-Protocol-Version`, `Mcp-Method` or (`tools/call`) `Mcp-Name` missing or not matching the body (`-32020`), or an unknown revision in `_meta` (`-32022`).",
           ),
           409: problem('A request with the id of one still being answered on this session (`TR_ERR_CONFLICT`).'),
-          406: problem(
+          404: rpcProblem(
+            'No session with that `Mcp-Session-Id` held by this caller (`TR_ERR_NOT_FOUND`): it ended, or never was. Start a new one with `initialize`. At revision 2026-07-28 (in `application/json`), a method not offered, `ping` among them (`TR_ERR_NOT_FOUND` with the JSON-RPC error `-32601`).',
+          ),
+          406: rpcProblem(
             '`Accept` must list both `application/json` and `text/event-stream`, and a 2026-07-28 `subscriptions/listen` at least `text/event-stream` (`TR_ERR_NOT_ACCEPTABLE`).',
           ),
           413: problems.PayloadTooLarge,
           415: problems.UnsupportedMediaType,
-          503: problem(
+          503: rpcProblem(
             '`MCP_MAX_SESSIONS` sessions are held already, or, for a 2026-07-28 `subscriptions/listen`, `MAX_WAITERS` streams and blocking queries or `MAX_WAITERS_PER_CALLER` of this caller (`TR_ERR_UNAVAILABLE`, with the JSON-RPC error `-32603`); `Retry-After` says when to retry.',
             { headers: { 'Retry-After': headers['Retry-After'] } },
           ),
