@@ -6,8 +6,9 @@
  *
  * - a schema larger than MAX_SCHEMA_BYTES of JSON, or nested deeper than MAX_SCHEMA_DEPTH;
  * - a `$schema` other than draft 2020-12 or draft-07, or one below the top;
- * - a `$ref` that is not a local JSON pointer (`#` or `#/...`), or that points at no subschema
- *   of the document (remote references are never fetched);
+ * - a `$ref` that is not a local JSON pointer (`#` or `#/...`) or, in draft 2020-12, the name of
+ *   one of the document's anchors (`#name`), or that points at no subschema of the document or
+ *   names no anchor of it (remote references are never fetched); two subschemas with one anchor;
  * - keywords a tool's schema may not use (dialects.ts), and keywords and formats Ajv does not
  *   know (its strict mode), regular expressions JavaScript cannot compile with the `u` flag or
  *   the linear-time engine cannot run (backreferences, lookaround: regex.ts), and the keyword
@@ -17,7 +18,17 @@
  * - anything the dialect's meta-schema refuses (`"type": "strnig"`), with Ajv's `validateSchema`.
  */
 import type { ErrorObject } from 'ajv';
-import { checkerFor, dialectOf, knowsFormat, knowsKeyword, REFUSED_KEYWORDS, type AnyAjv, type Dialect } from './dialects.js';
+import { anchorRefName, anchorsOf, type Anchors } from './anchors.js';
+import {
+  checkerFor,
+  dialectOf,
+  forEachSubschema,
+  knowsFormat,
+  knowsKeyword,
+  REFUSED_KEYWORDS,
+  type AnyAjv,
+  type Dialect,
+} from './dialects.js';
 import { isObject, localRefSegments, unescapePointerSegment } from '../model/json-object.js';
 import { linearRegExp, NonLinearPatternError } from './regex.js';
 
@@ -97,6 +108,7 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
   /** Subschemas applied to the same value as their parent (not descending into it), by pointer. */
   const sameValue = new Map<string, string[]>();
   let tooDeep = false;
+  let sawAnchor = false;
   const stack: Frame[] = [{ node: root, path: [], pointer: '', depth: 1 }];
   for (let frame = stack.pop(); frame !== undefined && problems.length < MAX_PROBLEMS; frame = stack.pop()) {
     const { node, path, pointer, depth } = frame;
@@ -127,7 +139,7 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
       if (REFUSED_KEYWORDS.has(keyword)) {
         add(
           [...path, keyword],
-          `"${keyword}" is not supported: a tool's schema is one document, whose references are local JSON pointers ("$ref": "#/$defs/name")`,
+          `"${keyword}" is not supported: a tool's schema is one document, whose references are local JSON pointers ("$ref": "#/$defs/name") or, in draft 2020-12, its own anchors ("$anchor": "name", "$ref": "#name")`,
         );
         continue;
       }
@@ -139,31 +151,13 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
         add([...path, keyword], `unknown keyword "${keyword}" (not a JSON Schema ${dialect.name} keyword)`);
         continue;
       }
-      switch (dialect.subschemas.get(keyword)) {
-        case 'schema':
-          child(value, keyword);
-          break;
-        case 'schemas':
-          if (Array.isArray(value)) value.forEach((v, i) => child(v, keyword, i));
-          break;
-        case 'schema-or-schemas':
-          if (Array.isArray(value)) value.forEach((v, i) => child(v, keyword, i));
-          else child(value, keyword);
-          break;
-        case 'schema-map':
-          if (isObject(value)) for (const name in value) child(value[name], keyword, name);
-          break;
-        case 'dependencies':
-          // A schema, or an array of property names.
-          if (isObject(value)) for (const name in value) if (!Array.isArray(value[name])) child(value[name], keyword, name);
-          break;
-        case undefined:
-          if (keyword === '$ref' && typeof value === 'string') refs.push({ ref: value, path: [...path, keyword], from: pointer });
-          else if (keyword === 'format' && typeof value === 'string' && !knowsFormat(ajv, value))
-            add([...path, keyword], `unknown format "${value}"`);
-          else if (keyword === 'pattern' && typeof value === 'string')
-            patternSize += checkPattern(value, [...path, keyword], add, patternSize);
-      }
+      if (dialect.subschemas.has(keyword)) {
+        forEachSubschema(dialect, keyword, value, (v, segment) => child(v, keyword, segment));
+      } else if (keyword === '$ref' && typeof value === 'string') refs.push({ ref: value, path: [...path, keyword], from: pointer });
+      else if (keyword === '$anchor') sawAnchor = true;
+      else if (keyword === 'format' && typeof value === 'string' && !knowsFormat(ajv, value))
+        add([...path, keyword], `unknown format "${value}"`);
+      else if (keyword === 'pattern' && typeof value === 'string') patternSize += checkPattern(value, [...path, keyword], add, patternSize);
     }
     const patternProperties = node['patternProperties'];
     if (isObject(patternProperties)) {
@@ -175,10 +169,35 @@ function walkSchema(root: Record<string, unknown>, dialect: Dialect, ajv: AnyAjv
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i] as Frame);
   }
   if (!tooDeep) {
+    // Only a schema with anchors, or references to them, pays for finding them.
+    let anchors: Anchors | undefined;
+    if (sawAnchor) {
+      anchors = anchorsOf(root);
+      for (const { site, first } of anchors.duplicates)
+        add([...site.path, '$anchor'], `"${site.name}" is already the anchor of #${pointerOf(first.path)}: an anchor names one subschema`);
+    }
     const resolved: Reference[] = [];
     for (const { ref, path, from } of refs) {
       const target = localPointer(ref);
-      if (target === undefined) add(path, 'must be a local JSON pointer ("#" or "#/..."): remote references and anchors are refused');
+      const anchor = target === undefined && dialect.anchors ? anchorRefName(ref) : undefined;
+      if (anchor !== undefined) {
+        const site = (anchors ??= anchorsOf(root)).byName.get(anchor);
+        if (!site) add(path, `"${ref}" names no anchor of this schema (no subschema has "$anchor": "${anchor}")`);
+        else if (site.unreachable === 'top')
+          add(path, `"${ref}" names the anchor at the top of the schema, which the validator does not resolve: refer to the top with "#"`);
+        else if (site.unreachable === 'prefixItems')
+          add(
+            path,
+            `"${ref}" names an anchor inside "prefixItems", where the validator does not look for anchors: refer to it with "#${pointerOf(site.path)}"`,
+          );
+        else resolved.push({ ref, path, from, to: pointerOf(site.path) });
+      } else if (target === undefined)
+        add(
+          path,
+          dialect.anchors
+            ? 'must be a local JSON pointer ("#" or "#/...") or name an anchor of this schema ("#name"): remote references are refused'
+            : 'must be a local JSON pointer ("#" or "#/..."): remote references and anchors are refused',
+        );
       else if (!subschemas.has(target)) add(path, `"${ref}" does not point at a subschema of this schema`);
       else resolved.push({ ref, path, from, to: target });
     }

@@ -9,6 +9,7 @@
 import { Ajv, type Options } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
+import { isObject } from '../model/json-object.js';
 import { ajvRegExp } from './regex.js';
 import { UNIQUE_ITEMS } from './unique-items.js';
 
@@ -25,6 +26,8 @@ export interface Dialect {
   name: '2020-12' | 'draft-07';
   /** Keywords whose values hold subschemas, and how. */
   subschemas: ReadonlyMap<string, SubschemaShape>;
+  /** Whether `$anchor` is a keyword (2020-12; draft-07's anchors are `$id`s, which are refused). */
+  anchors: boolean;
   create: (options: Options) => AnyAjv;
 }
 
@@ -57,12 +60,20 @@ const DRAFT_2020_12: Dialect = {
     ['unevaluatedItems', 'schema'],
     ['dependentSchemas', 'schema-map'],
   ]),
-  create: (options) => new Ajv2020(options),
+  anchors: true,
+  create: (options) => {
+    const ajv = new Ajv2020(options);
+    // Ajv resolves anchors (compile/resolve.ts) but lists no `$anchor` keyword, so strict mode
+    // would refuse it; known, it validates nothing, as in the spec.
+    ajv.addKeyword('$anchor');
+    return ajv;
+  },
 };
 
 const DRAFT_07: Dialect = {
   name: 'draft-07',
   subschemas: new Map([...COMMON, ['items', 'schema-or-schemas'], ['additionalItems', 'schema']]),
+  anchors: false,
   create: (options) => new Ajv(options),
 };
 
@@ -87,16 +98,44 @@ export function dialectOf(schema: Record<string, unknown>): Dialect | { unsuppor
   );
 }
 
+/** Calls `child` with each subschema a keyword's value holds (and its index or name), if it holds any. */
+export function forEachSubschema(
+  dialect: Dialect,
+  keyword: string,
+  value: unknown,
+  child: (value: unknown, segment?: string | number) => void,
+): void {
+  switch (dialect.subschemas.get(keyword)) {
+    case 'schema':
+      child(value);
+      break;
+    case 'schemas':
+      if (Array.isArray(value)) value.forEach((v, i) => child(v, i));
+      break;
+    case 'schema-or-schemas':
+      if (Array.isArray(value)) value.forEach((v, i) => child(v, i));
+      else child(value);
+      break;
+    case 'schema-map':
+      if (isObject(value)) for (const name in value) child(value[name], name);
+      break;
+    case 'dependencies':
+      // A schema, or an array of property names.
+      if (isObject(value)) for (const name in value) if (!Array.isArray(value[name])) child(value[name], name);
+      break;
+  }
+}
+
 /**
  * Keywords Ajv knows but a tool's schema may not use: a tool's schema is one document whose
- * references are local JSON pointers. An `$id` would also register the schema in the shared Ajv
- * instance, where a second tool with the same `$id` would clash; `$async` makes Ajv's validator
- * return a promise; `id` is draft-04's `$id`, which Ajv refuses at compile time.
+ * references are local, JSON pointers or its own plain-name anchors (anchors.ts). An `$id` would
+ * also register the schema in the shared Ajv instance, where a second tool with the same `$id`
+ * would clash; dynamic and recursive references resolve across documents at run time; `$async`
+ * makes Ajv's validator return a promise; `id` is draft-04's `$id`, which Ajv refuses at compile time.
  */
 export const REFUSED_KEYWORDS: ReadonlySet<string> = new Set([
   '$id',
   'id',
-  '$anchor',
   '$dynamicAnchor',
   '$dynamicRef',
   '$recursiveAnchor',

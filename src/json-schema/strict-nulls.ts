@@ -20,7 +20,8 @@
  * `const`, and through `$ref`, `anyOf`, `oneOf` and `allOf`); where that cannot tell, the null
  * stays and the check decides.
  */
-import { copyOf, isObject, resolveLocal } from '../model/json-object.js';
+import { copyOf, isObject } from '../model/json-object.js';
+import { resolveRef } from './anchors.js';
 
 type Schema = Record<string, unknown>;
 type Json = Record<string, unknown>;
@@ -91,7 +92,7 @@ function layersOf(schema: unknown, root: Schema): Schema[] {
     layers.push(current);
     const ref = current['$ref'];
     if (typeof ref !== 'string') break;
-    current = resolveLocal(ref, root);
+    current = resolveRef(ref, root);
   }
   return layers;
 }
@@ -116,7 +117,7 @@ function refusesNull(schema: unknown, root: Schema, hops: number): boolean {
   if (Array.isArray(schema['enum']) && !schema['enum'].includes(null)) return true;
   if (Object.hasOwn(schema, 'const') && schema['const'] !== null) return true;
   const ref = schema['$ref'];
-  if (typeof ref === 'string' && hops < MAX_REF_HOPS && refusesNull(resolveLocal(ref, root), root, hops + 1)) return true;
+  if (typeof ref === 'string' && hops < MAX_REF_HOPS && refusesNull(resolveRef(ref, root), root, hops + 1)) return true;
   for (const keyword of ['anyOf', 'oneOf'] as const) {
     const branches = schema[keyword];
     if (Array.isArray(branches) && branches.length > 0 && branches.every((branch) => refusesNull(branch, root, hops + 1))) return true;

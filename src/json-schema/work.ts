@@ -22,7 +22,8 @@
  * - Otherwise the exact estimate is computed over (subschema, part of the value) pairs,
  *   memoised, so it costs at most one step per distinct pair and stops at the budget.
  */
-import { isObject, resolveLocal } from '../model/json-object.js';
+import { isObject } from '../model/json-object.js';
+import { resolveRef } from './anchors.js';
 import { linearRegExp } from './regex.js';
 
 /**
@@ -95,7 +96,7 @@ export class ValidationWork {
    * the exact estimate meet a (subschema, part of the value) pair twice and need its memo.
    */
   readonly #shared: boolean;
-  /** The whole schema, which local `$ref`s point into. */
+  /** The whole schema, which local `$ref`s point into (by JSON pointer or anchor). */
   #root: Record<string, unknown> = {};
 
   constructor(schema: Record<string, unknown>) {
@@ -140,7 +141,7 @@ export class ValidationWork {
       const map = schema[keyword];
       if (isObject(map)) for (const name in map) if (!Array.isArray(map[name])) node.same.push(add(map[name]));
     }
-    if (typeof schema['$ref'] === 'string') ref(resolveLocal(schema['$ref'], this.#root));
+    if (typeof schema['$ref'] === 'string') ref(resolveRef(schema['$ref'], this.#root));
     const properties = schema['properties'];
     if (isObject(properties)) {
       node.properties = new Map();

@@ -112,7 +112,8 @@ describe('schemas and MCP (issue 12)', () => {
       { name: 'bad_input', reason: expect.stringMatching(/^inputSchema\.properties\.q\.type: must be one of "array", "boolean"/) },
       {
         name: 'bad_output',
-        reason: 'outputSchema.properties.r.$ref: must be a local JSON pointer ("#" or "#/..."): remote references and anchors are refused',
+        reason:
+          'outputSchema.properties.r.$ref: must be a local JSON pointer ("#" or "#/...") or name an anchor of this schema ("#name"): remote references are refused',
       },
     ]);
     const names = (await t.app.inject({ method: 'GET', url: '/', headers: admin })).json().tools.map((x: { name: string }) => x.name);

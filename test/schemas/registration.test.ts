@@ -192,6 +192,21 @@ describe('tool schemas at registration (issue 12)', () => {
       order({ name: 'bad', inputSchema: { type: 'object', properties: { a: { type: 'string', pattern: '([a-z]' } } } }),
       'inputSchema.properties.a.pattern',
     ],
+    [
+      'a $ref to an anchor that does not exist',
+      order({ name: 'bad', inputSchema: { type: 'object', $defs: { a: { $anchor: 'here' } }, properties: { a: { $ref: '#there' } } } }),
+      'inputSchema.properties.a.$ref',
+    ],
+    [
+      'a duplicate anchor',
+      order({ name: 'bad', inputSchema: { type: 'object', $defs: { a: { $anchor: 'x' }, b: { $anchor: 'x' } } } }),
+      'inputSchema.$defs.b.$anchor',
+    ],
+    [
+      'a $dynamicAnchor',
+      order({ name: 'bad', inputSchema: { type: 'object', $defs: { a: { $dynamicAnchor: 'x' } } } }),
+      'inputSchema.$defs.a.$dynamicAnchor',
+    ],
     ['an $id', order({ name: 'bad', inputSchema: { type: 'object', $id: 'https://example.com/order.json' } }), 'inputSchema.$id'],
     [
       'an unsupported $schema',
