@@ -168,10 +168,6 @@ const NOT_APPLICABLE_CHECKS_2026 = new Map<string, string>([
     NEEDS_DIAGNOSTIC_TOOL('test_logging_tool', 'one that logs; the registry offers no logging'),
   ],
   [
-    'json-schema-2020-12 / sep-2106-anchor-keyword-preserved',
-    "the registry refuses $anchor in a tool's schema (references are local JSON pointers only, and one Ajv instance holds every tool's schema, where two tools' anchors would clash), so the fixture has none: a registered tool never has one to keep",
-  ],
-  [
     'caching / sep-2549-prompts-list-caching-hints',
     'prompts/list is answered 404 with -32601, as the revision says for a method not offered (the registry has no prompts)',
   ],
@@ -280,14 +276,12 @@ const SCHEMA_TOOLS: UpstreamToolDef[] = [
     tool: {
       name: 'tool',
       description: 'Tool with JSON Schema 2020-12 features',
-      // The pre-release's (SEP-2106 adds allOf/anyOf, if/then/else and $anchor to the release's),
-      // but for its `$anchor: "addressDef"` in $defs.address: the registry refuses anchors in a
-      // tool's schema (src/json-schema/dialects.ts REFUSED_KEYWORDS), so the upstream's tool would
-      // not be accepted at all. NOT_APPLICABLE_CHECKS_2026 says so for the one check it fails.
+      // The pre-release's as it is (SEP-2106 adds allOf/anyOf, if/then/else and $anchor to the
+      // release's): its `$anchor: "addressDef"` in $defs.address is kept (src/json-schema/anchors.ts).
       inputSchema: {
         $schema: 'https://json-schema.org/draft/2020-12/schema',
         type: 'object',
-        $defs: { address: { type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
+        $defs: { address: { $anchor: 'addressDef', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
         properties: {
           name: { type: 'string' },
           address: { $ref: '#/$defs/address' },
