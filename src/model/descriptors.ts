@@ -72,7 +72,7 @@ name(ParameterSchema, 'HttpParameter', "One parameter of an HTTP tool, in the ar
 name(
   ObjectJsonSchema,
   'ObjectJsonSchema',
-  'A JSON Schema whose top is `type: "object"`: draft 2020-12, or draft-07 when `$schema` says so. Checked when registered: it must be valid against its meta-schema, use only keywords and formats the registry knows, refer only to its own subschemas (`"$ref": "#/$defs/name"`; no `$id`, anchors or remote references), and be at most 64 KiB of JSON and 32 subschemas deep.',
+  'A JSON Schema whose top is `type: "object"`: draft 2020-12, or draft-07 when `$schema` says so. Checked when registered: it must be valid against its meta-schema, use only keywords and formats the registry knows, refer only to its own subschemas (`"$ref": "#/$defs/name"`, or in draft 2020-12 `"$ref": "#name"` to its own `"$anchor": "name"`; no `$id`, `$dynamicRef` or remote references), and be at most 64 KiB of JSON and 32 subschemas deep.',
 );
 name(
   ConfigParamSchema,
