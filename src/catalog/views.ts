@@ -211,8 +211,10 @@ export class CatalogViews {
     for (let from = 0; from < tools.length; from += VIEW_STEP) {
       // The identities joined as they would be in one text, hashed a step at a time.
       let identity = '';
-      for (const t of tools.slice(from, from + VIEW_STEP)) {
-        identity += `\n${t.record.name}\u0000${t.record.index}\u0000${t.record.updatedAt}`;
+      const to = Math.min(tools.length, from + VIEW_STEP);
+      for (let i = from; i < to; i++) {
+        const t = tools[i] as CatalogTool;
+        identity += t.identity;
         length += t.bytes.length;
       }
       hash.update(identity);

@@ -16,7 +16,11 @@ function record(name: string, index: number, overrides: Record<string, unknown> 
 }
 
 function catalogWith(...records: ToolRecord[]) {
-  const catalog = new Catalog({ publicUrl: new URL('http://127.0.0.1:8006'), serviceName: 'tool-registry', viewCacheBytes: 1 << 20 });
+  return catalogOf(1 << 20, records);
+}
+
+function catalogOf(viewCacheBytes: number, records: ToolRecord[]) {
+  const catalog = new Catalog({ publicUrl: new URL('http://127.0.0.1:8006'), serviceName: 'tool-registry', viewCacheBytes });
   catalog.load({ index: records.length, services: [], tools: records });
   return catalog;
 }
@@ -131,5 +135,65 @@ describe('searchable()', () => {
     await Promise.resolve();
     expect(settled).toBe(true);
     expect(catalog.searchable()).toBeNull();
+  });
+});
+
+describe('view plans and bodies (issue 33)', () => {
+  const scopes = (...s: string[]) => ({ kind: 'scopes' as const, scopes: new Set(s) });
+  const records = () => [
+    ...Array.from({ length: 10 }, (_, i) => record(`x${i}`, i + 1, { scopes: ['x'] })),
+    ...Array.from({ length: 10 }, (_, i) => record(`y${i}`, i + 11, { scopes: ['y'] })),
+  ];
+  /** A budget that holds either view's body but not both (a cached body weighs its length and 256). */
+  function tightCatalog() {
+    const probe = catalogWith(...records());
+    const sizes = [probe.view(scopes('x')).body.length, probe.view(scopes('y')).body.length];
+    const budget = Math.max(...sizes) + 256 + 64;
+    expect(budget).toBeLessThan(sizes[0]! + sizes[1]! + 512);
+    return catalogOf(budget, records());
+  }
+
+  it('rebuilds a body pushed out of the byte budget from its kept plan: the same bytes and ETag, no new plan', () => {
+    const catalog = tightCatalog();
+    const first = catalog.view(scopes('x'));
+    expect(catalog.view(scopes('x'))).toBe(first);
+    catalog.view(scopes('y'));
+    const again = catalog.view(scopes('x'));
+    expect(again).not.toBe(first);
+    expect(again.plan).toBe(first.plan);
+    expect(again.body.equals(first.body)).toBe(true);
+    expect(again.body.length).toBe(first.plan.length);
+    expect([again.etag, again.index, again.hidden]).toEqual([first.etag, first.index, first.hidden]);
+    expect(JSON.parse(again.body.toString()).tools.map((t: { name: string }) => t.name)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `x${i}`),
+    );
+  });
+
+  it('gives a plan without building its body, and the view built later uses that plan', () => {
+    const catalog = tightCatalog();
+    const plan = catalog.plan(scopes('y'));
+    expect(plan.tools.map((t) => t.tool.name)).toEqual(Array.from({ length: 10 }, (_, i) => `y${i}`));
+    expect(plan.hidden).toBe(10);
+    const view = catalog.view(scopes('y'));
+    expect(view.plan).toBe(plan);
+    expect(catalog.plan(scopes('y'))).toBe(plan);
+    expect(catalog.stats(scopes('y')).total_tools).toBe(10);
+  });
+
+  it('empties the plans with the bodies on every write, even one that leaves a view alone', () => {
+    const catalog = tightCatalog();
+    const before = catalog.view(scopes('x'));
+    const yBefore = catalog.plan(scopes('y'));
+    catalog.apply(21, { tools: [record('y0', 21, { scopes: ['y'], description: 'changed' })] });
+    const after = catalog.view(scopes('x'));
+    expect(after.plan).not.toBe(before.plan);
+    expect(after.plan.index).toBe(21);
+    expect(after.etag).toBe(before.etag);
+    expect(after.body.equals(before.body)).toBe(true);
+    expect(catalog.changedAt(scopes('x'))).toBe(before.index);
+    const yAfter = catalog.view(scopes('y'));
+    expect(yAfter.plan).not.toBe(yBefore);
+    expect(yAfter.etag).not.toBe(yBefore.etag);
+    expect(catalog.changedAt(scopes('y'))).toBe(21);
   });
 });
