@@ -42,7 +42,11 @@ const keys: ViewKey[] = Array.from({ length: TOKEN_COUNT }, (_, j) => ({
 type CatalogCtor = typeof CatalogClass;
 async function catalogOf(root: string): Promise<CatalogClass> {
   const { Catalog } = (await import(resolve(root, 'src/catalog/catalog.ts'))) as { Catalog: CatalogCtor };
-  const catalog = new Catalog({ publicUrl: new URL('http://127.0.0.1:8006'), serviceName: 'tool-registry', viewCacheBytes: VIEW_CACHE_BYTES });
+  const catalog = new Catalog({
+    publicUrl: new URL('http://127.0.0.1:8006'),
+    serviceName: 'tool-registry',
+    viewCacheBytes: VIEW_CACHE_BYTES,
+  });
   catalog.load({ index: toolCount, services: [], tools: records });
   return catalog;
 }
@@ -81,7 +85,9 @@ interface Figures {
   afterWrite: number[];
   planAfterWrite: number[];
 }
-const figures = new Map<string, Figures>(sides.map((s) => [s.label, { gcMs: 0, roundRobin: [], worst: 0, afterWrite: [], planAfterWrite: [] }]));
+const figures = new Map<string, Figures>(
+  sides.map((s) => [s.label, { gcMs: 0, roundRobin: [], worst: 0, afterWrite: [], planAfterWrite: [] }]),
+);
 
 for (let round = 0; round < rounds; round++) {
   for (const side of sides) {
@@ -118,9 +124,23 @@ if (sides.length === 2) {
 }
 
 const sizes = keys.map((k) => (sides.at(-1) as (typeof sides)[0]).catalog.view(k).body.length / 1048576);
-console.log(`${toolCount} tools; 50 token views of ${f1(Math.min(...sizes))}-${f1(Math.max(...sizes))} MiB; VIEW_CACHE_BYTES 64 MiB; ${rounds} rounds`);
+console.log(
+  `${toolCount} tools; 50 token views of ${f1(Math.min(...sizes))}-${f1(Math.max(...sizes))} MiB; VIEW_CACHE_BYTES 64 MiB; ${rounds} rounds`,
+);
 const rows = sides.map((s) => {
   const f = figures.get(s.label) as Figures;
-  return [s.label, f1(median(f.roundRobin)), f1(f.worst), f1(f.gcMs / rounds / keys.length), f1(median(f.afterWrite)), f1(median(f.planAfterWrite))];
+  return [
+    s.label,
+    f1(median(f.roundRobin)),
+    f1(f.worst),
+    f1(f.gcMs / rounds / keys.length),
+    f1(median(f.afterWrite)),
+    f1(median(f.planAfterWrite)),
+  ];
 });
-console.log(table(['side', 'round-robin median ms', 'round-robin worst ms', 'GC ms per request', 'view after a write ms', 'plan after a write ms'], rows).text);
+console.log(
+  table(
+    ['side', 'round-robin median ms', 'round-robin worst ms', 'GC ms per request', 'view after a write ms', 'plan after a write ms'],
+    rows,
+  ).text,
+);

@@ -71,6 +71,17 @@ const viewBytes = (view: CatalogView): number => view.body.length + 256;
 const planWeight = (plan: ViewPlan): number => plan.tools.length + 32;
 
 /**
+ * The share of VIEW_CACHE_BYTES one body may take; a bigger one is copied from its plan for each
+ * request and not kept, so that one huge view cannot push every other out. Measured with
+ * bench/views-micro.ts at 100,000 tools (50 token views of 10-13 MiB, 64 MiB, round-robin,
+ * medians, loaded 2-core machine): keeping every body that fits, each request cost 51-75 ms
+ * (10-11 ms of it in GC); keeping none over an eighth (8 MiB), 12-14 ms (5 ms of GC). The price:
+ * a single hot token whose view is over an eighth copies it per request (some 4 ms for 12 MiB
+ * alone, 12 ms under that load) where it was a hit; a larger VIEW_CACHE_BYTES keeps it.
+ */
+const MAX_BODY_SHARE = 1 / 8;
+
+/**
  * Tool references the plans may hold per byte of VIEW_CACHE_BYTES: at 8 bytes a reference,
  * plans take at most a quarter of the bodies' memory again (64 MiB: 2,097,152 references, the
  * bench's 50 token views at 100,000 tools hold some 800,000 and the whole catalogue 100,000).
@@ -115,7 +126,7 @@ export class CatalogViews {
     this.#head = Buffer.from(`{"service":${JSON.stringify(options.serviceName)},"protocol":"tool-discovery","tools":[`);
     this.#cacheBytes = options.cacheBytes;
     this.#planBudget = Math.floor(options.cacheBytes * PLAN_REFERENCES_PER_BYTE);
-    this.#cache = lruByteCache(options.cacheBytes, viewBytes);
+    this.#cache = lruByteCache(options.cacheBytes, viewBytes, options.cacheBytes * MAX_BODY_SHARE);
     this.#plans = lruByteCache(this.#planBudget, planWeight);
   }
 
@@ -124,7 +135,7 @@ export class CatalogViews {
    * once after every change, in O(1) (a new cache: the old one's clear() walks every entry).
    */
   invalidate(): void {
-    this.#cache = lruByteCache(this.#cacheBytes, viewBytes);
+    this.#cache = lruByteCache(this.#cacheBytes, viewBytes, this.#cacheBytes * MAX_BODY_SHARE);
     this.#plans = lruByteCache(this.#planBudget, planWeight);
     this.#allView = null;
   }
@@ -149,7 +160,8 @@ export class CatalogViews {
   plan(key: ViewKey): ViewPlan {
     if (key.kind === 'all' && this.#allView) return this.#allView.plan;
     const resolved = this.#resolve(key);
-    return this.#cache?.get(resolved.keyString)?.plan ?? this.#planOf(resolved);
+    // peek: reading a plan is no use of its body, so the body's place in the LRU stays.
+    return this.#cache?.peek(resolved.keyString)?.plan ?? this.#planOf(resolved);
   }
 
   /**
