@@ -12,6 +12,7 @@ export class CatalogTool {
   readonly view: PublicTool;
   #bytes: Buffer | undefined;
   #etag: string | undefined;
+  #identity: string | undefined;
 
   constructor(tool: Tool, record: ToolRecord, view: PublicTool, bytes?: Buffer) {
     this.tool = tool;
@@ -24,6 +25,16 @@ export class CatalogTool {
   get bytes(): Buffer {
     this.#bytes ??= Buffer.from(JSON.stringify(this.view));
     return this.#bytes;
+  }
+
+  /**
+   * What a view's ETag hashes of this tool (views.ts): its name, index and update time, joined
+   * once per write of the tool rather than once per view built (issue 33: a plan at 100,000
+   * tools joins 16,000 of them).
+   */
+  get identity(): string {
+    this.#identity ??= `\n${this.record.name}\u0000${this.record.index}\u0000${this.record.updatedAt}`;
+    return this.#identity;
   }
 
   /** A strong ETag over `bytes`. */

@@ -17,11 +17,11 @@ import type { SearchFeeder } from './search-feeder.js';
 import { CatalogSnapshot, type CatalogWrite, type PreparedWrite, type SnapshotData } from './snapshot.js';
 import type { SortedNames } from './sorted-names.js';
 import type { Steps } from './steps.js';
-import { CatalogViews, type CatalogView } from './views.js';
+import { CatalogViews, type CatalogView, type ViewPlan } from './views.js';
 
 export type { CatalogTool } from './catalog-tool.js';
 export type { PreparedWrite } from './snapshot.js';
-export type { CatalogView } from './views.js';
+export type { CatalogView, ViewPlan } from './views.js';
 
 export interface CatalogOptions {
   /** Base URL agents use to reach this registry; message-bus tools point at its invoke route. */
@@ -322,13 +322,18 @@ export class Catalog {
     return this.#views.view(key);
   }
 
+  /** The view's tools, ETag, index and hidden count, without building its bytes (views.ts). */
+  plan(key: ViewKey): ViewPlan {
+    return this.#views.plan(key);
+  }
+
   changedAt(key: ViewKey): number {
     return this.#views.changedAt(key);
   }
 
   /** The article's /stats figures over one view. */
   stats(key: ViewKey): CatalogStats {
-    const { tools } = this.view(key);
+    const { tools } = this.plan(key);
     // Scopes are user input: counted in a Map, handed out as a null-prototype object (a scope
     // named `constructor` made its count a string when this was a plain object).
     const scopeUsage = new Map<string, number>();

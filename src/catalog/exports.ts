@@ -29,7 +29,7 @@ import type { Tool } from '../model/normalise.js';
 import type { ToolRecord } from '../model/records.js';
 import { deprecationNote } from '../model/deprecation.js';
 import type { Listing } from './listing.js';
-import type { CatalogView } from './views.js';
+import type { ViewPlan } from './views.js';
 
 /** Bumped whenever a format's conversion changes, so that an older ETag never matches. */
 const EXPORT_VERSION = 4;
@@ -54,10 +54,10 @@ export interface ExportBody {
 const JSON_TYPE = 'application/json; charset=utf-8';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
 
-const built = new WeakMap<CatalogView, Map<ExportFormat, ExportBody>>();
+const built = new WeakMap<ViewPlan, Map<ExportFormat, ExportBody>>();
 
 /** The view in `format`, built on first use and then served from memory. */
-export function exportOf(view: CatalogView, format: ExportFormat): ExportBody {
+export function exportOf(view: ViewPlan, format: ExportFormat): ExportBody {
   let formats = built.get(view);
   if (!formats) {
     formats = new Map();

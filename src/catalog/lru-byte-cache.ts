@@ -7,12 +7,16 @@
 import { LRUCache } from 'lru-cache';
 
 /**
- * A cache of at most `maxBytes`, each value weighing `sizeOf(value, key)` bytes; undefined for a
- * bound of 0 (lru-cache refuses one), which keeps nothing, as a bound no entry fits in would.
+ * A cache of at most `maxBytes`, each value weighing `sizeOf(value, key)` bytes, none kept that
+ * weighs more than `maxEntryBytes` (the whole bound unless given); undefined for a bound of 0
+ * (lru-cache refuses one), which keeps nothing, as a bound no entry fits in would.
  */
 export function lruByteCache<V extends object>(
   maxBytes: number,
   sizeOf: (value: V, key: string) => number,
+  maxEntryBytes = maxBytes,
 ): LRUCache<string, V> | undefined {
-  return maxBytes > 0 ? new LRUCache<string, V>({ maxSize: maxBytes, sizeCalculation: sizeOf }) : undefined;
+  return maxBytes > 0
+    ? new LRUCache<string, V>({ maxSize: maxBytes, maxEntrySize: Math.max(1, maxEntryBytes), sizeCalculation: sizeOf })
+    : undefined;
 }

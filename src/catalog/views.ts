@@ -19,6 +19,7 @@ import { walkView } from './walk.js';
  */
 const ENTRY_FORMAT = 2;
 const COMMA = Buffer.from(',');
+const TAIL = Buffer.from(']}');
 /** Entries hashed or copied per step of a view's build (a fraction of a millisecond). */
 const VIEW_STEP = 2048;
 
@@ -36,9 +37,13 @@ export function discoveryBody(serviceName: string, entries: readonly Buffer[], a
   return Buffer.concat(parts);
 }
 
-export interface CatalogView {
-  /** The exact response bytes of `GET /` for this view. */
-  body: Buffer;
+/**
+ * What a view is made of, without its bytes: its tools in name order, its ETag and what its
+ * headers say. Cheap to keep (a reference per tool, against some 780 bytes of body per tool in
+ * the bench's token views), so a view whose body the byte budget has pushed out is rebuilt by
+ * copying its entries' bytes alone: no walk of the scope indexes and no hash (issue 33).
+ */
+export interface ViewPlan {
   /** Strong ETag over the body. */
   etag: string;
   /** Registry index the view was built at. */
@@ -46,10 +51,42 @@ export interface CatalogView {
   tools: readonly CatalogTool[];
   /** Live tools the caller cannot see. */
   hidden: number;
+  /** The body's length in bytes. */
+  length: number;
+}
+
+export interface CatalogView extends ViewPlan {
+  /** The exact response bytes of `GET /` for this view. */
+  body: Buffer;
+  /**
+   * The plan the body was copied from: the same object for every body built from it, so what
+   * depends on the plan alone (an export, a header block) is keyed on it and outlives a body.
+   */
+  plan: ViewPlan;
 }
 
 /** What a cached view weighs: its body and about what its object and key take besides. */
 const viewBytes = (view: CatalogView): number => view.body.length + 256;
+/** What a cached plan weighs, in tool references: its tools and about its object and key. */
+const planWeight = (plan: ViewPlan): number => plan.tools.length + 32;
+
+/**
+ * The share of VIEW_CACHE_BYTES one body may take; a bigger one is copied from its plan for each
+ * request and not kept, so that one huge view cannot push every other out. Measured with
+ * bench/views-micro.ts at 100,000 tools (50 token views of 10-13 MiB, 64 MiB, round-robin,
+ * medians, loaded 2-core machine): keeping every body that fits, each request cost 51-75 ms
+ * (10-11 ms of it in GC); keeping none over an eighth (8 MiB), 12-14 ms (5 ms of GC). The price:
+ * a single hot token whose view is over an eighth copies it per request (some 4 ms for 12 MiB
+ * alone, 12 ms under that load) where it was a hit; a larger VIEW_CACHE_BYTES keeps it.
+ */
+const MAX_BODY_SHARE = 1 / 8;
+
+/**
+ * Tool references the plans may hold per byte of VIEW_CACHE_BYTES: at 8 bytes a reference,
+ * plans take at most a quarter of the bodies' memory again (64 MiB: 2,097,152 references, the
+ * bench's 50 token views at 100,000 tools hold some 800,000 and the whole catalogue 100,000).
+ */
+const PLAN_REFERENCES_PER_BYTE = 1 / 32;
 
 /** Change marks kept for view keys; the oldest go first (a missing key only means an early answer). */
 const MAX_CHANGE_MARKS = 100_000;
@@ -68,8 +105,12 @@ export class CatalogViews {
   /** Resolved scope keys by scope set (#resolve); weak, so a caller's set goes with its Caller. */
   readonly #resolved = new WeakMap<ReadonlySet<string>, ResolvedKey>();
   readonly #serviceName: string;
+  /** The document's opening, up to the first entry. */
+  readonly #head: Buffer;
   readonly #cacheBytes: number;
+  readonly #planBudget: number;
   #cache: LRUCache<string, CatalogView> | undefined;
+  #plans: LRUCache<string, ViewPlan> | undefined;
   /** The whole catalogue is the hottest view (anonymous rediscovery): one field, no key. */
   #allView: CatalogView | null = null;
   /**
@@ -82,8 +123,11 @@ export class CatalogViews {
   constructor(snapshot: CatalogSnapshot, options: { serviceName: string; cacheBytes: number }) {
     this.#snapshot = snapshot;
     this.#serviceName = options.serviceName;
+    this.#head = Buffer.from(`{"service":${JSON.stringify(options.serviceName)},"protocol":"tool-discovery","tools":[`);
     this.#cacheBytes = options.cacheBytes;
-    this.#cache = lruByteCache(options.cacheBytes, viewBytes);
+    this.#planBudget = Math.floor(options.cacheBytes * PLAN_REFERENCES_PER_BYTE);
+    this.#cache = lruByteCache(options.cacheBytes, viewBytes, options.cacheBytes * MAX_BODY_SHARE);
+    this.#plans = lruByteCache(this.#planBudget, planWeight);
   }
 
   /**
@@ -91,22 +135,48 @@ export class CatalogViews {
    * once after every change, in O(1) (a new cache: the old one's clear() walks every entry).
    */
   invalidate(): void {
-    this.#cache = lruByteCache(this.#cacheBytes, viewBytes);
+    this.#cache = lruByteCache(this.#cacheBytes, viewBytes, this.#cacheBytes * MAX_BODY_SHARE);
+    this.#plans = lruByteCache(this.#planBudget, planWeight);
     this.#allView = null;
   }
 
   view(key: ViewKey): CatalogView {
     if (key.kind === 'all' && this.#allView) return this.#allView;
-    const { key: normalised, keyString } = this.#resolve(key);
+    const resolved = this.#resolve(key);
     // The cache is emptied on every write, so the key needs no index.
-    const cached = this.#cache?.get(keyString);
+    const cached = this.#cache?.get(resolved.keyString);
     if (cached) return cached;
-    const live = this.#snapshot.live;
-    const tools = normalised.kind === 'all' ? live.tools() : [...walkView(live, normalised)];
-    const { body, etag } = finish(this.#serialise(tools));
-    const view: CatalogView = { body, etag, index: this.#snapshot.index, tools, hidden: live.size - tools.length };
-    this.#keep(keyString, view, normalised.kind === 'all');
+    const plan = this.#planOf(resolved);
+    const view: CatalogView = { ...plan, body: finish(this.#copy(plan)), plan };
+    this.#cache?.set(resolved.keyString, view);
+    if (resolved.key.kind === 'all') this.#allView = view;
     return view;
+  }
+
+  /**
+   * The view's plan (its tools, ETag, index and hidden count) without its bytes, for what needs
+   * no body: blocking queries' change marks, /stats, the MCP lists, exports.
+   */
+  plan(key: ViewKey): ViewPlan {
+    if (key.kind === 'all' && this.#allView) return this.#allView.plan;
+    const resolved = this.#resolve(key);
+    // peek: reading a plan is no use of its body, so the body's place in the LRU stays.
+    return this.#cache?.peek(resolved.keyString)?.plan ?? this.#planOf(resolved);
+  }
+
+  /**
+   * A kept plan, or a new one: the walk of the view's scope indexes and the hash of its tools'
+   * identities, the part of a view's build that grows with the view but not with its bytes.
+   */
+  #planOf({ key, keyString }: ResolvedKey): ViewPlan {
+    const kept = this.#plans?.get(keyString);
+    if (kept) return kept;
+    const live = this.#snapshot.live;
+    const tools = key.kind === 'all' ? live.tools() : [...walkView(live, key)];
+    const plan = finish(this.#plan(tools, this.#snapshot.index, live.size - tools.length));
+    this.#plans?.set(keyString, plan);
+    this.#recordChange(keyString, plan);
+    return plan;
   }
 
   /**
@@ -116,19 +186,17 @@ export class CatalogViews {
    * (at 100,000 tools building them took about a second).
    */
   *prepareFullView(tools: readonly CatalogTool[], index: number): Steps<CatalogView> {
-    const { body, etag } = yield* this.#serialise(tools);
-    return { body, etag, index, tools, hidden: 0 };
+    const plan = yield* this.#plan(tools, index, 0);
+    return { ...plan, body: yield* this.#copy(plan), plan };
   }
 
   /** Makes a view from prepareFullView the whole catalogue's current one (after invalidate()). */
   installFullView(view: CatalogView): void {
-    this.#keep(viewKeyString({ kind: 'all' }), view, true);
-  }
-
-  #keep(keyString: string, view: CatalogView, full: boolean): void {
+    const keyString = ALL_KEY.keyString;
     this.#cache?.set(keyString, view);
-    if (full) this.#allView = view;
-    this.#recordChange(keyString, view);
+    this.#plans?.set(keyString, view.plan);
+    this.#allView = view;
+    this.#recordChange(keyString, view.plan);
   }
 
   /**
@@ -139,43 +207,50 @@ export class CatalogViews {
    * view counts as changed then.
    */
   changedAt(key: ViewKey): number {
-    const view = this.view(key);
-    const recorded = this.#changes.get(this.#resolve(key).keyString)?.changedAt ?? view.index;
+    const plan = this.plan(key);
+    const recorded = this.#changes.get(this.#resolve(key).keyString)?.changedAt ?? plan.index;
     return key.kind === 'scopes' ? Math.max(recorded, this.#snapshot.scopeSetChangedAt) : recorded;
   }
 
   /**
-   * The article's document (discoveryBody's bytes): the entries' bytes copied into one buffer
-   * (no serialisation but of entries written since they were last served), in steps. The strong
-   * ETag hashes the service name, the format, each tool's name, index and update time, and the
-   * length: equal hashes mean equal bytes, and hashing those is far cheaper than hashing the
-   * body (tens of MiB at 100,000 tools).
+   * A view's plan, in steps. The strong ETag hashes the service name, the format, each tool's
+   * name, index and update time, and the body's length: equal hashes mean equal bytes, and
+   * hashing those is far cheaper than hashing the body (tens of MiB at 100,000 tools).
    */
-  *#serialise(tools: readonly CatalogTool[]): Steps<{ body: Buffer; etag: string }> {
+  *#plan(tools: readonly CatalogTool[], index: number, hidden: number): Steps<ViewPlan> {
     const hash = createHash('sha256').update(`${ENTRY_FORMAT}\u0000${this.#serviceName}\u0000${this.#snapshot.publicUrl.href}`);
-    const head = Buffer.from(`{"service":${JSON.stringify(this.#serviceName)},"protocol":"tool-discovery","tools":[`);
-    const tail = Buffer.from(']}');
-    let length = head.length + tail.length + Math.max(0, tools.length - 1);
+    let length = this.#head.length + TAIL.length + Math.max(0, tools.length - 1);
     for (let from = 0; from < tools.length; from += VIEW_STEP) {
       // The identities joined as they would be in one text, hashed a step at a time.
       let identity = '';
-      for (const t of tools.slice(from, from + VIEW_STEP)) {
-        identity += `\n${t.record.name}\u0000${t.record.index}\u0000${t.record.updatedAt}`;
+      const to = Math.min(tools.length, from + VIEW_STEP);
+      for (let i = from; i < to; i++) {
+        const t = tools[i] as CatalogTool;
+        identity += t.identity;
         length += t.bytes.length;
       }
       hash.update(identity);
       yield;
     }
-    const body = Buffer.allocUnsafe(length);
-    let at = head.copy(body, 0);
+    hash.update(`\n${length}`);
+    return { etag: `"${hash.digest('base64url').slice(0, 32)}"`, index, tools, hidden, length };
+  }
+
+  /**
+   * The article's document (discoveryBody's bytes): the plan's entries' bytes copied into one
+   * buffer (no serialisation but of entries written since they were last served), in steps.
+   */
+  *#copy(plan: ViewPlan): Steps<Buffer> {
+    const { tools } = plan;
+    const body = Buffer.allocUnsafe(plan.length);
+    let at = this.#head.copy(body, 0);
     for (let i = 0; i < tools.length; i++) {
       if (i > 0) at += COMMA.copy(body, at);
       at += (tools[i] as CatalogTool).bytes.copy(body, at);
       if ((i + 1) % VIEW_STEP === 0) yield;
     }
-    tail.copy(body, at);
-    hash.update(`\n${length}`);
-    return { body, etag: `"${hash.digest('base64url').slice(0, 32)}"` };
+    TAIL.copy(body, at);
+    return body;
   }
 
   /**
@@ -208,7 +283,7 @@ export class CatalogViews {
     return { kind: 'scopes', scopes: new Set([...key.scopes].filter((s) => known.has(s))) };
   }
 
-  #recordChange(keyString: string, view: CatalogView): void {
+  #recordChange(keyString: string, view: ViewPlan): void {
     const seen = this.#changes.get(keyString);
     if (seen && seen.etag === view.etag) return;
     this.#changes.delete(keyString);

@@ -92,14 +92,15 @@ export class ViewWaiters {
    * registry (a client from a reset or restored registry must start over); otherwise waits.
    */
   wait(key: ViewKey, index: number, waitMs: number, holder: string): Wait {
-    const view = this.#catalog.view(key);
+    // The plan alone (no bytes) while the query is held: its body is built when it is answered.
+    const plan = this.#catalog.plan(key);
     if (index > this.#catalog.index || this.#catalog.changedAt(key) > index || waitMs <= 0) {
-      return { view: Promise.resolve(view), cancel: () => undefined };
+      return { view: Promise.resolve(this.#catalog.view(key)), cancel: () => undefined };
     }
     this.#ensureRoom(holder);
     let waiter!: Waiter;
     const promise = new Promise<CatalogView>((resolve) => {
-      waiter = { key, index, etag: view.etag, deadline: Date.now() + waitMs, holder, resolve };
+      waiter = { key, index, etag: plan.etag, deadline: Date.now() + waitMs, holder, resolve };
     });
     // Grouped by the caller's own scopes (not the normalised key, which can change under them).
     const group = viewKeyString(key);
@@ -165,10 +166,12 @@ export class ViewWaiters {
       if (!first) continue;
       // One view computation per group, however many wait on it. Bytes, not indexes, decide:
       // a write that leaves this view's bytes alone wakes nobody here.
-      const view = this.#catalog.view(first.key);
+      const { etag } = this.#catalog.plan(first.key);
+      let view: CatalogView | undefined;
       for (const waiter of set) {
-        if (view.etag !== waiter.etag) {
+        if (etag !== waiter.etag) {
           this.#remove(group, waiter);
+          view ??= this.#catalog.view(first.key);
           waiter.resolve(view);
         }
       }

@@ -16,7 +16,11 @@ function record(name: string, index: number, overrides: Record<string, unknown> 
 }
 
 function catalogWith(...records: ToolRecord[]) {
-  const catalog = new Catalog({ publicUrl: new URL('http://127.0.0.1:8006'), serviceName: 'tool-registry', viewCacheBytes: 1 << 20 });
+  return catalogOf(1 << 20, records);
+}
+
+function catalogOf(viewCacheBytes: number, records: ToolRecord[]) {
+  const catalog = new Catalog({ publicUrl: new URL('http://127.0.0.1:8006'), serviceName: 'tool-registry', viewCacheBytes });
   catalog.load({ index: records.length, services: [], tools: records });
   return catalog;
 }
@@ -103,6 +107,10 @@ describe('LRU byte cache', () => {
     expect(cache?.size).toBe(0);
     expect(cache?.calculatedSize).toBe(0);
     expect(lruByteCache(0, () => 1)).toBeUndefined();
+    const capped = lruByteCache<{ bytes: number }>(100, (value) => value.bytes, 30);
+    capped?.set('small', { bytes: 30 });
+    capped?.set('big', { bytes: 31 });
+    expect([capped?.has('small'), capped?.has('big')]).toEqual([true, false]);
   });
 });
 
@@ -131,5 +139,69 @@ describe('searchable()', () => {
     await Promise.resolve();
     expect(settled).toBe(true);
     expect(catalog.searchable()).toBeNull();
+  });
+});
+
+describe('view plans and bodies (issue 33)', () => {
+  const scopes = (...s: string[]) => ({ kind: 'scopes' as const, scopes: new Set(s) });
+  const SCOPES = Array.from({ length: 10 }, (_, k) => `s${k}`);
+  const records = () =>
+    SCOPES.flatMap((scope, k) => Array.from({ length: 10 }, (_, i) => record(`${scope}_${i}`, k * 10 + i + 1, { scopes: [scope] })));
+  /** The weight of one scope's cached view (its body and 256), measured on a roomy catalogue. */
+  const weight = () => catalogWith(...records()).view(scopes('s0')).body.length + 256;
+
+  it('rebuilds a body pushed out of the byte budget from its kept plan: the same bytes and ETag, no new plan', () => {
+    // Nine of the ten views' bodies fit, each within an eighth of the budget.
+    const catalog = catalogOf(9 * weight() + 64, records());
+    const first = catalog.view(scopes('s0'));
+    expect(catalog.view(scopes('s0'))).toBe(first);
+    for (const scope of SCOPES.slice(1)) catalog.view(scopes(scope));
+    const again = catalog.view(scopes('s0'));
+    expect(again).not.toBe(first);
+    expect(again.plan).toBe(first.plan);
+    expect(again.body.equals(first.body)).toBe(true);
+    expect(again.body.length).toBe(first.plan.length);
+    expect([again.etag, again.index, again.hidden]).toEqual([first.etag, first.index, first.hidden]);
+    expect(JSON.parse(again.body.toString()).tools.map((t: { name: string }) => t.name)).toEqual(
+      Array.from({ length: 10 }, (_, i) => `s0_${i}`),
+    );
+  });
+
+  it('keeps no body over an eighth of the budget, and copies it from the kept plan for each request', () => {
+    const catalog = catalogOf(8 * weight() - 64, records());
+    const first = catalog.view(scopes('s3'));
+    const second = catalog.view(scopes('s3'));
+    expect(second).not.toBe(first);
+    expect(second.plan).toBe(first.plan);
+    expect(second.body.equals(first.body)).toBe(true);
+    expect(second.etag).toBe(first.etag);
+  });
+
+  it('gives a plan without building its body, and the view built later uses that plan', () => {
+    const catalog = catalogWith(...records());
+    const plan = catalog.plan(scopes('s1'));
+    expect(plan.tools.map((t) => t.tool.name)).toEqual(Array.from({ length: 10 }, (_, i) => `s1_${i}`));
+    expect(plan.hidden).toBe(90);
+    const view = catalog.view(scopes('s1'));
+    expect(view.plan).toBe(plan);
+    expect(catalog.plan(scopes('s1'))).toBe(plan);
+    expect(catalog.stats(scopes('s1')).total_tools).toBe(10);
+  });
+
+  it('empties the plans with the bodies on every write, even one that leaves a view alone', () => {
+    const catalog = catalogWith(...records());
+    const before = catalog.view(scopes('s0'));
+    const yBefore = catalog.plan(scopes('s1'));
+    catalog.apply(101, { tools: [record('s1_0', 101, { scopes: ['s1'], description: 'changed' })] });
+    const after = catalog.view(scopes('s0'));
+    expect(after.plan).not.toBe(before.plan);
+    expect(after.plan.index).toBe(101);
+    expect(after.etag).toBe(before.etag);
+    expect(after.body.equals(before.body)).toBe(true);
+    expect(catalog.changedAt(scopes('s0'))).toBe(before.index);
+    const yAfter = catalog.view(scopes('s1'));
+    expect(yAfter.plan).not.toBe(yBefore);
+    expect(yAfter.etag).not.toBe(yBefore.etag);
+    expect(catalog.changedAt(scopes('s1'))).toBe(101);
   });
 });

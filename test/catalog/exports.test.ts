@@ -274,7 +274,7 @@ describe('GET /?format= (issue 12)', () => {
   });
 
   it('builds the bytes once per view: a write changes them', async () => {
-    const view = { body: Buffer.from('{}'), etag: '"v"', index: 1, tools: [], hidden: 0 };
+    const view = { etag: '"v"', index: 1, tools: [], hidden: 0, length: 2 };
     expect(exportOf(view, 'openai')).toBe(exportOf(view, 'openai'));
     expect(exportOf(view, 'openai').etag).not.toBe(exportOf({ ...view }, 'anthropic').etag);
     const before = await get('/?format=anthropic', calcUser);

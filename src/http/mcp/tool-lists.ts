@@ -117,7 +117,7 @@ export class McpToolLists {
    */
   #wholeView(key: ViewKey, cursor: string | undefined): Selected | undefined {
     if (cursor !== undefined) return undefined;
-    const view = this.#deps.catalog.view(key);
+    const view = this.#deps.catalog.plan(key);
     return view.tools.length <= this.#deps.pageSize
       ? { tools: view.tools, nextCursor: null, cacheKey: `view\u0000${view.etag}` }
       : undefined;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { CatalogView } from '../../catalog/catalog.js';
+import type { CatalogView, ViewPlan } from '../../catalog/catalog.js';
 import { exportOf, exportPageOf, type ExportBody } from '../../catalog/exports.js';
 import type { Config } from '../../config.js';
 import {
@@ -162,8 +162,8 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
    * each kind of caller and kept as long as the view: its ETag, index and hidden count never
    * change, so the hot read and its 304 write one block with no strings built per request.
    */
-  const viewBlocks = new WeakMap<CatalogView | ExportBody, [ViewBlocks | undefined, ViewBlocks | undefined]>();
-  const blocksOf = (view: CatalogView, sent: CatalogView | ExportBody, contentType: string, tokenView: boolean): ViewBlocks => {
+  const viewBlocks = new WeakMap<ViewPlan | ExportBody, [ViewBlocks | undefined, ViewBlocks | undefined]>();
+  const blocksOf = (view: ViewPlan, sent: ViewPlan | ExportBody, contentType: string, tokenView: boolean): ViewBlocks => {
     let kinds = viewBlocks.get(sent);
     if (kinds === undefined) {
       kinds = [undefined, undefined];
@@ -376,15 +376,16 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
     ifNoneMatchHeader: string | undefined,
     format: ExportFormat | undefined,
   ) {
-    // An export's bytes are built once per view and format (src/catalog/exports.ts).
-    const exported = format === undefined ? undefined : exportOf(view, format);
-    const sent = exported ?? view;
+    // An export's bytes are built once per view and format (src/catalog/exports.ts), from its
+    // plan, which outlives a body pushed out of the byte budget; so do the header blocks.
+    const exported = format === undefined ? undefined : exportOf(view.plan, format);
+    const sent = exported ?? view.plan;
     const notModified = ifNoneMatch(ifNoneMatchHeader, sent.etag);
     app.metrics.viewServed(kind, notModified);
-    const blocks = blocksOf(view, sent, exported?.contentType ?? JSON_TYPE, tokenView);
+    const blocks = blocksOf(view.plan, sent, exported?.contentType ?? JSON_TYPE, tokenView);
     if (notModified) reply.code(304).headers(blocks.notModified).send();
     // Bytes, which Fastify sends as they are: no serialisation on the hot path.
-    else reply.headers(blocks.ok).send(sent.body);
+    else reply.headers(blocks.ok).send(exported?.body ?? view.body);
   }
 };
 
