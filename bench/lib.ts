@@ -48,6 +48,28 @@ export interface Child {
   stop(): Promise<void>;
 }
 
+/**
+ * Resolves when the child prints a line `ready` on stdout; rejects, with its last output, when
+ * it exits first or after `timeoutMs`. `what` names it in the error.
+ */
+export function readyLine(child: Child, what: string, timeoutMs: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`${what} did not get ready:\n${child.output()}`)), timeoutMs);
+    child.proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('ready\n')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code}):\n${child.output()}`));
+    });
+  });
+}
+
 /** Spawns `node [...nodeArgs] --import tsx <script> ...args` in the repository root (or another checkout's). */
 export function spawnNode(script: string, args: string[], env: Record<string, string>, nodeArgs: string[] = [], root = REPO_ROOT): Child {
   const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', script, ...args], {

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CeilingSpec } from './ceiling-server.js';
 import { adminToken, JWT_SECRET } from './data.js';
-import { freePort, spawnNode, waitHttpOk, type Child } from './lib.js';
+import { freePort, readyLine, spawnNode, waitHttpOk, type Child } from './lib.js';
 
 export interface Registry {
   child: Child;
@@ -162,21 +162,7 @@ export async function startCeiling(dir: string, name: string, spec: Omit<Ceiling
   writeFileSync(file, JSON.stringify({ ...spec, port }));
   const since = performance.now();
   const child = spawnNode('bench/ceiling-server.ts', [file], {}, nodeArgs);
-  const ready = new Promise<void>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`the ceiling did not get ready:\n${child.output()}`)), 60_000);
-    child.proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('ready\n')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.proc.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the ceiling exited (${code}):\n${child.output()}`));
-    });
-  });
+  const ready = readyLine(child, 'the ceiling', 60_000);
   const base = `http://127.0.0.1:${port}`;
   try {
     await ready;

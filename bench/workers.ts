@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundle, JWT_SECRET, toolName } from './data.js';
-import { freePort, spawnNode, waitHttpOk, type Child } from './lib.js';
+import { freePort, readyLine, spawnNode, waitHttpOk, type Child } from './lib.js';
 import { measureSides, type Side } from './measure.js';
 import { log, opts } from './options.js';
 import { f0, f2, pct, table, type Section } from './report.js';
@@ -43,21 +43,7 @@ async function startWorkers(dir: string, workers: number): Promise<{ child: Chil
     LOG_LEVEL: 'warn',
     ...SETTINGS,
   });
-  const ready = new Promise<void>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`the workers did not get ready:\n${child.output()}`)), 120_000);
-    child.proc.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('ready\n')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.proc.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the workers exited (${code}):\n${child.output()}`));
-    });
-  });
+  const ready = readyLine(child, 'the workers', 120_000);
   const base = `http://127.0.0.1:${port}`;
   try {
     await ready;
