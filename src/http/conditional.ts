@@ -41,6 +41,42 @@ export function readConditionHeaders(): z.ZodUnknown {
 /** Headers that are the same on every answer they go on, built once and written as they are. */
 export type HeaderBlock = Readonly<Record<string, string>>;
 
+/** The headers of an answer that may be a 304: the 304's, and the 200's (with its Content-Type). */
+export interface AnswerBlocks {
+  notModified: HeaderBlock;
+  ok: HeaderBlock;
+}
+
+/** The two blocks from the 304's headers: the 200's are those and its Content-Type. */
+export function answerBlocks(notModified: Record<string, string>, contentType: string): AnswerBlocks {
+  const frozen: HeaderBlock = Object.freeze(notModified);
+  return { notModified: frozen, ok: Object.freeze({ ...frozen, 'content-type': contentType }) };
+}
+
+/**
+ * Answer blocks built once per object (a view, an export of it, a tool's entry) and kind of
+ * caller (anonymous or token), kept as long as the object is: a write makes new objects, so a
+ * kept block never outlives what it describes, and the hot read and its 304 build no strings.
+ */
+export class CallerKindBlocks<K extends object> {
+  readonly #kept = new WeakMap<K, [AnswerBlocks | undefined, AnswerBlocks | undefined]>();
+
+  get(key: K, tokenView: boolean): AnswerBlocks | undefined {
+    return this.#kept.get(key)?.[tokenView ? 1 : 0];
+  }
+
+  /** Keeps `blocks` for the key and kind of caller, and gives them back. */
+  keep(key: K, tokenView: boolean, blocks: AnswerBlocks): AnswerBlocks {
+    let kinds = this.#kept.get(key);
+    if (kinds === undefined) {
+      kinds = [undefined, undefined];
+      this.#kept.set(key, kinds);
+    }
+    kinds[tokenView ? 1 : 0] = blocks;
+    return blocks;
+  }
+}
+
 /** The cache policy of a view's answers, for the anonymous view and for a token's. */
 export interface ViewCachePolicy {
   anonymous: HeaderBlock;

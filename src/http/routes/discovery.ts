@@ -23,7 +23,7 @@ import {
 } from '../../model/exports.js';
 import { viewKeyFor, type ViewKey } from '../../model/visibility.js';
 import { callerKey } from '../caller-key.js';
-import { ifNoneMatch, viewCachePolicy, type HeaderBlock } from '../conditional.js';
+import { answerBlocks, CallerKindBlocks, ifNoneMatch, viewCachePolicy, type AnswerBlocks } from '../conditional.js';
 import { exemptFromIdleTimeout } from '../plugins/connections.js';
 import { ANYONE, empty, headers, problem, problems, waitersFullExample } from '../openapi/responses.js';
 import { tokenExpiresAt } from '../token-expiry.js';
@@ -162,29 +162,25 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
    * each kind of caller and kept as long as the view: its ETag, index and hidden count never
    * change, so the hot read and its 304 write one block with no strings built per request.
    */
-  const viewBlocks = new WeakMap<ViewPlan | ExportBody, [ViewBlocks | undefined, ViewBlocks | undefined]>();
-  const blocksOf = (view: ViewPlan, sent: ViewPlan | ExportBody, contentType: string, tokenView: boolean): ViewBlocks => {
-    let kinds = viewBlocks.get(sent);
-    if (kinds === undefined) {
-      kinds = [undefined, undefined];
-      viewBlocks.set(sent, kinds);
-    }
-    const slot = tokenView ? 1 : 0;
-    const kept = kinds[slot];
-    if (kept !== undefined) return kept;
-    // In the order these were set one by one before (issue 33), the 304's being the 200's but
-    // Content-Type: RFC 9110 section 15.4.5 asks a 304 for the ETag, Cache-Control and Vary.
-    const notModified: HeaderBlock = Object.freeze({
-      etag: sent.etag,
-      'x-registry-index': String(view.index),
-      // Tells an agent its token hides tools, so it knows to ask for more scopes.
-      ...(tokenView && { 'x-hidden-tools': String(view.hidden) }),
-      ...(tokenView ? cachePolicy.token : cachePolicy.anonymous),
-    });
-    const made = { notModified, ok: Object.freeze({ ...notModified, 'content-type': contentType }) };
-    kinds[slot] = made;
-    return made;
-  };
+  const viewBlocks = new CallerKindBlocks<ViewPlan | ExportBody>();
+  const blocksOf = (view: ViewPlan, sent: ViewPlan | ExportBody, contentType: string, tokenView: boolean): AnswerBlocks =>
+    viewBlocks.get(sent, tokenView) ??
+    viewBlocks.keep(
+      sent,
+      tokenView,
+      // In the order these were set one by one before (issue 33), the 304's being the 200's but
+      // Content-Type: RFC 9110 section 15.4.5 asks a 304 for the ETag, Cache-Control and Vary.
+      answerBlocks(
+        {
+          etag: sent.etag,
+          'x-registry-index': String(view.index),
+          // Tells an agent its token hides tools, so it knows to ask for more scopes.
+          ...(tokenView && { 'x-hidden-tools': String(view.hidden) }),
+          ...(tokenView ? cachePolicy.token : cachePolicy.anonymous),
+        },
+        contentType,
+      ),
+    );
   /** `GET /` as agents reach it: PUBLIC_URL's origin and path. */
   const rootUrl = `${config.publicUrl.origin}${config.publicUrl.pathname.replace(/\/+$/, '')}/`;
 
@@ -388,12 +384,6 @@ const discoveryRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, 
     else reply.headers(blocks.ok).send(exported?.body ?? view.body);
   }
 };
-
-/** The headers of a full view's answers: the 304's, and the 200's (with its Content-Type). */
-interface ViewBlocks {
-  notModified: HeaderBlock;
-  ok: HeaderBlock;
-}
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 

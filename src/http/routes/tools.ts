@@ -24,7 +24,9 @@ import {
   viewCachePolicy,
   writeConditionHeaders,
   writeConditionOf,
-  type HeaderBlock,
+  answerBlocks,
+  CallerKindBlocks,
+  type AnswerBlocks,
 } from '../conditional.js';
 import { pathKeyIntoBody, validatedBy } from '../validation.js';
 
@@ -54,12 +56,6 @@ const written = (description: string, location: boolean, etag = false) =>
 /** Preconditions of a tool's writes, checked by the registry in the write's batch. */
 const WriteConditionHeaders = writeConditionHeaders('tool', '`GET /tools/{name}` as an admin reads it');
 
-/** A discovery entry's headers: the 304's, and the 200's (with its Content-Type). */
-interface EntryBlocks {
-  notModified: HeaderBlock;
-  ok: HeaderBlock;
-}
-
 const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { config }) => {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const admin = adminOnly(config.adminScope);
@@ -72,27 +68,22 @@ const toolRoutes: FastifyPluginAsync<{ config: Config }> = async (fastify, { con
    * long as the entry (a write of the tool makes a new one): the lookup and its 304 write one
    * block, with no strings built per request (issue 33).
    */
-  const entryHeaders = new WeakMap<CatalogTool, [EntryBlocks | undefined, EntryBlocks | undefined]>();
-  const entryBlocks = (entry: CatalogTool, tokenView: boolean): EntryBlocks => {
-    let kinds = entryHeaders.get(entry);
-    if (kinds === undefined) {
-      kinds = [undefined, undefined];
-      entryHeaders.set(entry, kinds);
-    }
-    const slot = tokenView ? 1 : 0;
-    const kept = kinds[slot];
-    if (kept !== undefined) return kept;
-    const { deprecation } = entry.record;
-    const notModified: HeaderBlock = Object.freeze({
-      ...(tokenView ? cachePolicy.token : cachePolicy.anonymous),
-      'x-registry-index': String(entry.record.index),
-      ...(deprecation !== undefined && deprecationHeaders(deprecation, toolUrl)),
-      etag: entry.etag,
-    });
-    const made = { notModified, ok: Object.freeze({ ...notModified, 'content-type': 'application/json; charset=utf-8' }) };
-    kinds[slot] = made;
-    return made;
-  };
+  const entryHeaders = new CallerKindBlocks<CatalogTool>();
+  const entryBlocks = (entry: CatalogTool, tokenView: boolean): AnswerBlocks =>
+    entryHeaders.get(entry, tokenView) ??
+    entryHeaders.keep(
+      entry,
+      tokenView,
+      answerBlocks(
+        {
+          ...(tokenView ? cachePolicy.token : cachePolicy.anonymous),
+          'x-registry-index': String(entry.record.index),
+          ...(entry.record.deprecation !== undefined && deprecationHeaders(entry.record.deprecation, toolUrl)),
+          etag: entry.etag,
+        },
+        'application/json; charset=utf-8',
+      ),
+    );
 
   /** The article's runtime registration; either tool form. 201 when new, 200 when replaced. */
   app.post(
