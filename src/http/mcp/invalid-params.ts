@@ -15,6 +15,7 @@ import {
   JSONRPCResultResponseSchema,
   type JSONRPCMessage,
 } from '@modelcontextprotocol/sdk/types.js';
+import { plainRequest } from './plain-request.js';
 
 /** The parts of a zod issue read here (zod 3 and 4 issues both have them). */
 export interface ParamsIssue {
@@ -119,6 +120,9 @@ export function readMessage(message: unknown): ReadMessage {
   if (typeof message !== 'object' || message === null || Array.isArray(message)) {
     return { ok: false, code: ErrorCode.InvalidRequest, message: 'Invalid Request: a JSON-RPC message is an object' };
   }
+  // The shape nearly every request has, which the request schema surely accepts (plain-request.ts).
+  const plain = plainRequest(message);
+  if (plain !== undefined) return { ok: true, message: plain };
   const fields = message as Record<string, unknown>;
   // The one shape the message means, so that its issues are that shape's and not a union's.
   const schema =
