@@ -135,7 +135,13 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     }
   }
   app.log.info(
-    { publicUrl: config.publicUrl.href, anonymousDiscovery: config.anonymousDiscovery, tracing: telemetry !== null },
+    {
+      publicUrl: config.publicUrl.href,
+      anonymousDiscovery: config.anonymousDiscovery,
+      tracing: telemetry !== null,
+      // What VIEW_CACHE_BYTES=auto chose on this machine.
+      viewCacheBytes: config.viewCacheBytes,
+    },
     'tool-registry ready',
   );
   return app;

@@ -3,11 +3,12 @@
  * stop startup, and the key-mode rule decided once for auth and the CLI.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { ConfigSchema, defaultConfig, loadConfig, type Config, type KeyMode } from '../src/config.js';
-import { EnvSchema } from '../src/config/env.js';
+import { autoViewCacheBytes, EnvSchema } from '../src/config/env.js';
+import { usableMemoryBytes } from '../src/config/checks.js';
 import { ConfigError } from '../src/config/errors.js';
 import { flagOf, SETTING_NAMES, SETTINGS } from '../src/config/settings.js';
 import { announcerKey, writeBindings } from './helpers/announcer-keys.js';
@@ -67,6 +68,23 @@ describe('flags and the environment', () => {
     expect(loadConfig({ PORT: '1' }, { PORT: '2' }).port).toBe(2);
     expect(loadConfig({ PORT: '' }).port).toBe(8006);
     expect(loadConfig({ JWT_SECRET: SECRET }, { JWT_SECRET: '' }).jwt.keyMode).toBe('dev');
+  });
+
+  it('sizes the view cache from the memory the process may use, unless told a number of bytes', () => {
+    const MiB = 1024 * 1024;
+    expect(loadConfig({}).viewCacheBytes).toBe(autoViewCacheBytes());
+    expect(loadConfig({ VIEW_CACHE_BYTES: 'auto' }).viewCacheBytes).toBe(autoViewCacheBytes());
+    expect(loadConfig({}).viewCacheBytes).toBe(Math.min(4096 * MiB, Math.max(64 * MiB, Math.floor(usableMemoryBytes() / 8))));
+    expect(autoViewCacheBytes(2048 * MiB)).toBe(256 * MiB);
+    expect(autoViewCacheBytes(256 * MiB)).toBe(64 * MiB);
+    expect(autoViewCacheBytes(256 * 1024 * MiB)).toBe(4096 * MiB);
+    expect(usableMemoryBytes()).toBeLessThanOrEqual(totalmem());
+    expect(loadConfig({ VIEW_CACHE_BYTES: '0' }).viewCacheBytes).toBe(0);
+    expect(loadConfig({}, { VIEW_CACHE_BYTES: '1048576' }).viewCacheBytes).toBe(MiB);
+    for (const bad of ['-1', '1.5', 'AUTO', '64MiB', String(17 * 1024 ** 3)])
+      expect(errorOf({ VIEW_CACHE_BYTES: bad })).toMatch(
+        /^VIEW_CACHE_BYTES.*must be auto or a whole number of bytes from 0 to 17179869184/,
+      );
   });
 
   it('normalises token types and splits lists', () => {

@@ -6,6 +6,7 @@
 import { createPublicKey, createSecretKey, X509Certificate, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { totalmem } from 'node:os';
 import { z } from 'zod';
 import { AnnouncerBindingsFileSchema, type AnnouncerBinding, type AnnouncerJwk } from '../model/announcer-bindings.js';
 import { parseOutboundRule, type OutboundRule } from '../model/outbound-address.js';
@@ -55,6 +56,26 @@ export const integer = (min: number, max: number) =>
     .regex(/^\d+$/, `must be a whole number from ${min} to ${max}`)
     .transform(Number)
     .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+/**
+ * The memory this process may use: its cgroup's limit where one is set (containers), the
+ * machine's otherwise. Node reports no limit as 0, or as 2^64 on cgroups without one.
+ */
+export function usableMemoryBytes(): number {
+  const total = totalmem();
+  const limit = process.constrainedMemory();
+  return limit !== undefined && limit > 0 && limit < total ? limit : total;
+}
+
+/** `auto` (a value made from the machine) or a whole number of bytes from `min` to `max`. */
+export const bytesOrAuto = (min: number, max: number, auto: () => number) =>
+  z.string().transform((text, ctx) => {
+    if (text === 'auto') return auto();
+    const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+    if (Number.isInteger(value) && value >= min && value <= max) return value;
+    ctx.addIssue({ code: 'custom', message: `must be auto or a whole number of bytes from ${min} to ${max}` });
+    return z.NEVER;
+  });
 
 const BOOLEAN_WORDS = { true: true, false: false, '1': true, '0': false, on: true, off: false, yes: true, no: false } as const;
 export const boolean = z

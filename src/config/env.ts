@@ -9,6 +9,7 @@ import { ANONYMOUS_POLICIES } from '../model/visibility.js';
 import {
   announcerKeysFile,
   boolean,
+  bytesOrAuto,
   caCertificatesFile,
   httpUrl,
   integer,
@@ -24,7 +25,21 @@ import {
   setting,
   unsignedThrough,
   urlOf,
+  usableMemoryBytes,
 } from './checks.js';
+
+const MiB = 1024 * 1024;
+
+/**
+ * VIEW_CACHE_BYTES's `auto`: an eighth of the memory the process may use, from 64 MiB to 4 GiB.
+ * A view's body is served from memory only while it is kept (src/catalog/views.ts); 64 MiB, the
+ * fixed default before, kept five of the fifty 12 MiB token views of a 100,000-tool catalogue,
+ * so most bearer requests copied their view (issue 33: 22 requests/s against the ceiling's
+ * 209-254). On a 2 GiB container this gives 256 MiB; on a 24 GiB machine, 3 GiB.
+ */
+export function autoViewCacheBytes(memory = usableMemoryBytes()): number {
+  return Math.min(4096 * MiB, Math.max(64 * MiB, Math.floor(memory / 8)));
+}
 
 /** Every setting, in the order --help and docs/configuration.md list them. */
 export const EnvSchema = z.object({
@@ -355,7 +370,11 @@ export const EnvSchema = z.object({
     '0',
     integer(0, 86_400),
   ),
-  VIEW_CACHE_BYTES: setting('bytes of serialised discovery views kept in memory', String(64 * 1024 * 1024), integer(0, 16 * 1024 ** 3)),
+  VIEW_CACHE_BYTES: setting(
+    "bytes of serialised discovery views, pages and MCP lists kept in memory; auto: an eighth of the memory the process may use (its cgroup limit, or the machine's), from 64 MiB to 4 GiB",
+    'auto',
+    bytesOrAuto(0, 16 * 1024 ** 3, autoViewCacheBytes),
+  ),
   METRICS_PORT: optional(
     'serve the Prometheus /metrics on this port instead, open to anyone who reaches it (for scrapers on a private network; 0 picks a free port); unset: /metrics on PORT, for tokens with the admin scope or STATS_READ_SCOPE',
     integer(0, 65535),
