@@ -83,27 +83,38 @@ export function sendListAnswer(
     eventId = events.storeAnswer(streamId, result, tail);
   }
   before += `event: message\n${eventId === undefined ? '' : `id: ${eventId}\n`}data: {"result":`;
-  const after = `${tail}\n\n`;
-  // Written as three chunks, which Node sends in one writev (a response corks its socket until
-  // the next tick), rather than copied into one buffer for reply.send: the copy of a 353 KiB
-  // page (Buffer.concat) and its garbage were ~90 us of each request of the issue-31 walk.
-  // Hijacked, so the head carries what the hooks set on the reply (request id, nosniff, rate
-  // limit, CORS); the onResponse hooks (metrics, logs) still run when the response finishes.
+  return sendPieces(
+    reply,
+    {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'mcp-session-id': sessionId,
+    },
+    [before, result, `${tail}\n\n`],
+  );
+}
+
+/**
+ * A 200 of `pieces` in order, without copying them into one buffer for reply.send: Node sends
+ * them in one writev (a response corks its socket until the next tick). The copy of a 353 KiB
+ * page (Buffer.concat) and its garbage were ~90 us of each request of the issue-31 walk.
+ * Hijacked, so the head carries what the hooks set on the reply (request id, nosniff, rate
+ * limit, CORS) with `headers` over them; the onResponse hooks (metrics, logs) still run when
+ * the response finishes.
+ */
+export function sendPieces(reply: FastifyReply, headers: Record<string, string>, pieces: readonly (string | Buffer)[]): FastifyReply {
   const head: Record<string, string | number | string[]> = {};
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) head[name] = value;
-  Object.assign(head, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'mcp-session-id': sessionId,
-    'content-length': Buffer.byteLength(before) + result.length + Buffer.byteLength(after),
-  });
+  Object.assign(head, headers);
+  let length = 0;
+  for (const piece of pieces) length += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length;
+  head['content-length'] = length;
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, head);
-  raw.write(before);
-  raw.write(result);
-  raw.end(after);
+  for (const piece of pieces.slice(0, -1)) raw.write(piece);
+  raw.end(pieces.at(-1));
   return reply;
 }

@@ -36,6 +36,7 @@ import { RegistryError } from '../../model/errors.js';
 import type { ViewKey } from '../../model/visibility.js';
 import { SubscriptionsListenRequestSchema, type SubscriptionFilter } from '../../model/mcp-listen.js';
 import { describeInvalidParams, type ParamsIssue } from './invalid-params.js';
+import { sendPieces } from './list-answer.js';
 import type { McpToolLists } from './tool-lists.js';
 
 export const MODERN_REVISION = '2026-07-28';
@@ -263,7 +264,7 @@ export function answerModern(
         if (err instanceof RegistryError) return sendJson(reply, rpcError(request.id, ErrorCode.InvalidParams, err.message));
         throw err;
       }
-      return sendJson(reply, Buffer.concat([RESULT_HEAD, result, Buffer.from(tail)]));
+      return sendPieces(reply, { 'content-type': 'application/json' }, [RESULT_HEAD, result, tail]);
     }
     default:
       throw refusal(
