@@ -4,7 +4,7 @@
  */
 import type { McpTool } from './mcp-schemas.js';
 import { JsonTypeSchema, type BusTool, type HttpTool, type JsonType, type ToolDescriptor, type ToolKind } from './schemas.js';
-import { isObject } from './json-object.js';
+import { isObject, resolveLocal } from './json-object.js';
 import type { HttpTarget } from './http-target.js';
 
 /** A JSON Schema whose top is an object: a tool's arguments, or its structured answer. */
@@ -159,7 +159,7 @@ function jsonTypeOf(schema: Record<string, unknown>, root: JsonSchemaObject): Js
     const branches = node['anyOf'] ?? node['oneOf'] ?? node['allOf'];
     const next =
       typeof ref === 'string'
-        ? resolveLocal(root, ref)
+        ? resolveLocal(ref, root)
         : Array.isArray(branches)
           ? branches.find((b) => isObject(b) && b['type'] !== 'null')
           : undefined;
@@ -174,24 +174,6 @@ function jsonTypeOf(schema: Record<string, unknown>, root: JsonSchemaObject): Js
   if (isObject(node['properties'])) return 'object';
   if (node['items'] !== undefined) return 'array';
   return 'string';
-}
-
-/** The value a local `$ref` (`#/$defs/a`) points at in `root`, if any. */
-function resolveLocal(root: unknown, ref: string): unknown {
-  if (!ref.startsWith('#/')) return ref === '#' ? root : undefined;
-  let node = root;
-  for (const raw of ref.slice(2).split('/')) {
-    let segment: string;
-    try {
-      segment = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
-    } catch {
-      return undefined;
-    }
-    if (Array.isArray(node) && /^\d+$/.test(segment)) node = node[Number(segment)];
-    else if (isObject(node) && Object.hasOwn(node, segment)) node = node[segment];
-    else return undefined;
-  }
-  return node;
 }
 
 /** The article's `parameters` map of a declared input schema, from its top-level `properties`. */
